@@ -1,0 +1,350 @@
+//! The czmqat / TPCat dump-file format.
+//!
+//! A dump file is a sequence of records. Each record is an 8-byte
+//! little-endian (x86-64 native `size_t`) length followed by that many bytes
+//! holding CZMQ's `zmsg_encode` form of one message: for each frame, one length
+//! byte when the frame is shorter than 255 bytes, otherwise `0xFF` and a 4-byte
+//! big-endian length; then the frame's bytes. Files written here are read by
+//! the C++ tools and theirs are read here.
+//!
+//! Reading is record by record: a truncated or corrupt record is reported with
+//! the byte offset where it starts and what is wrong, after every earlier
+//! record has been returned.
+
+use crate::Frames;
+use std::io::{self, Read, Write};
+
+/// Largest record accepted when reading (1 GiB): a bigger length is taken to
+/// mean the file is corrupt, not that memory should be reserved for it.
+pub const MAX_RECORD: u64 = 1 << 30;
+
+/// Why a dump file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    #[error("dump file truncated at byte {offset}: {what}")]
+    Truncated { offset: u64, what: String },
+    #[error("dump file corrupt at byte {offset}: {what}")]
+    Corrupt { offset: u64, what: String },
+    #[error("dump file I/O error at byte {offset}: {source}")]
+    Io { offset: u64, source: io::Error },
+}
+
+impl DumpError {
+    /// Byte offset of the record the error was found in.
+    pub fn offset(&self) -> u64 {
+        match self {
+            DumpError::Truncated { offset, .. }
+            | DumpError::Corrupt { offset, .. }
+            | DumpError::Io { offset, .. } => *offset,
+        }
+    }
+}
+
+/// Append the `zmsg_encode` form of `frames` to `out`.
+pub fn zmsg_encode<F: AsRef<[u8]>>(frames: impl IntoIterator<Item = F>, out: &mut Vec<u8>) {
+    for f in frames {
+        let f = f.as_ref();
+        if f.len() < 255 {
+            out.push(f.len() as u8);
+        } else {
+            out.push(0xff);
+            out.extend_from_slice(&(f.len() as u32).to_be_bytes());
+        }
+        out.extend_from_slice(f);
+    }
+}
+
+/// Parse a `zmsg_encode` buffer into `frames` (cleared first). `offset` is
+/// where the buffer sits in its file, for error messages.
+pub fn zmsg_decode(buf: &[u8], frames: &mut Frames, offset: u64) -> Result<(), DumpError> {
+    frames.clear();
+    let mut pos = 0usize;
+    while pos < buf.len() {
+        let at = offset + pos as u64;
+        let mut len = buf[pos] as usize;
+        pos += 1;
+        if len == 0xff {
+            let Some(b) = buf.get(pos..pos + 4) else {
+                return Err(DumpError::Corrupt {
+                    offset: at,
+                    what: format!(
+                        "frame {} has a long-length marker but the record ends before its 4 length bytes",
+                        frames.len()
+                    ),
+                });
+            };
+            len = u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize;
+            pos += 4;
+        }
+        let Some(data) = buf.get(pos..pos.saturating_add(len)) else {
+            return Err(DumpError::Corrupt {
+                offset: at,
+                what: format!(
+                    "frame {} claims {} bytes but only {} remain in the record",
+                    frames.len(),
+                    len,
+                    buf.len() - pos
+                ),
+            });
+        };
+        frames.push(data);
+        pos += len;
+    }
+    Ok(())
+}
+
+/// Writes messages as dump-file records.
+pub struct DumpWriter<W: Write> {
+    out: W,
+    scratch: Vec<u8>,
+    records: u64,
+}
+
+impl<W: Write> DumpWriter<W> {
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            scratch: Vec::new(),
+            records: 0,
+        }
+    }
+
+    /// Write one message given as its frames.
+    pub fn write<F: AsRef<[u8]>>(&mut self, frames: impl IntoIterator<Item = F>) -> io::Result<()> {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&[0u8; 8]);
+        zmsg_encode(frames, &mut self.scratch);
+        let n = (self.scratch.len() - 8) as u64;
+        self.scratch[..8].copy_from_slice(&n.to_le_bytes());
+        self.out.write_all(&self.scratch)?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// Reads dump-file records one at a time.
+pub struct DumpReader<R: Read> {
+    input: R,
+    offset: u64,
+    record: Vec<u8>,
+    records: u64,
+    failed: bool,
+}
+
+impl<R: Read> DumpReader<R> {
+    pub fn new(input: R) -> Self {
+        Self {
+            input,
+            offset: 0,
+            record: Vec::new(),
+            records: 0,
+            failed: false,
+        }
+    }
+
+    /// Byte offset of the next record.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Records read so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Read the next record into `frames`. `Ok(false)` at a clean end of file.
+    /// After an error every later call returns `Ok(false)`.
+    pub fn read_into(&mut self, frames: &mut Frames) -> Result<bool, DumpError> {
+        if self.failed {
+            return Ok(false);
+        }
+        let r = self.read_inner(frames);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn read_inner(&mut self, frames: &mut Frames) -> Result<bool, DumpError> {
+        let start = self.offset;
+        let mut head = [0u8; 8];
+        let got = read_full(&mut self.input, &mut head).map_err(|source| DumpError::Io {
+            offset: start,
+            source,
+        })?;
+        if got == 0 {
+            return Ok(false);
+        }
+        if got < 8 {
+            return Err(DumpError::Truncated {
+                offset: start,
+                what: format!("record {} has {got} of its 8 length bytes", self.records),
+            });
+        }
+        let len = u64::from_le_bytes(head);
+        if len > MAX_RECORD {
+            return Err(DumpError::Corrupt {
+                offset: start,
+                what: format!(
+                    "record {} claims {len} bytes (more than the {MAX_RECORD}-byte limit); not a dump file or damaged",
+                    self.records
+                ),
+            });
+        }
+        self.record.resize(len as usize, 0);
+        let got = read_full(&mut self.input, &mut self.record).map_err(|source| DumpError::Io {
+            offset: start,
+            source,
+        })?;
+        if (got as u64) < len {
+            return Err(DumpError::Truncated {
+                offset: start,
+                what: format!(
+                    "record {} claims {len} bytes but the file ends after {got}",
+                    self.records
+                ),
+            });
+        }
+        zmsg_decode(&self.record, frames, start + 8)?;
+        self.offset = start + 8 + len;
+        self.records += 1;
+        Ok(true)
+    }
+}
+
+impl<R: Read> Iterator for DumpReader<R> {
+    type Item = Result<Frames, DumpError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut f = Frames::new();
+        match self.read_into(&mut f) {
+            Ok(true) => Some(Ok(f)),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+/// Like `read_exact` but reports how many bytes were read before end of file.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_short_and_long_frames() {
+        let mut out = Vec::new();
+        let long = vec![7u8; 300];
+        zmsg_encode([&b"\0\0\0\0"[..], &b""[..], &long[..]], &mut out);
+        assert_eq!(&out[..6], &[4, 0, 0, 0, 0, 0]);
+        assert_eq!(&out[6..11], &[0xff, 0, 0, 1, 44]);
+        assert_eq!(out.len(), 11 + 300);
+        // Exactly 255 bytes takes the long form, 254 the short one.
+        let mut o = Vec::new();
+        zmsg_encode([vec![1u8; 255]], &mut o);
+        assert_eq!(&o[..5], &[0xff, 0, 0, 0, 255]);
+        o.clear();
+        zmsg_encode([vec![1u8; 254]], &mut o);
+        assert_eq!(o[0], 254);
+    }
+
+    fn sample_file() -> (Vec<u8>, Vec<Frames>) {
+        let msgs = vec![
+            Frames::from_slices(&[&b"\0\0\0\0"[..], &b"\x08\x01\x10\x02\x18\x03\x20\x04"[..]]),
+            Frames::from_slices(&[vec![9u8; 1000]]),
+            Frames::from_slices::<&[u8]>(&[]),
+        ];
+        let mut w = DumpWriter::new(Vec::new());
+        for m in &msgs {
+            w.write(m.iter()).unwrap();
+        }
+        assert_eq!(w.records(), 3);
+        (w.into_inner(), msgs)
+    }
+
+    #[test]
+    fn round_trip() {
+        let (file, msgs) = sample_file();
+        assert_eq!(&file[..8], &14u64.to_le_bytes());
+        let got: Vec<Frames> = DumpReader::new(&file[..]).map(|r| r.unwrap()).collect();
+        assert_eq!(got, msgs);
+    }
+
+    #[test]
+    fn truncation_at_every_length_names_offset_and_keeps_earlier_records() {
+        let (file, msgs) = sample_file();
+        let starts = [0u64, 22, 22 + 8 + 1005];
+        for cut in 0..file.len() {
+            let mut r = DumpReader::new(&file[..cut]);
+            let mut good = Vec::new();
+            let mut err = None;
+            for item in &mut r {
+                match item {
+                    Ok(f) => good.push(f),
+                    Err(e) => err = Some(e),
+                }
+            }
+            // Every complete record before the cut was delivered.
+            let complete = starts
+                .iter()
+                .zip(&msgs)
+                .filter(|(&s, m)| {
+                    let enc = {
+                        let mut v = Vec::new();
+                        zmsg_encode(m.iter(), &mut v);
+                        v.len() as u64
+                    };
+                    s + 8 + enc <= cut as u64
+                })
+                .count();
+            assert_eq!(good.len(), complete, "cut at {cut}");
+            assert_eq!(&good[..], &msgs[..complete]);
+            if starts.contains(&(cut as u64)) {
+                assert!(err.is_none(), "clean end at a record boundary, cut {cut}");
+            } else {
+                let e = err.unwrap_or_else(|| panic!("cut {cut} must error"));
+                assert_eq!(e.offset(), starts[complete], "cut {cut}: {e}");
+                assert!(e.to_string().contains(&format!("byte {}", starts[complete])));
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_frame_length_is_reported() {
+        // A record of 3 bytes whose first frame claims 10.
+        let mut file = Vec::new();
+        file.extend(3u64.to_le_bytes());
+        file.extend([10, 1, 2]);
+        let e = DumpReader::new(&file[..]).next().unwrap().unwrap_err();
+        assert!(matches!(e, DumpError::Corrupt { offset: 8, .. }), "{e}");
+        // An absurd record length.
+        let mut file = Vec::new();
+        file.extend(u64::MAX.to_le_bytes());
+        let e = DumpReader::new(&file[..]).next().unwrap().unwrap_err();
+        assert!(matches!(e, DumpError::Corrupt { offset: 0, .. }), "{e}");
+    }
+}

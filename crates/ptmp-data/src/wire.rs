@@ -1,0 +1,88 @@
+//! PTMP's data message: exactly two frames, `[version, payload]`.
+//!
+//! `version` is a 4-byte native-endian C `int` holding 0; `payload` is a
+//! serialized [`TPSet`](crate::TPSet). There is no topic frame: on PUB/SUB the
+//! version frame serves as the topic and subscribers subscribe to "".
+
+use crate::codec::{decode_tpset_into, DecodeError};
+use crate::TPSet;
+
+/// The only message version PTMP defines.
+pub const VERSION: i32 = 0;
+
+/// The version frame as it goes on the wire.
+pub const VERSION_FRAME: [u8; 4] = VERSION.to_ne_bytes();
+
+/// Why a received message is not a PTMP data message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("message has {0} frame(s); a PTMP message has exactly 2 (version, payload)")]
+    FrameCount(usize),
+    #[error("version frame is {0} byte(s); it must be a 4-byte int")]
+    VersionSize(usize),
+    #[error("message version is {0}; only version 0 is known")]
+    Version(i32),
+    #[error("payload is not a TPSet: {0}")]
+    Payload(#[from] DecodeError),
+}
+
+/// Check a version frame.
+#[inline]
+pub fn check_version(frame: &[u8]) -> Result<(), WireError> {
+    let v: [u8; 4] = frame
+        .try_into()
+        .map_err(|_| WireError::VersionSize(frame.len()))?;
+    match i32::from_ne_bytes(v) {
+        VERSION => Ok(()),
+        other => Err(WireError::Version(other)),
+    }
+}
+
+/// Decode a whole message given as its frames.
+pub fn decode_message<F: AsRef<[u8]>>(frames: &[F], out: &mut TPSet) -> Result<(), WireError> {
+    if frames.len() != 2 {
+        return Err(WireError::FrameCount(frames.len()));
+    }
+    check_version(frames[0].as_ref())?;
+    decode_tpset_into(frames[1].as_ref(), out)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::encode_tpset;
+
+    #[test]
+    fn version_frame_is_four_zero_bytes() {
+        assert_eq!(VERSION_FRAME, [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn typed_errors() {
+        let mut t = TPSet::default();
+        let mut payload = Vec::new();
+        encode_tpset(&t, &mut payload);
+        assert!(decode_message(&[&VERSION_FRAME[..], &payload], &mut t).is_ok());
+        assert_eq!(
+            decode_message(&[&payload[..]], &mut t),
+            Err(WireError::FrameCount(1))
+        );
+        assert_eq!(
+            decode_message(&[&VERSION_FRAME[..], &payload, b"x"], &mut t),
+            Err(WireError::FrameCount(3))
+        );
+        assert_eq!(
+            decode_message(&[&[0u8; 3][..], &payload], &mut t),
+            Err(WireError::VersionSize(3))
+        );
+        assert_eq!(
+            decode_message(&[&1i32.to_ne_bytes()[..], &payload], &mut t),
+            Err(WireError::Version(1))
+        );
+        assert!(matches!(
+            decode_message(&[&VERSION_FRAME[..], &b"\x08"[..]], &mut t),
+            Err(WireError::Payload(_))
+        ));
+    }
+}
