@@ -1,1 +1,54 @@
+//! # ptmp: trigger message passing, PTMP-compatible
+//!
+//! The messaging core. A [`SocketConfig`] (PTMP's JSON) describes a socket;
+//! a [`Sender`] sends [`TPSet`]s on it and a [`Receiver`] receives them, as
+//! PTMP's `TPSender` and `TPReceiver` do, with PTMP's two-frame wire format
+//! so C++ PTMP peers, pyzmq scripts and this library interoperate.
+//!
+//! Layers, bottom up:
+//! * `ptmp-data`: schema, codec, wire and dump formats (no transport);
+//! * [`config`]: the socket configuration front, which names the transport of
+//!   each endpoint (`inproc`, `ipc`, `tcp`, and `shm` for the shared-memory
+//!   transport) so a configuration changes transport by changing an address;
+//! * [`socket`]: turns a config into a zmq socket (context policy, HWMs,
+//!   linger, XPUB for PUB senders);
+//! * [`Sender`] / [`Receiver`]: the typed API, plus raw-frame access for
+//!   schema-blind tools.
+//!
+//! ```no_run
+//! use ptmp::{Receiver, Sender, TPSet};
+//! use std::time::Duration;
+//! let mut tx = Sender::new(r#"{"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:5678"]}}"#)?;
+//! let mut rx = Receiver::new(r#"{"socket":{"type":"PULL","connect":["tcp://127.0.0.1:5678"]}}"#)?;
+//! tx.send(&TPSet { count: 1, ..Default::default() })?;
+//! let got = rx.recv(Some(Duration::from_secs(1)))?;
+//! assert_eq!(got.map(|t| t.count), Some(1));
+//! # Ok::<(), ptmp::Error>(())
+//! ```
 
+pub mod config;
+pub mod error;
+pub mod receiver;
+pub mod sender;
+pub mod socket;
+
+pub use config::{Attach, Endpoint, SocketConfig, SocketType, Transport};
+pub use error::{Error, Result};
+pub use ptmp_data::{self as data, Frames, TPSet, TrigPrim, WireError};
+pub use receiver::Receiver;
+pub use sender::Sender;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn types_are_send() {
+        assert_send::<Sender>();
+        assert_send::<Receiver>();
+        assert_send::<SocketConfig>();
+        assert_send::<Error>();
+    }
+}

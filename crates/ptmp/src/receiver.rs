@@ -1,0 +1,173 @@
+//! Receiving TPSets (and raw frames).
+
+use crate::config::SocketConfig;
+use crate::error::{Error, Result};
+use crate::socket::{build, timeout_ms, Role};
+use ptmp_data::codec::decode_tpset_into;
+use ptmp_data::wire::check_version;
+use ptmp_data::{Frames, TPSet, WireError};
+use std::time::Duration;
+
+/// Receives PTMP messages on a PAIR, SUB or PULL socket.
+///
+/// `recv_into` decodes into the caller's [`TPSet`] through two zmq messages
+/// the receiver keeps, so the receive path allocates nothing per message once
+/// the set's `tps` has grown (libzmq itself allocates for frames over 33
+/// bytes). A message that is not a valid PTMP message is returned as
+/// [`Error::Wire`], counted in [`Self::errors`], and the receiver goes on.
+pub struct Receiver {
+    sock: zmq::Socket,
+    cfg: SocketConfig,
+    m0: zmq::Message,
+    m1: zmq::Message,
+    timeout: i32,
+    received: u64,
+    errors: u64,
+    bound: Vec<String>,
+}
+
+impl Receiver {
+    /// Create from a JSON config text (`{"socket": {...}}`).
+    pub fn new(config: &str) -> Result<Self> {
+        Self::from_config(&SocketConfig::from_json(config)?)
+    }
+
+    /// Create from a parsed config.
+    pub fn from_config(cfg: &SocketConfig) -> Result<Self> {
+        if !cfg.stype.can_recv() {
+            return Err(Error::config(
+                "socket.type",
+                format!("{:?}", cfg.stype.name()),
+                "a receiver needs a PAIR, SUB or PULL socket",
+            ));
+        }
+        let b = build(cfg, Role::Recv)?;
+        Ok(Receiver {
+            sock: b.sock,
+            cfg: cfg.clone(),
+            m0: zmq::Message::new(),
+            m1: zmq::Message::new(),
+            timeout: -1,
+            received: 0,
+            errors: 0,
+            bound: b.bound,
+        })
+    }
+
+    pub fn config(&self) -> &SocketConfig {
+        &self.cfg
+    }
+
+    /// Endpoints bound, with wildcards resolved.
+    pub fn bound_endpoints(&self) -> &[String] {
+        &self.bound
+    }
+
+    /// Valid messages received so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Malformed messages received (and skipped) so far.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// Receive one TPSet; `Ok(None)` when `timeout` passes first
+    /// (`None` waits forever), as PTMP's `TPReceiver` returns false.
+    pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<TPSet>> {
+        let mut t = TPSet::default();
+        Ok(self.recv_into(&mut t, timeout)?.then_some(t))
+    }
+
+    /// Receive one TPSet into `out`, reusing its storage. `Ok(false)` on
+    /// timeout.
+    pub fn recv_into(&mut self, out: &mut TPSet, timeout: Option<Duration>) -> Result<bool> {
+        let n = self.recv_two(timeout)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let r = if n != 2 {
+            Err(WireError::FrameCount(n))
+        } else {
+            check_version(&self.m0)
+                .and_then(|()| decode_tpset_into(&self.m1, out).map_err(WireError::from))
+        };
+        self.tally(r)
+    }
+
+    /// Receive one message as raw frames into `frames`, schema-blind.
+    /// `Ok(false)` on timeout.
+    pub fn recv_raw_into(&mut self, frames: &mut Frames, timeout: Option<Duration>) -> Result<bool> {
+        self.set_timeout(timeout)?;
+        frames.clear();
+        loop {
+            match self.sock.recv(&mut self.m0, 0) {
+                Ok(()) => {}
+                Err(zmq::Error::EAGAIN) if frames.is_empty() => return Ok(false),
+                Err(e) => return Err(Error::zmq("recv")(e)),
+            }
+            frames.push(&self.m0);
+            if !self.m0.get_more() {
+                break;
+            }
+        }
+        self.received += 1;
+        Ok(true)
+    }
+
+    /// Receive the first two frames of a message into m0/m1 and drain any
+    /// more. Returns the frame count, 0 on timeout.
+    fn recv_two(&mut self, timeout: Option<Duration>) -> Result<usize> {
+        self.set_timeout(timeout)?;
+        match self.sock.recv(&mut self.m0, 0) {
+            Ok(()) => {}
+            Err(zmq::Error::EAGAIN) => return Ok(0),
+            Err(e) => return Err(Error::zmq("recv")(e)),
+        }
+        if !self.m0.get_more() {
+            return Ok(1);
+        }
+        // The rest of a multipart message is already here: zmq delivers
+        // messages atomically.
+        self.sock
+            .recv(&mut self.m1, 0)
+            .map_err(Error::zmq("recv"))?;
+        let mut n = 2;
+        if self.m1.get_more() {
+            let mut more = zmq::Message::new();
+            loop {
+                self.sock.recv(&mut more, 0).map_err(Error::zmq("recv"))?;
+                n += 1;
+                if !more.get_more() {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn tally(&mut self, r: Result<(), WireError>) -> Result<bool> {
+        match r {
+            Ok(()) => {
+                self.received += 1;
+                Ok(true)
+            }
+            Err(e) => {
+                self.errors += 1;
+                Err(Error::Wire(e))
+            }
+        }
+    }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let ms = timeout_ms(timeout);
+        if ms != self.timeout {
+            self.sock
+                .set_rcvtimeo(ms)
+                .map_err(Error::zmq("set rcvtimeo"))?;
+            self.timeout = ms;
+        }
+        Ok(())
+    }
+}

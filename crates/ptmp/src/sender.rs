@@ -1,0 +1,170 @@
+//! Sending TPSets (and raw frames).
+
+use crate::config::{SocketConfig, SocketType};
+use crate::error::{Error, Result};
+use crate::socket::{build, Role};
+use ptmp_data::{encode_tpset, TPSet, VERSION_FRAME};
+use std::time::{Duration, Instant};
+
+/// Sends PTMP messages on a PAIR, PUB or PUSH socket.
+///
+/// `send` encodes into a buffer the sender keeps, so it allocates nothing per
+/// message. Dropping a sender waits up to the config's `linger_ms` for queued
+/// messages to reach their peers (see the `socket` module).
+pub struct Sender {
+    sock: zmq::Socket,
+    cfg: SocketConfig,
+    buf: Vec<u8>,
+    sent: u64,
+    bound: Vec<String>,
+    /// Subscribers seen so far (PUB only), net of unsubscriptions.
+    subscribers: usize,
+    waited: bool,
+}
+
+impl Sender {
+    /// Create from a JSON config text (`{"socket": {...}}`).
+    pub fn new(config: &str) -> Result<Self> {
+        Self::from_config(&SocketConfig::from_json(config)?)
+    }
+
+    /// Create from a parsed config.
+    pub fn from_config(cfg: &SocketConfig) -> Result<Self> {
+        if !cfg.stype.can_send() {
+            return Err(Error::config(
+                "socket.type",
+                format!("{:?}", cfg.stype.name()),
+                "a sender needs a PAIR, PUB or PUSH socket",
+            ));
+        }
+        let b = build(cfg, Role::Send)?;
+        Ok(Sender {
+            sock: b.sock,
+            cfg: cfg.clone(),
+            buf: Vec::with_capacity(256),
+            sent: 0,
+            bound: b.bound,
+            subscribers: 0,
+            waited: cfg.subscribers == 0,
+        })
+    }
+
+    /// The configuration this sender was made from.
+    pub fn config(&self) -> &SocketConfig {
+        &self.cfg
+    }
+
+    /// Endpoints bound, with wildcards (`tcp://127.0.0.1:*`) resolved.
+    pub fn bound_endpoints(&self) -> &[String] {
+        &self.bound
+    }
+
+    /// Messages sent so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Send one TPSet as `[version 0, payload]`.
+    ///
+    /// Blocks while a PAIR or PUSH socket is at its high-water mark; a PUB
+    /// socket drops instead, as ZeroMQ does. The first send of a PUB configured
+    /// with `subscribers: K` first waits for them (see [`Self::wait_for_subscribers`]).
+    pub fn send(&mut self, tpset: &TPSet) -> Result<()> {
+        encode_tpset(tpset, &mut self.buf);
+        if !self.waited {
+            self.wait_configured()?;
+        }
+        self.sock
+            .send(&VERSION_FRAME[..], zmq::SNDMORE)
+            .map_err(Error::zmq("send"))?;
+        self.sock
+            .send(&self.buf[..], 0)
+            .map_err(Error::zmq("send"))?;
+        self.sent += 1;
+        Ok(())
+    }
+
+    /// Send a message given as its frames, schema-blind (for cat and proxies).
+    pub fn send_raw<F: AsRef<[u8]>>(&mut self, frames: &[F]) -> Result<()> {
+        if !self.waited {
+            self.wait_configured()?;
+        }
+        let n = frames.len();
+        for (i, f) in frames.iter().enumerate() {
+            let flags = if i + 1 < n { zmq::SNDMORE } else { 0 };
+            self.sock
+                .send(f.as_ref(), flags)
+                .map_err(Error::zmq("send"))?;
+        }
+        self.sent += 1;
+        Ok(())
+    }
+
+    fn wait_configured(&mut self) -> Result<()> {
+        let (k, t) = (
+            self.cfg.subscribers,
+            Duration::from_millis(self.cfg.subscribers_timeout_ms),
+        );
+        self.wait_for_subscribers(k, t)?;
+        self.waited = true;
+        Ok(())
+    }
+
+    /// Wait until at least `k` subscriptions that match PTMP messages are in
+    /// place (each SUB subscribing to "" counts once), or fail with
+    /// [`Error::Timeout`] after `timeout`. Returns the number seen.
+    ///
+    /// The PUB socket is an XPUB in verbose mode, so every subscription
+    /// message reaches us; by the time we read it libzmq has already added it
+    /// to the socket's filter, so the next send reaches that subscriber. This
+    /// closes the slow-joiner gap instead of sleeping and hoping.
+    pub fn wait_for_subscribers(&mut self, k: usize, timeout: Duration) -> Result<usize> {
+        if !matches!(self.cfg.stype, SocketType::Pub | SocketType::XPub) {
+            return Err(Error::config(
+                "socket.subscribers",
+                k.to_string(),
+                format!("only a PUB socket waits for subscribers, this one is {}", self.cfg.stype),
+            ));
+        }
+        let deadline = Instant::now() + timeout;
+        let mut msg = zmq::Message::new();
+        while self.subscribers < k {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "{k} subscriber(s) on {} ({} subscribed)",
+                        self.cfg.describe(),
+                        self.subscribers
+                    ),
+                    ms: timeout.as_millis() as u64,
+                });
+            }
+            self.sock
+                .set_rcvtimeo(left.as_millis().clamp(1, i32::MAX as u128) as i32)
+                .map_err(Error::zmq("set rcvtimeo"))?;
+            match self.sock.recv(&mut msg, 0) {
+                Ok(()) => self.note_subscription(&msg),
+                Err(zmq::Error::EAGAIN) => {}
+                Err(e) => return Err(Error::zmq("recv subscription")(e)),
+            }
+        }
+        Ok(self.subscribers)
+    }
+
+    fn note_subscription(&mut self, msg: &[u8]) {
+        let Some((&kind, topic)) = msg.split_first() else {
+            return;
+        };
+        // A subscription delivers our messages when its topic is a prefix of
+        // the version frame, with which every PTMP message starts.
+        if topic.len() > VERSION_FRAME.len() || topic != &VERSION_FRAME[..topic.len()] {
+            return;
+        }
+        match kind {
+            1 => self.subscribers += 1,
+            0 => self.subscribers = self.subscribers.saturating_sub(1),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Building a ZeroMQ socket from a [`SocketConfig`].
+//!
+//! Context policy, chosen for the fast-quit guarantee:
+//! * a socket with an `inproc://` endpoint lives in the process-wide shared
+//!   context, since inproc peers must share one;
+//! * every other sending socket gets a private context. Dropping the sender
+//!   closes the socket and then terminates that context, and libzmq's context
+//!   termination blocks until the socket's queued messages are delivered or
+//!   `linger_ms` runs out. That is what makes "send N and exit at once" lose
+//!   nothing (PTMP, through CZMQ, used linger 0 and lost them);
+//! * receiving sockets use the shared context.
+
+use crate::config::{Attach, Endpoint, SocketConfig, SocketType, Transport};
+use crate::error::{Error, Result};
+use std::sync::OnceLock;
+
+/// The process-wide context that inproc endpoints share.
+pub fn shared_context() -> &'static zmq::Context {
+    static CTX: OnceLock<zmq::Context> = OnceLock::new();
+    CTX.get_or_init(zmq::Context::new)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Send,
+    Recv,
+}
+
+/// A configured, bound and connected zmq socket.
+pub(crate) struct Built {
+    pub sock: zmq::Socket,
+    /// The endpoints actually bound (wildcards resolved), in config order.
+    pub bound: Vec<String>,
+}
+
+pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
+    if let Some((attach, ep)) = cfg.endpoints().find(|(_, e)| e.transport == Transport::Shm) {
+        return Err(Error::config(
+            format!("socket.{}", attach.name()),
+            format!("{:?}", ep.address),
+            "the shm:// transport is not available in this build yet",
+        ));
+    }
+    let ctx = if role == Role::Send && !cfg.uses(Transport::Inproc) {
+        zmq::Context::new()
+    } else {
+        shared_context().clone()
+    };
+    // A PUB sender is an XPUB underneath so that it can see subscriptions and
+    // wait for its subscribers (the slow-joiner remedy). On the wire a SUB
+    // accepts either.
+    let ztype = match (role, cfg.stype) {
+        (Role::Send, SocketType::Pub) => zmq::XPUB,
+        (_, t) => t.zmq(),
+    };
+    let sock = ctx.socket(ztype).map_err(Error::zmq("socket"))?;
+    sock.set_rcvhwm(cfg.rcvhwm).map_err(Error::zmq("set rcvhwm"))?;
+    if let Some(h) = cfg.sndhwm {
+        sock.set_sndhwm(h).map_err(Error::zmq("set sndhwm"))?;
+    }
+    let linger = if role == Role::Recv { 0 } else { cfg.linger_ms };
+    sock.set_linger(linger).map_err(Error::zmq("set linger"))?;
+    if ztype == zmq::XPUB {
+        sock.set_xpub_verbose(true)
+            .map_err(Error::zmq("set xpub_verbose"))?;
+    }
+    if matches!(cfg.stype, SocketType::Sub) {
+        for p in &cfg.subscribe {
+            sock.set_subscribe(p).map_err(Error::zmq("subscribe"))?;
+        }
+    }
+    let mut bound = Vec::new();
+    for (attach, ep) in cfg.endpoints() {
+        match attach {
+            Attach::Bind => {
+                bind(&sock, ep)?;
+                bound.push(
+                    sock.get_last_endpoint()
+                        .ok()
+                        .and_then(|r| r.ok())
+                        .unwrap_or_else(|| ep.address.clone()),
+                );
+            }
+            Attach::Connect => sock.connect(&ep.address).map_err(|e| Error::Connect {
+                endpoint: ep.address.clone(),
+                reason: reason(e),
+            })?,
+        }
+    }
+    Ok(Built { sock, bound })
+}
+
+fn bind(sock: &zmq::Socket, ep: &Endpoint) -> Result<()> {
+    if ep.transport == Transport::Ipc {
+        // libzmq unlinks a leftover socket file before binding, which would
+        // silently steal the address from a live process: refuse instead.
+        let path = &ep.address["ipc://".len()..];
+        if path != "*" && std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(Error::Bind {
+                endpoint: ep.address.clone(),
+                reason: "address already in use (another process is listening on this ipc path)".into(),
+            });
+        }
+    }
+    sock.bind(&ep.address).map_err(|e| Error::Bind {
+        endpoint: ep.address.clone(),
+        reason: reason(e),
+    })
+}
+
+fn reason(e: zmq::Error) -> String {
+    match e {
+        zmq::Error::EADDRINUSE => "address already in use".into(),
+        zmq::Error::EADDRNOTAVAIL => "address not available on this host".into(),
+        zmq::Error::ENODEV => "no such network interface or address".into(),
+        zmq::Error::EACCES => "permission denied".into(),
+        zmq::Error::EINVAL => "invalid endpoint".into(),
+        zmq::Error::EPROTONOSUPPORT => "transport not supported".into(),
+        zmq::Error::ECONNREFUSED => "connection refused (nothing is bound there)".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Convert an optional timeout into zmq's milliseconds (-1 = forever).
+pub(crate) fn timeout_ms(t: Option<std::time::Duration>) -> i32 {
+    match t {
+        None => -1,
+        Some(d) => d.as_millis().min(i32::MAX as u128) as i32,
+    }
+}
