@@ -4,6 +4,9 @@
 
 mod cat;
 mod common;
+mod recv;
+mod send;
+mod sendrecv;
 
 use clap::{Parser, Subcommand};
 use common::CliError;
@@ -19,6 +22,12 @@ struct Cli {
 enum Cmd {
     /// Copy messages between sockets and dump files, or print a dump (czmqat).
     Cat(cat::CatArgs),
+    /// Send TPSets (check_send).
+    Send(send::SendArgs),
+    /// Receive TPSets, report gaps and a summary (check_recv).
+    Recv(recv::RecvArgs),
+    /// Send and receive in one process and print the rate (check_sendrecv).
+    Sendrecv(sendrecv::SendRecvArgs),
 }
 
 fn main() {
@@ -26,6 +35,9 @@ fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Cat(a) => cat::run(&a),
+        Cmd::Send(a) => send::run(&a),
+        Cmd::Recv(a) => recv::run(&a),
+        Cmd::Sendrecv(a) => sendrecv::run(&a),
     };
     if let Err(CliError { code, msg }) = r {
         eprintln!("ptmp: error: {msg}");

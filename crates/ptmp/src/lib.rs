@@ -27,6 +27,7 @@
 //! ```
 
 pub mod config;
+mod drain;
 pub mod error;
 pub mod receiver;
 pub mod sender;

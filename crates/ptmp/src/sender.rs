@@ -1,6 +1,7 @@
 //! Sending TPSets (and raw frames).
 
 use crate::config::{SocketConfig, SocketType};
+use crate::drain::Drain;
 use crate::error::{Error, Result};
 use crate::socket::{build, Role};
 use ptmp_data::{encode_tpset, TPSet, VERSION_FRAME};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 /// messages to reach their peers (see the `socket` module).
 pub struct Sender {
     sock: zmq::Socket,
+    drain: Option<Drain>,
     cfg: SocketConfig,
     buf: Vec<u8>,
     sent: u64,
@@ -40,6 +42,7 @@ impl Sender {
         let b = build(cfg, Role::Send)?;
         Ok(Sender {
             sock: b.sock,
+            drain: b.drain,
             cfg: cfg.clone(),
             buf: Vec::with_capacity(256),
             sent: 0,
@@ -165,6 +168,20 @@ impl Sender {
             1 => self.subscribers += 1,
             0 => self.subscribers = self.subscribers.saturating_sub(1),
             _ => {}
+        }
+    }
+}
+
+impl Drop for Sender {
+    /// Wait, up to `linger_ms`, until what was sent has left this process:
+    /// first the kernel queues of the connections (see the `drain` module),
+    /// then libzmq's own queues as its context terminates.
+    fn drop(&mut self) {
+        if let Some(d) = self.drain.as_mut() {
+            if self.sent > 0 && self.cfg.linger_ms != 0 {
+                let need_connection = !matches!(self.cfg.stype, SocketType::Pub | SocketType::XPub);
+                d.wait(self.cfg.linger_ms, need_connection);
+            }
         }
     }
 }

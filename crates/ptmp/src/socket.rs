@@ -11,6 +11,7 @@
 //! * receiving sockets use the shared context.
 
 use crate::config::{Attach, Endpoint, SocketConfig, SocketType, Transport};
+use crate::drain::Drain;
 use crate::error::{Error, Result};
 use std::sync::OnceLock;
 
@@ -29,6 +30,8 @@ pub(crate) enum Role {
 /// A configured, bound and connected zmq socket.
 pub(crate) struct Built {
     pub sock: zmq::Socket,
+    /// For senders with tcp or ipc connections in a private context.
+    pub drain: Option<Drain>,
     /// The endpoints actually bound (wildcards resolved), in config order.
     pub bound: Vec<String>,
 }
@@ -41,7 +44,8 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
             "the shm:// transport is not available in this build yet",
         ));
     }
-    let ctx = if role == Role::Send && !cfg.uses(Transport::Inproc) {
+    let private = role == Role::Send && !cfg.uses(Transport::Inproc);
+    let ctx = if private {
         zmq::Context::new()
     } else {
         shared_context().clone()
@@ -58,8 +62,12 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     if let Some(h) = cfg.sndhwm {
         sock.set_sndhwm(h).map_err(Error::zmq("set sndhwm"))?;
     }
-    let linger = if role == Role::Recv { 0 } else { cfg.linger_ms };
-    sock.set_linger(linger).map_err(Error::zmq("set linger"))?;
+    // Linger matters on receivers too: when a peer disconnects, libzmq
+    // terminates the session's pipe with "delay" only if the socket's linger
+    // is non-zero; with linger 0 the messages already received from that peer
+    // but not yet read by the application are dropped (the tail of a fast
+    // quitting sender was lost this way over ipc).
+    sock.set_linger(cfg.linger_ms).map_err(Error::zmq("set linger"))?;
     if ztype == zmq::XPUB {
         sock.set_xpub_verbose(true)
             .map_err(Error::zmq("set xpub_verbose"))?;
@@ -69,6 +77,11 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
             sock.set_subscribe(p).map_err(Error::zmq("subscribe"))?;
         }
     }
+    let drain = if private {
+        Some(Drain::attach(&ctx, &sock).map_err(Error::zmq("monitor"))?)
+    } else {
+        None
+    };
     let mut bound = Vec::new();
     for (attach, ep) in cfg.endpoints() {
         match attach {
@@ -87,7 +100,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
             })?,
         }
     }
-    Ok(Built { sock, bound })
+    Ok(Built { sock, drain, bound })
 }
 
 fn bind(sock: &zmq::Socket, ep: &Endpoint) -> Result<()> {

@@ -1,0 +1,201 @@
+//! `ptmp recv`: PTMP's check_recv, with gap reporting and a summary.
+
+use crate::common::{progress, stopping, CliError, CliResult, SockArgs};
+use ptmp::{Receiver, TPSet};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+pub struct RecvArgs {
+    /// Number of TPSets to receive before exiting.
+    #[arg(short = 'n', long = "ntpsets", default_value_t = 10000)]
+    pub count: u64,
+    #[command(flatten)]
+    pub sock: SockArgs,
+    /// Give up when no message arrives for this many milliseconds (-1: never).
+    #[arg(short = 'T', long = "timeout", default_value_t = 1000, allow_negative_numbers = true)]
+    pub timeout: i64,
+    /// Print each TPSet received.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Print at most this many gap lines (the totals still count every gap).
+    #[arg(long, default_value_t = 1000)]
+    pub max_gap_lines: u64,
+    /// End with a JSON summary as the last line on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Sequence accounting over received counts.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    pub received: u64,
+    pub lost: u64,
+    pub gaps: u64,
+    /// Sets whose count was lower than expected (repeats, reordering, restarts).
+    pub backwards: u64,
+    pub first: Option<u32>,
+    pub last: Option<u32>,
+    expected: u64,
+}
+
+impl Tally {
+    /// Record `count`; returns `Some((expected, count))` when it is not the
+    /// expected next count. The sender's counts start at 0, so a first set
+    /// with count 1797 is a gap of 1797 (PTMP prints `0 - 1797 = -1797`).
+    pub fn note(&mut self, count: u32) -> Option<(u64, u32)> {
+        self.received += 1;
+        self.first.get_or_insert(count);
+        self.last = Some(count);
+        let c = u64::from(count);
+        let expected = self.expected;
+        self.expected = c + 1;
+        if c == expected {
+            return None;
+        }
+        self.gaps += 1;
+        if c > expected {
+            self.lost += c - expected;
+        } else {
+            self.backwards += 1;
+        }
+        Some((expected, count))
+    }
+}
+
+pub fn run(a: &RecvArgs) -> CliResult {
+    let cfg = a.sock.to_config(None)?;
+    let mut rx = Receiver::from_config(&cfg)?;
+    let idle = (a.timeout >= 0).then(|| Duration::from_millis(a.timeout as u64));
+    // Receive in slices of at most 100 ms so a signal is noticed promptly.
+    let wait = idle.map_or(Duration::from_millis(100), |d| d.min(Duration::from_millis(100)));
+    let pb = progress(a.count, "recv");
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let mut tally = Tally::default();
+    let mut t = TPSet::default();
+    let mut gap_lines = 0u64;
+    let mut start: Option<Instant> = None;
+    let mut last_at = Instant::now();
+    let mut last_msg = Instant::now();
+    let mut ended_by = "count";
+    while tally.received < a.count {
+        match rx.recv_into(&mut t, Some(wait)) {
+            Ok(true) => {
+                let now = Instant::now();
+                start.get_or_insert(now);
+                last_at = now;
+                last_msg = now;
+                if let Some((exp, got)) = tally.note(t.count) {
+                    if gap_lines < a.max_gap_lines {
+                        writeln!(out, "{exp} - {got} = {}", exp as i64 - i64::from(got))?;
+                        gap_lines += 1;
+                    }
+                }
+                if a.verbose {
+                    writeln!(
+                        out,
+                        "count={} detid={} created={} tstart={} ntps={}",
+                        t.count,
+                        t.detid,
+                        t.created,
+                        t.tstart,
+                        t.tps.len()
+                    )?;
+                }
+                if tally.received & 1023 == 0 {
+                    pb.set_position(tally.received);
+                }
+            }
+            Ok(false) => {}
+            Err(ptmp::Error::Wire(e)) => {
+                last_msg = Instant::now();
+                if rx.errors() <= 10 {
+                    eprintln!("ptmp recv: bad message #{}: {e}", rx.errors());
+                }
+            }
+            Err(ptmp::Error::Interrupted) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if stopping() {
+            ended_by = "signal";
+            break;
+        }
+        if idle.is_some_and(|d| last_msg.elapsed() >= d) {
+            ended_by = "timeout";
+            break;
+        }
+    }
+    pb.finish_and_clear();
+    let elapsed = start.map_or(0.0, |s| (last_at - s).as_secs_f64());
+    let rate = if elapsed > 0.0 {
+        (tally.received.saturating_sub(1)) as f64 / elapsed
+    } else {
+        0.0
+    };
+    if gap_lines < tally.gaps {
+        writeln!(out, "... {} more gap(s) not shown", tally.gaps - gap_lines)?;
+    }
+    let fmt_opt = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
+    writeln!(
+        out,
+        "received {} of {} TPSets, lost {}, gaps {}, backwards {}, errors {}, first {}, last {}, {:.3} s, {:.0} Hz (ended by {})",
+        tally.received,
+        a.count,
+        tally.lost,
+        tally.gaps,
+        tally.backwards,
+        rx.errors(),
+        fmt_opt(tally.first),
+        fmt_opt(tally.last),
+        elapsed,
+        rate,
+        ended_by
+    )?;
+    if a.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({
+                "received": tally.received,
+                "expected": a.count,
+                "lost": tally.lost,
+                "gaps": tally.gaps,
+                "backwards": tally.backwards,
+                "errors": rx.errors(),
+                "first_count": tally.first,
+                "last_count": tally.last,
+                "elapsed_s": elapsed,
+                "rate_hz": rate,
+                "ended_by": ended_by,
+            })
+        )?;
+    }
+    out.flush()?;
+    if tally.received == 0 {
+        return Err(CliError::fail("nothing was received"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tally;
+
+    #[test]
+    fn gaps_and_losses() {
+        let mut t = Tally::default();
+        assert_eq!(t.note(1797), Some((0, 1797)));
+        assert_eq!(t.note(1798), None);
+        assert_eq!(t.note(1800), Some((1799, 1800)));
+        assert_eq!(t.note(5), Some((1801, 5)));
+        assert_eq!(t.note(6), None);
+        assert_eq!((t.received, t.lost, t.gaps, t.backwards), (5, 1798, 3, 1));
+        assert_eq!((t.first, t.last), (Some(1797), Some(6)));
+        let mut t = Tally::default();
+        for i in 0..10 {
+            assert_eq!(t.note(i), None);
+        }
+        assert_eq!((t.lost, t.gaps), (0, 0));
+    }
+}
