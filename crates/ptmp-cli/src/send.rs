@@ -95,6 +95,10 @@ pub fn run(a: &SendArgs) -> CliResult {
     }
     let mut tx = Sender::from_config(&cfg)?;
     std::thread::sleep(Duration::from_millis(a.begin_wait));
+    if cfg.subscribers > 0 {
+        let n = tx.wait_configured()?;
+        eprintln!("{n} subscriber(s) ready");
+    }
     let pb = progress(a.count, "send");
     let mut t = TPSet::default();
     let period = a.rate.map(|r| Duration::from_secs_f64(1.0 / r));

@@ -103,14 +103,17 @@ impl Sender {
         Ok(())
     }
 
-    fn wait_configured(&mut self) -> Result<()> {
+    /// Wait for the config's `subscribers`, bounded by its
+    /// `subscribers_timeout_ms`; the first send does this by itself, call it
+    /// earlier to keep the wait out of a timed or paced loop.
+    pub fn wait_configured(&mut self) -> Result<usize> {
         let (k, t) = (
             self.cfg.subscribers,
             Duration::from_millis(self.cfg.subscribers_timeout_ms),
         );
-        self.wait_for_subscribers(k, t)?;
+        let n = self.wait_for_subscribers(k, t)?;
         self.waited = true;
-        Ok(())
+        Ok(n)
     }
 
     /// Wait until at least `k` subscriptions that match PTMP messages are in
