@@ -2,6 +2,7 @@
 //! programs (check_send, check_recv, check_sendrecv, czmqat) with the same
 //! option letters where they exist.
 
+mod bench;
 mod cat;
 mod common;
 mod recv;
@@ -28,6 +29,9 @@ enum Cmd {
     Recv(recv::RecvArgs),
     /// Send and receive in one process and print the rate (check_sendrecv).
     Sendrecv(sendrecv::SendRecvArgs),
+    /// Benchmarks: ptmp beside the alternatives, in one run.
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
 }
 
 fn main() {
@@ -38,6 +42,7 @@ fn main() {
         Cmd::Send(a) => send::run(&a),
         Cmd::Recv(a) => recv::run(&a),
         Cmd::Sendrecv(a) => sendrecv::run(&a),
+        Cmd::Bench(c) => bench::run(&c),
     };
     if let Err(CliError { code, msg }) = r {
         eprintln!("ptmp: error: {msg}");

@@ -1,0 +1,131 @@
+//! `ptmp bench`: measurements that put ptmp beside the alternatives in one
+//! run. The `tuning` suite reproduces PTMP's tuning table: sendrecv in one
+//! process for each pattern and transport, ptmp and raw libzmq moving the
+//! identical frames, alternating, repeated, medians reported.
+
+use crate::common::{progress, stopping, CliError, CliResult};
+use crate::sendrecv::{run_ptmp, run_raw, Outcome, Pattern, TransportArg};
+use clap::Subcommand;
+use serde_json::json;
+use std::io::Write;
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCmd {
+    /// PTMP's tuning table: ptmp vs raw libzmq, pattern x transport.
+    Tuning(TuningArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TuningArgs {
+    /// TPSets per run.
+    #[arg(short = 'n', long = "ntpsets", default_value_t = 1_000_000)]
+    pub count: u64,
+    /// Runs of each implementation per row (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Patterns to measure.
+    #[arg(long, value_enum, num_args = 1.., default_values = ["pubsub", "pipe", "pushpull"])]
+    pub patterns: Vec<Pattern>,
+    /// Transports to measure.
+    #[arg(long, value_enum, num_args = 1.., default_values = ["inproc", "ipc", "tcp"])]
+    pub transports: Vec<TransportArg>,
+    /// TrigPrims per TPSet (several values make several rows).
+    #[arg(short = 'N', long = "ntps", num_args = 1.., default_values = ["0"])]
+    pub ntps: Vec<u32>,
+    /// Write every run as JSON to this file.
+    #[arg(long)]
+    pub json_out: Option<std::path::PathBuf>,
+}
+
+pub fn run(cmd: &BenchCmd) -> CliResult {
+    match cmd {
+        BenchCmd::Tuning(a) => tuning(a),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+fn tuning(a: &TuningArgs) -> CliResult {
+    if a.reps == 0 || a.count == 0 {
+        return Err(CliError::usage("--reps and -n must be at least 1"));
+    }
+    let rows: Vec<(Pattern, TransportArg, u32)> = a
+        .patterns
+        .iter()
+        .flat_map(|&p| {
+            a.transports
+                .iter()
+                .flat_map(move |&t| a.ntps.iter().map(move |&n| (p, t, n)))
+        })
+        .collect();
+    let pb = progress((rows.len() * a.reps * 2) as u64 * 100_000, "bench");
+    let mut all: Vec<Outcome> = Vec::new();
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    writeln!(
+        out,
+        "| pattern | transport | ntps | ptmp kHz | raw libzmq kHz | ptmp/raw | ptmp lost | raw lost |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|---|")?;
+    for (p, t, ntps) in rows {
+        let mut mine = Vec::new();
+        let mut raw = Vec::new();
+        for rep in 0..a.reps {
+            if stopping() {
+                return Err(CliError::fail("interrupted"));
+            }
+            // Alternate which goes first so drift favours neither.
+            let order = if rep % 2 == 0 { [false, true] } else { [true, false] };
+            for is_raw in order {
+                let o = if is_raw {
+                    run_raw(p, t, a.count, ntps, 1000)?
+                } else {
+                    run_ptmp(p, t, a.count, ntps, 1000)?
+                };
+                pb.inc(100_000);
+                if is_raw { &mut raw } else { &mut mine }.push(o.clone());
+                all.push(o);
+            }
+        }
+        let rate = |v: &[Outcome]| median(v.iter().map(|o| o.rate_hz()).collect());
+        let lost = |v: &[Outcome]| median(v.iter().map(|o| o.lost() as f64).collect());
+        let (rm, rr) = (rate(&mine), rate(&raw));
+        pb.suspend(|| {
+            writeln!(
+                out,
+                "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} |",
+                p.name(),
+                t.name(),
+                ntps,
+                rm / 1e3,
+                rr / 1e3,
+                if rr > 0.0 { rm / rr } else { 0.0 },
+                lost(&mine),
+                lost(&raw)
+            )
+        })?;
+    }
+    pb.finish_and_clear();
+    writeln!(
+        out,
+        "\n{} TPSets per run, median of {} runs each; kHz = TPSets received per ms of the run; lost = median count not received (only PUB drops).",
+        a.count, a.reps
+    )?;
+    if let Some(path) = &a.json_out {
+        let runs: Vec<_> = all.iter().map(|o| o.to_json()).collect();
+        std::fs::write(path, json!({"suite": "tuning", "runs": runs}).to_string())
+            .map_err(|e| CliError::fail(format!("{}: {e}", path.display())))?;
+    }
+    Ok(())
+}
