@@ -86,7 +86,11 @@ fn tuning(a: &TuningArgs) -> CliResult {
                 return Err(CliError::fail("interrupted"));
             }
             // Alternate which goes first so drift favours neither.
-            let order = if rep % 2 == 0 { [false, true] } else { [true, false] };
+            let order = if rep % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
             for is_raw in order {
                 let o = if is_raw {
                     run_raw(p, t, a.count, ntps, 1000)?

@@ -15,10 +15,16 @@ pub struct CliError {
 
 impl CliError {
     pub fn usage(msg: impl Into<String>) -> Self {
-        CliError { code: 2, msg: msg.into() }
+        CliError {
+            code: 2,
+            msg: msg.into(),
+        }
     }
     pub fn fail(msg: impl Into<String>) -> Self {
-        CliError { code: 1, msg: msg.into() }
+        CliError {
+            code: 1,
+            msg: msg.into(),
+        }
     }
 }
 
@@ -30,8 +36,15 @@ impl fmt::Display for CliError {
 
 impl From<ptmp::Error> for CliError {
     fn from(e: ptmp::Error) -> Self {
-        let code = if matches!(e, ptmp::Error::Config { .. }) { 2 } else { 1 };
-        CliError { code, msg: e.to_string() }
+        let code = if matches!(e, ptmp::Error::Config { .. }) {
+            2
+        } else {
+            1
+        };
+        CliError {
+            code,
+            msg: e.to_string(),
+        }
     }
 }
 
@@ -102,7 +115,9 @@ impl SockArgs {
             return Ok(SocketConfig::from_json(&text)?);
         }
         let stype = self.stype.or(default_type).ok_or_else(|| {
-            CliError::usage("give a socket type with -p TYPE (or a whole config with --config JSON)")
+            CliError::usage(
+                "give a socket type with -p TYPE (or a whole config with --config JSON)",
+            )
         })?;
         if self.endpoints.is_empty() {
             return Err(CliError::usage(

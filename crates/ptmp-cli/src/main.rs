@@ -13,7 +13,11 @@ use clap::{Parser, Subcommand};
 use common::CliError;
 
 #[derive(Parser)]
-#[command(name = "ptmp", version, about = "Trigger message passing, PTMP-compatible")]
+#[command(
+    name = "ptmp",
+    version,
+    about = "Trigger message passing, PTMP-compatible"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

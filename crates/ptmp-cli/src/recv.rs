@@ -13,7 +13,12 @@ pub struct RecvArgs {
     #[command(flatten)]
     pub sock: SockArgs,
     /// Give up when no message arrives for this many milliseconds (-1: never).
-    #[arg(short = 'T', long = "timeout", default_value_t = 1000, allow_negative_numbers = true)]
+    #[arg(
+        short = 'T',
+        long = "timeout",
+        default_value_t = 1000,
+        allow_negative_numbers = true
+    )]
     pub timeout: i64,
     /// Print each TPSet received.
     #[arg(short = 'v', long)]
@@ -68,7 +73,9 @@ pub fn run(a: &RecvArgs) -> CliResult {
     let mut rx = Receiver::from_config(&cfg)?;
     let idle = (a.timeout >= 0).then(|| Duration::from_millis(a.timeout as u64));
     // Receive in slices of at most 100 ms so a signal is noticed promptly.
-    let wait = idle.map_or(Duration::from_millis(100), |d| d.min(Duration::from_millis(100)));
+    let wait = idle.map_or(Duration::from_millis(100), |d| {
+        d.min(Duration::from_millis(100))
+    });
     let pb = progress(a.count, "recv");
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());

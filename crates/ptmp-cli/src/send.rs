@@ -90,7 +90,9 @@ pub fn run(a: &SendArgs) -> CliResult {
     }
     if let Some(r) = a.rate {
         if !(r.is_finite() && r > 0.0) {
-            return Err(CliError::usage(format!("--rate {r}: must be a positive number")));
+            return Err(CliError::usage(format!(
+                "--rate {r}: must be a positive number"
+            )));
         }
     }
     let mut tx = Sender::from_config(&cfg)?;
@@ -126,10 +128,12 @@ pub fn run(a: &SendArgs) -> CliResult {
     let drain = Instant::now();
     drop(tx);
     let drain_s = drain.elapsed().as_secs_f64();
-    let rate = if elapsed > 0.0 { sent as f64 / elapsed } else { 0.0 };
-    eprintln!(
-        "sent {sent} TPSets in {elapsed:.3} s ({rate:.0} Hz), drained in {drain_s:.3} s"
-    );
+    let rate = if elapsed > 0.0 {
+        sent as f64 / elapsed
+    } else {
+        0.0
+    };
+    eprintln!("sent {sent} TPSets in {elapsed:.3} s ({rate:.0} Hz), drained in {drain_s:.3} s");
     if a.json {
         println!(
             "{}",

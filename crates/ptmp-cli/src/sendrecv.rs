@@ -151,7 +151,12 @@ struct RecvLoop {
 
 impl RecvLoop {
     fn new(n: u64) -> Self {
-        RecvLoop { n, received: 0, last: Instant::now(), idle_since: None }
+        RecvLoop {
+            n,
+            received: 0,
+            last: Instant::now(),
+            idle_since: None,
+        }
     }
     #[inline]
     fn got(&mut self) {
@@ -175,7 +180,8 @@ impl RecvLoop {
 pub fn run_ptmp(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> CliResult<Outcome> {
     let (st, rt) = p.types();
     let addr = bind_address(tr);
-    let rcfg = SocketConfig::from_value(&json!({"socket": {"type": rt, "bind": [addr], "hwm": hwm}}))?;
+    let rcfg =
+        SocketConfig::from_value(&json!({"socket": {"type": rt, "bind": [addr], "hwm": hwm}}))?;
     let mut rx = Receiver::from_config(&rcfg)?;
     let ep = rx.bound_endpoints()[0].clone();
     let mut scfg = json!({"socket": {"type": st, "connect": [ep]}});
@@ -252,7 +258,11 @@ pub fn run_raw(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> Cli
         _ => zmq::PULL,
     };
     let rctx = zmq::Context::new();
-    let sctx = if tr == TransportArg::Inproc { rctx.clone() } else { zmq::Context::new() };
+    let sctx = if tr == TransportArg::Inproc {
+        rctx.clone()
+    } else {
+        zmq::Context::new()
+    };
     let rx = rctx.socket(zt(rt)).map_err(zerr("socket"))?;
     rx.set_rcvhwm(hwm).map_err(zerr("rcvhwm"))?;
     // Non-zero, as ptmp's: linger 0 drops unread messages of a peer that disconnects.
@@ -333,7 +343,10 @@ pub fn run_raw(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> Cli
 
 pub fn run(a: &SendRecvArgs) -> CliResult {
     if a.hwm < 0 {
-        return Err(CliError::usage(format!("--hwm {}: must be 0 or more", a.hwm)));
+        return Err(CliError::usage(format!(
+            "--hwm {}: must be 0 or more",
+            a.hwm
+        )));
     }
     let o = if a.raw {
         run_raw(a.pattern, a.transport, a.count, a.ntps, a.hwm)?

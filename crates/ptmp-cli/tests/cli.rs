@@ -84,7 +84,10 @@ fn wait_listening(ep: &str) {
 fn last_json(out: &Output) -> Value {
     let s = String::from_utf8_lossy(&out.stdout);
     let line = s.lines().last().unwrap_or_else(|| {
-        panic!("no output; stderr: {}", String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "no output; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
     });
     serde_json::from_str(line).unwrap_or_else(|e| panic!("last line {line:?} is not JSON: {e}"))
 }
@@ -102,13 +105,23 @@ fn fast_quit_loses_nothing_over_tcp_and_ipc() {
     for (stype, rtype) in [("PUSH", "PULL"), ("PAIR", "PAIR")] {
         let dir = tempfile::tempdir().unwrap();
         for ep in endpoints(&dir) {
-            let rx = Proc::spawn(&["recv", "-n", n, "-p", rtype, "-a", "bind", "-e", &ep, "-T", "10000", "--json"]);
+            let rx = Proc::spawn(&[
+                "recv", "-n", n, "-p", rtype, "-a", "bind", "-e", &ep, "-T", "10000", "--json",
+            ]);
             wait_listening(&ep);
             // No end wait: the sender exits as soon as its last send returns.
             let tx = run(&["send", "-n", n, "-p", stype, "-a", "connect", "-e", &ep]);
-            assert!(tx.status.success(), "{}", String::from_utf8_lossy(&tx.stderr));
+            assert!(
+                tx.status.success(),
+                "{}",
+                String::from_utf8_lossy(&tx.stderr)
+            );
             let out = rx.finish(Duration::from_secs(30));
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let j = last_json(&out);
             assert_eq!(j["received"], json!(200000), "{stype} {ep}: {j}");
             assert_eq!(j["lost"], json!(0), "{stype} {ep}: {j}");
@@ -122,11 +135,24 @@ fn fast_quit_when_the_sender_binds() {
     let dir = tempfile::tempdir().unwrap();
     for ep in endpoints(&dir) {
         // The receiver connects first and retries until the sender binds.
-        let rx = Proc::spawn(&["recv", "-n", "100000", "-p", "PULL", "-a", "connect", "-e", &ep, "-T", "10000", "--json"]);
-        let tx = run(&["send", "-n", "100000", "-p", "PUSH", "-a", "bind", "-e", &ep]);
-        assert!(tx.status.success(), "{}", String::from_utf8_lossy(&tx.stderr));
+        let rx = Proc::spawn(&[
+            "recv", "-n", "100000", "-p", "PULL", "-a", "connect", "-e", &ep, "-T", "10000",
+            "--json",
+        ]);
+        let tx = run(&[
+            "send", "-n", "100000", "-p", "PUSH", "-a", "bind", "-e", &ep,
+        ]);
+        assert!(
+            tx.status.success(),
+            "{}",
+            String::from_utf8_lossy(&tx.stderr)
+        );
         let j = last_json(&rx.finish(Duration::from_secs(30)));
-        assert_eq!((j["received"].clone(), j["lost"].clone()), (json!(100000), json!(0)), "{ep}: {j}");
+        assert_eq!(
+            (j["received"].clone(), j["lost"].clone()),
+            (json!(100000), json!(0)),
+            "{ep}: {j}"
+        );
     }
 }
 
@@ -137,11 +163,30 @@ fn pub_with_subscribers_option_loses_no_initial_message() {
     // subscribes; --subscribers 2 makes it wait for both. Paced at 20 kHz so
     // that no message is dropped at the PUB's high-water mark: any loss
     // would be the slow joiner's.
-    let tx = Proc::spawn(&["send", "-n", "1500", "-p", "PUB", "-a", "bind", "-e", &ep, "--subscribers", "2", "--rate", "20000"]);
+    let tx = Proc::spawn(&[
+        "send",
+        "-n",
+        "1500",
+        "-p",
+        "PUB",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "--subscribers",
+        "2",
+        "--rate",
+        "20000",
+    ]);
     wait_listening(&ep);
     std::thread::sleep(Duration::from_millis(200));
     let subs: Vec<Proc> = (0..2)
-        .map(|_| Proc::spawn(&["recv", "-n", "1500", "-p", "SUB", "-a", "connect", "-e", &ep, "-T", "1500", "--json"]))
+        .map(|_| {
+            Proc::spawn(&[
+                "recv", "-n", "1500", "-p", "SUB", "-a", "connect", "-e", &ep, "-T", "1500",
+                "--json",
+            ])
+        })
         .collect();
     assert!(tx.finish(Duration::from_secs(30)).status.success());
     for s in subs {
@@ -157,9 +202,13 @@ fn pub_without_waiting_loses_to_a_slow_joiner() {
     // The control for the test above: the same start order without
     // --subscribers loses the beginning of the stream (here, all of it).
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let tx = Proc::spawn(&["send", "-n", "5000", "-p", "PUB", "-a", "bind", "-e", &ep, "-E", "300"]);
+    let tx = Proc::spawn(&[
+        "send", "-n", "5000", "-p", "PUB", "-a", "bind", "-e", &ep, "-E", "300",
+    ]);
     wait_listening(&ep);
-    let sub = Proc::spawn(&["recv", "-n", "5000", "-p", "SUB", "-a", "connect", "-e", &ep, "-T", "1000", "--json"]);
+    let sub = Proc::spawn(&[
+        "recv", "-n", "5000", "-p", "SUB", "-a", "connect", "-e", &ep, "-T", "1000", "--json",
+    ]);
     tx.finish(Duration::from_secs(30));
     let out = sub.finish(Duration::from_secs(30));
     let j = last_json(&out);
@@ -169,7 +218,21 @@ fn pub_without_waiting_loses_to_a_slow_joiner() {
 #[test]
 fn subscribers_wait_times_out_with_an_error() {
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let out = run(&["send", "-n", "10", "-p", "PUB", "-a", "bind", "-e", &ep, "--subscribers", "1", "--subscribers-timeout", "200"]);
+    let out = run(&[
+        "send",
+        "-n",
+        "10",
+        "-p",
+        "PUB",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "--subscribers",
+        "1",
+        "--subscribers-timeout",
+        "200",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("timed out") && e.contains("subscriber"), "{e}");
@@ -178,23 +241,37 @@ fn subscribers_wait_times_out_with_an_error() {
 #[test]
 fn recv_reports_each_gap_like_ptmp() {
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let rx = Proc::spawn(&["recv", "-n", "8", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "5000", "--json"]);
+    let rx = Proc::spawn(&[
+        "recv", "-n", "8", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "5000", "--json",
+    ]);
     wait_listening(&ep);
-    let mut tx = Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
     for c in [1797u32, 1798, 1799, 1805, 1806, 3, 4, 5] {
-        tx.send(&TPSet { count: c, ..Default::default() }).unwrap();
+        tx.send(&TPSet {
+            count: c,
+            ..Default::default()
+        })
+        .unwrap();
     }
     drop(tx);
     let out = rx.finish(Duration::from_secs(30));
     let s = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = s.lines().collect();
-    assert_eq!(&lines[..3], &["0 - 1797 = -1797", "1800 - 1805 = -5", "1807 - 3 = 1804"], "{s}");
+    assert_eq!(
+        &lines[..3],
+        &["0 - 1797 = -1797", "1800 - 1805 = -5", "1807 - 3 = 1804"],
+        "{s}"
+    );
     let j = last_json(&out);
     assert_eq!(j["received"], json!(8));
     assert_eq!(j["lost"], json!(1797 + 5));
     assert_eq!(j["gaps"], json!(3));
     assert_eq!(j["backwards"], json!(1));
-    assert_eq!((j["first_count"].clone(), j["last_count"].clone()), (json!(1797), json!(5)));
+    assert_eq!(
+        (j["first_count"].clone(), j["last_count"].clone()),
+        (json!(1797), json!(5))
+    );
     for k in ["errors", "elapsed_s", "rate_hz"] {
         assert!(j.get(k).is_some(), "{k} missing: {j}");
     }
@@ -203,18 +280,38 @@ fn recv_reports_each_gap_like_ptmp() {
 #[test]
 fn recv_counts_malformed_messages_and_continues() {
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let rx = Proc::spawn(&["recv", "-n", "2", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "5000", "--json"]);
+    let rx = Proc::spawn(&[
+        "recv", "-n", "2", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "5000", "--json",
+    ]);
     wait_listening(&ep);
-    let mut tx = Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
-    tx.send(&TPSet { count: 0, ..Default::default() }).unwrap();
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
+    tx.send(&TPSet {
+        count: 0,
+        ..Default::default()
+    })
+    .unwrap();
     tx.send_raw(&[&b"only one frame"[..]]).unwrap();
-    tx.send_raw(&[&[0u8, 0, 0, 0][..], &b"\xff\xff"[..]]).unwrap();
+    tx.send_raw(&[&[0u8, 0, 0, 0][..], &b"\xff\xff"[..]])
+        .unwrap();
     tx.send_raw(&[&[9u8, 0, 0, 0][..], &b""[..]]).unwrap();
-    tx.send(&TPSet { count: 1, ..Default::default() }).unwrap();
+    tx.send(&TPSet {
+        count: 1,
+        ..Default::default()
+    })
+    .unwrap();
     drop(tx);
     let out = rx.finish(Duration::from_secs(30));
     let j = last_json(&out);
-    assert_eq!((j["received"].clone(), j["errors"].clone(), j["lost"].clone()), (json!(2), json!(3), json!(0)), "{j}");
+    assert_eq!(
+        (
+            j["received"].clone(),
+            j["errors"].clone(),
+            j["lost"].clone()
+        ),
+        (json!(2), json!(3), json!(0)),
+        "{j}"
+    );
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("1 frame") && e.contains("version is 9"), "{e}");
 }
@@ -222,7 +319,9 @@ fn recv_counts_malformed_messages_and_continues() {
 #[test]
 fn recv_fails_when_nothing_arrives() {
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let out = run(&["recv", "-n", "5", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "200", "--json"]);
+    let out = run(&[
+        "recv", "-n", "5", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "200", "--json",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(last_json(&out)["received"], json!(0));
 }
@@ -232,29 +331,86 @@ fn config_json_instead_of_options() {
     let ep = format!("tcp://127.0.0.1:{}", free_port());
     let rcfg = json!({"socket": {"type": "pull", "bind": [ep], "hwm": 10}}).to_string();
     let scfg = json!({"socket": {"type": "push", "connect": [ep]}}).to_string();
-    let rx = Proc::spawn(&["recv", "-n", "1000", "--config", &rcfg, "-T", "5000", "--json"]);
+    let rx = Proc::spawn(&[
+        "recv", "-n", "1000", "--config", &rcfg, "-T", "5000", "--json",
+    ]);
     wait_listening(&ep);
-    assert!(run(&["send", "-n", "1000", "--config", &scfg, "--ntps", "3"]).status.success());
-    assert_eq!(last_json(&rx.finish(Duration::from_secs(30)))["received"], json!(1000));
+    assert!(
+        run(&["send", "-n", "1000", "--config", &scfg, "--ntps", "3"])
+            .status
+            .success()
+    );
+    assert_eq!(
+        last_json(&rx.finish(Duration::from_secs(30)))["received"],
+        json!(1000)
+    );
 }
 
 #[test]
 fn bad_arguments_exit_2_with_a_message_naming_the_value() {
     let cases: &[(&[&str], &str)] = &[
         (&["send", "-p", "PUSHY", "-e", "tcp://127.0.0.1:5"], "PUSHY"),
-        (&["recv", "-p", "PULL", "-e", "tcp://localhost"], "tcp://localhost"),
-        (&["recv", "-p", "PULL", "-a", "connect", "-e", "tcp://*:5"], "tcp://*:5"),
+        (
+            &["recv", "-p", "PULL", "-e", "tcp://localhost"],
+            "tcp://localhost",
+        ),
+        (
+            &["recv", "-p", "PULL", "-a", "connect", "-e", "tcp://*:5"],
+            "tcp://*:5",
+        ),
         (&["send", "-p", "PUSH", "-e", "bogus://x"], "bogus"),
         (&["send", "--config", "{nope"], "not valid JSON"),
-        (&["send", "--config", r#"{"socket":{"type":"PUSH","bind":["tcp://*:1"],"hwm":-1}}"#], "socket.hwm"),
-        (&["send", "-n", "abc", "-p", "PUSH", "-e", "tcp://127.0.0.1:5"], "abc"),
+        (
+            &[
+                "send",
+                "--config",
+                r#"{"socket":{"type":"PUSH","bind":["tcp://*:1"],"hwm":-1}}"#,
+            ],
+            "socket.hwm",
+        ),
+        (
+            &["send", "-n", "abc", "-p", "PUSH", "-e", "tcp://127.0.0.1:5"],
+            "abc",
+        ),
         (&["recv", "-e", "tcp://127.0.0.1:5"], "socket type"),
         (&["send", "-p", "PUSH"], "endpoint"),
         (&["send", "-p", "SUB", "-e", "tcp://127.0.0.1:5"], "SUB"),
         (&["recv", "-p", "PUSH", "-e", "tcp://127.0.0.1:5"], "PUSH"),
-        (&["send", "-p", "PUSH", "-e", "tcp://127.0.0.1:5", "--subscribers", "2"], "--subscribers"),
-        (&["send", "-p", "PUSH", "-e", "tcp://127.0.0.1:5", "--rate", "-3"], "-3"),
-        (&["send", "-p", "PAIR", "-e", "tcp://127.0.0.1:5", "tcp://127.0.0.1:6"], "PAIR"),
+        (
+            &[
+                "send",
+                "-p",
+                "PUSH",
+                "-e",
+                "tcp://127.0.0.1:5",
+                "--subscribers",
+                "2",
+            ],
+            "--subscribers",
+        ),
+        (
+            &[
+                "send",
+                "-p",
+                "PUSH",
+                "-e",
+                "tcp://127.0.0.1:5",
+                "--rate",
+                "-3",
+            ],
+            "-3",
+        ),
+        (
+            &[
+                "send",
+                "-p",
+                "PAIR",
+                "-e",
+                "tcp://127.0.0.1:5",
+                "tcp://127.0.0.1:6",
+            ],
+            "PAIR",
+        ),
         (&["sendrecv", "--pattern", "ring"], "ring"),
         (&["sendrecv", "--transport", "udp"], "udp"),
         (&["frobnicate"], "frobnicate"),
@@ -263,7 +419,10 @@ fn bad_arguments_exit_2_with_a_message_naming_the_value() {
         let out = run(args);
         let e = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
-        assert!(e.contains(needle), "{args:?}: stderr does not mention {needle:?}: {e}");
+        assert!(
+            e.contains(needle),
+            "{args:?}: stderr does not mention {needle:?}: {e}"
+        );
     }
 }
 
@@ -282,12 +441,25 @@ fn sendrecv_every_pattern_and_transport() {
     for pattern in ["pair", "pipe", "pubsub", "pushpull"] {
         for transport in ["inproc", "ipc", "tcp"] {
             for raw in [false, true] {
-                let mut args = vec!["sendrecv", "-n", "20000", "--pattern", pattern, "--transport", transport, "--json"];
+                let mut args = vec![
+                    "sendrecv",
+                    "-n",
+                    "20000",
+                    "--pattern",
+                    pattern,
+                    "--transport",
+                    transport,
+                    "--json",
+                ];
                 if raw {
                     args.push("--raw");
                 }
                 let out = run(&args);
-                assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{args:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let j = last_json(&out);
                 let got = j["received"].as_u64().unwrap();
                 assert_eq!(j["sent"], json!(20000));

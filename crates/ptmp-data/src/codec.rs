@@ -95,7 +95,7 @@ fn put_opt(buf: &mut Vec<u8>, key: u8, v: Option<u32>) {
 #[inline(always)]
 fn varint_len(v: u64) -> usize {
     // 1 byte per started group of 7 bits, at least 1.
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 #[inline(always)]
@@ -173,7 +173,9 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn take(&mut self, n: u64, what: &'static str) -> Result<Cursor<'a>, DecodeError> {
         let start = self.pos;
-        let end = (start as u64).checked_add(n).filter(|&e| e <= self.buf.len() as u64);
+        let end = (start as u64)
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len() as u64);
         let Some(end) = end else {
             return Err(DecodeError::Truncated {
                 offset: self.base + start,
@@ -464,7 +466,17 @@ mod tests {
 
     #[test]
     fn varint_len_matches_encoding() {
-        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX, (-1i64) as u64] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u64::MAX,
+            (-1i64) as u64,
+        ] {
             let mut b = Vec::new();
             put_varint(&mut b, v);
             assert_eq!(varint_len(v), b.len(), "{v}");
@@ -477,7 +489,11 @@ mod tests {
         for i in 0..2000u64 {
             let mut t = sample();
             t.count = (i * 2_654_435_761) as u32;
-            t.created = if i % 7 == 0 { -(i as i64) } else { (i as i64) << 40 };
+            t.created = if i % 7 == 0 {
+                -(i as i64)
+            } else {
+                (i as i64) << 40
+            };
             t.tstart = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
             t.tspan = (i % 3 != 0).then_some(i as u32);
             t.chanbeg = (i % 5 == 0).then_some(0);
@@ -517,7 +533,10 @@ mod tests {
         };
         encode_tpset(&small, &mut buf);
         decode_tpset_into(&buf, &mut out).unwrap();
-        assert_eq!(out, small, "optional fields and tps from the previous set must not leak");
+        assert_eq!(
+            out, small,
+            "optional fields and tps from the previous set must not leak"
+        );
         assert_eq!(out.tps.capacity(), cap);
         assert_eq!(out.tps.as_ptr(), ptr);
     }

@@ -328,7 +328,9 @@ mod tests {
             } else {
                 let e = err.unwrap_or_else(|| panic!("cut {cut} must error"));
                 assert_eq!(e.offset(), starts[complete], "cut {cut}: {e}");
-                assert!(e.to_string().contains(&format!("byte {}", starts[complete])));
+                assert!(e
+                    .to_string()
+                    .contains(&format!("byte {}", starts[complete])));
             }
         }
     }

@@ -323,11 +323,7 @@ impl SocketConfig {
     /// Parse a JSON text: `{"socket": {...}}`.
     pub fn from_json(text: &str) -> Result<Self> {
         let v: Value = serde_json::from_str(text).map_err(|e| {
-            Error::config(
-                "(config)",
-                abbreviate(text),
-                format!("not valid JSON: {e}"),
-            )
+            Error::config("(config)", abbreviate(text), format!("not valid JSON: {e}"))
         })?;
         Self::from_value(&v)
     }
@@ -335,14 +331,18 @@ impl SocketConfig {
     /// Parse an already-parsed JSON value: `{"socket": {...}}`.
     pub fn from_value(v: &Value) -> Result<Self> {
         let obj = v.as_object().ok_or_else(|| {
-            Error::config("(config)", abbreviate(&v.to_string()), "must be a JSON object with a \"socket\" key")
+            Error::config(
+                "(config)",
+                abbreviate(&v.to_string()),
+                "must be a JSON object with a \"socket\" key",
+            )
         })?;
         let sock = obj.get("socket").ok_or_else(|| {
             Error::config("socket", "(missing)", "the config has no \"socket\" object")
         })?;
-        let s = sock.as_object().ok_or_else(|| {
-            Error::config("socket", sock.to_string(), "must be an object")
-        })?;
+        let s = sock
+            .as_object()
+            .ok_or_else(|| Error::config("socket", sock.to_string(), "must be an object"))?;
         for k in s.keys() {
             if !KNOWN_KEYS.contains(&k.as_str()) {
                 return Err(Error::config(
@@ -388,7 +388,11 @@ impl SocketConfig {
                 .enumerate()
                 .map(|(i, p)| {
                     p.as_str().map(|p| p.as_bytes().to_vec()).ok_or_else(|| {
-                        Error::config(format!("socket.subscribe[{i}]"), p.to_string(), "must be a string")
+                        Error::config(
+                            format!("socket.subscribe[{i}]"),
+                            p.to_string(),
+                            "must be a string",
+                        )
                     })
                 })
                 .collect::<Result<_>>()?,
@@ -518,7 +522,11 @@ impl std::str::FromStr for SocketConfig {
     }
 }
 
-fn endpoints(s: &serde_json::Map<String, Value>, key: &str, attach: Attach) -> Result<Vec<Endpoint>> {
+fn endpoints(
+    s: &serde_json::Map<String, Value>,
+    key: &str,
+    attach: Attach,
+) -> Result<Vec<Endpoint>> {
     let full = format!("socket.{key}");
     match s.get(key) {
         None | Some(Value::Null) => Ok(vec![]),
@@ -528,9 +536,9 @@ fn endpoints(s: &serde_json::Map<String, Value>, key: &str, attach: Attach) -> R
             .enumerate()
             .map(|(i, v)| {
                 let k = format!("{full}[{i}]");
-                let a = v
-                    .as_str()
-                    .ok_or_else(|| Error::config(&k, v.to_string(), "an endpoint must be a string"))?;
+                let a = v.as_str().ok_or_else(|| {
+                    Error::config(&k, v.to_string(), "an endpoint must be a string")
+                })?;
                 Endpoint::parse(a, attach, &k)
             })
             .collect(),
@@ -630,7 +638,10 @@ mod tests {
             let e = err(&format!(
                 r#"{{"socket":{{"type":"PULL","connect":["tcp://ok:1","{ep}"]}}}}"#
             ));
-            assert!(e.contains("socket.connect[1]") && e.contains(ep) && e.contains(what), "{e}");
+            assert!(
+                e.contains("socket.connect[1]") && e.contains(ep) && e.contains(what),
+                "{e}"
+            );
         }
         let e = err(r#"{"socket":{"type":"PULL","bind":"tcp://*:1","hmw":3}}"#);
         assert!(e.contains("socket.hmw") && e.contains("unknown key"), "{e}");
@@ -650,10 +661,22 @@ mod tests {
 
     #[test]
     fn bind_forms() {
-        for ep in ["tcp://*:*", "tcp://*:0", "tcp://127.0.0.1:5000", "tcp://lo:5000", "ipc://*", "shm://frames-1"] {
+        for ep in [
+            "tcp://*:*",
+            "tcp://*:0",
+            "tcp://127.0.0.1:5000",
+            "tcp://lo:5000",
+            "ipc://*",
+            "shm://frames-1",
+        ] {
             Endpoint::parse(ep, Attach::Bind, "k").unwrap();
         }
         assert!(Endpoint::parse("shm://a/b", Attach::Bind, "k").is_err());
-        assert!(Endpoint::parse(&format!("ipc:///tmp/{}", "x".repeat(120)), Attach::Bind, "k").is_err());
+        assert!(Endpoint::parse(
+            &format!("ipc:///tmp/{}", "x".repeat(120)),
+            Attach::Bind,
+            "k"
+        )
+        .is_err());
     }
 }

@@ -85,7 +85,8 @@ impl Drain {
     /// connection that is lost is dropped from the watch: what its peer had
     /// not read is gone with it, and libzmq requeues nothing.
     pub(crate) fn wait(&mut self, linger_ms: i32, need_connection: bool) {
-        let deadline = (linger_ms >= 0).then(|| Instant::now() + Duration::from_millis(linger_ms as u64));
+        let deadline =
+            (linger_ms >= 0).then(|| Instant::now() + Duration::from_millis(linger_ms as u64));
         let mut quiet = 0;
         loop {
             self.poll_events();

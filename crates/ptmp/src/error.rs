@@ -40,7 +40,11 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn config(key: impl Into<String>, value: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub(crate) fn config(
+        key: impl Into<String>,
+        value: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
         Error::Config {
             key: key.into(),
             value: value.into(),

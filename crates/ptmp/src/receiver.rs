@@ -98,7 +98,11 @@ impl Receiver {
 
     /// Receive one message as raw frames into `frames`, schema-blind.
     /// `Ok(false)` on timeout.
-    pub fn recv_raw_into(&mut self, frames: &mut Frames, timeout: Option<Duration>) -> Result<bool> {
+    pub fn recv_raw_into(
+        &mut self,
+        frames: &mut Frames,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
         self.set_timeout(timeout)?;
         frames.clear();
         loop {

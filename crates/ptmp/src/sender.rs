@@ -129,7 +129,10 @@ impl Sender {
             return Err(Error::config(
                 "socket.subscribers",
                 k.to_string(),
-                format!("only a PUB socket waits for subscribers, this one is {}", self.cfg.stype),
+                format!(
+                    "only a PUB socket waits for subscribers, this one is {}",
+                    self.cfg.stype
+                ),
             ));
         }
         let deadline = Instant::now() + timeout;

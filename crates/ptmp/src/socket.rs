@@ -58,7 +58,8 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
         (_, t) => t.zmq(),
     };
     let sock = ctx.socket(ztype).map_err(Error::zmq("socket"))?;
-    sock.set_rcvhwm(cfg.rcvhwm).map_err(Error::zmq("set rcvhwm"))?;
+    sock.set_rcvhwm(cfg.rcvhwm)
+        .map_err(Error::zmq("set rcvhwm"))?;
     if let Some(h) = cfg.sndhwm {
         sock.set_sndhwm(h).map_err(Error::zmq("set sndhwm"))?;
     }
@@ -67,7 +68,8 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     // is non-zero; with linger 0 the messages already received from that peer
     // but not yet read by the application are dropped (the tail of a fast
     // quitting sender was lost this way over ipc).
-    sock.set_linger(cfg.linger_ms).map_err(Error::zmq("set linger"))?;
+    sock.set_linger(cfg.linger_ms)
+        .map_err(Error::zmq("set linger"))?;
     if ztype == zmq::XPUB {
         sock.set_xpub_verbose(true)
             .map_err(Error::zmq("set xpub_verbose"))?;
@@ -111,7 +113,8 @@ fn bind(sock: &zmq::Socket, ep: &Endpoint) -> Result<()> {
         if path != "*" && std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(Error::Bind {
                 endpoint: ep.address.clone(),
-                reason: "address already in use (another process is listening on this ipc path)".into(),
+                reason: "address already in use (another process is listening on this ipc path)"
+                    .into(),
             });
         }
     }

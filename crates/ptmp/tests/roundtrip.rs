@@ -10,7 +10,11 @@ const T: Option<Duration> = Some(Duration::from_secs(5));
 
 fn unique(prefix: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
-    format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 fn tpset(count: u32, ntps: usize) -> TPSet {
@@ -96,12 +100,15 @@ fn every_pattern_over_every_transport() {
 #[test]
 fn inproc_between_independent_senders_and_receivers() {
     let name = format!("inproc://{}", unique("multi"));
-    let mut rx = Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
     let handles: Vec<_> = (0..3)
         .map(|d| {
             let name = name.clone();
             std::thread::spawn(move || {
-                let mut tx = Sender::new(&json!({"socket": {"type": "push", "connect": name}}).to_string()).unwrap();
+                let mut tx =
+                    Sender::new(&json!({"socket": {"type": "push", "connect": name}}).to_string())
+                        .unwrap();
                 for i in 0..100 {
                     let mut t = tpset(i, 1);
                     t.detid = d;
@@ -125,15 +132,23 @@ fn inproc_between_independent_senders_and_receivers() {
 #[test]
 fn malformed_messages_are_counted_and_receiving_continues() {
     let name = format!("inproc://{}", unique("bad"));
-    let mut rx = Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
-    let mut tx = Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
     let mut good = Vec::new();
     ptmp::data::encode_tpset(&tpset(1, 2), &mut good);
     let cases: Vec<(Vec<Vec<u8>>, WireError)> = vec![
         (vec![good.clone()], WireError::FrameCount(1)),
-        (vec![vec![0; 4], good.clone(), b"x".to_vec()], WireError::FrameCount(3)),
+        (
+            vec![vec![0; 4], good.clone(), b"x".to_vec()],
+            WireError::FrameCount(3),
+        ),
         (vec![vec![0; 2], good.clone()], WireError::VersionSize(2)),
-        (vec![2i32.to_ne_bytes().to_vec(), good.clone()], WireError::Version(2)),
+        (
+            vec![2i32.to_ne_bytes().to_vec(), good.clone()],
+            WireError::Version(2),
+        ),
     ];
     for (frames, _) in &cases {
         tx.send_raw(frames).unwrap();
@@ -147,10 +162,15 @@ fn malformed_messages_are_counted_and_receiving_continues() {
         }
     }
     match rx.recv(T) {
-        Err(Error::Wire(WireError::Payload(e))) => assert!(e.to_string().contains("missing required"), "{e}"),
+        Err(Error::Wire(WireError::Payload(e))) => {
+            assert!(e.to_string().contains("missing required"), "{e}")
+        }
         other => panic!("expected a payload error, got {other:?}"),
     }
-    let t = rx.recv(T).unwrap().expect("the good message after the bad ones");
+    let t = rx
+        .recv(T)
+        .unwrap()
+        .expect("the good message after the bad ones");
     assert_eq!(t, tpset(9, 3).clone_with_created(t.created));
     assert_eq!(rx.errors(), 5);
     assert_eq!(rx.received(), 1);
@@ -161,15 +181,20 @@ trait WithCreated {
 }
 impl WithCreated for TPSet {
     fn clone_with_created(&self, c: i64) -> TPSet {
-        TPSet { created: c, ..self.clone() }
+        TPSet {
+            created: c,
+            ..self.clone()
+        }
     }
 }
 
 #[test]
 fn raw_frames_pass_untouched() {
     let name = format!("inproc://{}", unique("raw"));
-    let mut rx = Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
-    let mut tx = Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
     let msgs: Vec<Vec<Vec<u8>>> = vec![
         vec![b"one".to_vec()],
         vec![vec![], vec![1; 300], b"three".to_vec()],
@@ -182,14 +207,18 @@ fn raw_frames_pass_untouched() {
         assert!(rx.recv_raw_into(&mut f, T).unwrap());
         assert_eq!(&f.to_vecs(), m);
     }
-    assert!(!rx.recv_raw_into(&mut f, Some(Duration::from_millis(10))).unwrap());
+    assert!(!rx
+        .recv_raw_into(&mut f, Some(Duration::from_millis(10)))
+        .unwrap());
 }
 
 #[test]
 fn recv_into_reuses_the_callers_storage() {
     let name = format!("inproc://{}", unique("reuse"));
-    let mut rx = Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
-    let mut tx = Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
     let mut t = TPSet::default();
     tx.send(&tpset(0, 50)).unwrap();
     assert!(rx.recv_into(&mut t, T).unwrap());
@@ -210,27 +239,46 @@ fn address_in_use_names_the_endpoint() {
     let ep = a.bound_endpoints()[0].clone();
     let ipc = format!("ipc://{}", dir.path().join("busy").display());
     let inproc = format!("inproc://{}", unique("busy"));
-    let _b = Receiver::new(&json!({"socket": {"type": "PULL", "bind": [ipc]}}).to_string()).unwrap();
-    let _c = Receiver::new(&json!({"socket": {"type": "PULL", "bind": [inproc]}}).to_string()).unwrap();
+    let _b =
+        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [ipc]}}).to_string()).unwrap();
+    let _c =
+        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [inproc]}}).to_string()).unwrap();
     for ep in [ep, ipc, inproc] {
         let e = Sender::new(&json!({"socket": {"type": "PUSH", "bind": [ep]}}).to_string())
             .err()
             .expect("second bind must fail");
         let s = e.to_string();
-        assert!(matches!(e, Error::Bind { .. }) && s.contains(&ep) && s.contains("in use"), "{s}");
+        assert!(
+            matches!(e, Error::Bind { .. }) && s.contains(&ep) && s.contains("in use"),
+            "{s}"
+        );
     }
 }
 
 #[test]
 fn wrong_direction_and_unavailable_transport_are_config_errors() {
-    let e = Sender::new(r#"{"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}}"#).err().unwrap();
-    assert!(e.to_string().contains("socket.type") && e.to_string().contains("PULL"), "{e}");
-    let e = Receiver::new(r#"{"socket":{"type":"PUB","bind":["tcp://127.0.0.1:*"]}}"#).err().unwrap();
-    assert!(e.to_string().contains("socket.type") && e.to_string().contains("PUB"), "{e}");
-    let e = Receiver::new(r#"{"socket":{"type":"SUB","connect":["tcp://no-such-host.invalid:5"]}}"#).err();
+    let e = Sender::new(r#"{"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}}"#)
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("socket.type") && e.to_string().contains("PULL"),
+        "{e}"
+    );
+    let e = Receiver::new(r#"{"socket":{"type":"PUB","bind":["tcp://127.0.0.1:*"]}}"#)
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("socket.type") && e.to_string().contains("PUB"),
+        "{e}"
+    );
+    let e =
+        Receiver::new(r#"{"socket":{"type":"SUB","connect":["tcp://no-such-host.invalid:5"]}}"#)
+            .err();
     // libzmq resolves connect hosts lazily: a bad host is not an error at connect.
     assert!(e.is_none());
-    let e = Sender::new(r#"{"socket":{"type":"PUSH","bind":["tcp://203.0.113.77:5"]}}"#).err().unwrap();
+    let e = Sender::new(r#"{"socket":{"type":"PUSH","bind":["tcp://203.0.113.77:5"]}}"#)
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("203.0.113.77"), "{e}");
 }
 
@@ -240,7 +288,8 @@ fn pub_waits_for_subscribers_and_loses_nothing() {
     // once. With subscribers:2 every message, the first included, reaches
     // both. Repeated to give the race a chance to show.
     for round in 0..5 {
-        let tx_cfg = json!({"socket": {"type": "PUB", "bind": ["tcp://127.0.0.1:*"], "subscribers": 2}});
+        let tx_cfg =
+            json!({"socket": {"type": "PUB", "bind": ["tcp://127.0.0.1:*"], "subscribers": 2}});
         let mut tx = Sender::new(&tx_cfg.to_string()).unwrap();
         let ep = tx.bound_endpoints()[0].clone();
         let subs: Vec<_> = (0..2)
@@ -248,7 +297,10 @@ fn pub_waits_for_subscribers_and_loses_nothing() {
                 let ep = ep.clone();
                 std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_millis(20 * i + 5 * round));
-                    let mut rx = Receiver::new(&json!({"socket": {"type": "SUB", "connect": [ep]}}).to_string()).unwrap();
+                    let mut rx = Receiver::new(
+                        &json!({"socket": {"type": "SUB", "connect": [ep]}}).to_string(),
+                    )
+                    .unwrap();
                     let mut counts = Vec::new();
                     while let Some(t) = rx.recv(Some(Duration::from_millis(500))).unwrap() {
                         counts.push(t.count);
@@ -282,18 +334,27 @@ fn pub_subscriber_wait_times_out_with_a_clear_error() {
 fn sub_prefix_filters() {
     // A SUB subscribed to a prefix that no PTMP message starts with gets nothing.
     let name = format!("inproc://{}", unique("flt"));
-    let mut tx = Sender::new(&json!({"socket": {"type": "PUB", "bind": [name]}}).to_string()).unwrap();
-    let mut rx_all = Receiver::new(&json!({"socket": {"type": "SUB", "connect": [name]}}).to_string()).unwrap();
-    let mut rx_none =
-        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [name], "subscribe": ["\u{1}"]}}).to_string()).unwrap();
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUB", "bind": [name]}}).to_string()).unwrap();
+    let mut rx_all =
+        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [name]}}).to_string()).unwrap();
+    let mut rx_none = Receiver::new(
+        &json!({"socket": {"type": "SUB", "connect": [name], "subscribe": ["\u{1}"]}}).to_string(),
+    )
+    .unwrap();
     assert_eq!(tx.wait_for_subscribers(1, T.unwrap()).unwrap(), 1);
     // The SUB with prefix "\x01" does not count as a subscriber of PTMP messages.
-    assert!(tx.wait_for_subscribers(2, Duration::from_millis(300)).is_err());
+    assert!(tx
+        .wait_for_subscribers(2, Duration::from_millis(300))
+        .is_err());
     for i in 0..10 {
         tx.send(&tpset(i, 0)).unwrap();
     }
     for i in 0..10 {
         assert_eq!(rx_all.recv(T).unwrap().unwrap().count, i);
     }
-    assert!(rx_none.recv(Some(Duration::from_millis(50))).unwrap().is_none());
+    assert!(rx_none
+        .recv(Some(Duration::from_millis(50)))
+        .unwrap()
+        .is_none());
 }
