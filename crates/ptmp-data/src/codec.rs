@@ -43,7 +43,8 @@ pub enum DecodeError {
 /// library writes them.
 pub fn encode_tpset(tpset: &TPSet, buf: &mut Vec<u8>) {
     buf.clear();
-    let max = MAX_SET_HEAD + tpset.tps.len() * MAX_TP;
+    // 7 bytes of slack: a varint is written as a whole 8-byte word.
+    let max = MAX_SET_HEAD + tpset.tps.len() * MAX_TP + 7;
     buf.reserve(max);
     let mut w = Writer {
         out: &mut buf.spare_capacity_mut()[..max],
@@ -74,9 +75,10 @@ pub fn encode_tpset(tpset: &TPSet, buf: &mut Vec<u8>) {
         w.opt(0x30, tp.flags);
     }
     let n = w.n;
-    // SAFETY: `Writer` initialised exactly the first `n` bytes of the spare
-    // capacity (it only writes at `out[n]` and then increments `n`), and
-    // `n <= max <= capacity` because every write is bounds-checked.
+    // SAFETY: `Writer` initialised at least the first `n` bytes of the spare
+    // capacity (every write starts at `out[n]`, covers the bytes it counts,
+    // and only then advances `n`), and `n <= max <= capacity` because every
+    // write is bounds-checked against `out`.
     unsafe { buf.set_len(n) };
 }
 
@@ -101,13 +103,33 @@ impl Writer<'_> {
         self.n += 1;
     }
 
+    /// Write a varint. Values below 2^56 (up to 8 bytes) are spread into
+    /// 7-bit groups in three shift-and-mask steps and written as one word;
+    /// the bytes past the varint land in reserved slack and are overwritten
+    /// or left outside the vector's length.
     #[inline(always)]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.byte(v as u8 | 0x80);
-            v >>= 7;
+    fn varint(&mut self, v: u64) {
+        if v < 0x80 {
+            self.byte(v as u8);
+        } else if v < 1 << 56 {
+            let len = varint_len(v);
+            let x = (v & 0x0fff_ffff) | ((v & 0x00ff_ffff_f000_0000) << 4);
+            let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x0fff_c000_0fff_c000) << 2);
+            let x = (x & 0x007f_007f_007f_007f) | ((x & 0x3f80_3f80_3f80_3f80) << 1);
+            let x = x | (0x8080_8080_8080_8080 & (u64::MAX >> (72 - 8 * len)));
+            let dst = &mut self.out[self.n..self.n + 8];
+            for (d, b) in dst.iter_mut().zip(x.to_le_bytes()) {
+                d.write(b);
+            }
+            self.n += len;
+        } else {
+            let mut v = v;
+            while v >= 0x80 {
+                self.byte(v as u8 | 0x80);
+                v >>= 7;
+            }
+            self.byte(v as u8);
         }
-        self.byte(v as u8);
     }
 
     /// A field whose one-byte key is `key` (field numbers below 16).
@@ -255,16 +277,41 @@ pub fn decode_tpset_into(bytes: &[u8], out: &mut TPSet) -> Result<(), DecodeErro
 mod fast {
     use crate::{TPSet, TrigPrim};
 
+    /// Read a varint. Up to 8 bytes are decoded a word at a time: find the
+    /// first byte without the continuation bit, mask, then squeeze the
+    /// 7-bit groups together in three shift-and-mask steps.
     #[inline(always)]
-    fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-        let b0 = *buf.get(*pos)?;
+    pub(super) fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+        let p = *pos;
+        let b0 = *buf.get(p)?;
         if b0 < 0x80 {
-            *pos += 1;
+            *pos = p + 1;
             return Some(u64::from(b0));
         }
-        let mut v = u64::from(b0 & 0x7f);
-        let mut p = *pos + 1;
-        for i in 1..10 {
+        let Some(b) = buf.get(p..p + 8) else {
+            // Near the end of the buffer: byte by byte.
+            return varint_long(buf, pos);
+        };
+        let w = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        let stop = !w & 0x8080_8080_8080_8080;
+        if stop == 0 {
+            return varint_long(buf, pos);
+        }
+        let len = (stop.trailing_zeros() as usize + 1) / 8;
+        let x = w & (u64::MAX >> (64 - 8 * len)) & 0x7f7f_7f7f_7f7f_7f7f;
+        let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+        let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+        let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+        *pos = p + len;
+        Some(x)
+    }
+
+    /// Varints of 9 or 10 bytes, or near the end of the buffer, byte by byte.
+    #[inline(never)]
+    fn varint_long(buf: &[u8], pos: &mut usize) -> Option<u64> {
+        let mut v = 0u64;
+        let mut p = *pos;
+        for i in 0..10 {
             let b = *buf.get(p)?;
             p += 1;
             v |= u64::from(b & 0x7f) << (7 * i);
@@ -514,6 +561,44 @@ mod tests {
             let mut w = Writer { out: &mut b, n: 0 };
             w.varint(v);
             assert_eq!(varint_len(v), w.n, "{v}");
+        }
+    }
+
+    #[test]
+    fn varints_of_every_length_round_trip_word_at_a_time() {
+        let mut vals = vec![0u64, 1, 0x7f, 0x80, u64::MAX, (-1i64) as u64];
+        for bits in 1..64 {
+            vals.extend([(1u64 << bits) - 1, 1u64 << bits, (1u64 << bits) + 1]);
+        }
+        for &v in &vals {
+            let mut b = [std::mem::MaybeUninit::new(0xeeu8); 32];
+            let mut w = Writer { out: &mut b, n: 0 };
+            w.varint(v);
+            let n = w.n;
+            let bytes: Vec<u8> = b[..n].iter().map(|x| unsafe { x.assume_init() }).collect();
+            // The reference: prost's varint encoding.
+            let mut want = Vec::new();
+            prost::encoding::encode_varint(v, &mut want);
+            assert_eq!(bytes, want, "encode {v:#x}");
+            // Decode with and without bytes after it, and from every truncation.
+            for tail in [
+                &[][..],
+                &[0x01, 0x02, 0x03, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80][..],
+            ] {
+                let mut x = bytes.clone();
+                x.extend_from_slice(tail);
+                let mut pos = 0;
+                assert_eq!(fast::varint(&x, &mut pos), Some(v), "decode {v:#x}");
+                assert_eq!(pos, n);
+            }
+            for cut in 0..n {
+                let mut pos = 0;
+                assert_eq!(
+                    fast::varint(&bytes[..cut], &mut pos),
+                    None,
+                    "{v:#x} cut {cut}"
+                );
+            }
         }
     }
 
