@@ -1,2 +1,287 @@
-pub fn run(_a: &CatArgs) -> crate::common::CliResult { Ok(()) }
-#[derive(clap::Args)] pub struct CatArgs {}
+//! `ptmp cat`: PTMP's czmqat. Copies messages, schema-blind, between a
+//! socket or a dump file and a socket, a dump file or text on stdout.
+
+use crate::common::{parse_socket_type, progress, stopping, CliError, CliResult};
+use ptmp::{Attach, Frames, Receiver, Sender, SocketConfig, TPSet};
+use ptmp_data::dump::{DumpReader, DumpWriter};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["ifile", "isock"])))]
+#[command(group(clap::ArgGroup::new("output").args(["ofile", "osock"])))]
+pub struct CatArgs {
+    /// Copy at most this many messages (default: all; forever for a socket).
+    #[arg(short = 'n', long)]
+    pub number: Option<u64>,
+    /// Milliseconds to wait after setting up, before copying.
+    #[arg(short = 'B', long = "begin-wait", default_value_t = 0)]
+    pub begin_wait: u64,
+    /// Milliseconds to wait after copying, before closing.
+    #[arg(short = 'E', long = "end-wait", default_value_t = 0)]
+    pub end_wait: u64,
+    /// Socket input: stop when nothing arrives for this many milliseconds
+    /// (default: wait until -n messages or Ctrl-C).
+    #[arg(short = 'T', long)]
+    pub timeout: Option<u64>,
+    /// Pause this many microseconds after each message written.
+    #[arg(long, default_value_t = 0)]
+    pub delayus: u64,
+    /// Read messages from this dump file.
+    #[arg(long)]
+    pub ifile: Option<PathBuf>,
+    /// Read messages from a socket: JSON config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...].
+    #[arg(long)]
+    pub isock: Option<String>,
+    /// Write messages to this dump file.
+    #[arg(long)]
+    pub ofile: Option<PathBuf>,
+    /// Send messages to a socket: JSON config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...].
+    #[arg(long)]
+    pub osock: Option<String>,
+    /// In text output, also print each TrigPrim.
+    #[arg(long)]
+    pub tps: bool,
+}
+
+/// Parse `--isock`/`--osock`: a JSON socket config or the compact form.
+fn sock_spec(opt: &str, spec: &str) -> CliResult<SocketConfig> {
+    let bad = |why: String| CliError::usage(format!("--{opt} {spec:?}: {why}"));
+    if spec.trim_start().starts_with('{') {
+        return SocketConfig::from_json(spec).map_err(|e| bad(e.to_string()));
+    }
+    let parts: Vec<&str> = spec.split(',').map(str::trim).collect();
+    if parts.len() < 3 {
+        return Err(bad(
+            "expected a JSON socket config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...]".into(),
+        ));
+    }
+    let stype = parse_socket_type(parts[0]).map_err(bad)?;
+    let attach = match parts[1].to_ascii_lowercase().as_str() {
+        "bind" => Attach::Bind,
+        "connect" => Attach::Connect,
+        other => return Err(bad(format!("{other:?} is neither bind nor connect"))),
+    };
+    SocketConfig::new(stype, attach, &parts[2..]).map_err(|e| bad(e.to_string()))
+}
+
+enum Input {
+    File(DumpReader<BufReader<File>>, PathBuf),
+    Sock(Receiver),
+}
+
+enum Output {
+    File(DumpWriter<BufWriter<File>>, PathBuf),
+    Sock(Box<Sender>),
+    Text(BufWriter<std::io::StdoutLock<'static>>),
+}
+
+pub fn run(a: &CatArgs) -> CliResult {
+    // Validate everything before opening anything.
+    let icfg = a
+        .isock
+        .as_deref()
+        .map(|s| sock_spec("isock", s))
+        .transpose()?;
+    let ocfg = a
+        .osock
+        .as_deref()
+        .map(|s| sock_spec("osock", s))
+        .transpose()?;
+    if let Some(c) = &icfg {
+        if !c.stype.can_recv() {
+            return Err(CliError::usage(format!(
+                "--isock: a {} socket cannot receive; use PULL, SUB or PAIR",
+                c.stype
+            )));
+        }
+    }
+    if let Some(c) = &ocfg {
+        if !c.stype.can_send() {
+            return Err(CliError::usage(format!(
+                "--osock: a {} socket cannot send; use PUSH, PUB or PAIR",
+                c.stype
+            )));
+        }
+    }
+    let mut input = match (&a.ifile, icfg) {
+        (Some(p), _) => {
+            let f = File::open(p)
+                .map_err(|e| CliError::fail(format!("--ifile {}: {e}", p.display())))?;
+            Input::File(DumpReader::new(BufReader::new(f)), p.clone())
+        }
+        (None, Some(c)) => Input::Sock(Receiver::from_config(&c)?),
+        (None, None) => unreachable!("clap requires an input"),
+    };
+    let mut output = match (&a.ofile, ocfg) {
+        (Some(p), _) => {
+            let f = File::create(p)
+                .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display())))?;
+            Output::File(DumpWriter::new(BufWriter::new(f)), p.clone())
+        }
+        (None, Some(c)) => Output::Sock(Box::new(Sender::from_config(&c)?)),
+        (None, None) => Output::Text(BufWriter::new(std::io::stdout().lock())),
+    };
+    std::thread::sleep(Duration::from_millis(a.begin_wait));
+    let pb = match (&output, a.number) {
+        (Output::Text(_), _) | (_, None) => indicatif::ProgressBar::hidden(),
+        (_, Some(n)) => progress(n, "cat"),
+    };
+    let limit = a.number.unwrap_or(u64::MAX);
+    let slice = Duration::from_millis(100);
+    let mut frames = Frames::new();
+    let mut tpset = TPSet::default();
+    let mut copied = 0u64;
+    let mut not_tpsets = 0u64;
+    let mut last = Instant::now();
+    let mut failure: Option<CliError> = None;
+    while copied < limit && !stopping() {
+        let offset = match &input {
+            Input::File(r, _) => Some(r.offset()),
+            Input::Sock(_) => None,
+        };
+        let got = match &mut input {
+            Input::File(r, p) => match r.read_into(&mut frames) {
+                Ok(g) => g,
+                Err(e) => {
+                    failure = Some(CliError::fail(format!("{}: {e}", p.display())));
+                    break;
+                }
+            },
+            Input::Sock(rx) => {
+                let wait = a
+                    .timeout
+                    .map_or(slice, |t| slice.min(Duration::from_millis(t)));
+                match rx.recv_raw_into(&mut frames, Some(wait)) {
+                    Ok(true) => true,
+                    Ok(false) => {
+                        if a.timeout
+                            .is_some_and(|t| last.elapsed() >= Duration::from_millis(t))
+                        {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(ptmp::Error::Interrupted) => continue,
+                    Err(e) => {
+                        failure = Some(e.into());
+                        break;
+                    }
+                }
+            }
+        };
+        if !got {
+            break;
+        }
+        last = Instant::now();
+        let r = match &mut output {
+            Output::File(w, p) => w
+                .write(frames.iter())
+                .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display()))),
+            Output::Sock(tx) => tx.send_frames(&frames).map_err(Into::into),
+            Output::Text(out) => {
+                if !print_text(out, copied, offset, &frames, &mut tpset, a.tps)? {
+                    not_tpsets += 1;
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = r {
+            failure = Some(e);
+            break;
+        }
+        copied += 1;
+        if copied & 1023 == 0 {
+            pb.set_position(copied);
+        }
+        if a.delayus > 0 {
+            std::thread::sleep(Duration::from_micros(a.delayus));
+        }
+    }
+    pb.finish_and_clear();
+    // Deliver what was accepted before reporting any failure.
+    let flushed = match &mut output {
+        Output::File(w, p) => w
+            .flush()
+            .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display()))),
+        Output::Text(out) => out.flush().map_err(Into::into),
+        Output::Sock(_) => Ok(()),
+    };
+    std::thread::sleep(Duration::from_millis(a.end_wait));
+    drop(output); // a sender drains its queue here
+    let mut summary = format!("ptmp cat: copied {copied} message(s)");
+    if not_tpsets > 0 {
+        summary += &format!(", {not_tpsets} of them not TPSets");
+    }
+    eprintln!("{summary}");
+    flushed?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Print one message as text; returns whether it was a valid TPSet.
+fn print_text(
+    out: &mut impl Write,
+    index: u64,
+    offset: Option<u64>,
+    frames: &Frames,
+    t: &mut TPSet,
+    tps: bool,
+) -> CliResult<bool> {
+    let at = offset.map(|o| format!(" @{o}")).unwrap_or_default();
+    let parts: Vec<&[u8]> = frames.iter().collect();
+    match ptmp_data::wire::decode_message(&parts, t) {
+        Ok(()) => {
+            let mut line = format!(
+                "#{index}{at} TPSet count={} detid={} created={} tstart={}",
+                t.count, t.detid, t.created, t.tstart
+            );
+            for (k, v) in [
+                ("tspan", t.tspan),
+                ("chanbeg", t.chanbeg),
+                ("chanend", t.chanend),
+                ("totaladc", t.totaladc),
+            ] {
+                if let Some(v) = v {
+                    line += &format!(" {k}={v}");
+                }
+            }
+            writeln!(out, "{line} ntps={}", t.tps.len())?;
+            if tps {
+                for tp in &t.tps {
+                    let mut l = format!("    channel={} tstart={}", tp.channel, tp.tstart);
+                    for (k, v) in [
+                        ("tspan", tp.tspan),
+                        ("adcsum", tp.adcsum),
+                        ("adcpeak", tp.adcpeak),
+                        ("flags", tp.flags),
+                    ] {
+                        if let Some(v) = v {
+                            l += &format!(" {k}={v}");
+                        }
+                    }
+                    writeln!(out, "{l}")?;
+                }
+            }
+            Ok(true)
+        }
+        Err(e) => {
+            let sizes: Vec<usize> = parts.iter().map(|f| f.len()).collect();
+            let heads: Vec<String> = parts
+                .iter()
+                .map(|f| f.iter().take(16).map(|b| format!("{b:02x}")).collect())
+                .collect();
+            writeln!(
+                out,
+                "#{index}{at} not a TPSet ({e}): {} frame(s), sizes {sizes:?}, first bytes [{}]",
+                parts.len(),
+                heads.join(" ")
+            )?;
+            Ok(false)
+        }
+    }
+}

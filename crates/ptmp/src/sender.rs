@@ -4,7 +4,7 @@ use crate::config::{SocketConfig, SocketType};
 use crate::drain::Drain;
 use crate::error::{Error, Result};
 use crate::socket::{build, Role};
-use ptmp_data::{encode_tpset, TPSet, VERSION_FRAME};
+use ptmp_data::{encode_tpset, Frames, TPSet, VERSION_FRAME};
 use std::time::{Duration, Instant};
 
 /// Sends PTMP messages on a PAIR, PUB or PUSH socket.
@@ -98,6 +98,20 @@ impl Sender {
             self.sock
                 .send(f.as_ref(), flags)
                 .map_err(Error::zmq("send"))?;
+        }
+        self.sent += 1;
+        Ok(())
+    }
+
+    /// Send a message held in a [`Frames`] buffer, schema-blind.
+    pub fn send_frames(&mut self, frames: &Frames) -> Result<()> {
+        if !self.waited {
+            self.wait_configured()?;
+        }
+        let n = frames.len();
+        for (i, f) in frames.iter().enumerate() {
+            let flags = if i + 1 < n { zmq::SNDMORE } else { 0 };
+            self.sock.send(f, flags).map_err(Error::zmq("send"))?;
         }
         self.sent += 1;
         Ok(())
