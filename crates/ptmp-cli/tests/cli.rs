@@ -475,3 +475,41 @@ fn sendrecv_every_pattern_and_transport() {
         }
     }
 }
+
+#[test]
+fn sigint_ends_recv_with_its_summary() {
+    let ep = format!("tcp://127.0.0.1:{}", free_port());
+    let rx = Proc::spawn(&[
+        "recv", "-n", "1000", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "-1", "--json",
+    ]);
+    wait_listening(&ep);
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
+    for c in 0..10 {
+        tx.send(&TPSet {
+            count: c,
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    drop(tx);
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = rx.0.as_ref().unwrap().id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = rx.finish(Duration::from_secs(10));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_json(&out);
+    assert_eq!(
+        (j["received"].clone(), j["ended_by"].clone()),
+        (json!(10), json!("signal")),
+        "{j}"
+    );
+}
