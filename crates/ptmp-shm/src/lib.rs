@@ -1,0 +1,880 @@
+//! # ptmp-shm: shared-memory rings
+//!
+//! One channel is one memory-mapped file (under `/dev/shm`, or
+//! `$PTMP_SHM_DIR`) holding a header and a ring of fixed-size slots. One
+//! writer publishes messages into consecutive slots; any number of readers
+//! read them without copying (a [`View`] borrows the slot) or by copying out.
+//! Readers block on a futex in the header, never by spinning unless asked.
+//!
+//! ## Invariants
+//!
+//! These hold at every instant, whatever process dies where, and every
+//! `unsafe` block below relies only on them:
+//!
+//! 1. **Layout.** The file is exactly `header_size + slot_count * slot_stride`
+//!    bytes; the header starts with [`MAGIC`] and [`LAYOUT_VERSION`];
+//!    `slot_count` is a power of two of at least 2; `slot_stride` is a
+//!    multiple of 64 and at least `SLOT_HEADER + max_message`. A file that
+//!    breaks any of these is refused before anything else is read from it.
+//! 2. **One writer.** Only the process recorded in `writer_pid` writes slots
+//!    or `next_seq`. A writer takes the channel by a compare-and-swap of
+//!    `writer_pid` from 0 (or from a PID that no longer exists).
+//! 3. **Stamps (a per-slot seqlock).** Message number `s` lives in slot
+//!    `s & (slot_count - 1)`. The slot's `stamp` is `2s + 1` while the writer
+//!    fills it and `2s + 2` once it is complete; stamps of one slot only grow.
+//!    A reader that sees `2s + 2` both before and after reading the payload
+//!    has read message `s` whole: a torn or overwritten message always changes
+//!    the stamp, so it is detected, never delivered.
+//! 4. **Publication.** `next_seq` is the number of messages published; it is
+//!    stored after the slot's final stamp, so every message below `next_seq`
+//!    whose slot still carries its stamp is complete.
+//! 5. **No reader holds anything the writer waits for.** Readers never write
+//!    slots, and the writer never waits for a reader in publish-subscribe
+//!    mode, so a reader killed at any point (even holding a [`View`]) costs
+//!    nobody anything. A writer killed mid-message leaves an odd stamp and an
+//!    unchanged `next_seq`: readers see nothing new, and the next writer
+//!    overwrites that slot with its own message number `next_seq`.
+//! 6. **Wake-ups.** After publishing, the writer bumps the `notify` futex word
+//!    and wakes sleepers when `waiters` is non-zero; a reader registers in
+//!    `waiters` and re-checks `next_seq` before sleeping. Both sides use
+//!    sequentially consistent operations, so a wake-up cannot be lost.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// First bytes of every ptmp shared-memory channel.
+pub const MAGIC: [u8; 8] = *b"PTMPSHM\0";
+/// The layout version this code reads and writes.
+pub const LAYOUT_VERSION: u32 = 1;
+/// Bytes reserved for the header (one page).
+pub const HEADER_SIZE: usize = 4096;
+/// Bytes at the start of each slot before the payload.
+pub const SLOT_HEADER: usize = 16;
+/// Largest `max_message` accepted (1 GiB).
+pub const MAX_MESSAGE_LIMIT: usize = 1 << 30;
+
+/// Why a channel could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ShmError {
+    #[error("shm channel name {0:?} is invalid: use 1-200 letters, digits, '.', '_' or '-'")]
+    BadName(String),
+    #[error("shm channel {name}: {reason}")]
+    BadConfig { name: String, reason: String },
+    #[error("shm segment {path}: {reason}")]
+    BadSegment { path: PathBuf, reason: String },
+    #[error("shm channel {name} already has a live writer (pid {pid})")]
+    WriterBusy { name: String, pid: u32 },
+    #[error("shm channel {name} does not exist ({path})")]
+    NotFound { name: String, path: PathBuf },
+    #[error("message of {len} bytes exceeds channel {name}'s maximum of {max}")]
+    TooLarge {
+        name: String,
+        len: usize,
+        max: usize,
+    },
+    #[error("shm {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T, E = ShmError> = std::result::Result<T, E>;
+
+/// The shape of a channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelConfig {
+    /// Slots in the ring (a power of two, at least 2): how many recent
+    /// messages stay readable as history.
+    pub slots: usize,
+    /// Largest message in bytes.
+    pub max_message: usize,
+}
+
+impl Default for ChannelConfig {
+    /// Small messages: 1024 slots of up to 1 KiB (about 1 MiB).
+    fn default() -> Self {
+        ChannelConfig {
+            slots: 1024,
+            max_message: 1024,
+        }
+    }
+}
+
+impl ChannelConfig {
+    /// Camera frames: 8 slots of 1920x1080x3 bytes (about 50 MiB).
+    pub fn images() -> Self {
+        ChannelConfig {
+            slots: 8,
+            max_message: 6_220_800,
+        }
+    }
+
+    fn stride(&self) -> usize {
+        (SLOT_HEADER + self.max_message).div_ceil(64) * 64
+    }
+
+    fn total(&self) -> usize {
+        HEADER_SIZE + self.slots * self.stride()
+    }
+
+    fn check(&self, name: &str) -> Result<()> {
+        let bad = |reason: String| ShmError::BadConfig {
+            name: name.into(),
+            reason,
+        };
+        if self.slots < 2 || !self.slots.is_power_of_two() || self.slots > 1 << 24 {
+            return Err(bad(format!(
+                "slots = {}: must be a power of two from 2 to 16777216",
+                self.slots
+            )));
+        }
+        if self.max_message == 0 || self.max_message > MAX_MESSAGE_LIMIT {
+            return Err(bad(format!(
+                "max_message = {}: must be from 1 to {MAX_MESSAGE_LIMIT} bytes",
+                self.max_message
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The header at the start of a segment. Every field a second process may
+/// change concurrently is atomic; the rest are written once, at creation,
+/// before the file is given its final name.
+#[repr(C)]
+struct Header {
+    magic: [u8; 8],
+    version: u32,
+    header_size: u32,
+    slot_count: u32,
+    _pad0: u32,
+    max_message: u64,
+    slot_stride: u64,
+    total_size: u64,
+    _pad1: [u8; 16],
+    // Cache line 1: ownership.
+    writer_pid: AtomicU32,
+    writer_epoch: AtomicU32,
+    _pad2: [u8; 56],
+    // Cache line 2: publication.
+    next_seq: AtomicU64,
+    _pad3: [u8; 56],
+    // Cache line 3: wake-ups.
+    notify: AtomicU32,
+    waiters: AtomicU32,
+    _pad4: [u8; 56],
+}
+
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_SIZE);
+
+#[repr(C)]
+struct SlotHeader {
+    stamp: AtomicU64,
+    len: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<SlotHeader>() == SLOT_HEADER);
+
+/// Directory holding the segments.
+pub fn shm_dir() -> PathBuf {
+    std::env::var_os("PTMP_SHM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/dev/shm"))
+}
+
+/// File name prefix of ptmp segments in [`shm_dir`].
+pub const FILE_PREFIX: &str = "ptmp.";
+
+/// Path of channel `name`.
+pub fn segment_path(name: &str) -> Result<PathBuf> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !ok {
+        return Err(ShmError::BadName(name.into()));
+    }
+    Ok(shm_dir().join(format!("{FILE_PREFIX}{name}")))
+}
+
+fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ShmError {
+    let path = path.to_path_buf();
+    move |source| ShmError::Io { op, path, source }
+}
+
+/// Whether a process with this PID exists (signal 0 probes without sending).
+pub fn pid_alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// A mapped, validated segment.
+struct Segment {
+    map: memmap2::MmapMut,
+    path: PathBuf,
+    name: String,
+    slots: u64,
+    stride: usize,
+    max_message: usize,
+}
+
+impl Segment {
+    fn header(&self) -> &Header {
+        // SAFETY: the map is page-aligned and at least HEADER_SIZE long
+        // (invariant 1, checked in `validate`), Header fits in it, and every
+        // field that changes after creation is atomic.
+        unsafe { &*(self.map.as_ptr() as *const Header) }
+    }
+
+    fn slot(&self, seq: u64) -> (&SlotHeader, *mut u8) {
+        let i = (seq & (self.slots - 1)) as usize;
+        let off = HEADER_SIZE + i * self.stride;
+        // SAFETY: i < slots, so the slot lies inside the map (invariant 1);
+        // slot offsets are 64-byte aligned; the header is atomic.
+        unsafe {
+            let base = self.map.as_ptr().add(off) as *mut u8;
+            (&*(base as *const SlotHeader), base.add(SLOT_HEADER))
+        }
+    }
+
+    /// Map an existing file and check invariant 1.
+    fn open(name: &str, path: PathBuf) -> Result<Segment> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    ShmError::NotFound {
+                        name: name.into(),
+                        path: path.clone(),
+                    }
+                } else {
+                    io("open", &path)(e)
+                }
+            })?;
+        Self::map_file(name, path, &file)
+    }
+
+    fn map_file(name: &str, path: PathBuf, file: &File) -> Result<Segment> {
+        let bad = |reason: String| ShmError::BadSegment {
+            path: path.clone(),
+            reason,
+        };
+        let len = file.metadata().map_err(io("stat", &path))?.len();
+        if len < HEADER_SIZE as u64 {
+            return Err(bad(format!(
+                "file is {len} bytes, shorter than the {HEADER_SIZE}-byte header: truncated or not a ptmp segment"
+            )));
+        }
+        // SAFETY: the file is a regular file we opened read-write; the map
+        // is shared with other processes by design (see the invariants).
+        let map = unsafe { memmap2::MmapMut::map_mut(file) }.map_err(io("mmap", &path))?;
+        let mut h = [0u8; 64];
+        h.copy_from_slice(&map[..64]);
+        if h[..8] != MAGIC {
+            return Err(bad(format!(
+                "bad magic {:02x?}: not a ptmp shared-memory segment",
+                &h[..8]
+            )));
+        }
+        let u32_at = |o: usize| u32::from_ne_bytes(h[o..o + 4].try_into().expect("4"));
+        let u64_at = |o: usize| u64::from_ne_bytes(h[o..o + 8].try_into().expect("8"));
+        let version = u32_at(8);
+        if version != LAYOUT_VERSION {
+            return Err(bad(format!(
+                "layout version {version}, this ptmp reads version {LAYOUT_VERSION}"
+            )));
+        }
+        let (hsize, slots, maxm, stride, total) =
+            (u32_at(12), u32_at(16), u64_at(24), u64_at(32), u64_at(40));
+        let cfg = ChannelConfig {
+            slots: slots as usize,
+            max_message: maxm as usize,
+        };
+        if hsize as usize != HEADER_SIZE {
+            return Err(bad(format!("header size {hsize}, expected {HEADER_SIZE}")));
+        }
+        cfg.check(name)
+            .map_err(|e| bad(format!("corrupt header: {e}")))?;
+        if stride != cfg.stride() as u64 || total != cfg.total() as u64 {
+            return Err(bad(format!(
+                "corrupt header: slot stride {stride} / total size {total} do not match {slots} slots of {maxm} bytes"
+            )));
+        }
+        if len != total {
+            return Err(bad(format!(
+                "file is {len} bytes but its header describes {total}: truncated or corrupt"
+            )));
+        }
+        Ok(Segment {
+            map,
+            path,
+            name: name.into(),
+            slots: slots as u64,
+            stride: stride as usize,
+            max_message: maxm as usize,
+        })
+    }
+
+    fn wake(&self) {
+        let h = self.header();
+        if h.waiters.load(Ordering::SeqCst) > 0 {
+            h.notify.fetch_add(1, Ordering::SeqCst);
+            let _ = rustix::thread::futex::wake(
+                &h.notify,
+                rustix::thread::futex::Flags::empty(),
+                i32::MAX as u32,
+            );
+        }
+    }
+}
+
+/// The single writer of a channel.
+pub struct Writer {
+    seg: Segment,
+    seq: u64,
+    pid: u32,
+}
+
+impl Writer {
+    /// Create channel `name` with `cfg`, or take over an existing one whose
+    /// writer is gone (its layout must match `cfg`).
+    pub fn create(name: &str, cfg: ChannelConfig) -> Result<Writer> {
+        cfg.check(name)?;
+        let path = segment_path(name)?;
+        let seg = match Segment::open(name, path.clone()) {
+            Ok(seg) => {
+                if seg.slots as usize != cfg.slots || seg.max_message != cfg.max_message {
+                    return Err(ShmError::BadConfig {
+                        name: name.into(),
+                        reason: format!(
+                            "exists with {} slots of {} bytes, asked for {} of {} (remove it with `ptmp shm rm {name}`)",
+                            seg.slots, seg.max_message, cfg.slots, cfg.max_message
+                        ),
+                    });
+                }
+                seg
+            }
+            Err(ShmError::NotFound { .. }) => Self::create_new(name, &path, cfg)?,
+            Err(e) => return Err(e),
+        };
+        Self::take(seg)
+    }
+
+    /// Build a new segment in a temporary file, then link it into place, so
+    /// no process ever sees a half-initialised header.
+    fn create_new(name: &str, path: &Path, cfg: ChannelConfig) -> Result<Segment> {
+        let dir = path.parent().expect("segment path has a directory");
+        let tmp = dir.join(format!(".{FILE_PREFIX}{name}.{}.tmp", std::process::id()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io("create", &tmp))?;
+        let r = (|| {
+            file.set_len(cfg.total() as u64)
+                .map_err(io("resize", &tmp))?;
+            // SAFETY: as in map_file; nobody else knows this file yet.
+            let mut map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(io("mmap", &tmp))?;
+            map[..8].copy_from_slice(&MAGIC);
+            map[8..12].copy_from_slice(&LAYOUT_VERSION.to_ne_bytes());
+            map[12..16].copy_from_slice(&(HEADER_SIZE as u32).to_ne_bytes());
+            map[16..20].copy_from_slice(&(cfg.slots as u32).to_ne_bytes());
+            map[24..32].copy_from_slice(&(cfg.max_message as u64).to_ne_bytes());
+            map[32..40].copy_from_slice(&(cfg.stride() as u64).to_ne_bytes());
+            map[40..48].copy_from_slice(&(cfg.total() as u64).to_ne_bytes());
+            map.flush().map_err(io("flush", &tmp))?;
+            // link() fails if another writer created the channel meanwhile.
+            std::fs::hard_link(&tmp, path).map_err(io("publish", path))
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        match r {
+            Ok(()) => Segment::open(name, path.to_path_buf()),
+            Err(ShmError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                Segment::open(name, path.to_path_buf())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn take(seg: Segment) -> Result<Writer> {
+        let pid = std::process::id();
+        let h = seg.header();
+        let mut cur = h.writer_pid.load(Ordering::SeqCst);
+        loop {
+            if cur != 0 && cur != pid && pid_alive(cur) {
+                return Err(ShmError::WriterBusy {
+                    name: seg.name.clone(),
+                    pid: cur,
+                });
+            }
+            if cur == pid {
+                // A second writer in this very process is as wrong as one elsewhere.
+                return Err(ShmError::WriterBusy {
+                    name: seg.name.clone(),
+                    pid: cur,
+                });
+            }
+            match h
+                .writer_pid
+                .compare_exchange(cur, pid, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        h.writer_epoch.fetch_add(1, Ordering::SeqCst);
+        let seq = h.next_seq.load(Ordering::SeqCst);
+        Ok(Writer { seg, seq, pid })
+    }
+
+    /// Channel name.
+    pub fn name(&self) -> &str {
+        &self.seg.name
+    }
+
+    /// The segment file.
+    pub fn path(&self) -> &Path {
+        &self.seg.path
+    }
+
+    /// Largest message this channel carries.
+    pub fn max_message(&self) -> usize {
+        self.seg.max_message
+    }
+
+    /// Sequence number the next message will get.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Copy `bytes` into the next slot and publish it; returns its sequence
+    /// number. Never waits for readers.
+    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64> {
+        let mut loan = self.loan(bytes.len())?;
+        loan.copy_from_slice(bytes);
+        Ok(loan.commit())
+    }
+
+    /// Borrow the next slot to write a message of `len` bytes in place
+    /// (zero-copy); nothing is visible to readers until [`Loan::commit`].
+    pub fn loan(&mut self, len: usize) -> Result<Loan<'_>> {
+        if len > self.seg.max_message {
+            return Err(ShmError::TooLarge {
+                name: self.seg.name.clone(),
+                len,
+                max: self.seg.max_message,
+            });
+        }
+        let s = self.seq;
+        let (sh, data) = self.seg.slot(s);
+        sh.stamp.store(2 * s + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        Ok(Loan { w: self, data, len })
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.seg.header().writer_pid.compare_exchange(
+            self.pid,
+            0,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+}
+
+/// A slot being written in place.
+pub struct Loan<'a> {
+    w: &'a mut Writer,
+    data: *mut u8,
+    len: usize,
+}
+
+impl Loan<'_> {
+    /// Publish the message; returns its sequence number.
+    pub fn commit(self) -> u64 {
+        let s = self.w.seq;
+        let (sh, _) = self.w.seg.slot(s);
+        sh.len.store(self.len as u64, Ordering::Relaxed);
+        sh.stamp.store(2 * s + 2, Ordering::Release);
+        self.w.seq = s + 1;
+        self.w.seg.header().next_seq.store(s + 1, Ordering::SeqCst);
+        self.w.seg.wake();
+        std::mem::forget(self);
+        s
+    }
+}
+
+impl Drop for Loan<'_> {
+    /// A loan dropped without commit publishes nothing; the slot keeps its
+    /// odd stamp until the next message overwrites it.
+    fn drop(&mut self) {}
+}
+
+impl std::ops::Deref for Loan<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: data..data+len lies in this writer's slot (len <=
+        // max_message <= stride - SLOT_HEADER); only this writer writes it.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Loan<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in deref, and the loan borrows the writer mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.data, self.len) }
+    }
+}
+
+/// Where a new reader starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    /// The newest message already published, if any (then everything after).
+    Newest,
+    /// Only messages published after attaching.
+    Next,
+    /// The oldest message still in the ring.
+    Oldest,
+}
+
+/// What a receive delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Sequence number of the message.
+    pub seq: u64,
+    /// Messages skipped since the previous receive because the writer had
+    /// overwritten them before this reader got to them.
+    pub lost: u64,
+}
+
+/// One reader of a channel. Readers share nothing with each other; each
+/// keeps its own position.
+pub struct Reader {
+    seg: Segment,
+    pos: u64,
+    lost_total: u64,
+}
+
+/// Outcome of one attempt at reading message `seq`.
+enum Try {
+    Got(usize),
+    NotYet,
+    Overrun,
+}
+
+impl Reader {
+    /// Attach to channel `name`.
+    pub fn attach(name: &str, start: StartAt) -> Result<Reader> {
+        let path = segment_path(name)?;
+        let seg = Segment::open(name, path)?;
+        let next = seg.header().next_seq.load(Ordering::SeqCst);
+        let pos = match start {
+            StartAt::Newest => next.saturating_sub(1),
+            StartAt::Next => next,
+            StartAt::Oldest => next.saturating_sub(seg.slots),
+        };
+        Ok(Reader {
+            seg,
+            pos,
+            lost_total: 0,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.seg.name
+    }
+
+    /// Sequence number of the next message this reader will return.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Messages lost to overruns since attaching.
+    pub fn lost(&self) -> u64 {
+        self.lost_total
+    }
+
+    /// Number of messages published on the channel so far.
+    pub fn published(&self) -> u64 {
+        self.seg.header().next_seq.load(Ordering::SeqCst)
+    }
+
+    /// PID of the channel's writer, if one is attached and alive.
+    pub fn writer(&self) -> Option<u32> {
+        let pid = self.seg.header().writer_pid.load(Ordering::SeqCst);
+        pid_alive(pid).then_some(pid)
+    }
+
+    /// Check message `seq`'s slot and, if it is complete, hand its bytes to
+    /// `f`, then confirm the stamp did not move meanwhile.
+    fn try_read<R>(&self, seq: u64, f: impl FnOnce(&[u8]) -> R) -> (Try, Option<R>) {
+        let (sh, data) = self.seg.slot(seq);
+        let want = 2 * seq + 2;
+        let s1 = sh.stamp.load(Ordering::Acquire);
+        if s1 < want {
+            return (Try::NotYet, None);
+        }
+        if s1 > want {
+            return (Try::Overrun, None);
+        }
+        let len = (sh.len.load(Ordering::Relaxed) as usize).min(self.seg.max_message);
+        // SAFETY: the bytes lie inside the slot. The writer may be rewriting
+        // them concurrently (another process, outside Rust's model); the
+        // stamp check below rejects whatever was read in that case
+        // (invariant 3).
+        let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
+        let r = f(bytes);
+        fence(Ordering::Acquire);
+        if sh.stamp.load(Ordering::Relaxed) != want {
+            return (Try::Overrun, None);
+        }
+        (Try::Got(len), Some(r))
+    }
+
+    /// Skip ahead after an overrun: to the oldest message that is safely
+    /// ahead of the writer.
+    fn resync(&mut self) {
+        let next = self.published();
+        let oldest = next.saturating_sub(self.seg.slots - 1).max(self.pos + 1);
+        self.lost_total += oldest - self.pos;
+        self.pos = oldest;
+    }
+
+    /// Copy the next message into `buf` without waiting. `None` when there
+    /// is nothing new.
+    pub fn try_recv_into(&mut self, buf: &mut Vec<u8>) -> Option<Received> {
+        let lost0 = self.lost_total;
+        loop {
+            let (t, _) = self.try_read(self.pos, |b| {
+                buf.clear();
+                buf.extend_from_slice(b);
+            });
+            match t {
+                Try::Got(_) => {
+                    let seq = self.pos;
+                    self.pos += 1;
+                    return Some(Received {
+                        seq,
+                        lost: self.lost_total - lost0,
+                    });
+                }
+                Try::NotYet => return None,
+                Try::Overrun => self.resync(),
+            }
+        }
+    }
+
+    /// Copy the next message into `buf`, waiting up to `timeout` (`None`:
+    /// forever). `None` on timeout.
+    pub fn recv_into(&mut self, buf: &mut Vec<u8>, timeout: Option<Duration>) -> Option<Received> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if let Some(r) = self.try_recv_into(buf) {
+                return Some(r);
+            }
+            if !self.wait(deadline) {
+                return self.try_recv_into(buf);
+            }
+        }
+    }
+
+    /// Look at the next message in place, without copying, waiting up to
+    /// `timeout`. The view must be checked with [`View::valid`] after use:
+    /// if the writer overwrote the slot meanwhile, what was read is void.
+    pub fn view(&mut self, timeout: Option<Duration>) -> Option<View<'_>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let lost0 = self.lost_total;
+        loop {
+            let (t, _) = self.try_read(self.pos, |_| ());
+            match t {
+                Try::Got(len) => {
+                    let seq = self.pos;
+                    self.pos += 1;
+                    let (sh, data) = self.seg.slot(seq);
+                    return Some(View {
+                        stamp: &sh.stamp,
+                        want: 2 * seq + 2,
+                        data,
+                        len,
+                        received: Received {
+                            seq,
+                            lost: self.lost_total - lost0,
+                        },
+                        _r: std::marker::PhantomData,
+                    });
+                }
+                Try::Overrun => self.resync(),
+                Try::NotYet => {
+                    if !self.wait(deadline) {
+                        // One last look after the deadline.
+                        if !matches!(self.try_read(self.pos, |_| ()).0, Try::Got(_)) {
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Copy message `seq` from the history into `buf`. `Ok(false)` if it is
+    /// not published yet; an error if it has already left the ring.
+    pub fn read_at(&self, seq: u64, buf: &mut Vec<u8>) -> std::result::Result<bool, u64> {
+        let (t, _) = self.try_read(seq, |b| {
+            buf.clear();
+            buf.extend_from_slice(b);
+        });
+        match t {
+            Try::Got(_) => Ok(true),
+            Try::NotYet if seq >= self.published() => Ok(false),
+            // Overwritten (or a dead writer's unfinished slot): report the
+            // oldest sequence number that is still readable.
+            _ => Err(self.published().saturating_sub(self.seg.slots - 1)),
+        }
+    }
+
+    /// Sleep on the channel's futex until something is published or the
+    /// deadline passes; false when the deadline has passed.
+    fn wait(&self, deadline: Option<Instant>) -> bool {
+        let h = self.seg.header();
+        h.waiters.fetch_add(1, Ordering::SeqCst);
+        let seen = h.notify.load(Ordering::SeqCst);
+        let ready = h.next_seq.load(Ordering::SeqCst) > self.pos;
+        let mut alive = true;
+        if !ready {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
+                alive = false;
+            } else {
+                let ts = left.map(|l| rustix::time::Timespec {
+                    tv_sec: l.as_secs() as _,
+                    tv_nsec: l.subsec_nanos() as _,
+                });
+                let _ = rustix::thread::futex::wait(
+                    &h.notify,
+                    rustix::thread::futex::Flags::empty(),
+                    seen,
+                    ts.as_ref(),
+                );
+            }
+        }
+        h.waiters.fetch_sub(1, Ordering::SeqCst);
+        alive && deadline.is_none_or(|d| Instant::now() < d)
+    }
+}
+
+/// A message read in place. Valid only if [`View::valid`] says so after the
+/// bytes were used.
+pub struct View<'r> {
+    stamp: &'r AtomicU64,
+    want: u64,
+    data: *mut u8,
+    len: usize,
+    pub received: Received,
+    _r: std::marker::PhantomData<&'r Reader>,
+}
+
+impl View<'_> {
+    /// The message bytes, in the shared segment.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: see Reader::try_read; validity is established by `valid`.
+        unsafe { std::slice::from_raw_parts(self.data as *const u8, self.len) }
+    }
+
+    /// True if the writer has not touched the slot since the view was taken:
+    /// everything read through [`Self::bytes`] so far was the whole message.
+    pub fn valid(&self) -> bool {
+        fence(Ordering::Acquire);
+        self.stamp.load(Ordering::Relaxed) == self.want
+    }
+}
+
+/// A channel found in [`shm_dir`].
+#[derive(Debug, Clone)]
+pub struct ChannelInfo {
+    pub name: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// Layout and state, or why the segment is unreadable.
+    pub state: std::result::Result<ChannelState, String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelState {
+    pub config: ChannelConfig,
+    pub published: u64,
+    pub writer_pid: u32,
+    pub writer_alive: bool,
+}
+
+/// List the channels in [`shm_dir`].
+pub fn list() -> Result<Vec<ChannelInfo>> {
+    let dir = shm_dir();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).map_err(io("list", &dir))? {
+        let e = e.map_err(io("list", &dir))?;
+        let fname = e.file_name().to_string_lossy().into_owned();
+        let Some(name) = fname.strip_prefix(FILE_PREFIX) else {
+            continue;
+        };
+        let path = e.path();
+        let bytes = e.metadata().map(|m| m.len()).unwrap_or(0);
+        let state = Segment::open(name, path.clone())
+            .map(|seg| {
+                let h = seg.header();
+                let pid = h.writer_pid.load(Ordering::SeqCst);
+                ChannelState {
+                    config: ChannelConfig {
+                        slots: seg.slots as usize,
+                        max_message: seg.max_message,
+                    },
+                    published: h.next_seq.load(Ordering::SeqCst),
+                    writer_pid: pid,
+                    writer_alive: pid_alive(pid),
+                }
+            })
+            .map_err(|e| e.to_string());
+        out.push(ChannelInfo {
+            name: name.into(),
+            path,
+            bytes,
+            state,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Remove channel `name`'s segment. Attached processes keep their mapping;
+/// new ones no longer find it.
+pub fn remove(name: &str) -> Result<()> {
+    let path = segment_path(name)?;
+    std::fs::remove_file(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ShmError::NotFound {
+                name: name.into(),
+                path: path.clone(),
+            }
+        } else {
+            io("remove", &path)(e)
+        }
+    })
+}

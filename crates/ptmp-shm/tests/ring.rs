@@ -1,0 +1,475 @@
+//! The shared-memory ring: history, overruns, torn-read detection, futex
+//! wake-ups, bad segments, and crashes of real processes.
+
+use ptmp_shm::{remove, segment_path, ChannelConfig, Reader, ShmError, StartAt, Writer};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A unique channel name, removed when the guard drops.
+struct Chan(String);
+
+impl Chan {
+    fn new(tag: &str) -> Chan {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        Chan(format!(
+            "test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+}
+
+impl Drop for Chan {
+    fn drop(&mut self) {
+        let _ = remove(&self.0);
+    }
+}
+
+fn small(slots: usize) -> ChannelConfig {
+    ChannelConfig {
+        slots,
+        max_message: 256,
+    }
+}
+
+/// A self-checking message: seq, length, pseudo-random body, checksum.
+fn make_msg(seq: u64, buf: &mut Vec<u8>, max: usize) {
+    let len = 16 + (seq as usize * 7919) % (max - 24);
+    buf.clear();
+    buf.extend_from_slice(&seq.to_le_bytes());
+    let mut x = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for _ in 0..len - 16 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf.push(x as u8);
+    }
+    let sum: u64 = buf.iter().map(|&b| u64::from(b)).sum();
+    buf.extend_from_slice(&sum.to_le_bytes());
+}
+
+/// Check a message made by `make_msg`; returns its seq.
+fn check_msg(b: &[u8]) -> u64 {
+    assert!(b.len() >= 16, "short message {}", b.len());
+    let (body, sum) = b.split_at(b.len() - 8);
+    let want: u64 = body.iter().map(|&x| u64::from(x)).sum();
+    assert_eq!(
+        u64::from_le_bytes(sum.try_into().unwrap()),
+        want,
+        "checksum"
+    );
+    let seq = u64::from_le_bytes(body[..8].try_into().unwrap());
+    let mut again = Vec::new();
+    make_msg(seq, &mut again, 256);
+    assert_eq!(b, &again[..], "body of {seq}");
+    seq
+}
+
+#[test]
+fn round_trip_history_and_start_positions() {
+    let c = Chan::new("rt");
+    let mut w = Writer::create(&c.0, small(8)).unwrap();
+    let mut r_next = Reader::attach(&c.0, StartAt::Next).unwrap();
+    for i in 0..5u8 {
+        assert_eq!(w.publish(&[i; 10]).unwrap(), u64::from(i));
+    }
+    let mut buf = Vec::new();
+    for i in 0..5u8 {
+        let got = r_next.try_recv_into(&mut buf).unwrap();
+        assert_eq!(
+            (got.seq, got.lost, &buf[..]),
+            (u64::from(i), 0, &[i; 10][..])
+        );
+    }
+    assert!(r_next.try_recv_into(&mut buf).is_none());
+    // A late joiner starts at the newest message.
+    let mut late = Reader::attach(&c.0, StartAt::Newest).unwrap();
+    assert_eq!(late.try_recv_into(&mut buf).unwrap().seq, 4);
+    // History: any of the last messages by sequence number.
+    for s in 0..5 {
+        assert_eq!(late.read_at(s, &mut buf), Ok(true));
+        assert_eq!(buf, vec![s as u8; 10]);
+    }
+    assert_eq!(late.read_at(5, &mut buf), Ok(false));
+    for i in 5..20u8 {
+        w.publish(&[i; 3]).unwrap();
+    }
+    // 20 published in 8 slots: 0..=12 are gone.
+    assert!(late.read_at(3, &mut buf).is_err());
+    assert_eq!(late.read_at(19, &mut buf), Ok(true));
+    let oldest = Reader::attach(&c.0, StartAt::Oldest).unwrap();
+    assert_eq!(oldest.position(), 12);
+    // Empty and maximum-size messages; too large is an error naming sizes.
+    w.publish(&[]).unwrap();
+    w.publish(&[7; 256]).unwrap();
+    let e = w.publish(&[0; 257]).unwrap_err().to_string();
+    assert!(e.contains("257") && e.contains("256"), "{e}");
+}
+
+#[test]
+fn overrun_reports_loss_and_resynchronises() {
+    let c = Chan::new("over");
+    let mut w = Writer::create(&c.0, small(16)).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    let mut m = Vec::new();
+    for s in 0..100 {
+        make_msg(s, &mut m, 256);
+        w.publish(&m).unwrap();
+    }
+    let mut buf = Vec::new();
+    let first = r.try_recv_into(&mut buf).unwrap();
+    assert!(first.lost >= 100 - 16, "{first:?}");
+    assert_eq!(check_msg(&buf), first.seq);
+    assert_eq!(first.seq, first.lost);
+    let mut last = first.seq;
+    while let Some(g) = r.try_recv_into(&mut buf) {
+        assert_eq!(g.seq, last + 1);
+        assert_eq!(g.lost, 0);
+        assert_eq!(check_msg(&buf), g.seq);
+        last = g.seq;
+    }
+    assert_eq!(last, 99);
+    assert_eq!(r.lost() + (99 - first.seq + 1), 100);
+}
+
+#[test]
+fn loaned_slot_is_written_in_place_and_invisible_until_commit() {
+    let c = Chan::new("loan");
+    let mut w = Writer::create(&c.0, small(4)).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    let mut buf = Vec::new();
+    {
+        let mut l = w.loan(5).unwrap();
+        l.copy_from_slice(b"hello");
+        assert!(
+            r.try_recv_into(&mut buf).is_none(),
+            "not visible before commit"
+        );
+        assert_eq!(l.commit(), 0);
+    }
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 0);
+    assert_eq!(buf, b"hello");
+    // A dropped loan publishes nothing.
+    drop(w.loan(3).unwrap());
+    assert!(r.try_recv_into(&mut buf).is_none());
+    w.publish(b"next").unwrap();
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 1);
+}
+
+#[test]
+fn a_view_overwritten_while_held_is_reported_invalid() {
+    let c = Chan::new("view");
+    let mut w = Writer::create(&c.0, small(4)).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    w.publish(b"first").unwrap();
+    {
+        let v = r.view(Some(Duration::ZERO)).unwrap();
+        assert_eq!(v.bytes(), b"first");
+        assert!(v.valid());
+    }
+    w.publish(b"second").unwrap();
+    let v = r.view(Some(Duration::ZERO)).unwrap();
+    assert_eq!(v.received.seq, 1);
+    assert!(v.valid());
+    // The writer laps the ring while the view is held: it must not pass.
+    let mut w2 = w;
+    for _ in 0..4 {
+        w2.publish(b"overwrite").unwrap();
+    }
+    assert!(!v.valid());
+}
+
+#[test]
+fn concurrent_readers_never_accept_a_torn_message() {
+    // A fast writer in a small ring against three readers: overruns and
+    // torn reads happen constantly; every delivered message must check out.
+    let c = Chan::new("stress");
+    let n = 200_000u64;
+    let mut w = Writer::create(&c.0, small(8)).unwrap();
+    let readers: Vec<_> = (0..3)
+        .map(|k| {
+            let name = c.0.clone();
+            let mut r = Reader::attach(&name, StartAt::Next).unwrap();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let (mut got, mut last) = (0u64, None::<u64>);
+                while r.position() < n {
+                    let Some(g) = r.recv_into(&mut buf, Some(Duration::from_secs(5))) else {
+                        panic!("reader {k} stalled at {}", r.position());
+                    };
+                    assert_eq!(check_msg(&buf), g.seq);
+                    if let Some(l) = last {
+                        assert_eq!(g.seq, l + 1 + g.lost, "reader {k}: order and loss agree");
+                    }
+                    last = Some(g.seq);
+                    got += 1;
+                }
+                (got, r.lost())
+            })
+        })
+        .collect();
+    let mut m = Vec::new();
+    for s in 0..n {
+        make_msg(s, &mut m, 256);
+        w.publish(&m).unwrap();
+    }
+    for h in readers {
+        let (got, lost) = h.join().unwrap();
+        assert_eq!(
+            got + lost,
+            n,
+            "every message is either received or counted lost"
+        );
+        assert!(got > 0);
+    }
+}
+
+#[test]
+fn a_blocked_reader_is_woken_by_the_futex() {
+    let c = Chan::new("wake");
+    let mut w = Writer::create(&c.0, small(4)).unwrap();
+    let name = c.0.clone();
+    let h = std::thread::spawn(move || {
+        let mut r = Reader::attach(&name, StartAt::Next).unwrap();
+        let mut buf = Vec::new();
+        let t0 = Instant::now();
+        let g = r.recv_into(&mut buf, Some(Duration::from_secs(10)));
+        (g.map(|g| g.seq), buf, t0.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    w.publish(b"wake up").unwrap();
+    let (seq, buf, waited) = h.join().unwrap();
+    assert_eq!(seq, Some(0));
+    assert_eq!(buf, b"wake up");
+    assert!(
+        waited < Duration::from_secs(5),
+        "woken, not timed out: {waited:?}"
+    );
+    // And a timeout returns None after about the timeout.
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    let t0 = Instant::now();
+    assert!(r
+        .recv_into(&mut Vec::new(), Some(Duration::from_millis(100)))
+        .is_none());
+    assert!(t0.elapsed() >= Duration::from_millis(100));
+}
+
+#[test]
+fn bad_segments_are_refused_with_a_clear_error() {
+    let c = Chan::new("bad");
+    let path = segment_path(&c.0).unwrap();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (vec![1, 2, 3], "shorter than the 4096-byte header"),
+        (vec![0u8; 8192], "bad magic"),
+        (
+            {
+                let mut v = vec![0u8; 8192];
+                v[..8].copy_from_slice(b"PTMPSHM\0");
+                v[8..12].copy_from_slice(&99u32.to_ne_bytes());
+                v
+            },
+            "layout version 99",
+        ),
+    ];
+    for (bytes, want) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        let e = Reader::attach(&c.0, StartAt::Next).err().unwrap();
+        assert!(matches!(e, ShmError::BadSegment { .. }), "{e}");
+        assert!(
+            e.to_string().contains(want) && e.to_string().contains(&c.0),
+            "{e}"
+        );
+        assert!(Writer::create(&c.0, small(4)).is_err());
+    }
+    std::fs::remove_file(&path).unwrap();
+    // A valid segment cut short.
+    drop(Writer::create(&c.0, small(4)).unwrap());
+    let full = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &full[..full.len() - 64]).unwrap();
+    let e = Reader::attach(&c.0, StartAt::Next)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("truncated"), "{e}");
+    // Corrupt slot count in the header.
+    let mut bad = full.clone();
+    bad[16..20].copy_from_slice(&3u32.to_ne_bytes());
+    std::fs::write(&path, &bad).unwrap();
+    let e = Reader::attach(&c.0, StartAt::Next)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("corrupt header") && e.contains("slots = 3"),
+        "{e}"
+    );
+    // Names and configs.
+    assert!(matches!(
+        Reader::attach("a/b", StartAt::Next),
+        Err(ShmError::BadName(_))
+    ));
+    assert!(matches!(
+        Reader::attach("nope-does-not-exist-xyz", StartAt::Next),
+        Err(ShmError::NotFound { .. })
+    ));
+    let e = Writer::create(
+        "x",
+        ChannelConfig {
+            slots: 3,
+            max_message: 8,
+        },
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("slots = 3"), "{e}");
+}
+
+#[test]
+fn segments_are_private_and_restart_continues_the_sequence() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = Chan::new("restart");
+    let mut w = Writer::create(&c.0, small(4)).unwrap();
+    let mode = std::fs::metadata(w.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    w.publish(b"a").unwrap();
+    // One writer at a time.
+    let e = Writer::create(&c.0, small(4)).err().unwrap();
+    assert!(matches!(e, ShmError::WriterBusy { .. }), "{e}");
+    drop(w);
+    // A new writer re-attaches and continues where the last one stopped.
+    let mut w = Writer::create(&c.0, small(4)).unwrap();
+    assert_eq!(w.next_seq(), 1);
+    assert_eq!(w.publish(b"b").unwrap(), 1);
+    // Layout mismatch is refused.
+    drop(w);
+    let e = Writer::create(&c.0, small(8)).err().unwrap().to_string();
+    assert!(e.contains("exists with 4 slots"), "{e}");
+}
+
+/// Child-process roles, selected by environment variables when this test
+/// binary is re-run by the tests below.
+#[test]
+fn child_role() {
+    let Ok(role) = std::env::var("PTMP_SHM_TEST_ROLE") else {
+        return;
+    };
+    let name = std::env::var("PTMP_SHM_TEST_CHAN").unwrap();
+    match role.as_str() {
+        "writer" => {
+            let mut w = Writer::create(&name, small(64)).unwrap();
+            let mut m = Vec::new();
+            loop {
+                let s = w.next_seq();
+                make_msg(s, &mut m, 256);
+                w.publish(&m).unwrap();
+                if s.is_multiple_of(64) {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        }
+        "reader" => {
+            let mut r = Reader::attach(&name, StartAt::Next).unwrap();
+            let mut buf = Vec::new();
+            loop {
+                if let Some(v) = r.view(None) {
+                    // Hold the view a while, as a slow consumer would.
+                    std::thread::sleep(Duration::from_millis(1));
+                    let _ = v.valid();
+                }
+                let _ = r.try_recv_into(&mut buf);
+            }
+        }
+        _ => unreachable!(),
+    }
+}
+
+fn spawn_child(role: &str, chan: &str) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_role",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("PTMP_SHM_TEST_ROLE", role)
+        .env("PTMP_SHM_TEST_CHAN", chan)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn kill_9_of_the_writer_mid_stream_then_a_new_writer_takes_over() {
+    let c = Chan::new("killw");
+    let mut child = spawn_child("writer", &c.0);
+    let t0 = Instant::now();
+    let mut r = loop {
+        if let Ok(r) = Reader::attach(&c.0, StartAt::Next) {
+            break r;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "writer never created the channel"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut buf = Vec::new();
+    let mut got = 0;
+    while got < 2000 {
+        let g = r
+            .recv_into(&mut buf, Some(Duration::from_secs(10)))
+            .expect("writer's messages");
+        assert_eq!(check_msg(&buf), g.seq);
+        got += 1;
+    }
+    assert!(r.writer().is_some());
+    child.kill().unwrap(); // SIGKILL, possibly mid-message
+    child.wait().unwrap();
+    assert_eq!(r.writer(), None, "the reader can tell the writer is gone");
+    // Drain what was completely published; nothing torn is ever delivered.
+    while let Some(g) = r.try_recv_into(&mut buf) {
+        assert_eq!(check_msg(&buf), g.seq);
+    }
+    // A new writer takes over the dead one's channel and the reader continues.
+    let mut w = Writer::create(&c.0, small(64)).unwrap();
+    let mut m = Vec::new();
+    let first = w.next_seq();
+    for _ in 0..10 {
+        make_msg(w.next_seq(), &mut m, 256);
+        w.publish(&m).unwrap();
+    }
+    for k in 0..10 {
+        let g = r
+            .recv_into(&mut buf, Some(Duration::from_secs(5)))
+            .expect("new writer's messages");
+        assert_eq!(check_msg(&buf), g.seq);
+        assert_eq!(g.seq, first + k);
+    }
+}
+
+#[test]
+fn kill_9_of_a_reader_holding_a_view_never_stalls_the_writer() {
+    let c = Chan::new("killr");
+    let mut w = Writer::create(&c.0, small(16)).unwrap();
+    let mut child = spawn_child("reader", &c.0);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut m = Vec::new();
+    for _ in 0..1000 {
+        make_msg(w.next_seq(), &mut m, 256);
+        w.publish(&m).unwrap();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t0 = Instant::now();
+    for _ in 0..100_000 {
+        make_msg(w.next_seq(), &mut m, 256);
+        w.publish(&m).unwrap();
+    }
+    // 100k publishes need no reader at all: the writer never waited.
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(w.next_seq(), 101_000);
+}
