@@ -69,7 +69,7 @@ fn sock_spec(opt: &str, spec: &str) -> CliResult<SocketConfig> {
 
 enum Input {
     File(DumpReader<BufReader<File>>, PathBuf),
-    Sock(Receiver),
+    Sock(Box<Receiver>),
 }
 
 enum Output {
@@ -112,7 +112,7 @@ pub fn run(a: &CatArgs) -> CliResult {
                 .map_err(|e| CliError::fail(format!("--ifile {}: {e}", p.display())))?;
             Input::File(DumpReader::new(BufReader::new(f)), p.clone())
         }
-        (None, Some(c)) => Input::Sock(Receiver::from_config(&c)?),
+        (None, Some(c)) => Input::Sock(Box::new(Receiver::from_config(&c)?)),
         (None, None) => unreachable!("clap requires an input"),
     };
     let mut output = match (&a.ofile, ocfg) {

@@ -8,6 +8,7 @@ mod common;
 mod recv;
 mod send;
 mod sendrecv;
+mod shm;
 
 use clap::{Parser, Subcommand};
 use common::CliError;
@@ -33,6 +34,9 @@ enum Cmd {
     Recv(recv::RecvArgs),
     /// Send and receive in one process and print the rate (check_sendrecv).
     Sendrecv(sendrecv::SendRecvArgs),
+    /// List and remove shared-memory channels.
+    #[command(subcommand)]
+    Shm(shm::ShmCmd),
     /// Benchmarks: ptmp beside the alternatives, in one run.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
@@ -47,6 +51,7 @@ fn main() {
         Cmd::Recv(a) => recv::run(&a),
         Cmd::Sendrecv(a) => sendrecv::run(&a),
         Cmd::Bench(c) => bench::run(&c),
+        Cmd::Shm(c) => shm::run(&c),
     };
     if let Err(CliError { code, msg }) = r {
         eprintln!("ptmp: error: {msg}");

@@ -513,3 +513,48 @@ fn sigint_ends_recv_with_its_summary() {
         "{j}"
     );
 }
+
+#[test]
+fn send_and_recv_over_shm_between_processes_and_shm_ls_rm() {
+    let name = format!("ptmp-cli-test-{}", std::process::id());
+    let ep = format!("shm://{name}");
+    // The receiver starts first: it takes the channel from its first message.
+    let rx = Proc::spawn(&[
+        "recv", "-n", "20000", "-p", "SUB", "-a", "connect", "-e", &ep, "-T", "10000", "--json",
+    ]);
+    std::thread::sleep(Duration::from_millis(200));
+    let tx = run(&[
+        "send", "-n", "20000", "-p", "PUB", "-a", "bind", "-e", &ep, "--ntps", "5", "--rate",
+        "100000",
+    ]);
+    assert!(
+        tx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tx.stderr)
+    );
+    let j = last_json(&rx.finish(Duration::from_secs(30)));
+    assert_eq!(
+        (j["received"].clone(), j["lost"].clone()),
+        (json!(20000), json!(0)),
+        "{j}"
+    );
+    // The channel outlives its writer (history, re-attach) until removed.
+    let ls = run(&["shm", "ls", "--json"]);
+    let s = String::from_utf8_lossy(&ls.stdout);
+    let line = s
+        .lines()
+        .find(|l| l.contains(&name))
+        .unwrap_or_else(|| panic!("{name} not listed: {s}"));
+    let c: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(
+        (c["published"].clone(), c["writer_alive"].clone()),
+        (json!(20000), json!(false)),
+        "{c}"
+    );
+    assert!(run(&["shm", "rm", &name]).status.success());
+    let ls = run(&["shm", "ls"]);
+    assert!(!String::from_utf8_lossy(&ls.stdout).contains(&name));
+    let out = run(&["shm", "rm", &name]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+}

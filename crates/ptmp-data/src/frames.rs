@@ -65,7 +65,7 @@ impl Frames {
     }
 
     /// Iterate over the frames in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + Clone + '_ {
         (0..self.len()).map(move |i| self.get(i).expect("index in range"))
     }
 

@@ -277,7 +277,16 @@ pub struct SocketConfig {
     /// PUB: number of subscribers to wait for before the first send.
     pub subscribers: usize,
     pub subscribers_timeout_ms: u64,
+    /// shm:// channels: slots in the ring (a power of two).
+    pub shm_slots: usize,
+    /// shm:// channels: largest message in bytes.
+    pub shm_max_message: usize,
 }
+
+/// Default ring size of an shm:// channel.
+pub const DEFAULT_SHM_SLOTS: usize = 1024;
+/// Default largest message of an shm:// channel (a TPSet of about 1500 TPs).
+pub const DEFAULT_SHM_MAX_MESSAGE: usize = 65536;
 
 const KNOWN_KEYS: &[&str] = &[
     "type",
@@ -290,6 +299,8 @@ const KNOWN_KEYS: &[&str] = &[
     "subscribe",
     "subscribers",
     "subscribers_timeout_ms",
+    "shm_slots",
+    "shm_max_message",
 ];
 
 impl SocketConfig {
@@ -315,6 +326,8 @@ impl SocketConfig {
             subscribe: vec![Vec::new()],
             subscribers: 0,
             subscribers_timeout_ms: DEFAULT_SUBSCRIBERS_TIMEOUT_MS,
+            shm_slots: DEFAULT_SHM_SLOTS,
+            shm_max_message: DEFAULT_SHM_MAX_MESSAGE,
         };
         c.check_endpoints()?;
         Ok(c)
@@ -380,6 +393,16 @@ impl SocketConfig {
         let subscribers_timeout_ms = int(s, "subscribers_timeout_ms", 0, i64::MAX)?
             .map(|x| x as u64)
             .unwrap_or(DEFAULT_SUBSCRIBERS_TIMEOUT_MS);
+        let shm_slots = int(s, "shm_slots", 2, 1 << 24)?.map_or(DEFAULT_SHM_SLOTS, |x| x as usize);
+        if !shm_slots.is_power_of_two() {
+            return Err(Error::config(
+                "socket.shm_slots",
+                shm_slots.to_string(),
+                "must be a power of two",
+            ));
+        }
+        let shm_max_message =
+            int(s, "shm_max_message", 1, 1 << 30)?.map_or(DEFAULT_SHM_MAX_MESSAGE, |x| x as usize);
         let subscribe = match s.get("subscribe") {
             None => vec![Vec::new()],
             Some(Value::String(p)) => vec![p.as_bytes().to_vec()],
@@ -428,6 +451,8 @@ impl SocketConfig {
             subscribe,
             subscribers,
             subscribers_timeout_ms,
+            shm_slots,
+            shm_max_message,
         };
         c.check_endpoints()?;
         Ok(c)
@@ -503,6 +528,12 @@ impl SocketConfig {
                     .map(|p| String::from_utf8_lossy(p).into_owned())
                     .collect(),
             );
+        }
+        if self.shm_slots != DEFAULT_SHM_SLOTS {
+            s.insert("shm_slots".into(), self.shm_slots.into());
+        }
+        if self.shm_max_message != DEFAULT_SHM_MAX_MESSAGE {
+            s.insert("shm_max_message".into(), self.shm_max_message.into());
         }
         if self.subscribers > 0 {
             s.insert("subscribers".into(), self.subscribers.into());

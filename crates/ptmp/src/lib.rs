@@ -31,6 +31,7 @@ mod drain;
 pub mod error;
 pub mod receiver;
 pub mod sender;
+mod shm;
 pub mod socket;
 
 pub use config::{Attach, Endpoint, SocketConfig, SocketType, Transport};

@@ -2,6 +2,7 @@
 
 use crate::config::SocketConfig;
 use crate::error::{Error, Result};
+use crate::shm::{self, ShmRx};
 use crate::socket::{build, timeout_ms, Role};
 use ptmp_data::codec::decode_tpset_into;
 use ptmp_data::wire::check_version;
@@ -10,20 +11,30 @@ use std::time::Duration;
 
 /// Receives PTMP messages on a PAIR, SUB or PULL socket.
 ///
-/// `recv_into` decodes into the caller's [`TPSet`] through two zmq messages
-/// the receiver keeps, so the receive path allocates nothing per message once
-/// the set's `tps` has grown (libzmq itself allocates for frames over 33
-/// bytes). A message that is not a valid PTMP message is returned as
-/// [`Error::Wire`], counted in [`Self::errors`], and the receiver goes on.
+/// `recv_into` decodes into the caller's [`TPSet`]: over zmq through two
+/// messages the receiver keeps, over shm:// straight from the ring slot, so
+/// the receive path allocates nothing per message once the set's `tps` has
+/// grown (libzmq itself allocates for frames over 33 bytes). A message that
+/// is not a valid PTMP message is returned as [`Error::Wire`], counted in
+/// [`Self::errors`], and the receiver goes on.
 pub struct Receiver {
-    sock: zmq::Socket,
+    link: Link,
     cfg: SocketConfig,
-    m0: zmq::Message,
-    m1: zmq::Message,
-    timeout: i32,
     received: u64,
     errors: u64,
     bound: Vec<String>,
+}
+
+enum Link {
+    Zmq(ZmqRx),
+    Shm(ShmRx),
+}
+
+struct ZmqRx {
+    sock: zmq::Socket,
+    m0: zmq::Message,
+    m1: zmq::Message,
+    timeout: i32,
 }
 
 impl Receiver {
@@ -41,16 +52,25 @@ impl Receiver {
                 "a receiver needs a PAIR, SUB or PULL socket",
             ));
         }
-        let b = build(cfg, Role::Recv)?;
+        let (link, bound) = match shm::channel(cfg, false)? {
+            Some((key, name)) => (Link::Shm(ShmRx::open(cfg, &key, &name)?), vec![]),
+            None => {
+                let b = build(cfg, Role::Recv)?;
+                let z = ZmqRx {
+                    sock: b.sock,
+                    m0: zmq::Message::new(),
+                    m1: zmq::Message::new(),
+                    timeout: -1,
+                };
+                (Link::Zmq(z), b.bound)
+            }
+        };
         Ok(Receiver {
-            sock: b.sock,
+            link,
             cfg: cfg.clone(),
-            m0: zmq::Message::new(),
-            m1: zmq::Message::new(),
-            timeout: -1,
             received: 0,
             errors: 0,
-            bound: b.bound,
+            bound,
         })
     }
 
@@ -73,6 +93,16 @@ impl Receiver {
         self.errors
     }
 
+    /// Messages known to be lost before they could be received: over shm://,
+    /// those the writer overwrote before this receiver read them. (Over zmq
+    /// a PUB drops silently; compare counts to find out.)
+    pub fn lost(&self) -> u64 {
+        match &self.link {
+            Link::Zmq(_) => 0,
+            Link::Shm(rx) => rx.lost(),
+        }
+    }
+
     /// Receive one TPSet; `Ok(None)` when `timeout` passes first
     /// (`None` waits forever), as PTMP's `TPReceiver` returns false.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<TPSet>> {
@@ -83,17 +113,34 @@ impl Receiver {
     /// Receive one TPSet into `out`, reusing its storage. `Ok(false)` on
     /// timeout.
     pub fn recv_into(&mut self, out: &mut TPSet, timeout: Option<Duration>) -> Result<bool> {
-        let n = self.recv_two(timeout)?;
-        if n == 0 {
-            return Ok(false);
-        }
-        let r = if n != 2 {
-            Err(WireError::FrameCount(n))
-        } else {
-            check_version(&self.m0)
-                .and_then(|()| decode_tpset_into(&self.m1, out).map_err(WireError::from))
+        let r = match &mut self.link {
+            Link::Zmq(z) => {
+                let n = z.recv_two(timeout)?;
+                if n == 0 {
+                    return Ok(false);
+                }
+                if n != 2 {
+                    Err(WireError::FrameCount(n))
+                } else {
+                    check_version(&z.m0)
+                        .and_then(|()| decode_tpset_into(&z.m1, out).map_err(WireError::from))
+                }
+            }
+            Link::Shm(rx) => match rx.recv_tpset(out, timeout)? {
+                None => return Ok(false),
+                Some(r) => r,
+            },
         };
-        self.tally(r)
+        match r {
+            Ok(()) => {
+                self.received += 1;
+                Ok(true)
+            }
+            Err(e) => {
+                self.errors += 1;
+                Err(Error::Wire(e))
+            }
+        }
     }
 
     /// Receive one message as raw frames into `frames`, schema-blind.
@@ -103,6 +150,19 @@ impl Receiver {
         frames: &mut Frames,
         timeout: Option<Duration>,
     ) -> Result<bool> {
+        let got = match &mut self.link {
+            Link::Zmq(z) => z.recv_raw_into(frames, timeout)?,
+            Link::Shm(rx) => rx.recv_frames(frames, timeout)?,
+        };
+        if got {
+            self.received += 1;
+        }
+        Ok(got)
+    }
+}
+
+impl ZmqRx {
+    fn recv_raw_into(&mut self, frames: &mut Frames, timeout: Option<Duration>) -> Result<bool> {
         self.set_timeout(timeout)?;
         frames.clear();
         loop {
@@ -113,11 +173,9 @@ impl Receiver {
             }
             frames.push(&self.m0);
             if !self.m0.get_more() {
-                break;
+                return Ok(true);
             }
         }
-        self.received += 1;
-        Ok(true)
     }
 
     /// Receive the first two frames of a message into m0/m1 and drain any
@@ -149,19 +207,6 @@ impl Receiver {
             }
         }
         Ok(n)
-    }
-
-    fn tally(&mut self, r: Result<(), WireError>) -> Result<bool> {
-        match r {
-            Ok(()) => {
-                self.received += 1;
-                Ok(true)
-            }
-            Err(e) => {
-                self.errors += 1;
-                Err(Error::Wire(e))
-            }
-        }
     }
 
     fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {

@@ -3,7 +3,17 @@
 use crate::config::{SocketConfig, SocketType};
 use crate::drain::Drain;
 use crate::error::{Error, Result};
+use crate::shm::{self, ShmTx};
 use crate::socket::{build, Role};
+
+/// What a sender sends through.
+enum Link {
+    Zmq {
+        sock: zmq::Socket,
+        drain: Option<Drain>,
+    },
+    Shm(ShmTx),
+}
 use ptmp_data::{encode_tpset, Frames, TPSet, VERSION_FRAME};
 use std::time::{Duration, Instant};
 
@@ -13,8 +23,7 @@ use std::time::{Duration, Instant};
 /// message. Dropping a sender waits up to the config's `linger_ms` for queued
 /// messages to reach their peers (see the `socket` module).
 pub struct Sender {
-    sock: zmq::Socket,
-    drain: Option<Drain>,
+    link: Link,
     cfg: SocketConfig,
     buf: Vec<u8>,
     sent: u64,
@@ -39,14 +48,25 @@ impl Sender {
                 "a sender needs a PAIR, PUB or PUSH socket",
             ));
         }
-        let b = build(cfg, Role::Send)?;
+        let (link, bound) = match shm::channel(cfg, true)? {
+            Some((key, name)) => (Link::Shm(ShmTx::open(cfg, &key, &name)?), vec![]),
+            None => {
+                let b = build(cfg, Role::Send)?;
+                (
+                    Link::Zmq {
+                        sock: b.sock,
+                        drain: b.drain,
+                    },
+                    b.bound,
+                )
+            }
+        };
         Ok(Sender {
-            sock: b.sock,
-            drain: b.drain,
+            link,
             cfg: cfg.clone(),
             buf: Vec::with_capacity(256),
             sent: 0,
-            bound: b.bound,
+            bound,
             subscribers: 0,
             waited: cfg.subscribers == 0,
         })
@@ -77,41 +97,44 @@ impl Sender {
         if !self.waited {
             self.wait_configured()?;
         }
-        self.sock
-            .send(&VERSION_FRAME[..], zmq::SNDMORE)
-            .map_err(Error::zmq("send"))?;
-        self.sock
-            .send(&self.buf[..], 0)
-            .map_err(Error::zmq("send"))?;
+        match &mut self.link {
+            Link::Zmq { sock, .. } => {
+                sock.send(&VERSION_FRAME[..], zmq::SNDMORE)
+                    .map_err(Error::zmq("send"))?;
+                sock.send(&self.buf[..], 0).map_err(Error::zmq("send"))?;
+            }
+            Link::Shm(tx) => tx.publish([&VERSION_FRAME[..], &self.buf[..]].into_iter())?,
+        }
         self.sent += 1;
         Ok(())
     }
 
     /// Send a message given as its frames, schema-blind (for cat and proxies).
     pub fn send_raw<F: AsRef<[u8]>>(&mut self, frames: &[F]) -> Result<()> {
-        if !self.waited {
-            self.wait_configured()?;
-        }
-        let n = frames.len();
-        for (i, f) in frames.iter().enumerate() {
-            let flags = if i + 1 < n { zmq::SNDMORE } else { 0 };
-            self.sock
-                .send(f.as_ref(), flags)
-                .map_err(Error::zmq("send"))?;
-        }
-        self.sent += 1;
-        Ok(())
+        self.send_parts(frames.iter().map(|f| f.as_ref()))
     }
 
     /// Send a message held in a [`Frames`] buffer, schema-blind.
     pub fn send_frames(&mut self, frames: &Frames) -> Result<()> {
+        self.send_parts(frames.iter())
+    }
+
+    fn send_parts<'a, I>(&mut self, parts: I) -> Result<()>
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
         if !self.waited {
             self.wait_configured()?;
         }
-        let n = frames.len();
-        for (i, f) in frames.iter().enumerate() {
-            let flags = if i + 1 < n { zmq::SNDMORE } else { 0 };
-            self.sock.send(f, flags).map_err(Error::zmq("send"))?;
+        match &mut self.link {
+            Link::Zmq { sock, .. } => {
+                let n = parts.len();
+                for (i, f) in parts.enumerate() {
+                    let flags = if i + 1 < n { zmq::SNDMORE } else { 0 };
+                    sock.send(f, flags).map_err(Error::zmq("send"))?;
+                }
+            }
+            Link::Shm(tx) => tx.publish(parts)?,
         }
         self.sent += 1;
         Ok(())
@@ -149,6 +172,13 @@ impl Sender {
                 ),
             ));
         }
+        let Link::Zmq { sock, .. } = &self.link else {
+            return Err(Error::config(
+                "socket.subscribers",
+                k.to_string(),
+                "waiting for subscribers is not available over shm:// yet",
+            ));
+        };
         let deadline = Instant::now() + timeout;
         let mut msg = zmq::Message::new();
         while self.subscribers < k {
@@ -163,32 +193,32 @@ impl Sender {
                     ms: timeout.as_millis() as u64,
                 });
             }
-            self.sock
-                .set_rcvtimeo(left.as_millis().clamp(1, i32::MAX as u128) as i32)
+            sock.set_rcvtimeo(left.as_millis().clamp(1, i32::MAX as u128) as i32)
                 .map_err(Error::zmq("set rcvtimeo"))?;
-            match self.sock.recv(&mut msg, 0) {
-                Ok(()) => self.note_subscription(&msg),
+            match sock.recv(&mut msg, 0) {
+                Ok(()) => self.subscribers = after_subscription(self.subscribers, &msg),
                 Err(zmq::Error::EAGAIN) => {}
                 Err(e) => return Err(Error::zmq("recv subscription")(e)),
             }
         }
         Ok(self.subscribers)
     }
+}
 
-    fn note_subscription(&mut self, msg: &[u8]) {
-        let Some((&kind, topic)) = msg.split_first() else {
-            return;
-        };
-        // A subscription delivers our messages when its topic is a prefix of
-        // the version frame, with which every PTMP message starts.
-        if topic.len() > VERSION_FRAME.len() || topic != &VERSION_FRAME[..topic.len()] {
-            return;
-        }
-        match kind {
-            1 => self.subscribers += 1,
-            0 => self.subscribers = self.subscribers.saturating_sub(1),
-            _ => {}
-        }
+/// The subscriber count after an XPUB subscription message. A subscription
+/// delivers PTMP messages when its topic is a prefix of the version frame,
+/// with which every PTMP message starts.
+fn after_subscription(count: usize, msg: &[u8]) -> usize {
+    let Some((&kind, topic)) = msg.split_first() else {
+        return count;
+    };
+    if topic.len() > VERSION_FRAME.len() || topic != &VERSION_FRAME[..topic.len()] {
+        return count;
+    }
+    match kind {
+        1 => count + 1,
+        0 => count.saturating_sub(1),
+        _ => count,
     }
 }
 
@@ -197,7 +227,7 @@ impl Drop for Sender {
     /// first the kernel queues of the connections (see the `drain` module),
     /// then libzmq's own queues as its context terminates.
     fn drop(&mut self) {
-        if let Some(d) = self.drain.as_mut() {
+        if let Link::Zmq { drain: Some(d), .. } = &mut self.link {
             if self.sent > 0 && self.cfg.linger_ms != 0 {
                 let need_connection = !matches!(self.cfg.stype, SocketType::Pub | SocketType::XPub);
                 d.wait(self.cfg.linger_ms, need_connection);

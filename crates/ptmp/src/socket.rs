@@ -37,13 +37,6 @@ pub(crate) struct Built {
 }
 
 pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
-    if let Some((attach, ep)) = cfg.endpoints().find(|(_, e)| e.transport == Transport::Shm) {
-        return Err(Error::config(
-            format!("socket.{}", attach.name()),
-            format!("{:?}", ep.address),
-            "the shm:// transport is not available in this build yet",
-        ));
-    }
     let private = role == Role::Send && !cfg.uses(Transport::Inproc);
     let ctx = if private {
         zmq::Context::new()

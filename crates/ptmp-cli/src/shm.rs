@@ -1,0 +1,89 @@
+//! `ptmp shm`: list and remove shared-memory channels.
+
+use crate::common::{CliError, CliResult};
+use clap::Subcommand;
+use serde_json::json;
+
+#[derive(Debug, Subcommand)]
+pub enum ShmCmd {
+    /// List the channels (segments) in the shm directory.
+    Ls {
+        /// One JSON object per channel.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove channels by name, or every channel without a live writer.
+    Rm {
+        /// Channel names (as in shm://NAME).
+        names: Vec<String>,
+        /// Remove every channel whose writer is gone, and unreadable segments.
+        #[arg(long, conflicts_with = "names")]
+        stale: bool,
+    },
+}
+
+pub fn run(cmd: &ShmCmd) -> CliResult {
+    let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
+    match cmd {
+        ShmCmd::Ls { json } => {
+            let chans = ptmp_shm::list().map_err(fail)?;
+            if !json {
+                println!(
+                    "{:<32} {:>8} {:>12} {:>12} {:>12}  writer",
+                    "name", "slots", "max bytes", "size", "published"
+                );
+            }
+            for c in chans {
+                match (&c.state, json) {
+                    (Ok(s), false) => println!(
+                        "{:<32} {:>8} {:>12} {:>12} {:>12}  {}",
+                        c.name,
+                        s.config.slots,
+                        s.config.max_message,
+                        c.bytes,
+                        s.published,
+                        match (s.writer_pid, s.writer_alive) {
+                            (0, _) => "none".to_string(),
+                            (p, true) => format!("pid {p}"),
+                            (p, false) => format!("pid {p} (dead)"),
+                        }
+                    ),
+                    (Err(e), false) => println!("{:<32} unreadable: {e}", c.name),
+                    (Ok(s), true) => println!(
+                        "{}",
+                        json!({"name": c.name, "path": c.path, "bytes": c.bytes,
+                               "slots": s.config.slots, "max_message": s.config.max_message,
+                               "published": s.published, "writer_pid": s.writer_pid,
+                               "writer_alive": s.writer_alive})
+                    ),
+                    (Err(e), true) => println!(
+                        "{}",
+                        json!({"name": c.name, "path": c.path, "bytes": c.bytes, "error": e})
+                    ),
+                }
+            }
+            Ok(())
+        }
+        ShmCmd::Rm { names, stale } => {
+            let names: Vec<String> = if *stale {
+                ptmp_shm::list()
+                    .map_err(fail)?
+                    .into_iter()
+                    .filter(|c| c.state.as_ref().map_or(true, |s| !s.writer_alive))
+                    .map(|c| c.name)
+                    .collect()
+            } else if names.is_empty() {
+                return Err(CliError::usage(
+                    "name the channels to remove, or give --stale",
+                ));
+            } else {
+                names.clone()
+            };
+            for n in &names {
+                ptmp_shm::remove(n).map_err(fail)?;
+                eprintln!("removed {n}");
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The `shm://NAME` transport behind the same Sender/Receiver front.
+//!
+//! A message travels as one ring entry holding the CZMQ `zmsg_encode` form of
+//! its frames (a length byte, or 0xFF and 4 big-endian bytes, before each
+//! frame), the same framing as dump files. Senders write it straight into a
+//! loaned slot; receivers parse and decode it in place from a view of the
+//! slot and only then check that the slot was not overwritten meanwhile, so
+//! the receive path copies nothing.
+//!
+//! Semantics today: PUB/SUB (the writer never waits; a reader that falls a
+//! ring behind learns how many it lost). PUSH/PULL (writer waits for the
+//! slowest reader) is not implemented yet and is refused with a clear error.
+
+use crate::config::{SocketConfig, SocketType};
+use crate::error::{Error, Result};
+use ptmp_data::codec::decode_tpset_into;
+use ptmp_data::wire::check_version;
+use ptmp_data::{Frames, TPSet, WireError};
+use ptmp_shm::{ChannelConfig, Reader, ShmError, StartAt, Writer};
+use std::time::{Duration, Instant};
+
+fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
+    let key = key.to_string();
+    let name = name.to_string();
+    move |e| match e {
+        ShmError::BadConfig { .. } | ShmError::BadName(_) => {
+            Error::config(key, format!("\"shm://{name}\""), e.to_string())
+        }
+        ShmError::WriterBusy { .. } => Error::Bind {
+            endpoint: format!("shm://{name}"),
+            reason: e.to_string(),
+        },
+        other => Error::Connect {
+            endpoint: format!("shm://{name}"),
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// The shm channel named by `cfg`, if it uses shm; checks the rules.
+pub(crate) fn channel(cfg: &SocketConfig, sending: bool) -> Result<Option<(String, String)>> {
+    let shm: Vec<_> = cfg
+        .endpoints()
+        .filter(|(_, e)| e.transport == crate::config::Transport::Shm)
+        .collect();
+    let Some((attach, ep)) = shm.first() else {
+        return Ok(None);
+    };
+    let key = format!("socket.{}", attach.name());
+    let n = cfg.endpoints().count();
+    if n != 1 {
+        return Err(Error::config(
+            key,
+            format!("{:?}", ep.address),
+            "an shm:// socket has exactly one endpoint (mixing shm with other transports is not supported)",
+        ));
+    }
+    let want = if sending {
+        SocketType::Pub
+    } else {
+        SocketType::Sub
+    };
+    if cfg.stype != want {
+        return Err(Error::config(
+            "socket.type",
+            format!("{:?}", cfg.stype.name()),
+            format!(
+                "over shm:// a {} uses {want} (publish-subscribe); PUSH/PULL and PAIR over shm are not available yet",
+                if sending { "sender" } else { "receiver" }
+            ),
+        ));
+    }
+    if sending && cfg.subscribers > 0 {
+        return Err(Error::config(
+            "socket.subscribers",
+            cfg.subscribers.to_string(),
+            "waiting for subscribers is not available over shm:// yet (readers can read the ring's history instead)",
+        ));
+    }
+    Ok(Some((key, ep.address["shm://".len()..].to_string())))
+}
+
+pub(crate) struct ShmTx {
+    w: Writer,
+}
+
+impl ShmTx {
+    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str) -> Result<ShmTx> {
+        let cc = ChannelConfig {
+            slots: cfg.shm_slots,
+            max_message: cfg.shm_max_message,
+        };
+        Ok(ShmTx {
+            w: Writer::create(name, cc).map_err(shm_err(key, name))?,
+        })
+    }
+
+    /// Publish one message given as its frames.
+    pub(crate) fn publish<'a, I>(&mut self, frames: I) -> Result<()>
+    where
+        I: Iterator<Item = &'a [u8]> + Clone,
+    {
+        let len: usize = frames
+            .clone()
+            .map(|f| f.len() + if f.len() < 255 { 1 } else { 5 })
+            .sum();
+        let name = self.w.name().to_string();
+        let mut loan = self.w.loan(len).map_err(|e| Error::Config {
+            key: "socket.shm_max_message".into(),
+            value: format!("\"shm://{name}\""),
+            reason: e.to_string(),
+        })?;
+        let mut at = 0;
+        for f in frames {
+            if f.len() < 255 {
+                loan[at] = f.len() as u8;
+                at += 1;
+            } else {
+                loan[at] = 0xff;
+                loan[at + 1..at + 5].copy_from_slice(&(f.len() as u32).to_be_bytes());
+                at += 5;
+            }
+            loan[at..at + f.len()].copy_from_slice(f);
+            at += f.len();
+        }
+        loan.commit();
+        Ok(())
+    }
+}
+
+/// Split a `zmsg_encode` buffer into frames without copying; `None` if it
+/// is malformed. Calls `f` for each frame; returns the frame count.
+fn for_frames<'a>(mut b: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option<usize> {
+    let mut n = 0;
+    while let Some((&l, rest)) = b.split_first() {
+        let (len, rest) = if l == 0xff {
+            let (h, r) = rest.split_at_checked(4)?;
+            (u32::from_be_bytes(h.try_into().ok()?) as usize, r)
+        } else {
+            (l as usize, rest)
+        };
+        let (frame, r) = rest.split_at_checked(len)?;
+        f(n, frame);
+        n += 1;
+        b = r;
+    }
+    Some(n)
+}
+
+pub(crate) struct ShmRx {
+    name: String,
+    key: String,
+    reader: Option<Reader>,
+    /// Where to start once attached: a receiver created before its channel
+    /// existed takes everything from the first message (nothing can have
+    /// been published before it subscribed), one that joins a live channel
+    /// takes what comes next.
+    start: StartAt,
+    subscribe: Vec<Vec<u8>>,
+    /// Messages seen overwritten while being read (counted as lost).
+    torn: u64,
+}
+
+impl ShmRx {
+    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str) -> Result<ShmRx> {
+        let mut rx = ShmRx {
+            name: name.into(),
+            key: key.into(),
+            reader: None,
+            start: StartAt::Next,
+            subscribe: cfg.subscribe.clone(),
+            torn: 0,
+        };
+        // Attach now if the channel exists; otherwise on first receive, as a
+        // zmq connect waits for its peer.
+        if !rx.attach()? {
+            rx.start = StartAt::Oldest;
+        }
+        Ok(rx)
+    }
+
+    fn attach(&mut self) -> Result<bool> {
+        if self.reader.is_some() {
+            return Ok(true);
+        }
+        match Reader::attach(&self.name, self.start) {
+            Ok(r) => {
+                self.reader = Some(r);
+                Ok(true)
+            }
+            Err(ShmError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(shm_err(&self.key, &self.name)(e)),
+        }
+    }
+
+    /// Messages lost to overruns (the reader fell a whole ring behind).
+    pub(crate) fn lost(&self) -> u64 {
+        self.reader.as_ref().map_or(0, |r| r.lost()) + self.torn
+    }
+
+    fn subscribed(&self, first: &[u8]) -> bool {
+        self.subscribe.iter().any(|p| first.starts_with(p))
+    }
+
+    /// Wait for the channel to exist; false on timeout.
+    fn wait_attached(&mut self, deadline: Option<Instant>) -> Result<bool> {
+        while !self.attach()? {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(true)
+    }
+
+    /// Receive a TPSet, decoding it in place from the ring.
+    /// `Ok(None)` on timeout; `Ok(Some(Err))` for a malformed message.
+    pub(crate) fn recv_tpset(
+        &mut self,
+        out: &mut TPSet,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Result<(), WireError>>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        if !self.wait_attached(deadline)? {
+            return Ok(None);
+        }
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let reader = self.reader.as_mut().expect("attached");
+            let Some(view) = reader.view(left) else {
+                return Ok(None);
+            };
+            let (mut f0, mut f1): (&[u8], &[u8]) = (&[], &[]);
+            let n = for_frames(view.bytes(), |i, f| match i {
+                0 => f0 = f,
+                1 => f1 = f,
+                _ => {}
+            });
+            let r = match n {
+                Some(2) => check_version(f0)
+                    .and_then(|()| decode_tpset_into(f1, out).map_err(WireError::from)),
+                Some(n) => Err(WireError::FrameCount(n)),
+                None => Err(WireError::FrameCount(0)),
+            };
+            let wanted = n.is_none() || self.subscribe.iter().any(|p| f0.starts_with(p));
+            if !view.valid() {
+                self.torn += 1;
+                continue;
+            }
+            if wanted {
+                return Ok(Some(r));
+            }
+        }
+    }
+
+    /// Receive one message's frames (copied into `frames`).
+    pub(crate) fn recv_frames(
+        &mut self,
+        frames: &mut Frames,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        if !self.wait_attached(deadline)? {
+            return Ok(false);
+        }
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let reader = self.reader.as_mut().expect("attached");
+            let Some(view) = reader.view(left) else {
+                return Ok(false);
+            };
+            frames.clear();
+            let ok = for_frames(view.bytes(), |_, f| frames.push(f)).is_some();
+            if !view.valid() {
+                self.torn += 1;
+                continue;
+            }
+            if !ok {
+                // Not zmsg framing: hand over the bytes as one frame.
+                frames.clear();
+                frames.push(view.bytes());
+                if !view.valid() {
+                    self.torn += 1;
+                    continue;
+                }
+            }
+            let first = frames.get(0).unwrap_or(&[]);
+            if self.subscribed(first) {
+                return Ok(true);
+            }
+        }
+    }
+}

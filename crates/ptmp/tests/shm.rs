@@ -1,0 +1,183 @@
+//! The shm:// transport through the same Sender/Receiver front as zmq.
+
+use ptmp::{Error, Frames, Receiver, Sender, TPSet, TrigPrim};
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(5));
+
+struct Chan(String);
+impl Chan {
+    fn new(tag: &str) -> Chan {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        Chan(format!(
+            "ptmp-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+    fn ep(&self) -> String {
+        format!("shm://{}", self.0)
+    }
+}
+impl Drop for Chan {
+    fn drop(&mut self) {
+        let _ = ptmp_shm::remove(&self.0);
+    }
+}
+
+fn tpset(count: u32, ntps: u32) -> TPSet {
+    TPSet {
+        count,
+        detid: 2,
+        created: 17,
+        tstart: u64::from(count) * 25,
+        tps: (0..ntps)
+            .map(|c| TrigPrim {
+                channel: c,
+                tstart: 5,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The same code moves sets over tcp or shm: only the address differs.
+fn pubsub_round_trip(bind: &str) {
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUB", "bind": [bind]}}).to_string()).unwrap();
+    let ep = tx
+        .bound_endpoints()
+        .first()
+        .cloned()
+        .unwrap_or(bind.to_string());
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [ep]}}).to_string()).unwrap();
+    if !bind.starts_with("shm") {
+        tx.wait_for_subscribers(1, Duration::from_secs(5)).unwrap();
+    }
+    let h = std::thread::spawn(move || {
+        for i in 0..500 {
+            tx.send(&tpset(i, i % 7)).unwrap();
+            if i % 50 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    let mut t = TPSet::default();
+    for i in 0..500 {
+        assert!(rx.recv_into(&mut t, T).unwrap(), "{bind}: timed out at {i}");
+        assert_eq!(t, tpset(i, i % 7), "{bind}");
+    }
+    h.join().unwrap();
+    assert_eq!(rx.lost(), 0);
+    assert!(rx.recv(Some(Duration::from_millis(20))).unwrap().is_none());
+}
+
+#[test]
+fn a_config_changes_transport_by_its_address_only() {
+    pubsub_round_trip("tcp://127.0.0.1:*");
+    let c = Chan::new("front");
+    pubsub_round_trip(&c.ep());
+}
+
+#[test]
+fn a_receiver_created_before_its_channel_gets_everything() {
+    let c = Chan::new("early");
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    assert!(rx.recv(Some(Duration::from_millis(10))).unwrap().is_none());
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string()).unwrap();
+    for i in 0..10 {
+        tx.send(&tpset(i, 1)).unwrap();
+    }
+    for i in 0..10 {
+        assert_eq!(rx.recv(T).unwrap().unwrap().count, i);
+    }
+}
+
+#[test]
+fn overrun_is_counted_as_lost() {
+    let c = Chan::new("lost");
+    let cfg = json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_slots": 8, "shm_max_message": 512}});
+    let mut tx = Sender::new(&cfg.to_string()).unwrap();
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    for i in 0..100 {
+        tx.send(&tpset(i, 0)).unwrap();
+    }
+    let first = rx.recv(T).unwrap().unwrap().count;
+    assert!(first >= 100 - 8, "{first}");
+    assert_eq!(rx.lost(), u64::from(first));
+    // Too large for the channel: an error naming the limit.
+    let e = tx.send(&tpset(0, 200)).unwrap_err().to_string();
+    assert!(e.contains("shm_max_message") && e.contains("512"), "{e}");
+}
+
+#[test]
+fn raw_frames_and_bad_messages_over_shm() {
+    let c = Chan::new("raw");
+    let mut tx =
+        Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string()).unwrap();
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    let long = vec![9u8; 1000];
+    tx.send_raw(&[&b"a"[..], &long[..], &b""[..]]).unwrap();
+    tx.send_raw(&[&b"only"[..]]).unwrap();
+    tx.send(&tpset(3, 2)).unwrap();
+    let mut f = Frames::new();
+    assert!(rx.recv_raw_into(&mut f, T).unwrap());
+    assert_eq!(f.to_vecs(), vec![b"a".to_vec(), long.clone(), vec![]]);
+    match rx.recv(T) {
+        Err(Error::Wire(e)) => assert!(e.to_string().contains("1 frame"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(rx.recv(T).unwrap().unwrap(), tpset(3, 2));
+    assert_eq!(rx.errors(), 1);
+}
+
+#[test]
+fn shm_rules_are_config_errors() {
+    let c = Chan::new("rules");
+    for (cfg, want) in [
+        (
+            json!({"socket": {"type": "PUSH", "bind": [c.ep()]}}),
+            "PUSH/PULL",
+        ),
+        (
+            json!({"socket": {"type": "PUB", "bind": [c.ep(), "tcp://127.0.0.1:*"]}}),
+            "exactly one endpoint",
+        ),
+        (
+            json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_slots": 12}}),
+            "socket.shm_slots = 12",
+        ),
+        (
+            json!({"socket": {"type": "PUB", "bind": [c.ep()], "subscribers": 1}}),
+            "subscribers",
+        ),
+    ] {
+        let e = Sender::new(&cfg.to_string()).err().unwrap().to_string();
+        assert!(e.contains(want), "{e}");
+    }
+    let e = Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("PUSH/PULL"), "{e}");
+    // One writer per channel.
+    let _tx =
+        Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string()).unwrap();
+    let e = Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(e, Error::Bind { .. }) && e.to_string().contains("live writer"),
+        "{e}"
+    );
+}
