@@ -92,6 +92,9 @@ fn tuning(a: &TuningArgs) -> CliResult {
                 [true, false]
             };
             for is_raw in order {
+                if t == TransportArg::Shm && (is_raw || p != Pattern::Pubsub) {
+                    continue; // shm: ptmp only, pubsub only
+                }
                 let o = if is_raw {
                     run_raw(p, t, a.count, ntps, 1000)?
                 } else {
@@ -104,17 +107,24 @@ fn tuning(a: &TuningArgs) -> CliResult {
         }
         let rate = |v: &[Outcome]| median(v.iter().map(|o| o.rate_hz()).collect());
         let lost = |v: &[Outcome]| median(v.iter().map(|o| o.lost() as f64).collect());
+        if mine.is_empty() && raw.is_empty() {
+            continue;
+        }
         let (rm, rr) = (rate(&mine), rate(&raw));
         pb.suspend(|| {
             writeln!(
                 out,
-                "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} |",
+                "| {} | {} | {} | {:.0} | {:.0} | {} | {:.0} | {:.0} |",
                 p.name(),
                 t.name(),
                 ntps,
                 rm / 1e3,
                 rr / 1e3,
-                if rr > 0.0 { rm / rr } else { 0.0 },
+                if rr > 0.0 {
+                    format!("{:.2}", rm / rr)
+                } else {
+                    "-".into()
+                },
                 lost(&mine),
                 lost(&raw)
             )

@@ -45,6 +45,8 @@ pub enum TransportArg {
     Inproc,
     Ipc,
     Tcp,
+    /// ptmp's shared-memory ring (pubsub only).
+    Shm,
 }
 
 impl TransportArg {
@@ -53,6 +55,7 @@ impl TransportArg {
             TransportArg::Inproc => "inproc",
             TransportArg::Ipc => "ipc",
             TransportArg::Tcp => "tcp",
+            TransportArg::Shm => "shm",
         }
     }
 }
@@ -128,12 +131,17 @@ fn bind_address(t: TransportArg) -> String {
                 .display()
         ),
         TransportArg::Tcp => "tcp://127.0.0.1:*".into(),
+        TransportArg::Shm => format!("shm://sendrecv-{id}-{k}"),
     }
 }
 
+/// Remove what an address leaves behind: an ipc socket file, an shm segment.
 fn remove_ipc_file(addr: &str) {
     if let Some(p) = addr.strip_prefix("ipc://") {
         let _ = std::fs::remove_file(p);
+    }
+    if let Some(n) = addr.strip_prefix("shm://") {
+        let _ = ptmp_shm::remove(n);
     }
 }
 
@@ -179,13 +187,20 @@ impl RecvLoop {
 /// Run `n` TPSets through ptmp Sender -> Receiver.
 pub fn run_ptmp(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> CliResult<Outcome> {
     let (st, rt) = p.types();
+    if tr == TransportArg::Shm && p != Pattern::Pubsub {
+        return Err(CliError::usage(format!(
+            "--transport shm carries pubsub only (not {})",
+            p.name()
+        )));
+    }
     let addr = bind_address(tr);
     let rcfg =
         SocketConfig::from_value(&json!({"socket": {"type": rt, "bind": [addr], "hwm": hwm}}))?;
     let mut rx = Receiver::from_config(&rcfg)?;
-    let ep = rx.bound_endpoints()[0].clone();
+    // An shm receiver made before its channel takes it from the first message.
+    let ep = rx.bound_endpoints().first().cloned().unwrap_or(addr);
     let mut scfg = json!({"socket": {"type": st, "connect": [ep]}});
-    if st == "PUB" {
+    if st == "PUB" && tr != TransportArg::Shm {
         scfg["socket"]["subscribers"] = json!(1);
     }
     let scfg = SocketConfig::from_value(&scfg)?;
@@ -195,8 +210,8 @@ pub fn run_ptmp(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> Cl
         let mut tx = Sender::from_config(&scfg)?;
         let mut t = TPSet::default();
         fill(&mut t, 0, 1, ntps, 25);
-        if st == "PUB" {
-            tx.wait_for_subscribers(1, Duration::from_secs(10))?;
+        if scfg.subscribers > 0 {
+            tx.wait_configured()?;
         }
         let start = Instant::now();
         for i in 0..n {
@@ -250,6 +265,9 @@ fn zerr(op: &'static str) -> impl FnOnce(zmq::Error) -> CliError {
 /// subscriber through XPUB.
 pub fn run_raw(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> CliResult<Outcome> {
     let (st, rt) = p.types();
+    if tr == TransportArg::Shm {
+        return Err(CliError::usage("raw libzmq has no shm transport"));
+    }
     let zt = |s: &str| match s {
         "PAIR" => zmq::PAIR,
         "PUB" => zmq::XPUB,

@@ -464,8 +464,10 @@ fn sendrecv_every_pattern_and_transport() {
                 let got = j["received"].as_u64().unwrap();
                 assert_eq!(j["sent"], json!(20000));
                 assert_eq!(got + j["lost"].as_u64().unwrap(), 20000, "{j}");
-                if pattern == "pubsub" {
-                    // A PUB drops at its high-water mark; the loss is measured.
+                if pattern == "pubsub" || raw {
+                    // A PUB drops at its high-water mark, and raw libzmq
+                    // loses the tail of a fast quit over ipc (the drain that
+                    // ptmp adds is not in it): the loss is measured.
                     assert!(got > 0, "{j}");
                 } else {
                     assert_eq!(got, 20000, "{args:?}: {j}");
@@ -557,4 +559,41 @@ fn send_and_recv_over_shm_between_processes_and_shm_ls_rm() {
     let out = run(&["shm", "rm", &name]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+}
+
+#[test]
+fn sendrecv_over_shm() {
+    let out = run(&[
+        "sendrecv",
+        "-n",
+        "20000",
+        "--pattern",
+        "pubsub",
+        "--transport",
+        "shm",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_json(&out);
+    let got = j["received"].as_u64().unwrap();
+    assert!(got > 0 && got + j["lost"].as_u64().unwrap() == 20000, "{j}");
+    for args in [
+        &["sendrecv", "--pattern", "pushpull", "--transport", "shm"][..],
+        &[
+            "sendrecv",
+            "--pattern",
+            "pubsub",
+            "--transport",
+            "shm",
+            "--raw",
+        ][..],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("shm"));
+    }
 }

@@ -572,7 +572,13 @@ pub struct Reader {
     seg: Segment,
     pos: u64,
     lost_total: u64,
+    spin: u32,
 }
+
+/// Default busy-poll iterations before a reader sleeps on the futex (a few
+/// microseconds): a message that comes within them costs no system call on
+/// either side.
+pub const DEFAULT_SPIN: u32 = 2000;
 
 /// Outcome of one attempt at reading message `seq`.
 enum Try {
@@ -596,11 +602,19 @@ impl Reader {
             seg,
             pos,
             lost_total: 0,
+            spin: DEFAULT_SPIN,
         })
     }
 
     pub fn name(&self) -> &str {
         &self.seg.name
+    }
+
+    /// Busy-poll this many iterations before sleeping on the futex;
+    /// `u32::MAX` never sleeps (lowest latency, one core kept busy), 0 sleeps
+    /// at once (no CPU while idle).
+    pub fn set_spin(&mut self, iterations: u32) {
+        self.spin = iterations;
     }
 
     /// Sequence number of the next message this reader will return.
@@ -650,13 +664,15 @@ impl Reader {
         (Try::Got(len), Some(r))
     }
 
-    /// Skip ahead after an overrun: to the oldest message that is safely
-    /// ahead of the writer.
+    /// Skip ahead after an overrun: to half a ring behind the writer. Going
+    /// to the oldest slot instead would be overwritten again at once by a
+    /// writer that is faster than this reader, and the reader would spend
+    /// its time resynchronising instead of reading.
     fn resync(&mut self) {
         let next = self.published();
-        let oldest = next.saturating_sub(self.seg.slots - 1).max(self.pos + 1);
-        self.lost_total += oldest - self.pos;
-        self.pos = oldest;
+        let to = next.saturating_sub(self.seg.slots / 2).max(self.pos + 1);
+        self.lost_total += to - self.pos;
+        self.pos = to;
     }
 
     /// Copy the next message into `buf` without waiting. `None` when there
@@ -686,12 +702,12 @@ impl Reader {
     /// Copy the next message into `buf`, waiting up to `timeout` (`None`:
     /// forever). `None` on timeout.
     pub fn recv_into(&mut self, buf: &mut Vec<u8>, timeout: Option<Duration>) -> Option<Received> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut deadline = Deadline::new(timeout);
         loop {
             if let Some(r) = self.try_recv_into(buf) {
                 return Some(r);
             }
-            if !self.wait(deadline) {
+            if !self.wait(deadline.instant()) {
                 return self.try_recv_into(buf);
             }
         }
@@ -701,7 +717,7 @@ impl Reader {
     /// `timeout`. The view must be checked with [`View::valid`] after use:
     /// if the writer overwrote the slot meanwhile, what was read is void.
     pub fn view(&mut self, timeout: Option<Duration>) -> Option<View<'_>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut deadline = Deadline::new(timeout);
         let lost0 = self.lost_total;
         loop {
             let (t, _) = self.try_read(self.pos, |_| ());
@@ -724,7 +740,7 @@ impl Reader {
                 }
                 Try::Overrun => self.resync(),
                 Try::NotYet => {
-                    if !self.wait(deadline) {
+                    if !self.wait(deadline.instant()) {
                         // One last look after the deadline.
                         if !matches!(self.try_read(self.pos, |_| ()).0, Try::Got(_)) {
                             return None;
@@ -755,6 +771,21 @@ impl Reader {
     /// deadline passes; false when the deadline has passed.
     fn wait(&self, deadline: Option<Instant>) -> bool {
         let h = self.seg.header();
+        let mut i = 0u32;
+        while i < self.spin {
+            if h.next_seq.load(Ordering::Acquire) > self.pos {
+                return true;
+            }
+            std::hint::spin_loop();
+            i = i.wrapping_add(1);
+            if self.spin == u32::MAX && i.is_multiple_of(1 << 16) {
+                // Busy-poll forever, but still honour the deadline.
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return false;
+                }
+                i = 0;
+            }
+        }
         h.waiters.fetch_add(1, Ordering::SeqCst);
         let seen = h.notify.load(Ordering::SeqCst);
         let ready = h.next_seq.load(Ordering::SeqCst) > self.pos;
@@ -778,6 +809,33 @@ impl Reader {
         }
         h.waiters.fetch_sub(1, Ordering::SeqCst);
         alive && deadline.is_none_or(|d| Instant::now() < d)
+    }
+}
+
+/// A deadline read from the clock only when first needed, so a receive
+/// that finds its message at once costs no clock read.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    timeout: Option<Duration>,
+    at: Option<Option<Instant>>,
+}
+
+impl Deadline {
+    /// `None`: no deadline (wait forever).
+    pub fn new(timeout: Option<Duration>) -> Self {
+        Deadline { timeout, at: None }
+    }
+
+    /// The instant, fixed at the first call.
+    pub fn instant(&mut self) -> Option<Instant> {
+        let t = self.timeout;
+        *self.at.get_or_insert_with(|| t.map(|t| Instant::now() + t))
+    }
+
+    /// Time left (`None`: no limit).
+    pub fn remaining(&mut self) -> Option<Duration> {
+        self.instant()
+            .map(|d| d.saturating_duration_since(Instant::now()))
     }
 }
 

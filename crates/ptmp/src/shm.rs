@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use ptmp_data::codec::decode_tpset_into;
 use ptmp_data::wire::check_version;
 use ptmp_data::{Frames, TPSet, WireError};
-use ptmp_shm::{ChannelConfig, Reader, ShmError, StartAt, Writer};
+use ptmp_shm::{ChannelConfig, Deadline, Reader, ShmError, StartAt, Writer};
 use std::time::{Duration, Instant};
 
 fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
@@ -203,9 +203,9 @@ impl ShmRx {
     }
 
     /// Wait for the channel to exist; false on timeout.
-    fn wait_attached(&mut self, deadline: Option<Instant>) -> Result<bool> {
+    fn wait_attached(&mut self, deadline: &mut Deadline) -> Result<bool> {
         while !self.attach()? {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.instant().is_some_and(|d| Instant::now() >= d) {
                 return Ok(false);
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -220,12 +220,12 @@ impl ShmRx {
         out: &mut TPSet,
         timeout: Option<Duration>,
     ) -> Result<Option<Result<(), WireError>>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        if !self.wait_attached(deadline)? {
+        let mut deadline = Deadline::new(timeout);
+        if !self.wait_attached(&mut deadline)? {
             return Ok(None);
         }
+        let mut left = timeout;
         loop {
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             let reader = self.reader.as_mut().expect("attached");
             let Some(view) = reader.view(left) else {
                 return Ok(None);
@@ -245,11 +245,10 @@ impl ShmRx {
             let wanted = n.is_none() || self.subscribe.iter().any(|p| f0.starts_with(p));
             if !view.valid() {
                 self.torn += 1;
-                continue;
-            }
-            if wanted {
+            } else if wanted {
                 return Ok(Some(r));
             }
+            left = deadline.remaining();
         }
     }
 
@@ -259,12 +258,12 @@ impl ShmRx {
         frames: &mut Frames,
         timeout: Option<Duration>,
     ) -> Result<bool> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        if !self.wait_attached(deadline)? {
+        let mut deadline = Deadline::new(timeout);
+        if !self.wait_attached(&mut deadline)? {
             return Ok(false);
         }
+        let mut left = timeout;
         loop {
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             let reader = self.reader.as_mut().expect("attached");
             let Some(view) = reader.view(left) else {
                 return Ok(false);
@@ -273,6 +272,7 @@ impl ShmRx {
             let ok = for_frames(view.bytes(), |_, f| frames.push(f)).is_some();
             if !view.valid() {
                 self.torn += 1;
+                left = deadline.remaining();
                 continue;
             }
             if !ok {
@@ -281,6 +281,7 @@ impl ShmRx {
                 frames.push(view.bytes());
                 if !view.valid() {
                     self.torn += 1;
+                    left = deadline.remaining();
                     continue;
                 }
             }
@@ -288,6 +289,7 @@ impl ShmRx {
             if self.subscribed(first) {
                 return Ok(true);
             }
+            left = deadline.remaining();
         }
     }
 }
