@@ -13,6 +13,8 @@ use std::io::Write;
 pub enum BenchCmd {
     /// PTMP's tuning table: ptmp vs raw libzmq, pattern x transport.
     Tuning(TuningArgs),
+    /// One-way latency percentiles per transport (shm, inproc, ipc, tcp).
+    Latency(crate::latency::LatencyArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -40,6 +42,7 @@ pub struct TuningArgs {
 pub fn run(cmd: &BenchCmd) -> CliResult {
     match cmd {
         BenchCmd::Tuning(a) => tuning(a),
+        BenchCmd::Latency(a) => crate::latency::run(a),
     }
 }
 

@@ -5,6 +5,7 @@
 mod bench;
 mod cat;
 mod common;
+mod latency;
 mod recv;
 mod send;
 mod sendrecv;

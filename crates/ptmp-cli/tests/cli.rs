@@ -597,3 +597,73 @@ fn sendrecv_over_shm() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("shm"));
     }
 }
+
+#[test]
+fn bench_suites_smoke() {
+    let out = run(&[
+        "bench",
+        "tuning",
+        "-n",
+        "3000",
+        "--reps",
+        "1",
+        "--patterns",
+        "pushpull",
+        "pubsub",
+        "--transports",
+        "inproc",
+        "shm",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("| pushpull | inproc | 0 |"), "{s}");
+    assert!(s.contains("| pubsub | shm | 0 |"), "{s}");
+    assert!(
+        !s.contains("| pushpull | shm"),
+        "shm carries pubsub only: {s}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let js = dir.path().join("lat.json");
+    let out = run(&[
+        "bench",
+        "latency",
+        "-n",
+        "300",
+        "-w",
+        "10",
+        "-r",
+        "20000",
+        "--json-out",
+        js.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    for t in [
+        "shm (busy-poll)",
+        "shm (futex)",
+        "zmq inproc",
+        "zmq ipc",
+        "zmq tcp",
+    ] {
+        assert!(s.contains(&format!("| {t} |")), "{t} missing: {s}");
+    }
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    for row in j["rows"].as_array().unwrap() {
+        assert_eq!(
+            row["samples"].as_u64().unwrap() + row["lost"].as_u64().unwrap(),
+            300,
+            "{row}"
+        );
+        assert!(row["p50_us"].as_f64().unwrap() > 0.0);
+    }
+    let out = run(&["bench", "latency", "-m", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+}

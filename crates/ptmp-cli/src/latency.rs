@@ -1,0 +1,244 @@
+//! `ptmp bench latency`: one-way latency, smx_perf style. The sending
+//! thread writes a CLOCK_MONOTONIC timestamp into each message, paced by
+//! busy-waiting; the receiving thread records now minus that stamp in an HDR
+//! histogram. Both ends are in one process, so they share the clock.
+
+use crate::common::{stopping, CliError, CliResult};
+use crate::send::pace_until;
+use clap::ValueEnum;
+use hdrhistogram::Histogram;
+use ptmp::{Frames, Receiver, Sender, SocketConfig};
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LatTransport {
+    /// ptmp's shared-memory ring, reader busy-polling.
+    ShmSpin,
+    /// ptmp's shared-memory ring, reader sleeping on the futex.
+    ShmFutex,
+    Inproc,
+    Ipc,
+    Tcp,
+}
+
+impl LatTransport {
+    fn name(self) -> &'static str {
+        match self {
+            LatTransport::ShmSpin => "shm (busy-poll)",
+            LatTransport::ShmFutex => "shm (futex)",
+            LatTransport::Inproc => "zmq inproc",
+            LatTransport::Ipc => "zmq ipc",
+            LatTransport::Tcp => "zmq tcp",
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LatencyArgs {
+    /// Messages per transport (after warmup).
+    #[arg(short = 'n', long, default_value_t = 100_000)]
+    pub count: u64,
+    /// Message size in bytes (at least 8, for the timestamp).
+    #[arg(short = 'm', long = "size", default_value_t = 64)]
+    pub size: usize,
+    /// Messages per second, paced by busy-waiting.
+    #[arg(short = 'r', long, default_value_t = 20_000.0)]
+    pub rate: f64,
+    /// Warmup messages, not recorded.
+    #[arg(short = 'w', long, default_value_t = 1000)]
+    pub warmup: u64,
+    /// Transports to measure.
+    #[arg(long, value_enum, num_args = 1.., default_values = ["shm-spin", "shm-futex", "inproc", "ipc", "tcp"])]
+    pub transports: Vec<LatTransport>,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json_out: Option<std::path::PathBuf>,
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+struct Row {
+    hist: Histogram<u64>,
+    /// Messages sent but not recorded (overrun, torn, or never arrived).
+    lost: u64,
+}
+
+fn unique(tag: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Send `total` stamped messages through `send`, paced at `rate`.
+fn sender_loop(
+    total: u64,
+    size: usize,
+    rate: f64,
+    mut send: impl FnMut(&[u8]) -> CliResult,
+) -> CliResult {
+    let mut msg = vec![0u8; size];
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let start = Instant::now();
+    for i in 0..total {
+        pace_until(start + period.mul_f64(i as f64));
+        msg[..8].copy_from_slice(&mono_ns().to_le_bytes());
+        msg[8..16.min(size)].copy_from_slice(&i.to_le_bytes()[..(16.min(size) - 8)]);
+        send(&msg)?;
+    }
+    Ok(())
+}
+
+fn record(hist: &mut Histogram<u64>, bytes: &[u8], warmup: u64, seen: &mut u64) {
+    let now = mono_ns();
+    let sent = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    *seen += 1;
+    if *seen > warmup {
+        let _ = hist.record(now.saturating_sub(sent).max(1));
+    }
+}
+
+fn measure(t: LatTransport, a: &LatencyArgs) -> CliResult<Row> {
+    let total = a.count + a.warmup;
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
+        .map_err(|e| CliError::fail(format!("histogram: {e}")))?;
+    let mut seen = 0u64;
+    let (size, rate) = (a.size, a.rate);
+    match t {
+        LatTransport::ShmSpin | LatTransport::ShmFutex => {
+            let name = unique("latency");
+            let cfg = ptmp_shm::ChannelConfig {
+                slots: 1024,
+                max_message: size.max(8),
+            };
+            let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
+            let mut w = ptmp_shm::Writer::create(&name, cfg).map_err(fail)?;
+            let mut r = ptmp_shm::Reader::attach(&name, ptmp_shm::StartAt::Next).map_err(fail)?;
+            r.set_spin(if t == LatTransport::ShmSpin {
+                u32::MAX
+            } else {
+                0
+            });
+            let h = std::thread::spawn(move || {
+                sender_loop(total, size, rate, |m| {
+                    w.publish(m)
+                        .map(drop)
+                        .map_err(|e| CliError::fail(e.to_string()))
+                })
+            });
+            while seen < total && !stopping() {
+                match r.view(Some(Duration::from_secs(2))) {
+                    Some(v) => {
+                        let stamp = v.bytes()[..8].to_vec();
+                        if v.valid() {
+                            record(&mut hist, &stamp, a.warmup, &mut seen);
+                        }
+                    }
+                    None => break,
+                }
+            }
+            h.join().map_err(|_| CliError::fail("sender panicked"))??;
+            let _ = ptmp_shm::remove(&name);
+            Ok(Row {
+                hist,
+                lost: total - seen,
+            })
+        }
+        _ => {
+            let addr = match t {
+                LatTransport::Inproc => format!("inproc://{}", unique("latency")),
+                LatTransport::Ipc => format!(
+                    "ipc://{}",
+                    std::env::temp_dir().join(unique("ptmp-latency")).display()
+                ),
+                _ => "tcp://127.0.0.1:*".into(),
+            };
+            let mut rx = Receiver::from_config(&SocketConfig::from_value(
+                &json!({"socket": {"type": "PULL", "bind": [addr]}}),
+            )?)?;
+            let ep = rx.bound_endpoints()[0].clone();
+            let scfg =
+                SocketConfig::from_value(&json!({"socket": {"type": "PUSH", "connect": [ep]}}))?;
+            let h = std::thread::spawn(move || -> CliResult {
+                let mut tx = Sender::from_config(&scfg)?;
+                sender_loop(total, size, rate, |m| tx.send_raw(&[m]).map_err(Into::into))
+            });
+            let mut f = Frames::new();
+            while seen < total && !stopping() {
+                if !rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
+                    break;
+                }
+                let b = f.get(0).unwrap_or(&[]);
+                if b.len() >= 8 {
+                    record(&mut hist, b, a.warmup, &mut seen);
+                }
+            }
+            h.join().map_err(|_| CliError::fail("sender panicked"))??;
+            if let Some(p) = ep.strip_prefix("ipc://") {
+                let _ = std::fs::remove_file(p);
+            }
+            Ok(Row {
+                hist,
+                lost: total - seen,
+            })
+        }
+    }
+}
+
+pub fn run(a: &LatencyArgs) -> CliResult {
+    if a.size < 8 {
+        return Err(CliError::usage(format!(
+            "--size {}: at least 8 bytes (the timestamp)",
+            a.size
+        )));
+    }
+    if !(a.rate.is_finite() && a.rate > 0.0) {
+        return Err(CliError::usage(format!(
+            "--rate {}: must be positive",
+            a.rate
+        )));
+    }
+    println!("| transport | p50 us | p90 us | p99 us | p99.9 us | max us | lost |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut out = Vec::new();
+    for &t in &a.transports {
+        let r = measure(t, a)?;
+        let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+            t.name(),
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            q(0.999),
+            r.hist.max() as f64 / 1000.0,
+            r.lost
+        );
+        out.push(
+            json!({"transport": t.name(), "p50_us": q(0.5), "p90_us": q(0.9), "p99_us": q(0.99),
+                        "p999_us": q(0.999), "max_us": r.hist.max() as f64 / 1000.0,
+                        "samples": r.hist.len(), "lost": r.lost}),
+        );
+    }
+    println!(
+        "\n{} messages of {} bytes at {} per second after {} warmup, one-way, sender and receiver threads in one process.",
+        a.count, a.size, a.rate, a.warmup
+    );
+    if let Some(p) = &a.json_out {
+        std::fs::write(p, json!({"suite": "latency", "rows": out}).to_string())
+            .map_err(|e| CliError::fail(format!("{}: {e}", p.display())))?;
+    }
+    Ok(())
+}
