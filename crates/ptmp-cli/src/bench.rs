@@ -117,19 +117,27 @@ fn tuning(a: &TuningArgs) -> CliResult {
         pb.suspend(|| {
             writeln!(
                 out,
-                "| {} | {} | {} | {:.0} | {:.0} | {} | {:.0} | {:.0} |",
+                "| {} | {} | {} | {:.0} | {} | {} | {:.0} | {} |",
                 p.name(),
                 t.name(),
                 ntps,
                 rm / 1e3,
-                rr / 1e3,
+                if raw.is_empty() {
+                    "-".into()
+                } else {
+                    format!("{:.0}", rr / 1e3)
+                },
                 if rr > 0.0 {
                     format!("{:.2}", rm / rr)
                 } else {
                     "-".into()
                 },
                 lost(&mine),
-                lost(&raw)
+                if raw.is_empty() {
+                    "-".into()
+                } else {
+                    format!("{:.0}", lost(&raw))
+                }
             )
         })?;
     }
