@@ -122,6 +122,7 @@ fn measure(t: LatTransport, a: &LatencyArgs) -> CliResult<Row> {
             let cfg = ptmp_shm::ChannelConfig {
                 slots: 1024,
                 max_message: size.max(8),
+                policy: ptmp_shm::Policy::Overwrite,
             };
             let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
             let mut w = ptmp_shm::Writer::create(&name, cfg).map_err(fail)?;

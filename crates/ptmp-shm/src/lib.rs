@@ -28,10 +28,15 @@
 //! 4. **Publication.** `next_seq` is the number of messages published; it is
 //!    stored after the slot's final stamp, so every message below `next_seq`
 //!    whose slot still carries its stamp is complete.
-//! 5. **No reader holds anything the writer waits for.** Readers never write
-//!    slots, and the writer never waits for a reader in publish-subscribe
-//!    mode, so a reader killed at any point (even holding a [`View`]) costs
-//!    nobody anything. A writer killed mid-message leaves an odd stamp and an
+//! 5. **No reader holds anything the writer waits for**, except in
+//!    [`Policy::Block`], and there only through its registry entry. Readers
+//!    never write slots. Under [`Policy::Overwrite`] the writer never waits,
+//!    so a reader killed at any point (even holding a [`View`]) costs nobody
+//!    anything. Under [`Policy::Block`] each reader publishes in its registry
+//!    entry the lowest sequence number it may still touch; the writer does not
+//!    overwrite message `s - slots` while a live reader's entry is at or
+//!    below it, and a reader whose PID no longer exists is dropped from the
+//!    registry by the blocked writer, so a killed reader stalls nothing. A writer killed mid-message leaves an odd stamp and an
 //!    unchanged `next_seq`: readers see nothing new, and the next writer
 //!    overwrites that slot with its own message number `next_seq`.
 //! 6. **Wake-ups.** After publishing, the writer bumps the `notify` futex word
@@ -48,9 +53,13 @@ use std::time::{Duration, Instant};
 /// First bytes of every ptmp shared-memory channel.
 pub const MAGIC: [u8; 8] = *b"PTMPSHM\0";
 /// The layout version this code reads and writes.
-pub const LAYOUT_VERSION: u32 = 1;
-/// Bytes reserved for the header (one page).
-pub const HEADER_SIZE: usize = 4096;
+pub const LAYOUT_VERSION: u32 = 2;
+/// Bytes reserved for the header: one page of fields, one page of reader
+/// registry.
+pub const HEADER_SIZE: usize = 8192;
+/// Readers a channel can register (the registry's size).
+pub const MAX_READERS: usize = 64;
+const REGISTRY_OFFSET: usize = 4096;
 /// Bytes at the start of each slot before the payload.
 pub const SLOT_HEADER: usize = 16;
 /// Largest `max_message` accepted (1 GiB).
@@ -75,6 +84,15 @@ pub enum ShmError {
         len: usize,
         max: usize,
     },
+    #[error("shm channel {name}: timed out after {waited_ms} ms waiting for the slowest reader (pid {pid}, at message {pos}; pid 0: no reader) to free a slot")]
+    Timeout {
+        name: String,
+        waited_ms: u64,
+        pid: u32,
+        pos: u64,
+    },
+    #[error("shm channel {name}: all {MAX_READERS} reader registry entries are taken")]
+    RegistryFull { name: String },
     #[error("shm {op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -94,6 +112,20 @@ pub struct ChannelConfig {
     pub slots: usize,
     /// Largest message in bytes.
     pub max_message: usize,
+    /// What the writer does when a reader is a whole ring behind.
+    pub policy: Policy,
+}
+
+/// Overflow policy of a channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// Publish-subscribe: the writer never waits; a lapped reader learns how
+    /// many messages it lost and resynchronises.
+    #[default]
+    Overwrite,
+    /// Lossless: the writer waits (up to its timeout) while the slowest live
+    /// reader is a whole ring behind. Every reader gets every message.
+    Block,
 }
 
 impl Default for ChannelConfig {
@@ -102,6 +134,7 @@ impl Default for ChannelConfig {
         ChannelConfig {
             slots: 1024,
             max_message: 1024,
+            policy: Policy::Overwrite,
         }
     }
 }
@@ -112,6 +145,7 @@ impl ChannelConfig {
         ChannelConfig {
             slots: 8,
             max_message: 6_220_800,
+            policy: Policy::Overwrite,
         }
     }
 
@@ -153,7 +187,7 @@ struct Header {
     version: u32,
     header_size: u32,
     slot_count: u32,
-    _pad0: u32,
+    policy: u32,
     max_message: u64,
     slot_stride: u64,
     total_size: u64,
@@ -169,9 +203,27 @@ struct Header {
     notify: AtomicU32,
     waiters: AtomicU32,
     _pad4: [u8; 56],
+    // Cache line 4: a blocked writer waiting for readers (Policy::Block).
+    space: AtomicU32,
+    writer_waiting: AtomicU32,
+    _pad5: [u8; 56],
 }
 
-const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_SIZE);
+const _: () = assert!(std::mem::size_of::<Header>() <= REGISTRY_OFFSET);
+
+/// One reader's registry entry, on a cache line of its own.
+#[repr(C)]
+struct ReaderEntry {
+    /// PID of the process holding the entry; 0 when free.
+    pid: AtomicU32,
+    _pad: u32,
+    /// Lowest sequence number the reader may still touch.
+    pos: AtomicU64,
+    _pad2: [u8; 48],
+}
+
+const _: () = assert!(std::mem::size_of::<ReaderEntry>() == 64);
+const _: () = assert!(REGISTRY_OFFSET + MAX_READERS * 64 == HEADER_SIZE);
 
 #[repr(C)]
 struct SlotHeader {
@@ -227,9 +279,17 @@ struct Segment {
     slots: u64,
     stride: usize,
     max_message: usize,
+    policy: Policy,
 }
 
 impl Segment {
+    fn entry(&self, i: usize) -> &ReaderEntry {
+        assert!(i < MAX_READERS);
+        // SAFETY: the registry lies inside the header (invariant 1), entries
+        // are 64-byte aligned and all their fields are atomic.
+        unsafe { &*(self.map.as_ptr().add(REGISTRY_OFFSET + i * 64) as *const ReaderEntry) }
+    }
+
     fn header(&self) -> &Header {
         // SAFETY: the map is page-aligned and at least HEADER_SIZE long
         // (invariant 1, checked in `validate`), Header fits in it, and every
@@ -299,9 +359,15 @@ impl Segment {
         }
         let (hsize, slots, maxm, stride, total) =
             (u32_at(12), u32_at(16), u64_at(24), u64_at(32), u64_at(40));
+        let policy = match u32_at(20) {
+            0 => Policy::Overwrite,
+            1 => Policy::Block,
+            p => return Err(bad(format!("corrupt header: unknown overflow policy {p}"))),
+        };
         let cfg = ChannelConfig {
             slots: slots as usize,
             max_message: maxm as usize,
+            policy,
         };
         if hsize as usize != HEADER_SIZE {
             return Err(bad(format!("header size {hsize}, expected {HEADER_SIZE}")));
@@ -325,6 +391,7 @@ impl Segment {
             slots: slots as u64,
             stride: stride as usize,
             max_message: maxm as usize,
+            policy,
         })
     }
 
@@ -346,7 +413,20 @@ pub struct Writer {
     seg: Segment,
     seq: u64,
     pid: u32,
+    /// Policy::Block: the lowest position a reader may still need. Until a
+    /// first reader registers it stays where this writer started, so the
+    /// first `slots` messages wait in the ring for that reader (as a zmq PUSH
+    /// queues until its peer connects); once readers have come and all gone,
+    /// nobody needs anything and the writer no longer waits, so a reader that
+    /// dies never stalls it.
+    min_pos: u64,
+    /// Whether any reader has been seen registered.
+    had_reader: bool,
+    block_timeout: Duration,
 }
+
+/// Default bound on a blocked writer's wait for its slowest reader.
+pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Writer {
     /// Create channel `name` with `cfg`, or take over an existing one whose
@@ -356,12 +436,15 @@ impl Writer {
         let path = segment_path(name)?;
         let seg = match Segment::open(name, path.clone()) {
             Ok(seg) => {
-                if seg.slots as usize != cfg.slots || seg.max_message != cfg.max_message {
+                if seg.slots as usize != cfg.slots
+                    || seg.max_message != cfg.max_message
+                    || seg.policy != cfg.policy
+                {
                     return Err(ShmError::BadConfig {
                         name: name.into(),
                         reason: format!(
-                            "exists with {} slots of {} bytes, asked for {} of {} (remove it with `ptmp shm rm {name}`)",
-                            seg.slots, seg.max_message, cfg.slots, cfg.max_message
+                            "exists with {} slots of {} bytes ({:?}), asked for {} of {} ({:?}) (remove it with `ptmp shm rm {name}`)",
+                            seg.slots, seg.max_message, seg.policy, cfg.slots, cfg.max_message, cfg.policy
                         ),
                     });
                 }
@@ -394,6 +477,7 @@ impl Writer {
             map[8..12].copy_from_slice(&LAYOUT_VERSION.to_ne_bytes());
             map[12..16].copy_from_slice(&(HEADER_SIZE as u32).to_ne_bytes());
             map[16..20].copy_from_slice(&(cfg.slots as u32).to_ne_bytes());
+            map[20..24].copy_from_slice(&(cfg.policy as u32).to_ne_bytes());
             map[24..32].copy_from_slice(&(cfg.max_message as u64).to_ne_bytes());
             map[32..40].copy_from_slice(&(cfg.stride() as u64).to_ne_bytes());
             map[40..48].copy_from_slice(&(cfg.total() as u64).to_ne_bytes());
@@ -441,7 +525,14 @@ impl Writer {
         }
         h.writer_epoch.fetch_add(1, Ordering::SeqCst);
         let seq = h.next_seq.load(Ordering::SeqCst);
-        Ok(Writer { seg, seq, pid })
+        Ok(Writer {
+            seg,
+            seq,
+            pid,
+            min_pos: seq,
+            had_reader: false,
+            block_timeout: DEFAULT_BLOCK_TIMEOUT,
+        })
     }
 
     /// Channel name.
@@ -464,8 +555,105 @@ impl Writer {
         self.seq
     }
 
+    /// The channel's overflow policy.
+    pub fn policy(&self) -> Policy {
+        self.seg.policy
+    }
+
+    /// Under [`Policy::Block`], how long a publish may wait for the slowest
+    /// reader before failing with [`ShmError::Timeout`].
+    pub fn set_block_timeout(&mut self, t: Duration) {
+        self.block_timeout = t;
+    }
+
+    /// The slowest live registered reader's position, dropping the entries
+    /// of readers whose process is gone when `reap` is set.
+    fn slowest(&self, reap: bool) -> Option<(u64, u32)> {
+        let mut min: Option<(u64, u32)> = None;
+        for i in 0..MAX_READERS {
+            let e = self.seg.entry(i);
+            let pid = e.pid.load(Ordering::SeqCst);
+            if pid == 0 {
+                continue;
+            }
+            if reap && !pid_alive(pid) {
+                let _ = e
+                    .pid
+                    .compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+                continue;
+            }
+            let pos = e.pos.load(Ordering::SeqCst);
+            if min.is_none_or(|(m, _)| pos < m) {
+                min = Some((pos, pid));
+            }
+        }
+        min
+    }
+
+    /// Policy::Block: wait until no live reader still needs the message that
+    /// writing `s` would overwrite (`s - slots`).
+    fn wait_for_space(&mut self, s: u64) -> Result<()> {
+        if s < self.min_pos + self.seg.slots || self.room(s, false).is_ok() {
+            return Ok(());
+        }
+        let t0 = Instant::now();
+        let r = loop {
+            let seen = {
+                let h = self.seg.header();
+                h.writer_waiting.store(1, Ordering::SeqCst);
+                h.space.load(Ordering::SeqCst)
+            };
+            let (pos, pid) = match self.room(s, true) {
+                Ok(()) => break Ok(()),
+                Err(slowest) => slowest,
+            };
+            let waited = t0.elapsed();
+            if waited >= self.block_timeout {
+                break Err(ShmError::Timeout {
+                    name: self.seg.name.clone(),
+                    waited_ms: waited.as_millis() as u64,
+                    pid,
+                    pos,
+                });
+            }
+            // Sleep until a reader advances, or 1 ms to look for dead ones.
+            let ts = rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000,
+            };
+            let _ = rustix::thread::futex::wait(
+                &self.seg.header().space,
+                rustix::thread::futex::Flags::empty(),
+                seen,
+                Some(&ts),
+            );
+        };
+        self.seg.header().writer_waiting.store(0, Ordering::SeqCst);
+        r
+    }
+
+    /// Whether message `s` may be written now (updating the cached floor);
+    /// if not, the position and PID of what holds it back (PID 0: the first
+    /// reader, not yet come).
+    fn room(&mut self, s: u64, reap: bool) -> std::result::Result<(), (u64, u32)> {
+        let m = self.slowest(reap);
+        self.had_reader |= m.is_some();
+        let need = match m {
+            Some((p, _)) => p,
+            None if self.had_reader => s,
+            None => self.min_pos,
+        };
+        if s < need + self.seg.slots {
+            self.min_pos = need;
+            Ok(())
+        } else {
+            Err(m.unwrap_or((need, 0)))
+        }
+    }
+
     /// Copy `bytes` into the next slot and publish it; returns its sequence
-    /// number. Never waits for readers.
+    /// number. Under [`Policy::Overwrite`] it never waits; under
+    /// [`Policy::Block`] it may wait for the slowest reader.
     pub fn publish(&mut self, bytes: &[u8]) -> Result<u64> {
         let mut loan = self.loan(bytes.len())?;
         loan.copy_from_slice(bytes);
@@ -483,6 +671,9 @@ impl Writer {
             });
         }
         let s = self.seq;
+        if self.seg.policy == Policy::Block {
+            self.wait_for_space(s)?;
+        }
         let (sh, data) = self.seg.slot(s);
         sh.stamp.store(2 * s + 1, Ordering::Relaxed);
         fence(Ordering::Release);
@@ -573,6 +764,8 @@ pub struct Reader {
     pos: u64,
     lost_total: u64,
     spin: u32,
+    /// This reader's registry entry, if it got one.
+    entry: Option<usize>,
 }
 
 /// Default busy-poll iterations before a reader sleeps on the futex (a few
@@ -598,12 +791,56 @@ impl Reader {
             StartAt::Next => next,
             StartAt::Oldest => next.saturating_sub(seg.slots),
         };
+        let entry = Self::register(&seg, pos);
+        if entry.is_none() && seg.policy == Policy::Block {
+            return Err(ShmError::RegistryFull { name: name.into() });
+        }
         Ok(Reader {
             seg,
             pos,
             lost_total: 0,
             spin: DEFAULT_SPIN,
+            entry,
         })
+    }
+
+    /// Claim a registry entry: a free one, or one whose process is gone.
+    fn register(seg: &Segment, pos: u64) -> Option<usize> {
+        let me = std::process::id();
+        for i in 0..MAX_READERS {
+            let e = seg.entry(i);
+            let cur = e.pid.load(Ordering::SeqCst);
+            if cur != 0 && pid_alive(cur) {
+                continue;
+            }
+            // Publish the position before the PID makes the entry live.
+            e.pos.store(pos, Ordering::SeqCst);
+            if e.pid
+                .compare_exchange(cur, me, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Tell the writer this reader no longer needs messages below `pos`.
+    #[inline]
+    fn release_below(seg: &Segment, entry: Option<usize>, pos: u64) {
+        let Some(i) = entry else { return };
+        let e = seg.entry(i);
+        if seg.policy == Policy::Block {
+            e.pos.store(pos, Ordering::SeqCst);
+            let h = seg.header();
+            if h.writer_waiting.load(Ordering::SeqCst) != 0 {
+                h.space.fetch_add(1, Ordering::SeqCst);
+                let _ =
+                    rustix::thread::futex::wake(&h.space, rustix::thread::futex::Flags::empty(), 1);
+            }
+        } else {
+            e.pos.store(pos, Ordering::Relaxed);
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -615,6 +852,11 @@ impl Reader {
     /// at once (no CPU while idle).
     pub fn set_spin(&mut self, iterations: u32) {
         self.spin = iterations;
+    }
+
+    /// The channel's overflow policy.
+    pub fn policy(&self) -> Policy {
+        self.seg.policy
     }
 
     /// Sequence number of the next message this reader will return.
@@ -673,6 +915,7 @@ impl Reader {
         let to = next.saturating_sub(self.seg.slots / 2).max(self.pos + 1);
         self.lost_total += to - self.pos;
         self.pos = to;
+        Self::release_below(&self.seg, self.entry, self.pos);
     }
 
     /// Copy the next message into `buf` without waiting. `None` when there
@@ -688,6 +931,7 @@ impl Reader {
                 Try::Got(_) => {
                     let seq = self.pos;
                     self.pos += 1;
+                    Self::release_below(&self.seg, self.entry, self.pos);
                     return Some(Received {
                         seq,
                         lost: self.lost_total - lost0,
@@ -727,6 +971,8 @@ impl Reader {
                     self.pos += 1;
                     let (sh, data) = self.seg.slot(seq);
                     return Some(View {
+                        seg: &self.seg,
+                        entry: self.entry,
                         stamp: &sh.stamp,
                         want: 2 * seq + 2,
                         data,
@@ -842,12 +1088,41 @@ impl Deadline {
 /// A message read in place. Valid only if [`View::valid`] says so after the
 /// bytes were used.
 pub struct View<'r> {
+    seg: &'r Segment,
+    entry: Option<usize>,
     stamp: &'r AtomicU64,
     want: u64,
     data: *mut u8,
     len: usize,
     pub received: Received,
     _r: std::marker::PhantomData<&'r Reader>,
+}
+
+impl Drop for View<'_> {
+    /// Under Policy::Block the slot stays reserved for this reader until
+    /// the view is dropped.
+    fn drop(&mut self) {
+        Reader::release_below(self.seg, self.entry, self.received.seq + 1);
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        if let Some(i) = self.entry {
+            let _ = self.seg.entry(i).pid.compare_exchange(
+                std::process::id(),
+                0,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+            let h = self.seg.header();
+            if h.writer_waiting.load(Ordering::SeqCst) != 0 {
+                h.space.fetch_add(1, Ordering::SeqCst);
+                let _ =
+                    rustix::thread::futex::wake(&h.space, rustix::thread::futex::Flags::empty(), 1);
+            }
+        }
+    }
 }
 
 impl View<'_> {
@@ -903,6 +1178,7 @@ pub fn list() -> Result<Vec<ChannelInfo>> {
                     config: ChannelConfig {
                         slots: seg.slots as usize,
                         max_message: seg.max_message,
+                        policy: seg.policy,
                     },
                     published: h.next_seq.load(Ordering::SeqCst),
                     writer_pid: pid,

@@ -1,7 +1,7 @@
 //! The shared-memory ring: history, overruns, torn-read detection, futex
 //! wake-ups, bad segments, and crashes of real processes.
 
-use ptmp_shm::{remove, segment_path, ChannelConfig, Reader, ShmError, StartAt, Writer};
+use ptmp_shm::{remove, segment_path, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -30,6 +30,14 @@ fn small(slots: usize) -> ChannelConfig {
     ChannelConfig {
         slots,
         max_message: 256,
+        policy: Policy::Overwrite,
+    }
+}
+
+fn blocking(slots: usize) -> ChannelConfig {
+    ChannelConfig {
+        policy: Policy::Block,
+        ..small(slots)
     }
 }
 
@@ -260,7 +268,7 @@ fn bad_segments_are_refused_with_a_clear_error() {
     let c = Chan::new("bad");
     let path = segment_path(&c.0).unwrap();
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (vec![1, 2, 3], "shorter than the 4096-byte header"),
+        (vec![1, 2, 3], "-byte header: truncated"),
         (vec![0u8; 8192], "bad magic"),
         (
             {
@@ -318,6 +326,7 @@ fn bad_segments_are_refused_with_a_clear_error() {
         ChannelConfig {
             slots: 3,
             max_message: 8,
+            policy: Policy::Overwrite,
         },
     )
     .err()
@@ -367,6 +376,15 @@ fn child_role() {
                 if s.is_multiple_of(64) {
                     std::thread::sleep(Duration::from_micros(200));
                 }
+            }
+        }
+        "stuck-reader" => {
+            // Registers, reads one message, then never reads again.
+            let mut r = Reader::attach(&name, StartAt::Next).unwrap();
+            let mut buf = Vec::new();
+            let _ = r.recv_into(&mut buf, None);
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
             }
         }
         "reader" => {
@@ -472,4 +490,140 @@ fn kill_9_of_a_reader_holding_a_view_never_stalls_the_writer() {
     // 100k publishes need no reader at all: the writer never waited.
     assert!(t0.elapsed() < Duration::from_secs(20));
     assert_eq!(w.next_seq(), 101_000);
+}
+
+#[test]
+fn block_policy_loses_nothing_to_sixteen_slow_readers() {
+    let c = Chan::new("block");
+    let n = 3000u64;
+    let mut w = Writer::create(&c.0, blocking(8)).unwrap();
+    let readers: Vec<_> = (0..16)
+        .map(|k| {
+            let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                for s in 0..n {
+                    // Alternate copy-out and in-place views; some readers are slow.
+                    if s % 2 == 0 {
+                        let g = r
+                            .recv_into(&mut buf, Some(Duration::from_secs(10)))
+                            .expect("message");
+                        assert_eq!((g.seq, g.lost), (s, 0), "reader {k}");
+                        assert_eq!(check_msg(&buf), s);
+                    } else {
+                        let v = r.view(Some(Duration::from_secs(10))).expect("message");
+                        assert_eq!((v.received.seq, v.received.lost), (s, 0), "reader {k}");
+                        assert_eq!(check_msg(v.bytes()), s);
+                        assert!(v.valid(), "a blocking writer never overwrites a held view");
+                    }
+                    if k % 4 == 0 && s % 500 == 0 {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+                r.lost()
+            })
+        })
+        .collect();
+    let mut m = Vec::new();
+    for s in 0..n {
+        make_msg(s, &mut m, 256);
+        w.publish(&m).unwrap();
+    }
+    for h in readers {
+        assert_eq!(h.join().unwrap(), 0);
+    }
+}
+
+#[test]
+fn block_policy_times_out_on_a_reader_that_stops_reading() {
+    let c = Chan::new("stuck");
+    let mut w = Writer::create(&c.0, blocking(4)).unwrap();
+    w.set_block_timeout(Duration::from_millis(200));
+    let _r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    for _ in 0..4 {
+        w.publish(b"fits").unwrap();
+    }
+    let t0 = Instant::now();
+    let e = w.publish(b"no room").unwrap_err();
+    assert!(t0.elapsed() >= Duration::from_millis(200));
+    assert!(matches!(e, ShmError::Timeout { pos: 0, .. }), "{e}");
+    assert!(e.to_string().contains("slowest reader"), "{e}");
+    // Dropping the reader frees the writer.
+    drop(_r);
+    w.publish(b"now it fits").unwrap();
+}
+
+#[test]
+fn block_policy_drops_a_reader_killed_with_9() {
+    let c = Chan::new("blockkill");
+    let mut w = Writer::create(&c.0, blocking(8)).unwrap();
+    w.set_block_timeout(Duration::from_secs(20));
+    let mut child = spawn_child("stuck-reader", &c.0);
+    // Wait for the child to register (it reads message 0 and stops).
+    let t0 = Instant::now();
+    let mut m = Vec::new();
+    make_msg(0, &mut m, 256);
+    w.publish(&m).unwrap();
+    // It has registered once the writer would wait for it: with 8 slots the
+    // 9th message after its position cannot be written until it moves.
+    while t0.elapsed() < Duration::from_millis(500) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The ring fills; the stuck reader would block the writer for 20 s.
+    let filler = std::thread::spawn(move || {
+        let mut m = Vec::new();
+        for _ in 0..100 {
+            make_msg(w.next_seq(), &mut m, 256);
+            w.publish(&m).unwrap();
+        }
+        w
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !filler.is_finished(),
+        "the writer must be waiting for the stuck reader"
+    );
+    let killed = Instant::now();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let w = filler.join().unwrap();
+    assert_eq!(w.next_seq(), 101);
+    assert!(
+        killed.elapsed() < Duration::from_secs(5),
+        "dead reader dropped promptly"
+    );
+}
+
+#[test]
+fn registry_holds_many_readers_and_refuses_when_full_in_block_mode() {
+    let c = Chan::new("registry");
+    let _w = Writer::create(&c.0, blocking(4)).unwrap();
+    let rs: Vec<Reader> = (0..ptmp_shm::MAX_READERS)
+        .map(|_| Reader::attach(&c.0, StartAt::Next).unwrap())
+        .collect();
+    let e = Reader::attach(&c.0, StartAt::Next).err().unwrap();
+    assert!(matches!(e, ShmError::RegistryFull { .. }), "{e}");
+    drop(rs);
+    Reader::attach(&c.0, StartAt::Next).unwrap();
+}
+
+#[test]
+fn block_policy_keeps_the_first_ring_for_the_first_reader() {
+    let c = Chan::new("first");
+    let mut w = Writer::create(&c.0, blocking(4)).unwrap();
+    w.set_block_timeout(Duration::from_millis(100));
+    for i in 0..4u8 {
+        w.publish(&[i]).unwrap();
+    }
+    // No reader yet: the fifth would overwrite unread messages.
+    let e = w.publish(&[4]).unwrap_err();
+    assert!(matches!(e, ShmError::Timeout { pid: 0, .. }), "{e}");
+    let mut r = Reader::attach(&c.0, StartAt::Oldest).unwrap();
+    let mut buf = Vec::new();
+    for i in 0..4u8 {
+        assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, u64::from(i));
+        assert_eq!(buf, [i]);
+    }
+    w.publish(&[4]).unwrap();
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 4);
 }

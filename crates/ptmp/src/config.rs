@@ -281,12 +281,16 @@ pub struct SocketConfig {
     pub shm_slots: usize,
     /// shm:// channels: largest message in bytes.
     pub shm_max_message: usize,
+    /// shm:// PUSH: how long a send may wait for the slowest reader.
+    pub shm_block_timeout_ms: u64,
 }
 
 /// Default ring size of an shm:// channel.
 pub const DEFAULT_SHM_SLOTS: usize = 1024;
 /// Default largest message of an shm:// channel (a TPSet of about 1500 TPs).
 pub const DEFAULT_SHM_MAX_MESSAGE: usize = 65536;
+/// Default bound on an shm:// PUSH waiting for its slowest reader.
+pub const DEFAULT_SHM_BLOCK_TIMEOUT_MS: u64 = 10_000;
 
 const KNOWN_KEYS: &[&str] = &[
     "type",
@@ -301,6 +305,7 @@ const KNOWN_KEYS: &[&str] = &[
     "subscribers_timeout_ms",
     "shm_slots",
     "shm_max_message",
+    "shm_block_timeout_ms",
 ];
 
 impl SocketConfig {
@@ -328,6 +333,7 @@ impl SocketConfig {
             subscribers_timeout_ms: DEFAULT_SUBSCRIBERS_TIMEOUT_MS,
             shm_slots: DEFAULT_SHM_SLOTS,
             shm_max_message: DEFAULT_SHM_MAX_MESSAGE,
+            shm_block_timeout_ms: DEFAULT_SHM_BLOCK_TIMEOUT_MS,
         };
         c.check_endpoints()?;
         Ok(c)
@@ -403,6 +409,8 @@ impl SocketConfig {
         }
         let shm_max_message =
             int(s, "shm_max_message", 1, 1 << 30)?.map_or(DEFAULT_SHM_MAX_MESSAGE, |x| x as usize);
+        let shm_block_timeout_ms = int(s, "shm_block_timeout_ms", 0, i64::MAX)?
+            .map_or(DEFAULT_SHM_BLOCK_TIMEOUT_MS, |x| x as u64);
         let subscribe = match s.get("subscribe") {
             None => vec![Vec::new()],
             Some(Value::String(p)) => vec![p.as_bytes().to_vec()],
@@ -453,6 +461,7 @@ impl SocketConfig {
             subscribers_timeout_ms,
             shm_slots,
             shm_max_message,
+            shm_block_timeout_ms,
         };
         c.check_endpoints()?;
         Ok(c)
@@ -534,6 +543,12 @@ impl SocketConfig {
         }
         if self.shm_max_message != DEFAULT_SHM_MAX_MESSAGE {
             s.insert("shm_max_message".into(), self.shm_max_message.into());
+        }
+        if self.shm_block_timeout_ms != DEFAULT_SHM_BLOCK_TIMEOUT_MS {
+            s.insert(
+                "shm_block_timeout_ms".into(),
+                self.shm_block_timeout_ms.into(),
+            );
         }
         if self.subscribers > 0 {
             s.insert("subscribers".into(), self.subscribers.into());

@@ -53,7 +53,9 @@ impl Receiver {
             ));
         }
         let (link, bound) = match shm::channel(cfg, false)? {
-            Some((key, name)) => (Link::Shm(ShmRx::open(cfg, &key, &name)?), vec![]),
+            Some((key, name, policy)) => {
+                (Link::Shm(ShmRx::open(cfg, &key, &name, policy)?), vec![])
+            }
             None => {
                 let b = build(cfg, Role::Recv)?;
                 let z = ZmqRx {

@@ -49,7 +49,9 @@ impl Sender {
             ));
         }
         let (link, bound) = match shm::channel(cfg, true)? {
-            Some((key, name)) => (Link::Shm(ShmTx::open(cfg, &key, &name)?), vec![]),
+            Some((key, name, policy)) => {
+                (Link::Shm(ShmTx::open(cfg, &key, &name, policy)?), vec![])
+            }
             None => {
                 let b = build(cfg, Role::Send)?;
                 (

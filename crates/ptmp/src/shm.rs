@@ -7,16 +7,19 @@
 //! slot and only then check that the slot was not overwritten meanwhile, so
 //! the receive path copies nothing.
 //!
-//! Semantics today: PUB/SUB (the writer never waits; a reader that falls a
-//! ring behind learns how many it lost). PUSH/PULL (writer waits for the
-//! slowest reader) is not implemented yet and is refused with a clear error.
+//! Semantics: PUB/SUB makes an overwriting channel (the writer never waits;
+//! a reader that falls a ring behind learns how many it lost). PUSH/PULL
+//! makes a blocking channel: the writer waits, up to `shm_block_timeout_ms`,
+//! while the slowest live reader is a whole ring behind, so nothing is lost.
+//! Unlike zmq's PUSH, which deals messages out round-robin, every PULL
+//! reader of a channel receives every message (with one PULL, the same).
 
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
 use ptmp_data::codec::decode_tpset_into;
 use ptmp_data::wire::check_version;
 use ptmp_data::{Frames, TPSet, WireError};
-use ptmp_shm::{ChannelConfig, Deadline, Reader, ShmError, StartAt, Writer};
+use ptmp_shm::{ChannelConfig, Deadline, Policy, Reader, ShmError, StartAt, Writer};
 use std::time::{Duration, Instant};
 
 fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
@@ -30,6 +33,10 @@ fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
             endpoint: format!("shm://{name}"),
             reason: e.to_string(),
         },
+        ShmError::Timeout { waited_ms, .. } => Error::Timeout {
+            what: e.to_string(),
+            ms: waited_ms,
+        },
         other => Error::Connect {
             endpoint: format!("shm://{name}"),
             reason: other.to_string(),
@@ -38,7 +45,10 @@ fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
 }
 
 /// The shm channel named by `cfg`, if it uses shm; checks the rules.
-pub(crate) fn channel(cfg: &SocketConfig, sending: bool) -> Result<Option<(String, String)>> {
+pub(crate) fn channel(
+    cfg: &SocketConfig,
+    sending: bool,
+) -> Result<Option<(String, String, Policy)>> {
     let shm: Vec<_> = cfg
         .endpoints()
         .filter(|(_, e)| e.transport == crate::config::Transport::Shm)
@@ -55,21 +65,25 @@ pub(crate) fn channel(cfg: &SocketConfig, sending: bool) -> Result<Option<(Strin
             "an shm:// socket has exactly one endpoint (mixing shm with other transports is not supported)",
         ));
     }
-    let want = if sending {
-        SocketType::Pub
-    } else {
-        SocketType::Sub
+    let policy = match (cfg.stype, sending) {
+        (SocketType::Pub, true) | (SocketType::Sub, false) => Policy::Overwrite,
+        (SocketType::Push, true) | (SocketType::Pull, false) => Policy::Block,
+        _ => {
+            return Err(Error::config(
+                "socket.type",
+                format!("{:?}", cfg.stype.name()),
+                format!(
+                    "over shm:// a {} is {} (PAIR and other types are not available over shm)",
+                    if sending { "sender" } else { "receiver" },
+                    if sending {
+                        "PUB or PUSH"
+                    } else {
+                        "SUB or PULL"
+                    }
+                ),
+            ))
+        }
     };
-    if cfg.stype != want {
-        return Err(Error::config(
-            "socket.type",
-            format!("{:?}", cfg.stype.name()),
-            format!(
-                "over shm:// a {} uses {want} (publish-subscribe); PUSH/PULL and PAIR over shm are not available yet",
-                if sending { "sender" } else { "receiver" }
-            ),
-        ));
-    }
     if sending && cfg.subscribers > 0 {
         return Err(Error::config(
             "socket.subscribers",
@@ -77,7 +91,11 @@ pub(crate) fn channel(cfg: &SocketConfig, sending: bool) -> Result<Option<(Strin
             "waiting for subscribers is not available over shm:// yet (readers can read the ring's history instead)",
         ));
     }
-    Ok(Some((key, ep.address["shm://".len()..].to_string())))
+    Ok(Some((
+        key,
+        ep.address["shm://".len()..].to_string(),
+        policy,
+    )))
 }
 
 pub(crate) struct ShmTx {
@@ -85,14 +103,15 @@ pub(crate) struct ShmTx {
 }
 
 impl ShmTx {
-    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str) -> Result<ShmTx> {
+    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str, policy: Policy) -> Result<ShmTx> {
         let cc = ChannelConfig {
             slots: cfg.shm_slots,
             max_message: cfg.shm_max_message,
+            policy,
         };
-        Ok(ShmTx {
-            w: Writer::create(name, cc).map_err(shm_err(key, name))?,
-        })
+        let mut w = Writer::create(name, cc).map_err(shm_err(key, name))?;
+        w.set_block_timeout(Duration::from_millis(cfg.shm_block_timeout_ms));
+        Ok(ShmTx { w })
     }
 
     /// Publish one message given as its frames.
@@ -105,10 +124,13 @@ impl ShmTx {
             .map(|f| f.len() + if f.len() < 255 { 1 } else { 5 })
             .sum();
         let name = self.w.name().to_string();
-        let mut loan = self.w.loan(len).map_err(|e| Error::Config {
-            key: "socket.shm_max_message".into(),
-            value: format!("\"shm://{name}\""),
-            reason: e.to_string(),
+        let mut loan = self.w.loan(len).map_err(|e| match e {
+            ShmError::TooLarge { .. } => Error::Config {
+                key: "socket.shm_max_message".into(),
+                value: format!("\"shm://{name}\""),
+                reason: e.to_string(),
+            },
+            e => shm_err("socket.bind", &name)(e),
         })?;
         let mut at = 0;
         for f in frames {
@@ -125,6 +147,13 @@ impl ShmTx {
         }
         loan.commit();
         Ok(())
+    }
+}
+
+fn describe(p: Policy) -> &'static str {
+    match p {
+        Policy::Overwrite => "publish-subscribe (PUB/SUB)",
+        Policy::Block => "lossless (PUSH/PULL)",
     }
 }
 
@@ -149,6 +178,7 @@ fn for_frames<'a>(mut b: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option
 
 pub(crate) struct ShmRx {
     name: String,
+    policy: Policy,
     key: String,
     reader: Option<Reader>,
     /// Where to start once attached: a receiver created before its channel
@@ -162,9 +192,10 @@ pub(crate) struct ShmRx {
 }
 
 impl ShmRx {
-    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str) -> Result<ShmRx> {
+    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str, policy: Policy) -> Result<ShmRx> {
         let mut rx = ShmRx {
             name: name.into(),
+            policy,
             key: key.into(),
             reader: None,
             start: StartAt::Next,
@@ -173,9 +204,11 @@ impl ShmRx {
         };
         // Attach now if the channel exists; otherwise on first receive, as a
         // zmq connect waits for its peer.
-        if !rx.attach()? {
+        // A lossless channel keeps what no reader has taken yet: start there.
+        if policy == Policy::Block || !rx.attach()? {
             rx.start = StartAt::Oldest;
         }
+        rx.attach()?;
         Ok(rx)
     }
 
@@ -184,6 +217,14 @@ impl ShmRx {
             return Ok(true);
         }
         match Reader::attach(&self.name, self.start) {
+            Ok(r) if r.policy() != self.policy => Err(Error::Connect {
+                endpoint: format!("shm://{}", self.name),
+                reason: format!(
+                    "the channel is {} but this receiver is {}",
+                    describe(r.policy()),
+                    describe(self.policy)
+                ),
+            }),
             Ok(r) => {
                 self.reader = Some(r);
                 Ok(true)
@@ -196,10 +237,6 @@ impl ShmRx {
     /// Messages lost to overruns (the reader fell a whole ring behind).
     pub(crate) fn lost(&self) -> u64 {
         self.reader.as_ref().map_or(0, |r| r.lost()) + self.torn
-    }
-
-    fn subscribed(&self, first: &[u8]) -> bool {
-        self.subscribe.iter().any(|p| first.starts_with(p))
     }
 
     /// Wait for the channel to exist; false on timeout.
@@ -286,7 +323,7 @@ impl ShmRx {
                 }
             }
             let first = frames.get(0).unwrap_or(&[]);
-            if self.subscribed(first) {
+            if self.subscribe.iter().any(|p| first.starts_with(p)) {
                 return Ok(true);
             }
             left = deadline.remaining();

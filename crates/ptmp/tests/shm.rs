@@ -147,8 +147,8 @@ fn shm_rules_are_config_errors() {
     let c = Chan::new("rules");
     for (cfg, want) in [
         (
-            json!({"socket": {"type": "PUSH", "bind": [c.ep()]}}),
-            "PUSH/PULL",
+            json!({"socket": {"type": "PAIR", "bind": [c.ep()]}}),
+            "PUB or PUSH",
         ),
         (
             json!({"socket": {"type": "PUB", "bind": [c.ep(), "tcp://127.0.0.1:*"]}}),
@@ -166,18 +166,65 @@ fn shm_rules_are_config_errors() {
         let e = Sender::new(&cfg.to_string()).err().unwrap().to_string();
         assert!(e.contains(want), "{e}");
     }
-    let e = Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+    let e = Receiver::new(&json!({"socket": {"type": "PAIR", "connect": [c.ep()]}}).to_string())
         .err()
         .unwrap();
-    assert!(e.to_string().contains("PUSH/PULL"), "{e}");
+    assert!(e.to_string().contains("SUB or PULL"), "{e}");
     // One writer per channel.
     let _tx =
         Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string()).unwrap();
+    // A PULL on a publish-subscribe channel would silently lose: refused.
+    let e = Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("publish-subscribe"), "{e}");
     let e = Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string())
         .err()
         .unwrap();
     assert!(
         matches!(e, Error::Bind { .. }) && e.to_string().contains("live writer"),
+        "{e}"
+    );
+}
+
+#[test]
+fn push_pull_over_shm_loses_nothing_to_a_slow_receiver() {
+    let c = Chan::new("pushpull");
+    let scfg = json!({"socket": {"type": "PUSH", "bind": [c.ep()], "shm_slots": 16}});
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    let h = std::thread::spawn(move || {
+        let mut tx = Sender::new(&scfg.to_string()).unwrap();
+        for i in 0..5000 {
+            tx.send(&tpset(i, i % 4)).unwrap();
+        }
+    });
+    let mut t = TPSet::default();
+    for i in 0..5000 {
+        assert!(rx.recv_into(&mut t, T).unwrap(), "timed out at {i}");
+        assert_eq!(t, tpset(i, i % 4));
+        if i % 1000 == 0 {
+            std::thread::sleep(Duration::from_millis(20)); // the sender must wait
+        }
+    }
+    h.join().unwrap();
+    assert_eq!(rx.lost(), 0);
+    // A sender whose reader stopped reading times out with an error.
+    let c = Chan::new("pushstuck");
+    let mut tx = Sender::new(
+        &json!({"socket": {"type": "PUSH", "bind": [c.ep()], "shm_slots": 4, "shm_block_timeout_ms": 100}})
+            .to_string(),
+    )
+    .unwrap();
+    let _rx = Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+        .unwrap();
+    for i in 0..4 {
+        tx.send(&tpset(i, 0)).unwrap();
+    }
+    let e = tx.send(&tpset(4, 0)).unwrap_err();
+    assert!(
+        matches!(e, Error::Timeout { .. }) && e.to_string().contains("slowest reader"),
         "{e}"
     );
 }
