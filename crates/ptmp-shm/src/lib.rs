@@ -859,6 +859,12 @@ impl Reader {
         self.seg.policy
     }
 
+    /// Whether a receive would return at once (a message, or an overrun to
+    /// report).
+    pub fn has_data(&self) -> bool {
+        self.seg.header().next_seq.load(Ordering::Acquire) > self.pos
+    }
+
     /// Sequence number of the next message this reader will return.
     pub fn position(&self) -> u64 {
         self.pos
@@ -1055,6 +1061,82 @@ impl Reader {
         }
         h.waiters.fetch_sub(1, Ordering::SeqCst);
         alive && deadline.is_none_or(|d| Instant::now() < d)
+    }
+}
+
+/// Most channels one [`wait_any`] call can watch (the kernel's futex_waitv
+/// limit).
+pub const MAX_WAIT_CHANNELS: usize = 128;
+
+/// Wait until at least one of `readers` has a message (or an overrun) to
+/// deliver, sleeping on all their futexes at once with `futex_waitv`, not
+/// spinning and with no limit of 32 channels. Fills `ready` with the indices
+/// of the readers that have something; `Ok(false)` if `timeout` passed first.
+pub fn wait_any(
+    readers: &[&Reader],
+    timeout: Option<Duration>,
+    ready: &mut Vec<usize>,
+) -> Result<bool> {
+    use rustix::thread::futex::{waitv, Wait, WaitFlags, WaitvFlags};
+    ready.clear();
+    if readers.len() > MAX_WAIT_CHANNELS {
+        return Err(ShmError::BadConfig {
+            name: format!("{} channels", readers.len()),
+            reason: format!("one wait_any watches at most {MAX_WAIT_CHANNELS} channels"),
+        });
+    }
+    let scan = |ready: &mut Vec<usize>| {
+        ready.extend(
+            readers
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.has_data())
+                .map(|(i, _)| i),
+        );
+        !ready.is_empty()
+    };
+    if scan(ready) {
+        return Ok(true);
+    }
+    let mut deadline = Deadline::new(timeout);
+    let until = deadline.instant();
+    let mut waits = [Wait::new(); MAX_WAIT_CHANNELS];
+    loop {
+        for (w, r) in waits.iter_mut().zip(readers) {
+            let h = r.seg.header();
+            h.waiters.fetch_add(1, Ordering::SeqCst);
+            w.val = u64::from(h.notify.load(Ordering::SeqCst));
+            w.uaddr = rustix::thread::futex::WaitPtr::new(h.notify.as_ptr().cast());
+            w.flags = WaitFlags::SIZE_U32;
+        }
+        let got = scan(ready);
+        if !got {
+            // futex_waitv takes an absolute time on the given clock.
+            let abs = until.map(|u| {
+                let left = u.saturating_duration_since(Instant::now());
+                let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+                let ns = now.tv_nsec as u64 + u64::from(left.subsec_nanos());
+                rustix::time::Timespec {
+                    tv_sec: now.tv_sec + left.as_secs() as i64 + (ns / 1_000_000_000) as i64,
+                    tv_nsec: (ns % 1_000_000_000) as _,
+                }
+            });
+            let _ = waitv(
+                &waits[..readers.len()],
+                WaitvFlags::empty(),
+                abs.as_ref(),
+                rustix::time::ClockId::Monotonic,
+            );
+        }
+        for r in readers {
+            r.seg.header().waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+        if got || scan(ready) {
+            return Ok(true);
+        }
+        if until.is_some_and(|u| Instant::now() >= u) {
+            return Ok(false);
+        }
     }
 }
 

@@ -627,3 +627,44 @@ fn block_policy_keeps_the_first_ring_for_the_first_reader() {
     w.publish(&[4]).unwrap();
     assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 4);
 }
+
+#[test]
+fn one_thread_waits_on_a_hundred_channels() {
+    let chans: Vec<Chan> = (0..100).map(|_| Chan::new("many")).collect();
+    let mut writers: Vec<Writer> = chans
+        .iter()
+        .map(|c| Writer::create(&c.0, small(4)).unwrap())
+        .collect();
+    let readers: Vec<Reader> = chans
+        .iter()
+        .map(|c| Reader::attach(&c.0, StartAt::Next).unwrap())
+        .collect();
+    let refs: Vec<&Reader> = readers.iter().collect();
+    let mut ready = Vec::new();
+    // Nothing yet: times out.
+    let t0 = Instant::now();
+    assert!(!ptmp_shm::wait_any(&refs, Some(Duration::from_millis(100)), &mut ready).unwrap());
+    assert!(ready.is_empty() && t0.elapsed() >= Duration::from_millis(100));
+    // A message on channel 73 from another thread wakes the waiter.
+    let mut w73 = writers.swap_remove(73);
+    let h = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(150));
+        w73.publish(b"seventy-three").unwrap();
+        w73
+    });
+    let t0 = Instant::now();
+    assert!(ptmp_shm::wait_any(&refs, Some(Duration::from_secs(10)), &mut ready).unwrap());
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "woken, not timed out"
+    );
+    assert_eq!(ready, vec![73]);
+    let _w73 = h.join().unwrap();
+    // Already ready: returns at once with every ready channel.
+    writers[5].publish(b"five").unwrap();
+    assert!(ptmp_shm::wait_any(&refs, Some(Duration::ZERO), &mut ready).unwrap());
+    assert_eq!(ready, vec![5, 73]);
+    // Too many channels for one call is an error, not undefined behaviour.
+    let many: Vec<&Reader> = (0..129).map(|i| &readers[i % 100]).collect();
+    assert!(ptmp_shm::wait_any(&many, Some(Duration::ZERO), &mut ready).is_err());
+}
