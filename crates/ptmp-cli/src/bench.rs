@@ -15,6 +15,8 @@ pub enum BenchCmd {
     Tuning(TuningArgs),
     /// One-way latency percentiles per transport (shm, inproc, ipc, tcp).
     Latency(crate::latency::LatencyArgs),
+    /// The shared-memory ring's own throughput, writer and readers contending.
+    Ring(crate::ring::RingArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -43,6 +45,7 @@ pub fn run(cmd: &BenchCmd) -> CliResult {
     match cmd {
         BenchCmd::Tuning(a) => tuning(a),
         BenchCmd::Latency(a) => crate::latency::run(a),
+        BenchCmd::Ring(a) => crate::ring::run(a),
     }
 }
 

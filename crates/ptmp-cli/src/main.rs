@@ -7,6 +7,7 @@ mod cat;
 mod common;
 mod latency;
 mod recv;
+mod ring;
 mod send;
 mod sendrecv;
 mod shm;

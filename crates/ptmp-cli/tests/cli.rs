@@ -666,4 +666,22 @@ fn bench_suites_smoke() {
     }
     let out = run(&["bench", "latency", "-m", "4"]);
     assert_eq!(out.status.code(), Some(2));
+    for extra in [&[][..], &["--block"][..]] {
+        let mut args = vec!["bench", "ring", "-n", "20000", "--slots", "64"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            s.lines()
+                .filter(|l| l.starts_with("| 64 |") || l.starts_with("| 1024 |"))
+                .count(),
+            4,
+            "{s}"
+        );
+    }
 }

@@ -1,0 +1,112 @@
+//! `ptmp bench ring`: the shared-memory ring's own throughput, fully
+//! contended: one writer publishing as fast as it can, 1 or more readers
+//! copying out (or viewing in place) as fast as they can, smx_perf style.
+
+use crate::common::{CliError, CliResult};
+use ptmp_shm::{ChannelConfig, Policy, Reader, StartAt, Writer};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, clap::Args)]
+pub struct RingArgs {
+    /// Messages to publish per run.
+    #[arg(short = 'n', long, default_value_t = 5_000_000)]
+    pub count: u64,
+    /// Message sizes in bytes.
+    #[arg(short = 'm', long = "sizes", num_args = 1.., default_values = ["64", "1024"])]
+    pub sizes: Vec<usize>,
+    /// Reader counts.
+    #[arg(long, num_args = 1.., default_values = ["1", "3"])]
+    pub readers: Vec<usize>,
+    /// Slots in the ring.
+    #[arg(long, default_value_t = 4096)]
+    pub slots: usize,
+    /// Lossless (writer waits for the slowest reader) instead of overwrite.
+    #[arg(long)]
+    pub block: bool,
+}
+
+pub fn run(a: &RingArgs) -> CliResult {
+    let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
+    println!("| size B | readers | policy | writer M msg/s | per-reader received M msg/s | per-reader lost % |");
+    println!("|---|---|---|---|---|---|");
+    for &size in &a.sizes {
+        for &nr in &a.readers {
+            if size == 0 || nr == 0 {
+                return Err(CliError::usage(
+                    "sizes and reader counts must be at least 1",
+                ));
+            }
+            let name = format!("bench-ring-{}-{size}-{nr}", std::process::id());
+            let policy = if a.block {
+                Policy::Block
+            } else {
+                Policy::Overwrite
+            };
+            let cfg = ChannelConfig {
+                slots: a.slots,
+                max_message: size,
+                policy,
+            };
+            let mut w = Writer::create(&name, cfg).map_err(fail)?;
+            let n = a.count;
+            let readers: Vec<_> = (0..nr)
+                .map(|_| {
+                    let mut r = Reader::attach(&name, StartAt::Next).map_err(fail)?;
+                    Ok(std::thread::spawn(move || {
+                        let mut buf = Vec::with_capacity(size);
+                        let mut got = 0u64;
+                        let mut first: Option<Instant> = None;
+                        while r.position() < n {
+                            match r.recv_into(&mut buf, Some(Duration::from_secs(2))) {
+                                Some(_) => {
+                                    first.get_or_insert_with(Instant::now);
+                                    got += 1;
+                                }
+                                None => break,
+                            }
+                        }
+                        let secs = first.map_or(0.0, |f| f.elapsed().as_secs_f64());
+                        (got, r.lost(), secs)
+                    }))
+                })
+                .collect::<CliResult<_>>()?;
+            let msg = vec![0x5au8; size];
+            let t0 = Instant::now();
+            for _ in 0..n {
+                w.publish(&msg).map_err(fail)?;
+            }
+            let wsecs = t0.elapsed().as_secs_f64();
+            let mut rates = Vec::new();
+            let mut lost = Vec::new();
+            for h in readers {
+                let (got, l, secs) = h.join().map_err(|_| CliError::fail("reader panicked"))?;
+                rates.push(if secs > 0.0 {
+                    got as f64 / secs / 1e6
+                } else {
+                    0.0
+                });
+                lost.push(100.0 * l as f64 / n as f64);
+            }
+            drop(w);
+            let _ = ptmp_shm::remove(&name);
+            let fmt = |v: &[f64]| {
+                v.iter()
+                    .map(|x| format!("{x:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!(
+                "| {size} | {nr} | {} | {:.2} | {} | {} |",
+                if a.block { "block" } else { "overwrite" },
+                n as f64 / wsecs / 1e6,
+                fmt(&rates),
+                fmt(&lost)
+            );
+        }
+    }
+    println!(
+        "\n{} messages per run, {}-slot ring; readers copy each message out.",
+        a.count, a.slots
+    );
+    Ok(())
+}
