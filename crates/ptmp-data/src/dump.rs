@@ -40,17 +40,108 @@ impl DumpError {
     }
 }
 
+/// Bytes the `zmsg_encode` form of `frames` takes.
+pub fn zmsg_len<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> usize {
+    frames
+        .into_iter()
+        .map(|f| f.len() + if f.len() < 255 { 1 } else { 5 })
+        .sum()
+}
+
+/// Write the `zmsg_encode` form of `frames` at the start of `out`, which
+/// must hold [`zmsg_len`] bytes; returns the bytes written.
+pub fn zmsg_write<'a>(frames: impl IntoIterator<Item = &'a [u8]>, out: &mut [u8]) -> usize {
+    let mut at = 0;
+    for f in frames {
+        if f.len() < 255 {
+            out[at] = f.len() as u8;
+            at += 1;
+        } else {
+            out[at] = 0xff;
+            out[at + 1..at + 5].copy_from_slice(&(f.len() as u32).to_be_bytes());
+            at += 5;
+        }
+        out[at..at + f.len()].copy_from_slice(f);
+        at += f.len();
+    }
+    at
+}
+
 /// Append the `zmsg_encode` form of `frames` to `out`.
 pub fn zmsg_encode<F: AsRef<[u8]>>(frames: impl IntoIterator<Item = F>, out: &mut Vec<u8>) {
     for f in frames {
         let f = f.as_ref();
-        if f.len() < 255 {
-            out.push(f.len() as u8);
-        } else {
-            out.push(0xff);
-            out.extend_from_slice(&(f.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.resize(start + f.len() + if f.len() < 255 { 1 } else { 5 }, 0);
+        zmsg_write([f], &mut out[start..]);
+    }
+}
+
+/// A malformed `zmsg_encode` buffer: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZmsgError {
+    /// Offset in the buffer of the frame's length byte.
+    pub pos: usize,
+    /// Index of the frame.
+    pub frame: usize,
+    pub what: String,
+}
+
+/// The frames of a `zmsg_encode` buffer, borrowed from it, without copying.
+pub struct ZmsgFrames<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    frame: usize,
+    failed: bool,
+}
+
+/// Iterate over the frames of a `zmsg_encode` buffer.
+pub fn zmsg_frames(buf: &[u8]) -> ZmsgFrames<'_> {
+    ZmsgFrames {
+        buf,
+        pos: 0,
+        frame: 0,
+        failed: false,
+    }
+}
+
+impl<'a> Iterator for ZmsgFrames<'a> {
+    type Item = Result<&'a [u8], ZmsgError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.buf.len() {
+            return None;
         }
-        out.extend_from_slice(f);
+        let (at, buf) = (self.pos, self.buf);
+        let err = |what: String| ZmsgError {
+            pos: at,
+            frame: self.frame,
+            what,
+        };
+        let mut pos = at + 1;
+        let mut len = buf[at] as usize;
+        if len == 0xff {
+            let Some(b) = buf.get(pos..pos + 4) else {
+                self.failed = true;
+                return Some(Err(err(format!(
+                    "frame {} has a long-length marker but the buffer ends before its 4 length bytes",
+                    self.frame
+                ))));
+            };
+            len = u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize;
+            pos += 4;
+        }
+        let Some(data) = buf.get(pos..pos.saturating_add(len)) else {
+            self.failed = true;
+            return Some(Err(err(format!(
+                "frame {} claims {len} bytes but only {} remain",
+                self.frame,
+                buf.len() - pos
+            ))));
+        };
+        self.pos = pos + len;
+        self.frame += 1;
+        Some(Ok(data))
     }
 }
 
@@ -58,37 +149,12 @@ pub fn zmsg_encode<F: AsRef<[u8]>>(frames: impl IntoIterator<Item = F>, out: &mu
 /// where the buffer sits in its file, for error messages.
 pub fn zmsg_decode(buf: &[u8], frames: &mut Frames, offset: u64) -> Result<(), DumpError> {
     frames.clear();
-    let mut pos = 0usize;
-    while pos < buf.len() {
-        let at = offset + pos as u64;
-        let mut len = buf[pos] as usize;
-        pos += 1;
-        if len == 0xff {
-            let Some(b) = buf.get(pos..pos + 4) else {
-                return Err(DumpError::Corrupt {
-                    offset: at,
-                    what: format!(
-                        "frame {} has a long-length marker but the record ends before its 4 length bytes",
-                        frames.len()
-                    ),
-                });
-            };
-            len = u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize;
-            pos += 4;
-        }
-        let Some(data) = buf.get(pos..pos.saturating_add(len)) else {
-            return Err(DumpError::Corrupt {
-                offset: at,
-                what: format!(
-                    "frame {} claims {} bytes but only {} remain in the record",
-                    frames.len(),
-                    len,
-                    buf.len() - pos
-                ),
-            });
-        };
-        frames.push(data);
-        pos += len;
+    for f in zmsg_frames(buf) {
+        let f = f.map_err(|e| DumpError::Corrupt {
+            offset: offset + e.pos as u64,
+            what: format!("{} in the record", e.what),
+        })?;
+        frames.push(f);
     }
     Ok(())
 }

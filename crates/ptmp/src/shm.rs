@@ -17,6 +17,7 @@
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
 use ptmp_data::codec::decode_tpset_into;
+use ptmp_data::dump::{zmsg_frames, zmsg_len, zmsg_write};
 use ptmp_data::wire::check_version;
 use ptmp_data::{Frames, TPSet, WireError};
 use ptmp_shm::{ChannelConfig, Deadline, Policy, Reader, ShmError, StartAt, Writer};
@@ -100,6 +101,7 @@ pub(crate) fn channel(
 
 pub(crate) struct ShmTx {
     w: Writer,
+    name: String,
 }
 
 impl ShmTx {
@@ -111,7 +113,10 @@ impl ShmTx {
         };
         let mut w = Writer::create(name, cc).map_err(shm_err(key, name))?;
         w.set_block_timeout(Duration::from_millis(cfg.shm_block_timeout_ms));
-        Ok(ShmTx { w })
+        Ok(ShmTx {
+            w,
+            name: name.to_string(),
+        })
     }
 
     /// Publish one message given as its frames.
@@ -119,32 +124,22 @@ impl ShmTx {
     where
         I: Iterator<Item = &'a [u8]> + Clone,
     {
-        let len: usize = frames
-            .clone()
-            .map(|f| f.len() + if f.len() < 255 { 1 } else { 5 })
-            .sum();
-        let name = self.w.name().to_string();
-        let mut loan = self.w.loan(len).map_err(|e| match e {
-            ShmError::TooLarge { .. } => Error::Config {
+        let len = zmsg_len(frames.clone());
+        if len > self.w.max_message() {
+            return Err(Error::Config {
                 key: "socket.shm_max_message".into(),
-                value: format!("\"shm://{name}\""),
-                reason: e.to_string(),
-            },
-            e => shm_err("socket.bind", &name)(e),
-        })?;
-        let mut at = 0;
-        for f in frames {
-            if f.len() < 255 {
-                loan[at] = f.len() as u8;
-                at += 1;
-            } else {
-                loan[at] = 0xff;
-                loan[at + 1..at + 5].copy_from_slice(&(f.len() as u32).to_be_bytes());
-                at += 5;
-            }
-            loan[at..at + f.len()].copy_from_slice(f);
-            at += f.len();
+                value: format!("\"shm://{}\"", self.name),
+                reason: format!(
+                    "a message of {len} bytes exceeds the channel's maximum of {}",
+                    self.w.max_message()
+                ),
+            });
         }
+        let mut loan = match self.w.loan(len) {
+            Ok(l) => l,
+            Err(e) => return Err(shm_err("socket.bind", &self.name)(e)),
+        };
+        zmsg_write(frames, &mut loan);
         loan.commit();
         Ok(())
     }
@@ -159,19 +154,11 @@ fn describe(p: Policy) -> &'static str {
 
 /// Split a `zmsg_encode` buffer into frames without copying; `None` if it
 /// is malformed. Calls `f` for each frame; returns the frame count.
-fn for_frames<'a>(mut b: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option<usize> {
+fn for_frames<'a>(b: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option<usize> {
     let mut n = 0;
-    while let Some((&l, rest)) = b.split_first() {
-        let (len, rest) = if l == 0xff {
-            let (h, r) = rest.split_at_checked(4)?;
-            (u32::from_be_bytes(h.try_into().ok()?) as usize, r)
-        } else {
-            (l as usize, rest)
-        };
-        let (frame, r) = rest.split_at_checked(len)?;
-        f(n, frame);
+    for frame in zmsg_frames(b) {
+        f(n, frame.ok()?);
         n += 1;
-        b = r;
     }
     Some(n)
 }
