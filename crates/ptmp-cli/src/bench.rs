@@ -17,6 +17,8 @@ pub enum BenchCmd {
     Latency(crate::latency::LatencyArgs),
     /// The shared-memory ring's own throughput, writer and readers contending.
     Ring(crate::ring::RingArgs),
+    /// The Babus profile: imu, 6 MB images and medium messages to five consumers.
+    Babus(crate::babus::BabusArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -46,6 +48,7 @@ pub fn run(cmd: &BenchCmd) -> CliResult {
         BenchCmd::Tuning(a) => tuning(a),
         BenchCmd::Latency(a) => crate::latency::run(a),
         BenchCmd::Ring(a) => crate::ring::run(a),
+        BenchCmd::Babus(a) => crate::babus::run(a),
     }
 }
 

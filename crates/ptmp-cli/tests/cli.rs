@@ -666,6 +666,21 @@ fn bench_suites_smoke() {
     }
     let out = run(&["bench", "latency", "-m", "4"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = run(&["bench", "babus", "-d", "0.5", "--image-bytes", "100000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        s.lines()
+            .filter(|l| l.starts_with("| imu+image+med0[1-5] |"))
+            .count(),
+        7,
+        "{s}"
+    );
+    assert!(s.contains("plain memcpy of 100000 bytes"), "{s}");
     for extra in [&[][..], &["--block"][..]] {
         let mut args = vec!["bench", "ring", "-n", "20000", "--slots", "64"];
         args.extend_from_slice(extra);
