@@ -8,6 +8,7 @@ mod cat;
 mod common;
 mod latency;
 mod recv;
+mod redis_bench;
 mod ring;
 mod send;
 mod sendrecv;
