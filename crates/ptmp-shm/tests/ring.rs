@@ -378,6 +378,21 @@ fn child_role() {
                 }
             }
         }
+        "die-mid-message" => {
+            // Publish five, then die by SIGKILL halfway through writing the sixth.
+            let mut w = Writer::create(&name, small(8)).unwrap();
+            let mut m = Vec::new();
+            for s in 0..5 {
+                make_msg(s, &mut m, 256);
+                w.publish(&m).unwrap();
+            }
+            make_msg(5, &mut m, 256);
+            let mut loan = w.loan(m.len()).unwrap();
+            loan[..m.len() / 2].copy_from_slice(&m[..m.len() / 2]);
+            // SAFETY: sending SIGKILL to ourselves; nothing runs after it.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            unreachable!();
+        }
         "stuck-reader" => {
             // Registers, reads one message, then never reads again.
             let mut r = Reader::attach(&name, StartAt::Next).unwrap();
@@ -667,4 +682,30 @@ fn one_thread_waits_on_a_hundred_channels() {
     // Too many channels for one call is an error, not undefined behaviour.
     let many: Vec<&Reader> = (0..129).map(|i| &readers[i % 100]).collect();
     assert!(ptmp_shm::wait_any(&many, Some(Duration::ZERO), &mut ready).is_err());
+}
+
+#[test]
+fn a_writer_killed_halfway_through_a_message_publishes_none_of_it() {
+    let c = Chan::new("midmsg");
+    let mut child = spawn_child("die-mid-message", &c.0);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the child killed itself");
+    let mut r = Reader::attach(&c.0, StartAt::Oldest).unwrap();
+    assert_eq!(r.writer(), None, "the reader can tell the writer is gone");
+    assert_eq!(r.published(), 5);
+    let mut buf = Vec::new();
+    for s in 0..5 {
+        let g = r.try_recv_into(&mut buf).unwrap();
+        assert_eq!((g.seq, check_msg(&buf)), (s, s));
+    }
+    // The half-written sixth is never delivered, nor is it history.
+    assert!(r.try_recv_into(&mut buf).is_none());
+    assert_eq!(r.read_at(5, &mut buf), Ok(false));
+    // A new writer takes over; its first message is number 5, whole.
+    let mut w = Writer::create(&c.0, small(8)).unwrap();
+    let mut m = Vec::new();
+    make_msg(5, &mut m, 256);
+    assert_eq!(w.publish(&m).unwrap(), 5);
+    let g = r.recv_into(&mut buf, Some(Duration::from_secs(5))).unwrap();
+    assert_eq!((g.seq, g.lost, check_msg(&buf)), (5, 0, 5));
 }
