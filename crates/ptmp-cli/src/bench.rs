@@ -19,6 +19,8 @@ pub enum BenchCmd {
     Ring(crate::ring::RingArgs),
     /// The Babus profile: imu, 6 MB images and medium messages to five consumers.
     Babus(crate::babus::BabusArgs),
+    /// Writer/reader processes over POSIX MQ, sockets, zmq and ptmp (seed 003).
+    Baseline(crate::baseline::BaselineArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -49,6 +51,7 @@ pub fn run(cmd: &BenchCmd) -> CliResult {
         BenchCmd::Latency(a) => crate::latency::run(a),
         BenchCmd::Ring(a) => crate::ring::run(a),
         BenchCmd::Babus(a) => crate::babus::run(a),
+        BenchCmd::Baseline(a) => crate::baseline::run(a),
     }
 }
 

@@ -3,6 +3,7 @@
 //! option letters where they exist.
 
 mod babus;
+mod baseline;
 mod bench;
 mod cat;
 mod common;
@@ -44,6 +45,9 @@ enum Cmd {
     /// Benchmarks: ptmp beside the alternatives, in one run.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// One side of a `bench baseline` run (internal).
+    #[command(hide = true, name = "bench-child")]
+    BenchChild(baseline::ChildArgs),
 }
 
 fn main() {
@@ -55,6 +59,7 @@ fn main() {
         Cmd::Recv(a) => recv::run(&a),
         Cmd::Sendrecv(a) => sendrecv::run(&a),
         Cmd::Bench(c) => bench::run(&c),
+        Cmd::BenchChild(a) => baseline::child(&a),
         Cmd::Shm(c) => shm::run(&c),
     };
     if let Err(CliError { code, msg }) = r {

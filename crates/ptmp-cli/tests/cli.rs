@@ -691,6 +691,36 @@ fn bench_suites_smoke() {
         assert_eq!((rows("redis tcp"), rows("redis unix")), (7, 7), "{s}");
     }
     assert!(s.contains("plain memcpy of 100000 bytes"), "{s}");
+    let out = run(&["bench", "baseline", "-n", "3000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    for t in [
+        "posix-mq",
+        "unix-stream",
+        "unix-dgram",
+        "udp",
+        "tcp",
+        "zmq-ipc",
+        "zmq-tcp",
+        "ptmp-ipc",
+        "ptmp-tcp",
+        "ptmp-shm",
+    ] {
+        let row = s
+            .lines()
+            .find(|l| l.starts_with(&format!("| {t} |")))
+            .unwrap_or_else(|| panic!("{t}: {s}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (got, lost): (u64, u64) = (cells[3].parse().unwrap(), cells[4].parse().unwrap());
+        assert_eq!(got + lost, 3000, "{row}");
+        if t != "udp" {
+            assert_eq!(lost, 0, "only UDP may lose: {row}");
+        }
+    }
     for extra in [&[][..], &["--block"][..]] {
         let mut args = vec!["bench", "ring", "-n", "20000", "--slots", "64"];
         args.extend_from_slice(extra);

@@ -1,0 +1,416 @@
+//! `ptmp bench baseline`: the writer/reader workload of seed 003, one writer
+//! process and one reader process per transport, in one run: 2,000,000
+//! messages of 1,032 bytes (an 8-byte index and 1,024 bytes of text). The
+//! reader times from its first receive to the last index and reports its CPU
+//! time. Transports: POSIX message queue, Unix stream and datagram sockets,
+//! UDP, TCP, raw libzmq PUSH/PULL (ipc, tcp), ptmp over zmq (ipc, tcp) and
+//! ptmp over shm://. The child processes are this binary run again with the
+//! hidden `bench-child` subcommand.
+
+use crate::common::{CliError, CliResult};
+use clap::ValueEnum;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Base {
+    PosixMq,
+    UnixStream,
+    UnixDgram,
+    Udp,
+    Tcp,
+    ZmqIpc,
+    ZmqTcp,
+    PtmpIpc,
+    PtmpTcp,
+    PtmpShm,
+}
+
+impl Base {
+    fn name(self) -> &'static str {
+        match self {
+            Base::PosixMq => "posix-mq",
+            Base::UnixStream => "unix-stream",
+            Base::UnixDgram => "unix-dgram",
+            Base::Udp => "udp",
+            Base::Tcp => "tcp",
+            Base::ZmqIpc => "zmq-ipc",
+            Base::ZmqTcp => "zmq-tcp",
+            Base::PtmpIpc => "ptmp-ipc",
+            Base::PtmpTcp => "ptmp-tcp",
+            Base::PtmpShm => "ptmp-shm",
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BaselineArgs {
+    /// Messages.
+    #[arg(short = 'n', long, default_value_t = 2_000_000)]
+    pub count: u64,
+    /// Message size in bytes (8-byte index + text).
+    #[arg(short = 'm', long = "size", default_value_t = 1032)]
+    pub size: usize,
+    /// Transports to run.
+    #[arg(long, value_enum, num_args = 1..)]
+    pub transports: Vec<Base>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ChildArgs {
+    #[arg(long)]
+    pub role: String,
+    #[arg(long, value_enum)]
+    pub transport: Base,
+    #[arg(long)]
+    pub addr: String,
+    #[arg(short = 'n', long)]
+    pub count: u64,
+    #[arg(short = 'm', long)]
+    pub size: usize,
+}
+
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+pub fn run(a: &BaselineArgs) -> CliResult {
+    if a.size < 8 || a.count == 0 {
+        return Err(CliError::usage("-m must be at least 8 and -n at least 1"));
+    }
+    let all = Base::value_variants().to_vec();
+    let which = if a.transports.is_empty() {
+        all
+    } else {
+        a.transports.clone()
+    };
+    let exe = std::env::current_exe()?;
+    let dir = std::env::temp_dir().join(format!("ptmp-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    println!("| transport | messages | received | lost | reader elapsed s | reader CPU s | M msg/s | MB/s |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for t in which {
+        let addr = match t {
+            Base::PosixMq => format!("/ptmp-baseline-{}", std::process::id()),
+            Base::UnixStream | Base::UnixDgram => {
+                dir.join(format!("{}.sock", t.name())).display().to_string()
+            }
+            Base::Udp | Base::Tcp => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                    .local_addr()?
+                    .port();
+                format!("127.0.0.1:{port}")
+            }
+            Base::ZmqIpc | Base::PtmpIpc => {
+                format!("ipc://{}", dir.join(format!("{}.ipc", t.name())).display())
+            }
+            Base::ZmqTcp | Base::PtmpTcp => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                    .local_addr()?
+                    .port();
+                format!("tcp://127.0.0.1:{port}")
+            }
+            Base::PtmpShm => format!("shm://baseline-{}", std::process::id()),
+        };
+        let child = |role: &str| {
+            Command::new(&exe)
+                .args([
+                    "bench-child",
+                    "--role",
+                    role,
+                    "--transport",
+                    t.name(),
+                    "--addr",
+                    &addr,
+                ])
+                .args(["-n", &a.count.to_string(), "-m", &a.size.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+        };
+        let mut reader = child("reader")?;
+        let mut out = BufReader::new(reader.stdout.take().expect("piped"));
+        let mut line = String::new();
+        out.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            let _ = reader.kill();
+            return Err(CliError::fail(format!(
+                "{}: reader failed to start",
+                t.name()
+            )));
+        }
+        let mut writer = child("writer")?;
+        let wst = writer.wait()?;
+        line.clear();
+        out.read_line(&mut line)?;
+        let _ = reader.wait();
+        if let Some(p) = addr.strip_prefix("shm://") {
+            let _ = ptmp_shm::remove(p);
+        }
+        let j: Value = serde_json::from_str(line.trim()).map_err(|_| {
+            CliError::fail(format!(
+                "{}: reader gave no result (writer {wst})",
+                t.name()
+            ))
+        })?;
+        let got = j["received"].as_u64().unwrap_or(0);
+        let el = j["elapsed_s"].as_f64().unwrap_or(0.0);
+        let rate = if el > 0.0 { got as f64 / el } else { 0.0 };
+        println!(
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.0} |",
+            t.name(),
+            a.count,
+            got,
+            a.count - got.min(a.count),
+            el,
+            j["cpu_s"].as_f64().unwrap_or(0.0),
+            rate / 1e6,
+            rate * a.size as f64 / 1e6
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "\n{} messages of {} bytes, one writer process and one reader process per row.",
+        a.count, a.size
+    );
+    Ok(())
+}
+
+/// Messages the reader handles: checks the index, keeps counts.
+struct Tally {
+    got: u64,
+    first: Option<Instant>,
+    last: Instant,
+}
+
+impl Tally {
+    fn new() -> Self {
+        Tally {
+            got: 0,
+            first: None,
+            last: Instant::now(),
+        }
+    }
+    #[inline]
+    fn note(&mut self, _msg: &[u8]) {
+        self.got += 1;
+        let now = Instant::now();
+        self.first.get_or_insert(now);
+        self.last = now;
+    }
+    fn done(&self, n: u64, msg: &[u8]) -> bool {
+        msg.len() >= 8 && u64::from_le_bytes(msg[..8].try_into().expect("8")) + 1 >= n
+    }
+}
+
+pub fn child(c: &ChildArgs) -> CliResult {
+    let fail =
+        |e: std::io::Error| CliError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
+    let (n, size) = (c.count, c.size);
+    let mut msg = vec![b'x'; size];
+    let reader = c.role == "reader";
+    let ready = || {
+        println!("ready");
+        let _ = std::io::stdout().flush();
+    };
+    let mut t = Tally::new();
+    let idle = Duration::from_secs(2);
+    match c.transport {
+        Base::PosixMq => {
+            let name = std::ffi::CString::new(c.addr.clone()).expect("no NUL");
+            // SAFETY: plain libc calls on a queue we name; attr outlives the call.
+            unsafe {
+                let mut attr: libc::mq_attr = std::mem::zeroed();
+                attr.mq_maxmsg = 10;
+                attr.mq_msgsize = size as _;
+                let q = libc::mq_open(
+                    name.as_ptr(),
+                    libc::O_CREAT | libc::O_RDWR,
+                    0o600,
+                    &mut attr,
+                );
+                if q == -1 {
+                    return Err(fail(std::io::Error::last_os_error()));
+                }
+                if reader {
+                    ready();
+                    loop {
+                        let mut ts: libc::timespec = std::mem::zeroed();
+                        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+                        ts.tv_sec += 2;
+                        let r = libc::mq_timedreceive(
+                            q,
+                            msg.as_mut_ptr().cast(),
+                            size,
+                            std::ptr::null_mut(),
+                            &ts,
+                        );
+                        if r < 0 {
+                            break;
+                        }
+                        t.note(&msg);
+                        if t.done(n, &msg) {
+                            break;
+                        }
+                    }
+                    libc::mq_unlink(name.as_ptr());
+                } else {
+                    for i in 0..n {
+                        msg[..8].copy_from_slice(&i.to_le_bytes());
+                        if libc::mq_send(q, msg.as_ptr().cast(), size, 0) != 0 {
+                            return Err(fail(std::io::Error::last_os_error()));
+                        }
+                    }
+                }
+                libc::mq_close(q);
+            }
+        }
+        Base::UnixStream | Base::Tcp => {
+            let stream: Box<dyn Read> = if reader {
+                let s: Box<dyn Read> = if c.transport == Base::Tcp {
+                    let l = std::net::TcpListener::bind(&c.addr).map_err(fail)?;
+                    ready();
+                    Box::new(l.accept().map_err(fail)?.0)
+                } else {
+                    let _ = std::fs::remove_file(&c.addr);
+                    let l = std::os::unix::net::UnixListener::bind(&c.addr).map_err(fail)?;
+                    ready();
+                    Box::new(l.accept().map_err(fail)?.0)
+                };
+                s
+            } else {
+                let mut w: Box<dyn Write> = if c.transport == Base::Tcp {
+                    Box::new(std::net::TcpStream::connect(&c.addr).map_err(fail)?)
+                } else {
+                    Box::new(std::os::unix::net::UnixStream::connect(&c.addr).map_err(fail)?)
+                };
+                for i in 0..n {
+                    msg[..8].copy_from_slice(&i.to_le_bytes());
+                    w.write_all(&msg).map_err(fail)?;
+                }
+                return Ok(());
+            };
+            let mut r = BufReader::with_capacity(1 << 16, stream);
+            while r.read_exact(&mut msg).is_ok() {
+                t.note(&msg);
+                if t.done(n, &msg) {
+                    break;
+                }
+            }
+        }
+        Base::UnixDgram | Base::Udp => {
+            if reader {
+                if c.transport == Base::Udp {
+                    let s = std::net::UdpSocket::bind(&c.addr).map_err(fail)?;
+                    s.set_read_timeout(Some(idle)).map_err(fail)?;
+                    ready();
+                    while let Ok(k) = s.recv(&mut msg) {
+                        t.note(&msg[..k]);
+                        if t.done(n, &msg[..k]) {
+                            break;
+                        }
+                    }
+                } else {
+                    let _ = std::fs::remove_file(&c.addr);
+                    let s = std::os::unix::net::UnixDatagram::bind(&c.addr).map_err(fail)?;
+                    s.set_read_timeout(Some(idle)).map_err(fail)?;
+                    ready();
+                    while let Ok(k) = s.recv(&mut msg) {
+                        t.note(&msg[..k]);
+                        if t.done(n, &msg[..k]) {
+                            break;
+                        }
+                    }
+                }
+            } else if c.transport == Base::Udp {
+                let s = std::net::UdpSocket::bind("127.0.0.1:0").map_err(fail)?;
+                s.connect(&c.addr).map_err(fail)?;
+                for i in 0..n {
+                    msg[..8].copy_from_slice(&i.to_le_bytes());
+                    let _ = s.send(&msg);
+                }
+                return Ok(());
+            } else {
+                let s = std::os::unix::net::UnixDatagram::unbound().map_err(fail)?;
+                s.connect(&c.addr).map_err(fail)?;
+                for i in 0..n {
+                    msg[..8].copy_from_slice(&i.to_le_bytes());
+                    s.send(&msg).map_err(fail)?;
+                }
+                return Ok(());
+            }
+        }
+        Base::ZmqIpc | Base::ZmqTcp => {
+            let ctx = zmq::Context::new();
+            let zf = |e: zmq::Error| CliError::fail(format!("zmq: {e}"));
+            if reader {
+                let s = ctx.socket(zmq::PULL).map_err(zf)?;
+                s.set_linger(2000).map_err(zf)?;
+                s.set_rcvtimeo(2000).map_err(zf)?;
+                s.bind(&c.addr).map_err(zf)?;
+                ready();
+                let mut m = zmq::Message::new();
+                while s.recv(&mut m, 0).is_ok() {
+                    t.note(&m);
+                    if t.done(n, &m) {
+                        break;
+                    }
+                }
+            } else {
+                let s = ctx.socket(zmq::PUSH).map_err(zf)?;
+                s.set_linger(5000).map_err(zf)?;
+                s.connect(&c.addr).map_err(zf)?;
+                for i in 0..n {
+                    msg[..8].copy_from_slice(&i.to_le_bytes());
+                    s.send(&msg[..], 0).map_err(zf)?;
+                }
+                return Ok(());
+            }
+        }
+        Base::PtmpIpc | Base::PtmpTcp | Base::PtmpShm => {
+            let shm = c.transport == Base::PtmpShm;
+            if reader {
+                let cfg = if shm {
+                    json!({"socket": {"type": "PULL", "connect": [c.addr], "shm_max_message": size.max(64) + 16}})
+                } else {
+                    json!({"socket": {"type": "PULL", "bind": [c.addr]}})
+                };
+                let mut rx = ptmp::Receiver::new(&cfg.to_string())?;
+                ready();
+                let mut f = ptmp::Frames::new();
+                while rx.recv_raw_into(&mut f, Some(idle))? {
+                    let m = f.get(0).unwrap_or(&[]);
+                    t.note(m);
+                    if t.done(n, m) {
+                        break;
+                    }
+                }
+            } else {
+                let cfg = if shm {
+                    json!({"socket": {"type": "PUSH", "bind": [c.addr], "shm_max_message": size.max(64) + 16, "shm_slots": 1024}})
+                } else {
+                    json!({"socket": {"type": "PUSH", "connect": [c.addr]}})
+                };
+                let mut tx = ptmp::Sender::new(&cfg.to_string())?;
+                for i in 0..n {
+                    msg[..8].copy_from_slice(&i.to_le_bytes());
+                    tx.send_raw(&[&msg[..]])?;
+                }
+                return Ok(());
+            }
+        }
+    }
+    // Reader: report.
+    let el = t.first.map_or(0.0, |f| (t.last - f).as_secs_f64());
+    println!(
+        "{}",
+        json!({"received": t.got, "elapsed_s": el, "cpu_s": cpu_seconds()})
+    );
+    Ok(())
+}
