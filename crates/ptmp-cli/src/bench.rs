@@ -21,6 +21,8 @@ pub enum BenchCmd {
     Babus(crate::babus::BabusArgs),
     /// Writer/reader processes over POSIX MQ, sockets, zmq and ptmp (seed 003).
     Baseline(crate::baseline::BaselineArgs),
+    /// smx_perf's jitter loop: two clock reads back to back, min and max gap.
+    Jitter(crate::latency::JitterArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -52,6 +54,7 @@ pub fn run(cmd: &BenchCmd) -> CliResult {
         BenchCmd::Ring(a) => crate::ring::run(a),
         BenchCmd::Babus(a) => crate::babus::run(a),
         BenchCmd::Baseline(a) => crate::baseline::run(a),
+        BenchCmd::Jitter(a) => crate::latency::jitter(a),
     }
 }
 

@@ -243,3 +243,41 @@ pub fn run(a: &LatencyArgs) -> CliResult {
     }
     Ok(())
 }
+
+#[derive(Debug, clap::Args)]
+pub struct JitterArgs {
+    /// Loops of two back-to-back clock reads (smx_perf's -j).
+    #[arg(short = 'j', long, default_value_t = 10_000_000)]
+    pub loops: u64,
+}
+
+/// smx_perf's jitter loop: read CLOCK_MONOTONIC twice in a tight loop and
+/// keep the smallest and largest difference; large ones are the machine
+/// taking the core away (interrupts, preemption), the floor under every
+/// latency figure.
+pub fn jitter(a: &JitterArgs) -> CliResult {
+    if a.loops == 0 {
+        return Err(CliError::usage("-j must be at least 1"));
+    }
+    let (mut min, mut max) = (u64::MAX, 0u64);
+    let mut over = [0u64; 4]; // > 1 us, > 10 us, > 100 us, > 1 ms
+    for _ in 0..a.loops {
+        let t1 = mono_ns();
+        let t2 = mono_ns();
+        let d = t2.saturating_sub(t1);
+        min = min.min(d);
+        max = max.max(d);
+        for (k, lim) in [1_000, 10_000, 100_000, 1_000_000].iter().enumerate() {
+            if d > *lim {
+                over[k] += 1;
+            }
+        }
+    }
+    println!("| loops | min ns | max ns | > 1 us | > 10 us | > 100 us | > 1 ms |");
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| {} | {min} | {max} | {} | {} | {} | {} |",
+        a.loops, over[0], over[1], over[2], over[3]
+    );
+    Ok(())
+}

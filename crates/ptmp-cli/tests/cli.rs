@@ -691,6 +691,18 @@ fn bench_suites_smoke() {
         assert_eq!((rows("redis tcp"), rows("redis unix")), (7, 7), "{s}");
     }
     assert!(s.contains("plain memcpy of 100000 bytes"), "{s}");
+    let out = run(&["bench", "jitter", "-j", "100000"]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    let row: Vec<&str> = s
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let (min, max): (u64, u64) = (row[2].parse().unwrap(), row[3].parse().unwrap());
+    assert!(min <= max, "{s}");
     let out = run(&["bench", "baseline", "-n", "3000"]);
     assert!(
         out.status.success(),
