@@ -11,9 +11,12 @@
 //!   each endpoint (`inproc`, `ipc`, `tcp`, and `shm` for the shared-memory
 //!   transport) so a configuration changes transport by changing an address;
 //! * [`socket`]: turns a config into a zmq socket (context policy, HWMs,
-//!   linger, XPUB for PUB senders);
+//!   linger, XPUB for PUB senders), with `drain` making a dropped sender
+//!   deliver what it queued;
+//! * `shm`: the same front over `ptmp-shm` rings for `shm://` addresses;
 //! * [`Sender`] / [`Receiver`]: the typed API, plus raw-frame access for
-//!   schema-blind tools.
+//!   schema-blind tools. Each holds either a zmq socket or an shm channel,
+//!   chosen by the address, so callers never see which.
 //!
 //! ```no_run
 //! use ptmp::{Receiver, Sender, TPSet};

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 ///
 /// `send` encodes into a buffer the sender keeps, so it allocates nothing per
 /// message. Dropping a sender waits up to the config's `linger_ms` for queued
-/// messages to reach their peers (see the `socket` module).
+/// messages to reach their peers (see the `drain` module).
 pub struct Sender {
     link: Link,
     cfg: SocketConfig,
