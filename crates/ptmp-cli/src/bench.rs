@@ -23,6 +23,8 @@ pub enum BenchCmd {
     Baseline(crate::baseline::BaselineArgs),
     /// smx_perf's jitter loop: two clock reads back to back, min and max gap.
     Jitter(crate::latency::JitterArgs),
+    /// One PUB to 1-3 SUBs and one PUSH to 1-3 PULLs: per-receiver rate and loss.
+    Fanout(crate::fanout::FanoutArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -55,6 +57,7 @@ pub fn run(cmd: &BenchCmd) -> CliResult {
         BenchCmd::Babus(a) => crate::babus::run(a),
         BenchCmd::Baseline(a) => crate::baseline::run(a),
         BenchCmd::Jitter(a) => crate::latency::jitter(a),
+        BenchCmd::Fanout(a) => crate::fanout::run(a),
     }
 }
 

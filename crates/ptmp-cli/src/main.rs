@@ -7,6 +7,7 @@ mod baseline;
 mod bench;
 mod cat;
 mod common;
+mod fanout;
 mod latency;
 mod recv;
 mod redis_bench;

@@ -691,6 +691,22 @@ fn bench_suites_smoke() {
         assert_eq!((rows("redis tcp"), rows("redis unix")), (7, 7), "{s}");
     }
     assert!(s.contains("plain memcpy of 100000 bytes"), "{s}");
+    let out = run(&["bench", "fanout", "-n", "5000", "--receivers", "1", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    let pp = s
+        .lines()
+        .find(|l| l.starts_with("| pushpull | 2 |"))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        pp.ends_with("| 0 | 5000 |"),
+        "PULLs share every set, none lost: {pp}"
+    );
+    assert!(s.lines().any(|l| l.starts_with("| pubsub | 2 |")), "{s}");
     let out = run(&["bench", "jitter", "-j", "100000"]);
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
