@@ -25,6 +25,50 @@ pub enum BenchCmd {
     Jitter(crate::latency::JitterArgs),
     /// One PUB to 1-3 SUBs and one PUSH to 1-3 PULLs: per-receiver rate and loss.
     Fanout(crate::fanout::FanoutArgs),
+    /// Every suite in turn, each under a Markdown heading.
+    All(AllArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AllArgs {
+    /// Smaller runs (about a minute in all) instead of each suite's defaults.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// Build a suite's arguments from command-line words, so `all` uses the
+/// very defaults each suite documents.
+fn args<T: clap::Args>(words: &[&str]) -> T {
+    #[derive(clap::Parser)]
+    struct Wrap<T: clap::Args> {
+        #[command(flatten)]
+        inner: T,
+    }
+    <Wrap<T> as clap::Parser>::parse_from(std::iter::once("ptmp").chain(words.iter().copied()))
+        .inner
+}
+
+fn all(a: &AllArgs) -> CliResult {
+    let q = |quick: &'static [&'static str]| if a.quick { quick } else { &[][..] };
+    println!("## tuning\n");
+    tuning(&args(q(&["-n", "200000", "--reps", "3"])))?;
+    println!("\n## latency\n");
+    crate::latency::run(&args(q(&["-n", "20000"])))?;
+    println!("\n## jitter\n");
+    crate::latency::jitter(&args(q(&["-j", "1000000"])))?;
+    println!("\n## ring\n");
+    crate::ring::run(&args(q(&["-n", "500000"])))?;
+    println!("\n## fanout\n");
+    crate::fanout::run(&args(q(&["-n", "200000"])))?;
+    println!("\n## baseline\n");
+    crate::baseline::run(&args(q(&["-n", "200000"])))?;
+    println!("\n## babus\n");
+    let babus: &[&str] = if a.quick {
+        &["-d", "3", "--redis"]
+    } else {
+        &["--redis"]
+    };
+    crate::babus::run(&args(babus))
 }
 
 #[derive(Debug, clap::Args)]
@@ -58,6 +102,7 @@ pub fn run(cmd: &BenchCmd) -> CliResult {
         BenchCmd::Baseline(a) => crate::baseline::run(a),
         BenchCmd::Jitter(a) => crate::latency::jitter(a),
         BenchCmd::Fanout(a) => crate::fanout::run(a),
+        BenchCmd::All(a) => all(a),
     }
 }
 
