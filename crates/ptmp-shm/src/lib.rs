@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 /// First bytes of every ptmp shared-memory channel.
 pub const MAGIC: [u8; 8] = *b"PTMPSHM\0";
 /// The layout version this code reads and writes.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Bytes reserved for the header: one page of fields, one page of reader
 /// registry.
 pub const HEADER_SIZE: usize = 8192;
@@ -206,7 +206,9 @@ struct Header {
     // Cache line 4: a blocked writer waiting for readers (Policy::Block).
     space: AtomicU32,
     writer_waiting: AtomicU32,
-    _pad5: [u8; 56],
+    /// The position every reader must reach before the waiting writer can go on.
+    writer_needs: AtomicU64,
+    _pad5: [u8; 48],
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() <= REGISTRY_OFFSET);
@@ -600,6 +602,8 @@ impl Writer {
         let r = loop {
             let seen = {
                 let h = self.seg.header();
+                h.writer_needs
+                    .store((s + 1).saturating_sub(self.seg.slots), Ordering::SeqCst);
                 h.writer_waiting.store(1, Ordering::SeqCst);
                 h.space.load(Ordering::SeqCst)
             };
@@ -833,7 +837,11 @@ impl Reader {
         if seg.policy == Policy::Block {
             e.pos.store(pos, Ordering::SeqCst);
             let h = seg.header();
-            if h.writer_waiting.load(Ordering::SeqCst) != 0 {
+            // Wake the writer only when this reader has freed what it waits
+            // for, not on every message.
+            if h.writer_waiting.load(Ordering::SeqCst) != 0
+                && pos >= h.writer_needs.load(Ordering::SeqCst)
+            {
                 h.space.fetch_add(1, Ordering::SeqCst);
                 let _ =
                     rustix::thread::futex::wake(&h.space, rustix::thread::futex::Flags::empty(), 1);
