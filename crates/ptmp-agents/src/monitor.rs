@@ -1,0 +1,188 @@
+//! `monitor` (PTMP's TPMonitorz): taps that forward each message from their
+//! input to their output unchanged and record one row per message.
+//!
+//! Keys: `filename` (required, the rows file, truncated at start), `taps`
+//! (required, non-empty): each `{id, input, output, name?}`; `attach`
+//! ("pushpull" or "pubsub") is accepted for compatibility: PTMP's own code
+//! never read it, and here every tap forwards directly, so nothing is lost
+//! to an internal PUB/SUB capture as it could be in the C++ monitor.
+//!
+//! Row (space separated, one line per message, as PTMP's):
+//! `tapid now nrecv nrecvtot count detid created tstart tspan ntps`, where
+//! `now` is the receive time in microseconds since the Unix epoch, `nrecv`
+//! counts this tap's messages from 1 and `nrecvtot` all taps'. Numbers are
+//! printed unsigned (PTMP printed some with `%d`, so large ones went
+//! negative). A message that is not a TPSet is forwarded and counted
+//! (`not_tpsets`) but has no row.
+
+use crate::cfg::Cfg;
+use crate::error::{Error, Result};
+use crate::{Agent, Ctl, Report, POLL};
+use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+#[derive(Debug, Clone)]
+pub struct TapConfig {
+    pub id: i64,
+    pub input: SocketConfig,
+    pub output: SocketConfig,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub filename: PathBuf,
+    pub taps: Vec<TapConfig>,
+}
+
+impl Config {
+    pub fn parse(c: &Cfg) -> Result<Config> {
+        let filename = PathBuf::from(c.req_str("filename")?);
+        c.choice("attach", "pubsub", &["pushpull", "pubsub"])?;
+        let list = c
+            .array_opt("taps")?
+            .ok_or_else(|| c.err("taps", "(missing)", "a monitor needs a list of taps"))?;
+        if list.is_empty() {
+            return Err(c.err("taps", "[]", "a monitor needs at least one tap"));
+        }
+        let mut taps = Vec::new();
+        for (i, t) in list.iter().enumerate() {
+            let tc = Cfg::new(format!("{} taps[{i}]", c.agent), t)?;
+            let id = tc.int_or("id", i as i64, i64::MIN, i64::MAX)?;
+            let _ = tc.str_opt("name")?;
+            let _ = tc.get("layer");
+            taps.push(TapConfig {
+                id,
+                input: tc.req_socket("input")?,
+                output: tc.req_socket("output")?,
+            });
+        }
+        Ok(Config { filename, taps })
+    }
+}
+
+struct Tap {
+    id: i64,
+    rx: Receiver,
+    tx: Sender,
+}
+
+pub struct MonitorAgent {
+    name: String,
+    file: BufWriter<File>,
+    path: PathBuf,
+    taps: Vec<Tap>,
+}
+
+impl MonitorAgent {
+    pub fn new(name: String, c: &Config) -> Result<Self> {
+        let mut taps = Vec::new();
+        for t in &c.taps {
+            taps.push(Tap {
+                id: t.id,
+                rx: Receiver::from_config(&t.input).map_err(Error::socket(&name))?,
+                tx: Sender::from_config(&t.output).map_err(Error::socket(&name))?,
+            });
+        }
+        let f = File::create(&c.filename)
+            .map_err(Error::io(&name, format!("create {}", c.filename.display())))?;
+        Ok(MonitorAgent {
+            name,
+            file: BufWriter::new(f),
+            path: c.filename.clone(),
+            taps,
+        })
+    }
+}
+
+/// Format one row into `line` (cleared first).
+pub fn format_row(line: &mut String, tapid: i64, now: i64, nrecv: u64, nrecvtot: u64, s: &TPSet) {
+    use std::fmt::Write as _;
+    line.clear();
+    let _ = writeln!(
+        line,
+        "{tapid} {now} {nrecv} {nrecvtot} {} {} {} {} {} {}",
+        s.count,
+        s.detid,
+        s.created,
+        s.tstart,
+        s.tspan(),
+        s.tps.len()
+    );
+}
+
+impl Agent for MonitorAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let total = AtomicU64::new(0);
+        let not_tpsets = AtomicU64::new(0);
+        let file = Mutex::new(&mut self.file);
+        let name = self.name.as_str();
+        let results: Vec<Result<u64>> = std::thread::scope(|sc| {
+            let hs: Vec<_> = self
+                .taps
+                .iter_mut()
+                .map(|tap| {
+                    let (total, not_tpsets, file) = (&total, &not_tpsets, &file);
+                    sc.spawn(move || -> Result<u64> {
+                        let mut frames = Frames::new();
+                        let mut set = TPSet::default();
+                        let mut line = String::new();
+                        let mut n = 0u64;
+                        while !ctl.stopped() {
+                            match tap.rx.recv_raw_into(&mut frames, Some(POLL)) {
+                                Ok(true) => {}
+                                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                                Err(e) => return Err(Error::socket(name)(e)),
+                            }
+                            let now = ptmp_data::now_us();
+                            tap.tx.send_frames(&frames).map_err(Error::socket(name))?;
+                            n += 1;
+                            let tot = total.fetch_add(1, Ordering::Relaxed) + 1;
+                            let ok = frames.len() == 2
+                                && frames
+                                    .get(0)
+                                    .is_some_and(|v| ptmp_data::wire::check_version(v).is_ok())
+                                && ptmp_data::decode_tpset_into(
+                                    frames.get(1).unwrap_or(&[]),
+                                    &mut set,
+                                )
+                                .is_ok();
+                            if !ok {
+                                not_tpsets.fetch_add(1, Ordering::Relaxed);
+                                continue;
+                            }
+                            format_row(&mut line, tap.id, now, n, tot, &set);
+                            let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+                            f.write_all(line.as_bytes())
+                                .map_err(Error::io(name, "write rows"))?;
+                        }
+                        Ok(n)
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::run(name, "a tap thread panicked")))
+                })
+                .collect()
+        });
+        self.file.flush().map_err(Error::io(
+            &self.name,
+            format!("flush {}", self.path.display()),
+        ))?;
+        let mut r = Report::new(&self.name, "monitor");
+        for (tap, res) in self.taps.iter().zip(results) {
+            r.counters.push((format!("tap{}", tap.id), res?));
+        }
+        Ok(r.count("total", total.into_inner())
+            .count("not_tpsets", not_tpsets.into_inner()))
+    }
+}

@@ -1,0 +1,394 @@
+//! Filter-engine plugins: built-in engines and shared libraries that follow
+//! the C ABI of `include/ptmp_filter.h`.
+//!
+//! Why a C ABI and not PTMP's C++ factory: a C ABI is the one interface that
+//! stays stable across compilers and languages, so a plugin built once keeps
+//! loading (C, C++ with `extern "C"`, Rust, Zig ...). The ABI passes plain
+//! structs, not protobuf bytes, so a plugin needs no protobuf library.
+//!
+//! Libraries come from a configuration's `plugins` list and the
+//! comma-separated `PTMP_PLUGINS` variable. A bare name `NAME` is looked up
+//! as `libNAME.so` (then `NAME.so`, then `NAME`) by the dynamic loader; a name
+//! with `/` or ending in `.so` is a path. `ptmp-tcs`, the plugin that held
+//! PTMP's protoDUNE trigger-candidate finder, is built in: its engine
+//! `pdune-adjacency-tc` is our [`crate::filter`] adjacency engine, so
+//! configurations naming it run unmodified.
+
+use crate::error::{Error, Result};
+use crate::filter::{builtin_engine, Engine, BUILTIN_ENGINES};
+use libloading::Library;
+use ptmp_data::{TPSet, TrigPrim};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::Arc;
+
+/// The ABI version this build speaks.
+pub const ABI_VERSION: u32 = 1;
+
+/// Plugin names satisfied by engines built into ptmp.
+pub const BUILTIN_PLUGINS: &[&str] = &["ptmp-tcs", "ptmp"];
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CTp {
+    pub channel: u32,
+    pub tspan: u32,
+    pub tstart: u64,
+    pub adcsum: u32,
+    pub adcpeak: u32,
+    pub flags: u32,
+    pub reserved: u32,
+}
+
+#[repr(C)]
+pub struct CTpSet {
+    pub count: u32,
+    pub detid: u32,
+    pub created: i64,
+    pub tstart: u64,
+    pub tspan: u32,
+    pub chanbeg: u32,
+    pub chanend: u32,
+    pub totaladc: u32,
+    pub tps: *const CTp,
+    pub ntps: u64,
+}
+
+type EmitFn = unsafe extern "C" fn(sink: *mut c_void, out: *const CTpSet) -> c_int;
+
+#[repr(C)]
+pub struct CEngineDesc {
+    pub abi_version: u32,
+    pub name: *const c_char,
+    pub create: Option<unsafe extern "C" fn(*const c_char, *mut c_char, usize) -> *mut c_void>,
+    pub process:
+        Option<unsafe extern "C" fn(*mut c_void, *const CTpSet, EmitFn, *mut c_void) -> c_int>,
+    pub destroy: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+type EnginesFn = unsafe extern "C" fn() -> *const *const CEngineDesc;
+
+/// A descriptor inside a loaded library, kept alive by the `Arc`.
+#[derive(Clone)]
+struct CSource {
+    lib: Arc<Library>,
+    library: String,
+    desc: *const CEngineDesc,
+}
+
+// SAFETY: the descriptor is immutable static data of the library, which the
+// Arc keeps loaded; its functions are called from one thread at a time per
+// engine state (see `CEngine`).
+unsafe impl Send for CSource {}
+unsafe impl Sync for CSource {}
+
+/// Where an engine comes from.
+#[derive(Clone)]
+enum Source {
+    Builtin,
+    C(CSource),
+}
+
+/// The engines available to filter agents: built in, plus those of the
+/// loaded plugin libraries.
+#[derive(Clone, Default)]
+pub struct Plugins {
+    engines: BTreeMap<String, Source>,
+    libraries: Vec<String>,
+}
+
+impl std::fmt::Debug for Plugins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugins")
+            .field("engines", &self.engines.keys().collect::<Vec<_>>())
+            .field("libraries", &self.libraries)
+            .finish()
+    }
+}
+
+impl Plugins {
+    /// Only the built-in engines.
+    pub fn builtin() -> Plugins {
+        let mut p = Plugins::default();
+        for n in BUILTIN_ENGINES {
+            p.engines.insert(n.to_string(), Source::Builtin);
+        }
+        p
+    }
+
+    /// Built-ins plus the libraries named (and those of `PTMP_PLUGINS`).
+    pub fn load(names: &[String]) -> Result<Plugins> {
+        let mut p = Plugins::builtin();
+        let env = std::env::var("PTMP_PLUGINS").unwrap_or_default();
+        let from_env = env.split(',').map(str::trim).filter(|s| !s.is_empty());
+        for name in names.iter().map(String::as_str).chain(from_env) {
+            p.add_library(name)?;
+        }
+        Ok(p)
+    }
+
+    /// Engine names known, for error messages.
+    pub fn engine_names(&self) -> Vec<&str> {
+        self.engines.keys().map(String::as_str).collect()
+    }
+
+    pub fn has(&self, engine: &str) -> bool {
+        self.engines.contains_key(engine)
+    }
+
+    /// Load one library and register its engines.
+    pub fn add_library(&mut self, name: &str) -> Result<()> {
+        if BUILTIN_PLUGINS.contains(&name) || self.libraries.iter().any(|l| l == name) {
+            return Ok(());
+        }
+        let perr = |reason: String| Error::Plugin {
+            library: name.to_string(),
+            reason,
+        };
+        let candidates: Vec<String> = if name.contains('/') || name.ends_with(".so") {
+            vec![name.to_string()]
+        } else {
+            vec![
+                format!("lib{name}.so"),
+                format!("{name}.so"),
+                name.to_string(),
+            ]
+        };
+        let mut last = String::new();
+        let mut lib = None;
+        for c in &candidates {
+            // SAFETY: loading a library runs its initialisers; the user named
+            // it as a plugin, which is the trust we need.
+            match unsafe { Library::new(c) } {
+                Ok(l) => {
+                    lib = Some(l);
+                    break;
+                }
+                Err(e) => last = e.to_string(),
+            }
+        }
+        let lib = Arc::new(lib.ok_or_else(|| {
+            perr(format!(
+                "cannot load it (tried {}; last error: {last}); set LD_LIBRARY_PATH or give a path",
+                candidates.join(", ")
+            ))
+        })?);
+        // SAFETY: the symbol's type is fixed by the ABI header.
+        let list = unsafe {
+            let f = lib.get::<EnginesFn>(b"ptmp_filter_engines\0").map_err(|_| {
+                perr("does not export ptmp_filter_engines(), so it is not a ptmp filter plugin (see include/ptmp_filter.h)".into())
+            })?;
+            f()
+        };
+        if list.is_null() {
+            return Err(perr("ptmp_filter_engines() returned NULL".into()));
+        }
+        let mut i = 0;
+        loop {
+            // SAFETY: a NULL-terminated array per the ABI; bounded to guard
+            // against a missing terminator.
+            let d = unsafe { *list.add(i) };
+            if d.is_null() {
+                break;
+            }
+            if i >= 1024 {
+                return Err(perr(
+                    "engine list has no NULL terminator within 1024 entries".into(),
+                ));
+            }
+            let desc = unsafe { &*d };
+            if desc.abi_version != ABI_VERSION {
+                return Err(perr(format!(
+                    "engine #{i} has abi_version {} but this ptmp speaks {ABI_VERSION}",
+                    desc.abi_version
+                )));
+            }
+            if desc.name.is_null()
+                || desc.create.is_none()
+                || desc.process.is_none()
+                || desc.destroy.is_none()
+            {
+                return Err(perr(format!("engine #{i} has a NULL name or function")));
+            }
+            let ename = unsafe { CStr::from_ptr(desc.name) }
+                .to_str()
+                .map_err(|_| perr(format!("engine #{i} name is not UTF-8")))?
+                .to_string();
+            if let Some(Source::C(prev)) = self.engines.get(&ename) {
+                return Err(perr(format!(
+                    "engine {ename:?} is also provided by {}",
+                    prev.library
+                )));
+            }
+            self.engines.insert(
+                ename,
+                Source::C(CSource {
+                    lib: lib.clone(),
+                    library: name.to_string(),
+                    desc: d,
+                }),
+            );
+            i += 1;
+        }
+        self.libraries.push(name.to_string());
+        Ok(())
+    }
+
+    /// Create an engine instance with the filter's whole configuration.
+    pub fn create(&self, agent: &str, engine: &str, config: &Value) -> Result<Box<dyn Engine>> {
+        match self.engines.get(engine) {
+            None => Err(Error::config(
+                agent,
+                "engine",
+                format!("{engine:?}"),
+                format!("no such engine; known: {}", self.engine_names().join(", ")),
+            )),
+            Some(Source::Builtin) => builtin_engine(agent, engine, config),
+            Some(Source::C(src)) => CEngine::create(agent, src.clone(), config),
+        }
+    }
+}
+
+/// An engine state inside a plugin.
+struct CEngine {
+    src: CSource,
+    state: *mut c_void,
+    tps: Vec<CTp>,
+}
+
+// SAFETY: the state is used from the one thread that owns this value.
+unsafe impl Send for CEngine {}
+
+impl CEngine {
+    fn create(agent: &str, src: CSource, config: &Value) -> Result<Box<dyn Engine>> {
+        let text = CString::new(config.to_string())
+            .map_err(|_| Error::config(agent, "data", "(config)", "contains a NUL character"))?;
+        let mut err = vec![0u8; 1024];
+        let desc = unsafe { &*src.desc };
+        let create = desc.create.expect("checked at load");
+        // SAFETY: per the ABI: a NUL-terminated config, an error buffer and
+        // its length.
+        let state = unsafe { create(text.as_ptr(), err.as_mut_ptr().cast(), err.len()) };
+        if state.is_null() {
+            err[1023] = 0;
+            let msg = CStr::from_bytes_until_nul(&err)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let _ = &src.lib;
+            return Err(Error::Plugin {
+                library: src.library.clone(),
+                reason: format!(
+                    "engine refused the configuration of agent {agent}: {}",
+                    if msg.is_empty() {
+                        "(no reason given)"
+                    } else {
+                        &msg
+                    }
+                ),
+            });
+        }
+        Ok(Box::new(CEngine {
+            src,
+            state,
+            tps: Vec::new(),
+        }))
+    }
+}
+
+unsafe extern "C" fn emit_into(sink: *mut c_void, out: *const CTpSet) -> c_int {
+    let r = std::panic::catch_unwind(|| {
+        if sink.is_null() || out.is_null() {
+            return -1;
+        }
+        // SAFETY: `sink` is the Vec we passed to process; `out` valid for
+        // this call per the ABI.
+        let v = unsafe { &mut *(sink as *mut Vec<TPSet>) };
+        let o = unsafe { &*out };
+        if o.ntps > 0 && o.tps.is_null() {
+            return -1;
+        }
+        let tps = if o.ntps == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(o.tps, o.ntps as usize) }
+        };
+        v.push(TPSet {
+            count: o.count,
+            detid: o.detid,
+            created: o.created,
+            tstart: o.tstart,
+            tspan: Some(o.tspan),
+            chanbeg: Some(o.chanbeg),
+            chanend: Some(o.chanend),
+            totaladc: Some(o.totaladc),
+            tps: tps
+                .iter()
+                .map(|t| TrigPrim {
+                    channel: t.channel,
+                    tstart: t.tstart,
+                    tspan: Some(t.tspan),
+                    adcsum: Some(t.adcsum),
+                    adcpeak: Some(t.adcpeak),
+                    flags: Some(t.flags),
+                })
+                .collect(),
+        });
+        0
+    });
+    r.unwrap_or(-1)
+}
+
+impl Engine for CEngine {
+    fn process(&mut self, input: &TPSet, out: &mut Vec<TPSet>) -> std::result::Result<(), String> {
+        self.tps.clear();
+        self.tps.extend(input.tps.iter().map(|t| CTp {
+            channel: t.channel,
+            tspan: t.tspan(),
+            tstart: t.tstart,
+            adcsum: t.adcsum(),
+            adcpeak: t.adcpeak(),
+            flags: t.flags(),
+            reserved: 0,
+        }));
+        let cin = CTpSet {
+            count: input.count,
+            detid: input.detid,
+            created: input.created,
+            tstart: input.tstart,
+            tspan: input.tspan(),
+            chanbeg: input.chanbeg(),
+            chanend: input.chanend(),
+            totaladc: input.totaladc(),
+            tps: self.tps.as_ptr(),
+            ntps: self.tps.len() as u64,
+        };
+        let desc = unsafe { &*self.src.desc };
+        let process = desc.process.expect("checked at load");
+        // SAFETY: state from create; cin and its tps live across the call;
+        // the sink is `out`, which emit_into casts back.
+        let rc = unsafe {
+            process(
+                self.state,
+                &cin,
+                emit_into,
+                out as *mut Vec<TPSet> as *mut c_void,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!("plugin engine returned {rc}"))
+        }
+    }
+}
+
+impl Drop for CEngine {
+    fn drop(&mut self) {
+        let desc = unsafe { &*self.src.desc };
+        if let Some(d) = desc.destroy {
+            // SAFETY: once, with the state from create.
+            unsafe { d(self.state) }
+        }
+    }
+}

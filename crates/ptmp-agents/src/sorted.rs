@@ -1,0 +1,276 @@
+//! `sorted` (PTMP's TPSorted, the zipper's predecessor): a head-of-line
+//! merge of time-ordered streams.
+//!
+//! Keys: `input`, `output` (required); `tardy` ms (required, positive);
+//! `tardy_policy` "drop" (default) or "send".
+//!
+//! Semantics (those of PTMP's last TPSorted, which differ from the
+//! zipper's): each stream (told apart by `detid`) keeps its sets in arrival
+//! order. The set at the head of some stream goes out when every stream that
+//! is *live* has a head; the smallest `tstart` goes first (ties: the stream
+//! seen first). A stream is live while it has sent something within the last
+//! `tardy` ms; a stream never seen is not waited for, and a stream silent for
+//! longer than `tardy` stops holding the others back. So where the zipper
+//! bounds each set's delay, sorted bounds how long a silent stream can stall
+//! the merge. A set whose `tstart` is before the last one sent is tardy:
+//! dropped (counted) or sent at once with "send". On stop every held set is
+//! flushed in order.
+
+use crate::cfg::Cfg;
+use crate::error::{Error, Result};
+use crate::zipper::{stream_lines, Pushed, StreamStats, TardyPolicy};
+use crate::{Agent, Ctl, Report, POLL};
+use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub input: SocketConfig,
+    pub output: SocketConfig,
+    pub tardy_ms: u64,
+    pub policy: TardyPolicy,
+}
+
+impl Config {
+    pub fn parse(c: &Cfg) -> Result<Config> {
+        Ok(Config {
+            input: c.req_socket("input")?,
+            output: c.req_socket("output")?,
+            tardy_ms: c.req_int("tardy", 1, 3_600_000)? as u64,
+            policy: TardyPolicy::parse(c)?,
+        })
+    }
+}
+
+struct Stream {
+    q: VecDeque<(TPSet, i64)>,
+    last_seen: i64,
+    stats: StreamStats,
+}
+
+/// The head-of-line merge core.
+pub struct Sorted {
+    tardy_us: i64,
+    policy: TardyPolicy,
+    streams: Vec<Stream>,
+    last_out: Option<u64>,
+    stats_cache: Vec<StreamStats>,
+}
+
+impl Sorted {
+    pub fn new(tardy: Duration, policy: TardyPolicy) -> Self {
+        Sorted {
+            tardy_us: tardy.as_micros() as i64,
+            policy,
+            streams: Vec::new(),
+            last_out: None,
+            stats_cache: Vec::new(),
+        }
+    }
+
+    fn slot(&mut self, detid: u32) -> usize {
+        if let Some(i) = self.streams.iter().position(|s| s.stats.detid == detid) {
+            return i;
+        }
+        self.streams.push(Stream {
+            q: VecDeque::new(),
+            last_seen: 0,
+            stats: StreamStats {
+                detid,
+                ..Default::default()
+            },
+        });
+        self.streams.len() - 1
+    }
+
+    pub fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
+        let i = self.slot(set.detid);
+        let st = &mut self.streams[i];
+        st.last_seen = now_us;
+        st.stats.received += 1;
+        if let Some(last) = self.last_out {
+            if set.tstart < last {
+                st.stats.tardy += 1;
+                st.stats.tardy_ticks.add((last - set.tstart) as f64);
+                let send = self.policy == TardyPolicy::Send;
+                if send {
+                    st.stats.sent += 1;
+                }
+                return Pushed::Tardy { set, send };
+            }
+        }
+        st.q.push_back((set, now_us));
+        Pushed::Queued
+    }
+
+    /// The next set to send, if the merge can go on at `now_us`.
+    pub fn pop(&mut self, now_us: i64) -> Option<TPSet> {
+        let waiting = self
+            .streams
+            .iter()
+            .any(|s| s.q.is_empty() && now_us - s.last_seen <= self.tardy_us);
+        if waiting {
+            return None;
+        }
+        self.take(now_us)
+    }
+
+    fn take(&mut self, now_us: i64) -> Option<TPSet> {
+        let i = (0..self.streams.len())
+            .filter(|&i| !self.streams[i].q.is_empty())
+            .min_by_key(|&i| (self.streams[i].q[0].0.tstart, i))?;
+        let st = &mut self.streams[i];
+        let (set, t) = st.q.pop_front()?;
+        st.stats.sent += 1;
+        st.stats.held_us.add((now_us - t) as f64);
+        self.last_out = Some(self.last_out.map_or(set.tstart, |l| l.max(set.tstart)));
+        Some(set)
+    }
+
+    /// Release the next held set regardless of the other streams.
+    pub fn flush_one(&mut self, now_us: i64) -> Option<TPSet> {
+        self.take(now_us)
+    }
+
+    /// When the next silent stream stops being waited for.
+    pub fn next_due(&self) -> Option<i64> {
+        self.streams
+            .iter()
+            .filter(|s| s.q.is_empty())
+            .map(|s| s.last_seen + self.tardy_us + 1)
+            .min()
+    }
+
+    pub fn streams(&mut self) -> &[StreamStats] {
+        self.stats_cache = self.streams.iter().map(|s| s.stats.clone()).collect();
+        &self.stats_cache
+    }
+}
+
+pub struct SortedAgent {
+    name: String,
+    rx: Receiver,
+    tx: Sender,
+    core: Sorted,
+}
+
+impl SortedAgent {
+    pub fn new(name: String, c: &Config) -> Result<Self> {
+        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
+        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        Ok(SortedAgent {
+            name,
+            rx,
+            tx,
+            core: Sorted::new(Duration::from_millis(c.tardy_ms), c.policy),
+        })
+    }
+}
+
+impl Agent for SortedAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut scratch = TPSet::default();
+        let (mut nin, mut nout, mut dropped, mut bad) = (0u64, 0u64, 0u64, 0u64);
+        let name = self.name.clone();
+        loop {
+            let now = ptmp_data::now_us();
+            while let Some(s) = self.core.pop(now) {
+                self.tx.send(&s).map_err(Error::socket(&name))?;
+                nout += 1;
+            }
+            if ctl.stopped() {
+                break;
+            }
+            let wait = match self.core.next_due() {
+                Some(d) => Duration::from_micros((d - now).max(0) as u64).min(POLL),
+                None => POLL,
+            };
+            match self.rx.recv_into(&mut scratch, Some(wait)) {
+                Ok(true) => {}
+                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                Err(ptmp::Error::Wire(_)) => {
+                    bad += 1;
+                    continue;
+                }
+                Err(e) => return Err(Error::socket(&name)(e)),
+            }
+            nin += 1;
+            match self
+                .core
+                .push(std::mem::take(&mut scratch), ptmp_data::now_us())
+            {
+                Pushed::Queued => {}
+                Pushed::Tardy { set, send } => {
+                    if send {
+                        self.tx.send(&set).map_err(Error::socket(&name))?;
+                        nout += 1;
+                    } else {
+                        dropped += 1;
+                    }
+                }
+            }
+        }
+        let now = ptmp_data::now_us();
+        let mut flushed = 0;
+        while let Some(s) = self.core.flush_one(now) {
+            self.tx.send(&s).map_err(Error::socket(&name))?;
+            nout += 1;
+            flushed += 1;
+        }
+        let streams = self.core.streams().to_vec();
+        let tardy: u64 = streams.iter().map(|s| s.tardy).sum();
+        let mut r = Report::new(&self.name, "sorted")
+            .count("in", nin)
+            .count("out", nout)
+            .count("tardy", tardy)
+            .count("tardy_dropped", dropped)
+            .count("flushed_at_stop", flushed)
+            .count("bad_messages", bad);
+        r.lines = stream_lines(&streams);
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(detid: u32, tstart: u64) -> TPSet {
+        TPSet {
+            detid,
+            tstart,
+            ..Default::default()
+        }
+    }
+
+    const MS: i64 = 1000;
+
+    #[test]
+    fn merges_heads_and_stops_waiting_for_silent_streams() {
+        let mut z = Sorted::new(Duration::from_millis(10), TardyPolicy::Drop);
+        z.push(s(1, 100), 0);
+        z.push(s(1, 300), 0);
+        // Only stream 1 known: nothing to wait for.
+        assert_eq!(z.pop(0).map(|x| x.tstart), Some(100));
+        z.push(s(2, 200), MS);
+        // Stream 1 head 300, stream 2 head 200.
+        assert_eq!(z.pop(MS).map(|x| x.tstart), Some(200));
+        // Stream 2 is now empty but live (seen 1 ms ago): wait.
+        assert!(z.pop(2 * MS).is_none());
+        assert_eq!(z.next_due(), Some(11 * MS + 1));
+        // Silent for more than 10 ms: stop waiting.
+        assert_eq!(z.pop(12 * MS).map(|x| x.tstart), Some(300));
+        // Stream 2 comes back late: tardy, dropped.
+        assert!(matches!(
+            z.push(s(2, 250), 13 * MS),
+            Pushed::Tardy { send: false, .. }
+        ));
+        let st = z.streams().to_vec();
+        assert_eq!((st[1].received, st[1].tardy), (2, 1));
+    }
+}

@@ -1,0 +1,448 @@
+//! `stats` (PTMP's TPStats): per-link (per `detid`) and per-channel
+//! statistics over integration windows of wall-clock time, emitted as JSON
+//! messages.
+//!
+//! Keys: `input`, `output` (required); `topkey` (default "tpstats", as
+//! PTMP's code); `link_integration_time` ms (default 1000, 0 = no link
+//! messages); `chan_integration_time` ms (default 10000, 0 = none);
+//! `tick_per_us` data-clock ticks per microsecond (default 50; must be
+//! positive: the C++ default of 0 divided by zero); `tick_off_us` microseconds
+//! subtracted from the converted data time.
+//!
+//! Messages have two frames, as TPStats sends them for its Graphite
+//! forwarder: the ASCII text `1246973774` (CZMQ's picture "i" of the type
+//! tag 0x4A534F4E, "JSON") and the JSON text. The JSON has PTMP's shape:
+//!
+//! ```text
+//! {topkey: {"links": {"0x<detid hex>": {detid, now, time:{received, created, data},
+//!            counts:{ntpsets, ntps, ndropped, nchannels, nbytes},
+//!            rates:{tps, tpsets, dropped, byteps}, adc:{tpsets, tps, rate, mean},
+//!            latency:{data:{mean,rms,min,max}, trans:{mean,rms,min,max}}} ...},
+//!           "nlinks": N, "seqno": k}}
+//! {topkey: {"chans": {"ch<N>": {chan, integ:{ntps, span_us, adcsum, adcpeak},
+//!            avg:{ntps, occupancy, adcsum, adcpeak}, inst:{ntps, adcsum, adcpeak}} ...},
+//!           "nchans": N, "seqno": k}}
+//! ```
+//!
+//! Deliberate fixes over the C++ code, so every figure is a number: rates
+//! are per second of the integration window (not of the span between the
+//! window's first and last message, which is zero for one message);
+//! `ndropped` counts missing sets from `count` gaps, also across windows
+//! (not one per gap); latencies are in microseconds with `data` = receive
+//! time - data time and `trans` = receive time - `created`, accumulated in
+//! floating point (no overflow); `avg` is per second of the window and `inst`
+//! per second of the channel's summed TP span.
+
+use crate::cfg::Cfg;
+use crate::error::{Error, Result};
+use crate::{Agent, Ctl, Report, POLL};
+use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The first frame of a stats message.
+pub const JSON_TYPE_FRAME: &[u8] = b"1246973774";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub input: SocketConfig,
+    pub output: SocketConfig,
+    pub topkey: String,
+    pub link_ms: u64,
+    pub chan_ms: u64,
+    pub tick_per_us: f64,
+    pub tick_off_us: i64,
+}
+
+impl Config {
+    pub fn parse(c: &Cfg) -> Result<Config> {
+        let tick_per_us = c.num_or("tick_per_us", 50.0, f64::MIN, f64::MAX)?;
+        if tick_per_us <= 0.0 {
+            return Err(c.err(
+                "tick_per_us",
+                tick_per_us.to_string(),
+                "must be positive (data-clock ticks per microsecond, 50 at protoDUNE); 0 would divide by zero",
+            ));
+        }
+        Ok(Config {
+            input: c.req_socket("input")?,
+            output: c.req_socket("output")?,
+            topkey: c.str_opt("topkey")?.unwrap_or("tpstats").to_string(),
+            link_ms: c.int_or("link_integration_time", 1000, 0, 86_400_000)? as u64,
+            chan_ms: c
+                .int_or("chan_integration_time", 10000, i64::MIN, 86_400_000)?
+                .max(0) as u64,
+            tick_per_us,
+            tick_off_us: c.int_or("tick_off_us", 0, i64::MIN, i64::MAX)?,
+        })
+    }
+}
+
+/// Running mean, rms, min and max.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Moments {
+    pub n: u64,
+    sum: f64,
+    sum2: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Moments {
+    pub fn add(&mut self, x: f64) {
+        if self.n == 0 {
+            self.min = x;
+            self.max = x;
+        } else {
+            self.min = self.min.min(x);
+            self.max = self.max.max(x);
+        }
+        self.n += 1;
+        self.sum += x;
+        self.sum2 += x * x;
+    }
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
+    }
+    pub fn rms(&self) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        let m = self.mean();
+        (self.sum2 / self.n as f64 - m * m).max(0.0).sqrt()
+    }
+    fn json(&self) -> Value {
+        json!({"mean": self.mean(), "rms": self.rms(), "min": self.min, "max": self.max})
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Link {
+    ntpsets: u64,
+    ntps: u64,
+    ndropped: u64,
+    nbytes: u64,
+    adc_tpsets: u64,
+    adc_tps: u64,
+    channels: std::collections::BTreeSet<u32>,
+    first: Option<(i64, i64, f64)>, // received, created, data (us)
+    lat_data: Moments,
+    lat_trans: Moments,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Chan {
+    ntps: u64,
+    span_us: f64,
+    adcsum: u64,
+    adcpeak: u64,
+}
+
+/// The statistics core: fed TPSets with their receive time, asked for a
+/// message at the end of each window.
+pub struct Stats {
+    topkey: String,
+    tick_per_us: f64,
+    tick_off_us: i64,
+    links: BTreeMap<u32, Link>,
+    last_count: BTreeMap<u32, u32>,
+    chans: BTreeMap<u32, Chan>,
+    link_seqno: u64,
+    chan_seqno: u64,
+}
+
+impl Stats {
+    pub fn new(topkey: &str, tick_per_us: f64, tick_off_us: i64) -> Self {
+        Stats {
+            topkey: topkey.to_string(),
+            tick_per_us,
+            tick_off_us,
+            links: BTreeMap::new(),
+            last_count: BTreeMap::new(),
+            chans: BTreeMap::new(),
+            link_seqno: 0,
+            chan_seqno: 0,
+        }
+    }
+
+    /// Data time of a tick count, microseconds.
+    pub fn data_us(&self, ticks: u64) -> f64 {
+        ticks as f64 / self.tick_per_us - self.tick_off_us as f64
+    }
+
+    /// Account one TPSet received at `recv_us` (Unix microseconds) with
+    /// `nbytes` of payload.
+    pub fn add(&mut self, s: &TPSet, recv_us: i64, nbytes: usize) {
+        let data_us = self.data_us(s.tstart);
+        let dropped = match self.last_count.insert(s.detid, s.count) {
+            Some(prev) if s.count > prev.wrapping_add(1) && s.count > prev => {
+                (s.count - prev - 1) as u64
+            }
+            _ => 0,
+        };
+        let l = self.links.entry(s.detid).or_default();
+        l.ntpsets += 1;
+        l.ntps += s.tps.len() as u64;
+        l.ndropped += dropped;
+        l.nbytes += nbytes as u64;
+        l.adc_tpsets += s.totaladc() as u64;
+        if l.first.is_none() {
+            l.first = Some((recv_us, s.created, data_us));
+        }
+        l.lat_data.add(recv_us as f64 - data_us);
+        l.lat_trans.add((recv_us - s.created) as f64);
+        for tp in &s.tps {
+            l.adc_tps += tp.adcsum() as u64;
+            l.channels.insert(tp.channel);
+            let c = self.chans.entry(tp.channel).or_default();
+            c.ntps += 1;
+            c.span_us += tp.tspan() as f64 / self.tick_per_us;
+            c.adcsum += tp.adcsum() as u64;
+            c.adcpeak += tp.adcpeak() as u64;
+        }
+    }
+
+    /// The link message for a window of `window_ms`, and reset.
+    pub fn link_message(&mut self, window_ms: u64) -> Value {
+        let secs = window_ms.max(1) as f64 / 1000.0;
+        let mut links = Map::new();
+        for (detid, l) in std::mem::take(&mut self.links) {
+            let (received, created, data) = l.first.unwrap_or((0, 0, 0.0));
+            links.insert(
+                format!("0x{detid:x}"),
+                json!({
+                    "detid": detid,
+                    "now": (data / 1e6).floor() as i64,
+                    "time": {"received": received as f64 / 1e6, "created": created as f64 / 1e6, "data": data / 1e6},
+                    "counts": {"ntpsets": l.ntpsets, "ntps": l.ntps, "ndropped": l.ndropped,
+                               "nchannels": l.channels.len(), "nbytes": l.nbytes},
+                    "rates": {"tps": l.ntps as f64 / secs, "tpsets": l.ntpsets as f64 / secs,
+                              "dropped": l.ndropped as f64 / secs, "byteps": l.nbytes as f64 / secs},
+                    "adc": {"tpsets": l.adc_tpsets, "tps": l.adc_tps, "rate": l.adc_tps as f64 / secs,
+                            "mean": if l.ntps == 0 { 0.0 } else { l.adc_tps as f64 / l.ntps as f64 }},
+                    "latency": {"data": l.lat_data.json(), "trans": l.lat_trans.json()},
+                }),
+            );
+        }
+        let n = links.len();
+        let seq = self.link_seqno;
+        self.link_seqno += 1;
+        json!({ self.topkey.clone(): {"links": links, "nlinks": n, "seqno": seq} })
+    }
+
+    /// The channel message for a window of `window_ms`, and reset.
+    pub fn chan_message(&mut self, window_ms: u64) -> Value {
+        let secs = window_ms.max(1) as f64 / 1000.0;
+        let mut chans = Map::new();
+        for (ch, c) in std::mem::take(&mut self.chans) {
+            let span_s = c.span_us / 1e6;
+            let per_span = |x: f64| if span_s > 0.0 { x / span_s } else { 0.0 };
+            chans.insert(
+                format!("ch{ch}"),
+                json!({
+                    "chan": ch,
+                    "integ": {"ntps": c.ntps, "span_us": c.span_us, "adcsum": c.adcsum, "adcpeak": c.adcpeak},
+                    "avg": {"ntps": c.ntps as f64 / secs, "occupancy": span_s / secs,
+                            "adcsum": c.adcsum as f64 / secs, "adcpeak": c.adcpeak as f64 / secs},
+                    "inst": {"ntps": per_span(c.ntps as f64), "adcsum": per_span(c.adcsum as f64),
+                             "adcpeak": per_span(c.adcpeak as f64)},
+                }),
+            );
+        }
+        let n = chans.len();
+        let seq = self.chan_seqno;
+        self.chan_seqno += 1;
+        json!({ self.topkey.clone(): {"chans": chans, "nchans": n, "seqno": seq} })
+    }
+
+    pub fn has_links(&self) -> bool {
+        !self.links.is_empty()
+    }
+    pub fn has_chans(&self) -> bool {
+        !self.chans.is_empty()
+    }
+}
+
+pub struct StatsAgent {
+    name: String,
+    rx: Receiver,
+    tx: Sender,
+    cfg: Config,
+}
+
+impl StatsAgent {
+    pub fn new(name: String, c: &Config) -> Result<Self> {
+        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
+        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        Ok(StatsAgent {
+            name,
+            rx,
+            tx,
+            cfg: c.clone(),
+        })
+    }
+
+    fn emit(&mut self, v: &Value) -> Result<()> {
+        let text = v.to_string();
+        self.tx
+            .send_raw(&[JSON_TYPE_FRAME, text.as_bytes()])
+            .map_err(Error::socket(&self.name))
+    }
+}
+
+impl Agent for StatsAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut st = Stats::new(&self.cfg.topkey, self.cfg.tick_per_us, self.cfg.tick_off_us);
+        let (lw, cw) = (self.cfg.link_ms, self.cfg.chan_ms);
+        let start = Instant::now();
+        let mut next_link = (lw > 0).then(|| start + Duration::from_millis(lw));
+        let mut next_chan = (cw > 0).then(|| start + Duration::from_millis(cw));
+        let mut set = TPSet::default();
+        let mut buf = Vec::new();
+        let (mut nin, mut nmsg, mut bad) = (0u64, 0u64, 0u64);
+        while !ctl.stopped() {
+            let now = Instant::now();
+            if let Some(t) = next_link.filter(|t| *t <= now) {
+                let m = st.link_message(lw);
+                self.emit(&m)?;
+                nmsg += 1;
+                next_link = Some(t + Duration::from_millis(lw));
+            }
+            if let Some(t) = next_chan.filter(|t| *t <= now) {
+                let m = st.chan_message(cw);
+                self.emit(&m)?;
+                nmsg += 1;
+                next_chan = Some(t + Duration::from_millis(cw));
+            }
+            let until = [next_link, next_chan].into_iter().flatten().min();
+            let wait = until.map_or(POLL, |u| {
+                u.saturating_duration_since(Instant::now()).min(POLL)
+            });
+            match self.rx.recv_into(&mut set, Some(wait)) {
+                Ok(true) => {
+                    nin += 1;
+                    buf.clear();
+                    ptmp_data::encode_tpset(&set, &mut buf);
+                    st.add(&set, ptmp_data::now_us(), buf.len());
+                }
+                Ok(false) | Err(ptmp::Error::Interrupted) => {}
+                Err(ptmp::Error::Wire(_)) => bad += 1,
+                Err(e) => return Err(Error::socket(&self.name)(e)),
+            }
+        }
+        // Flush the partial windows so the last sets are accounted.
+        let elapsed = start.elapsed().as_millis() as u64;
+        if lw > 0 && st.has_links() {
+            let m = st.link_message(lw.min(elapsed % lw.max(1)).max(1));
+            self.emit(&m)?;
+            nmsg += 1;
+        }
+        if cw > 0 && st.has_chans() {
+            let m = st.chan_message(cw.min(elapsed % cw.max(1)).max(1));
+            self.emit(&m)?;
+            nmsg += 1;
+        }
+        Ok(Report::new(&self.name, "stats")
+            .count("in", nin)
+            .count("messages", nmsg)
+            .count("bad_messages", bad))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptmp::TrigPrim;
+
+    fn set(count: u32, detid: u32, tstart: u64, tps: &[(u32, u32, u32)]) -> TPSet {
+        TPSet {
+            count,
+            detid,
+            created: 1_000_000,
+            tstart,
+            totaladc: Some(tps.iter().map(|t| t.2).sum()),
+            tps: tps
+                .iter()
+                .map(|&(ch, span, adc)| TrigPrim {
+                    channel: ch,
+                    tstart,
+                    tspan: Some(span),
+                    adcsum: Some(adc),
+                    adcpeak: Some(adc / 2),
+                    flags: None,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn link_and_channel_figures() {
+        let mut st = Stats::new("apa5", 50.0, 0);
+        // detid 1: counts 0,1,4 (two dropped); detid 2: one set.
+        st.add(
+            &set(0, 1, 50_000_000, &[(10, 100, 20), (11, 50, 40)]),
+            1_500_000,
+            30,
+        );
+        st.add(&set(1, 1, 50_000_100, &[(10, 100, 20)]), 1_500_010, 20);
+        st.add(&set(4, 1, 50_000_200, &[]), 1_500_020, 10);
+        st.add(&set(7, 2, 50_000_000, &[(12, 500, 8)]), 1_600_000, 15);
+        let m = st.link_message(2000);
+        let l = &m["apa5"]["links"]["0x1"];
+        assert_eq!(m["apa5"]["nlinks"], 2);
+        assert_eq!(m["apa5"]["seqno"], 0);
+        assert_eq!(l["counts"]["ntpsets"], 3);
+        assert_eq!(l["counts"]["ntps"], 3);
+        assert_eq!(l["counts"]["ndropped"], 2);
+        assert_eq!(l["counts"]["nchannels"], 2);
+        assert_eq!(l["counts"]["nbytes"], 60);
+        assert_eq!(l["rates"]["tpsets"], 1.5);
+        assert_eq!(l["adc"]["tps"], 80);
+        assert_eq!(l["adc"]["tpsets"], 80);
+        // data time of tstart 50e6 ticks at 50/us is 1e6 us; received 1.5e6.
+        assert_eq!(l["latency"]["data"]["min"], 500_000.0);
+        assert_eq!(l["latency"]["trans"]["max"], 500_020.0);
+        assert_eq!(l["now"], 1);
+        // Window reset: the next message is empty with seqno 1.
+        let m = st.link_message(2000);
+        assert_eq!(m["apa5"]["nlinks"], 0);
+        assert_eq!(m["apa5"]["seqno"], 1);
+
+        let m = st.chan_message(1000);
+        let c = &m["apa5"]["chans"]["ch10"];
+        assert_eq!(m["apa5"]["nchans"], 3);
+        assert_eq!(c["integ"]["ntps"], 2);
+        assert_eq!(c["integ"]["span_us"], 4.0); // 200 ticks / 50
+        assert_eq!(c["integ"]["adcsum"], 40);
+        assert_eq!(c["avg"]["ntps"], 2.0);
+        assert_eq!(c["inst"]["ntps"], 2.0 / 4e-6);
+        for v in m.to_string().split(',') {
+            assert!(!v.contains("null"), "{v}");
+        }
+    }
+
+    #[test]
+    fn zero_tick_per_us_is_refused() {
+        let v = serde_json::json!({
+            "input": {"socket": {"type": "PULL", "connect": ["inproc://a"]}},
+            "output": {"socket": {"type": "PUB", "bind": ["inproc://b"]}},
+            "tick_per_us": 0
+        });
+        let c = Cfg::new("st", &v).unwrap();
+        let e = Config::parse(&c).unwrap_err().to_string();
+        assert!(
+            e.starts_with("agent st: tick_per_us = 0: must be positive"),
+            "{e}"
+        );
+    }
+}

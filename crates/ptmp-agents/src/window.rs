@@ -1,0 +1,373 @@
+//! `window` (PTMP's TPWindow): re-bins TrigPrims by their `tstart` into
+//! absolute windows `[i*tspan + toffset, (i+1)*tspan + toffset)`.
+//!
+//! Keys: `input`, `output` (required); `tspan` ticks (required, positive);
+//! `toffset` ticks (default 0, taken modulo `tspan`); `tbuf` ticks (default
+//! 0): data past a window's end that must be seen before the window is sent,
+//! effectively `max(tspan, tbuf)`; `detid` (default -1: the first input
+//! set's detid); `tickperus` (default 50, accepted for PTMP's configs).
+//!
+//! Semantics (those of PTMP's later TPWindow):
+//! * The first TrigPrim seen opens the window holding it. A TrigPrim whose
+//!   `tstart` is before the current window is *tardy*: counted and dropped
+//!   (only it, not the rest of its set). Only `tstart` matters, not `tspan`.
+//! * After each input set, while the largest `tstart` seen is at least
+//!   `tspan + tbuf` past the current window's start, the window's TrigPrims
+//!   go out as one TPSet and the window moves to the one holding the next
+//!   buffered TrigPrim, so empty windows are never sent.
+//! * An output set: `count` from 0, `detid` as configured, `created` now,
+//!   `tstart` the window start, `tspan` the window length, `chanbeg`/`chanend`
+//!   the lowest/highest channel, `totaladc` the sum of `adcsum`, TrigPrims
+//!   unchanged in `tstart` order (then arrival order).
+//! * On stop the buffered TrigPrims go out in their windows (PTMP dropped
+//!   them), so nothing accepted is lost.
+//! * Empty input sets are counted and ignored.
+
+use crate::cfg::Cfg;
+use crate::error::{Error, Result};
+use crate::{Agent, Ctl, Report, POLL};
+use ptmp::{Receiver, Sender, SocketConfig, TPSet, TrigPrim};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub input: SocketConfig,
+    pub output: SocketConfig,
+    pub tspan: u64,
+    pub toffset: u64,
+    pub tbuf: u64,
+    pub detid: Option<u32>,
+}
+
+impl Config {
+    pub fn parse(c: &Cfg) -> Result<Config> {
+        let input = c.req_socket("input")?;
+        let output = c.req_socket("output")?;
+        let tspan = c.req_u64("tspan")?;
+        if tspan == 0 {
+            return Err(c.err("tspan", "0", "the window length must be positive"));
+        }
+        let toffset = c.u64_opt("toffset")?.unwrap_or(0);
+        let tbuf = c.u64_opt("tbuf")?.unwrap_or(0);
+        let detid = c.int_or("detid", -1, -1, u32::MAX as i64)?;
+        c.num_or("tickperus", 50.0, f64::MIN_POSITIVE, f64::MAX)?;
+        Ok(Config {
+            input,
+            output,
+            tspan,
+            toffset,
+            tbuf,
+            detid: (detid >= 0).then_some(detid as u32),
+        })
+    }
+}
+
+struct Held {
+    seq: u64,
+    tp: TrigPrim,
+}
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.tp.tstart, o.seq).cmp(&(self.tp.tstart, self.seq))
+    }
+}
+
+/// The windowing core.
+pub struct Windower {
+    tspan: u64,
+    toffset: u64,
+    tbuf: u64,
+    detid: Option<u32>,
+    buf: BinaryHeap<Held>,
+    /// Index of the current (not yet sent) window; `None` before any TP.
+    cur: Option<u64>,
+    max_seen: u64,
+    seq: u64,
+    count: u32,
+    pub tardy: u64,
+    pub empty_inputs: u64,
+    pub tps_in: u64,
+    pub tps_out: u64,
+}
+
+impl Windower {
+    pub fn new(tspan: u64, toffset: u64, tbuf: u64, detid: Option<u32>) -> Self {
+        assert!(tspan > 0);
+        Windower {
+            tspan,
+            toffset: toffset % tspan,
+            tbuf: tbuf.max(tspan),
+            detid,
+            buf: BinaryHeap::new(),
+            cur: None,
+            max_seen: 0,
+            seq: 0,
+            count: 0,
+            tardy: 0,
+            empty_inputs: 0,
+            tps_in: 0,
+            tps_out: 0,
+        }
+    }
+
+    /// Index of the window holding tick `t` (ticks before `toffset` fall in
+    /// window 0, which begins at `toffset`; they are the only exception).
+    fn index(&self, t: u64) -> u64 {
+        t.saturating_sub(self.toffset) / self.tspan
+    }
+
+    fn begin(&self, i: u64) -> u64 {
+        i.saturating_mul(self.tspan).saturating_add(self.toffset)
+    }
+
+    /// Feed one input set; completed windows are passed to `emit`.
+    pub fn add(&mut self, set: &TPSet, emit: &mut impl FnMut(&TPSet)) {
+        if set.tps.is_empty() {
+            self.empty_inputs += 1;
+            return;
+        }
+        if self.detid.is_none() {
+            self.detid = Some(set.detid);
+        }
+        if self.cur.is_none() {
+            let first = set.tps.iter().map(|t| t.tstart).min().unwrap_or(0);
+            self.cur = Some(self.index(first));
+        }
+        let start = self.begin(self.cur.unwrap_or(0));
+        for tp in &set.tps {
+            self.tps_in += 1;
+            if tp.tstart < start {
+                self.tardy += 1;
+                continue;
+            }
+            self.max_seen = self.max_seen.max(tp.tstart);
+            self.seq += 1;
+            self.buf.push(Held {
+                seq: self.seq,
+                tp: *tp,
+            });
+        }
+        self.drain(false, emit);
+    }
+
+    /// Send every buffered TrigPrim (at shutdown).
+    pub fn flush(&mut self, emit: &mut impl FnMut(&TPSet)) {
+        self.drain(true, emit);
+    }
+
+    fn drain(&mut self, all: bool, emit: &mut impl FnMut(&TPSet)) {
+        let mut out = TPSet::default();
+        while let Some(min) = self.buf.peek().map(|h| h.tp.tstart) {
+            let idx = self.index(min).max(self.cur.unwrap_or(0));
+            let begin = self.begin(idx);
+            let end = begin.saturating_add(self.tspan);
+            if !all && self.max_seen.saturating_sub(begin) < self.tspan + self.tbuf {
+                self.cur = Some(idx);
+                break;
+            }
+            out.tps.clear();
+            while self.buf.peek().is_some_and(|h| h.tp.tstart < end) {
+                out.tps.push(self.buf.pop().expect("peeked").tp);
+            }
+            out.count = self.count;
+            self.count = self.count.wrapping_add(1);
+            out.detid = self.detid.unwrap_or(0);
+            out.created = ptmp_data::now_us();
+            out.tstart = begin;
+            out.tspan = Some(self.tspan.min(u32::MAX as u64) as u32);
+            out.chanbeg = out.tps.iter().map(|t| t.channel).min();
+            out.chanend = out.tps.iter().map(|t| t.channel).max();
+            let adc: u64 = out.tps.iter().map(|t| t.adcsum() as u64).sum();
+            out.totaladc = Some(adc.min(u32::MAX as u64) as u32);
+            self.tps_out += out.tps.len() as u64;
+            emit(&out);
+            self.cur = Some(idx + 1);
+        }
+    }
+
+    /// Windows sent so far.
+    pub fn sent(&self) -> u32 {
+        self.count
+    }
+
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+pub struct WindowAgent {
+    name: String,
+    rx: Receiver,
+    tx: Sender,
+    win: Windower,
+}
+
+impl WindowAgent {
+    pub fn new(name: String, c: &Config) -> Result<Self> {
+        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
+        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        Ok(WindowAgent {
+            name,
+            rx,
+            tx,
+            win: Windower::new(c.tspan, c.toffset, c.tbuf, c.detid),
+        })
+    }
+}
+
+impl Agent for WindowAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut set = TPSet::default();
+        let (mut nin, mut bad) = (0u64, 0u64);
+        let err: std::cell::RefCell<Option<ptmp::Error>> = Default::default();
+        let tx = &mut self.tx;
+        let mut emit = |s: &TPSet| {
+            let mut e = err.borrow_mut();
+            if e.is_none() {
+                if let Err(x) = tx.send(s) {
+                    *e = Some(x);
+                }
+            }
+        };
+        while !ctl.stopped() {
+            match self.rx.recv_into(&mut set, Some(POLL)) {
+                Ok(true) => {}
+                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                Err(ptmp::Error::Wire(_)) => {
+                    bad += 1;
+                    continue;
+                }
+                Err(e) => return Err(Error::socket(&self.name)(e)),
+            }
+            nin += 1;
+            self.win.add(&set, &mut emit);
+            if err.borrow().is_some() {
+                break;
+            }
+        }
+        let held = self.win.buffered() as u64;
+        self.win.flush(&mut emit);
+        if let Some(e) = err.into_inner() {
+            return Err(Error::socket(&self.name)(e));
+        }
+        Ok(Report::new(&self.name, "window")
+            .count("in", nin)
+            .count("out", self.win.sent() as u64)
+            .count("tps_in", self.win.tps_in)
+            .count("tps_out", self.win.tps_out)
+            .count("tardy_tps", self.win.tardy)
+            .count("empty_inputs", self.win.empty_inputs)
+            .count("flushed_tps_at_stop", held)
+            .count("bad_messages", bad))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(detid: u32, tps: &[(u32, u64, u32)]) -> TPSet {
+        TPSet {
+            detid,
+            tstart: tps.iter().map(|t| t.1).min().unwrap_or(0),
+            tps: tps
+                .iter()
+                .map(|&(channel, tstart, adc)| TrigPrim {
+                    channel,
+                    tstart,
+                    adcsum: Some(adc),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn run(w: &mut Windower, sets: &[TPSet]) -> Vec<TPSet> {
+        let mut out = Vec::new();
+        for s in sets {
+            w.add(s, &mut |o| out.push(o.clone()));
+        }
+        out
+    }
+
+    #[test]
+    fn bins_into_absolute_windows_after_tbuf() {
+        // tspan 100, toffset 10, tbuf 150 (effective 150).
+        let mut w = Windower::new(100, 10, 150, None);
+        let out = run(
+            &mut w,
+            &[
+                set(3, &[(5, 120, 1), (7, 115, 2)]), // window [110,210)
+                set(3, &[(6, 205, 4), (9, 230, 8)]), // 205 in [110,210), 230 next
+                set(3, &[(1, 359, 16)]),             // 359-110 = 249 < 250: hold
+            ],
+        );
+        assert!(out.is_empty());
+        let out = run(&mut w, &[set(3, &[(2, 360, 32)])]); // 360-110 = 250: send
+        assert_eq!(out.len(), 1);
+        let o = &out[0];
+        assert_eq!((o.count, o.detid, o.tstart, o.tspan()), (0, 3, 110, 100));
+        assert_eq!((o.chanbeg(), o.chanend(), o.totaladc()), (5, 7, 7));
+        // TPs in tstart order.
+        let ts: Vec<u64> = o.tps.iter().map(|t| t.tstart).collect();
+        assert_eq!(ts, vec![115, 120, 205]);
+        // Window [210,310) holds 230; it needs 460 seen.
+        let out = run(&mut w, &[set(3, &[(4, 460, 1)])]);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].count, out[0].tstart, out[0].tps.len()), (1, 210, 1));
+    }
+
+    #[test]
+    fn tardy_tps_are_dropped_alone_and_empty_windows_skipped() {
+        let mut w = Windower::new(10, 0, 0, Some(42));
+        let mut out = run(&mut w, &[set(1, &[(1, 100, 1)]), set(1, &[(2, 120, 1)])]);
+        // 120-100 >= 10+10: window [100,110) goes; current is now 110.
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].detid, 42);
+        // A set with one tardy TP (105) and one good one (125).
+        out.extend(run(&mut w, &[set(1, &[(3, 105, 1), (4, 125, 1)])]));
+        assert_eq!(w.tardy, 1);
+        // Jump far: windows [120,130) holds 120 and 125; nothing for
+        // [130, 500): no empty windows are sent.
+        out.extend(run(&mut w, &[set(1, &[(5, 500, 1)])]));
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[1].tstart, out[1].tps.len()), (120, 2));
+        // Flush sends the held 500.
+        w.flush(&mut |o| out.push(o.clone()));
+        assert_eq!(out.len(), 3);
+        assert_eq!((out[2].tstart, out[2].count), (500, 2));
+        assert_eq!(w.tps_in, 5);
+        assert_eq!(w.tps_out + w.tardy, 5);
+    }
+
+    #[test]
+    fn tbuf_smaller_than_tspan_acts_as_tspan_and_detid_latches() {
+        let mut w = Windower::new(50, 0, 5, None);
+        let out = run(&mut w, &[set(9, &[(1, 0, 1)]), set(8, &[(1, 99, 1)])]);
+        assert!(out.is_empty()); // needs 100 seen
+        let out = run(&mut w, &[set(8, &[(1, 100, 1)])]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].detid, 9);
+        let mut w = Windower::new(50, 0, 0, None);
+        let n = run(&mut w, &[set(1, &[])]);
+        assert!(n.is_empty());
+        assert_eq!(w.empty_inputs, 1);
+    }
+}

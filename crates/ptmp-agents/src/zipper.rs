@@ -1,0 +1,476 @@
+//! `zipper` (PTMP's TPZipper): merges N time-ordered TPSet streams into one
+//! stream ordered by `tstart`, with a bound on the real-time latency it adds.
+//!
+//! Keys: `input` (required; its endpoints count the streams, N), `output`
+//! (required), `sync_time` ms (default 10, at least 1; PTMP's old name
+//! `tardy` is accepted), `tardy_policy` "drop" (default) or "send".
+//!
+//! Streams are told apart by `detid`, as in PTMP. Each set received gets an
+//! *overdue* time, receive time + `sync_time`, and waits in a queue ordered
+//! by (`tstart`, arrival). A queued set goes out
+//! * early, when it has the smallest `tstart` and every other stream has a
+//!   set queued (then nothing earlier can still come), or
+//! * when a set in the queue is overdue: that set goes out after *sweeping*
+//!   every queued set with a smaller or equal `tstart` ahead of it.
+//!
+//! A set arriving with a `tstart` before one already sent is *tardy*:
+//! dropped by default, or sent at once (out of order) with "send"; either way
+//! it is counted, per stream. Sets are otherwise sent unaltered. On stop the
+//! queue is flushed in order (PTMP dropped it). Per stream the agent reports sets received,
+//! tardy, how late the tardy ones were in data time (ticks behind the last
+//! sent `tstart`), and how long sets were held in real time (microseconds).
+
+use crate::cfg::Cfg;
+use crate::error::{Error, Result};
+use crate::stats::Moments;
+use crate::{Agent, Ctl, Report, POLL};
+use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+use std::time::Duration;
+
+/// What to do with a tardy set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TardyPolicy {
+    Drop,
+    Send,
+}
+
+impl TardyPolicy {
+    pub(crate) fn parse(c: &Cfg) -> Result<TardyPolicy> {
+        Ok(match c.choice("tardy_policy", "drop", &["drop", "send"])? {
+            "send" => TardyPolicy::Send,
+            _ => TardyPolicy::Drop,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub input: SocketConfig,
+    pub output: SocketConfig,
+    pub sync_ms: u64,
+    pub policy: TardyPolicy,
+}
+
+impl Config {
+    pub fn parse(c: &Cfg) -> Result<Config> {
+        let input = c.req_socket("input")?;
+        let output = c.req_socket("output")?;
+        let sync = match (
+            c.int_in("sync_time", 1, 3_600_000)?,
+            c.int_in("tardy", 1, 3_600_000)?,
+        ) {
+            (Some(s), Some(t)) if s != t => {
+                return Err(c.err(
+                    "tardy",
+                    t.to_string(),
+                    format!("is the old name of sync_time, which says {s}; give one"),
+                ))
+            }
+            (Some(s), _) | (None, Some(s)) => s,
+            (None, None) => 10,
+        };
+        Ok(Config {
+            input,
+            output,
+            sync_ms: sync as u64,
+            policy: TardyPolicy::parse(c)?,
+        })
+    }
+}
+
+struct Item {
+    tstart: u64,
+    seq: u64,
+    slot: usize,
+    recv_us: i64,
+    set: TPSet,
+}
+
+impl PartialEq for Item {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Item {
+    // Reversed: BinaryHeap is a max-heap and we want the smallest first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.tstart, o.seq).cmp(&(self.tstart, self.seq))
+    }
+}
+
+/// Per-stream statistics.
+#[derive(Debug, Clone, Default)]
+pub struct StreamStats {
+    pub detid: u32,
+    pub received: u64,
+    pub sent: u64,
+    pub tardy: u64,
+    /// Ticks behind the last sent tstart, of tardy sets.
+    pub tardy_ticks: Moments,
+    /// Real time held in the queue, microseconds.
+    pub held_us: Moments,
+}
+
+/// What [`Zipper::push`] did with a set.
+pub enum Pushed {
+    Queued,
+    /// Tardy: the set is handed back; `send` says whether the policy wants
+    /// it sent now.
+    Tardy {
+        set: TPSet,
+        send: bool,
+    },
+}
+
+/// The zipper's queue and release rules, fed with a clock.
+pub struct Zipper {
+    sync_us: i64,
+    policy: TardyPolicy,
+    nstreams: usize,
+    detids: Vec<u32>,
+    streams: Vec<StreamStats>,
+    queued: Vec<usize>,
+    with_data: usize,
+    heap: BinaryHeap<Item>,
+    due: VecDeque<(i64, u64)>,
+    bound: Option<u64>,
+    last_out: Option<u64>,
+    seq: u64,
+}
+
+impl Zipper {
+    /// `nstreams`: how many input streams to expect.
+    pub fn new(nstreams: usize, sync: Duration, policy: TardyPolicy) -> Self {
+        Zipper {
+            sync_us: sync.as_micros() as i64,
+            policy,
+            nstreams: nstreams.max(1),
+            detids: Vec::new(),
+            streams: Vec::new(),
+            queued: Vec::new(),
+            with_data: 0,
+            heap: BinaryHeap::new(),
+            due: VecDeque::new(),
+            bound: None,
+            last_out: None,
+            seq: 0,
+        }
+    }
+
+    fn slot(&mut self, detid: u32) -> usize {
+        if let Some(i) = self.detids.iter().position(|d| *d == detid) {
+            return i;
+        }
+        self.detids.push(detid);
+        self.streams.push(StreamStats {
+            detid,
+            ..Default::default()
+        });
+        self.queued.push(0);
+        self.detids.len() - 1
+    }
+
+    /// Accept a set received at `now_us`.
+    pub fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
+        let slot = self.slot(set.detid);
+        let st = &mut self.streams[slot];
+        st.received += 1;
+        if let Some(last) = self.last_out {
+            if set.tstart < last {
+                st.tardy += 1;
+                st.tardy_ticks.add((last - set.tstart) as f64);
+                let send = self.policy == TardyPolicy::Send;
+                if send {
+                    st.sent += 1;
+                }
+                return Pushed::Tardy { set, send };
+            }
+        }
+        if self.queued[slot] == 0 {
+            self.with_data += 1;
+        }
+        self.queued[slot] += 1;
+        self.seq += 1;
+        self.due.push_back((now_us + self.sync_us, set.tstart));
+        self.heap.push(Item {
+            tstart: set.tstart,
+            seq: self.seq,
+            slot,
+            recv_us: now_us,
+            set,
+        });
+        Pushed::Queued
+    }
+
+    fn take_top(&mut self, now_us: i64) -> Option<TPSet> {
+        let it = self.heap.pop()?;
+        self.queued[it.slot] -= 1;
+        if self.queued[it.slot] == 0 {
+            self.with_data -= 1;
+        }
+        self.last_out = Some(self.last_out.map_or(it.tstart, |l| l.max(it.tstart)));
+        let st = &mut self.streams[it.slot];
+        st.sent += 1;
+        st.held_us.add((now_us - it.recv_us) as f64);
+        Some(it.set)
+    }
+
+    /// The next set to send at `now_us`, if any is ready.
+    pub fn pop(&mut self, now_us: i64) -> Option<TPSet> {
+        while let Some(&(due, ts)) = self.due.front() {
+            if due > now_us {
+                break;
+            }
+            self.bound = Some(self.bound.map_or(ts, |b| b.max(ts)));
+            self.due.pop_front();
+        }
+        let top = self.heap.peek()?.tstart;
+        let swept = self.bound.is_some_and(|b| top <= b);
+        let all = self.with_data >= self.nstreams.max(self.detids.len());
+        if swept || all {
+            self.take_top(now_us)
+        } else {
+            None
+        }
+    }
+
+    /// Release the next queued set regardless of time (shutdown flush).
+    pub fn flush_one(&mut self, now_us: i64) -> Option<TPSet> {
+        self.take_top(now_us)
+    }
+
+    /// When the earliest queued set becomes overdue, if any.
+    pub fn next_due(&self) -> Option<i64> {
+        self.due.front().map(|d| d.0)
+    }
+
+    pub fn queued(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn streams(&self) -> &[StreamStats] {
+        &self.streams
+    }
+}
+
+pub struct ZipperAgent {
+    name: String,
+    rx: Receiver,
+    tx: Sender,
+    zip: Zipper,
+}
+
+impl ZipperAgent {
+    pub fn new(name: String, c: &Config) -> Result<Self> {
+        let n = c.input.bind.len() + c.input.connect.len();
+        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
+        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        Ok(ZipperAgent {
+            name,
+            rx,
+            tx,
+            zip: Zipper::new(n, Duration::from_millis(c.sync_ms), c.policy),
+        })
+    }
+}
+
+/// Per-stream report lines shared by zipper and sorted.
+pub(crate) fn stream_lines(streams: &[StreamStats]) -> Vec<String> {
+    streams
+        .iter()
+        .map(|s| {
+            format!(
+                "detid {}: received {} sent {} tardy {} (ticks late mean {:.0} max {:.0}); held us mean {:.1} max {:.0}",
+                s.detid,
+                s.received,
+                s.sent,
+                s.tardy,
+                s.tardy_ticks.mean(),
+                if s.tardy_ticks.n > 0 { s.tardy_ticks.max } else { 0.0 },
+                s.held_us.mean(),
+                if s.held_us.n > 0 { s.held_us.max } else { 0.0 },
+            )
+        })
+        .collect()
+}
+
+impl Agent for ZipperAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut pool: Vec<TPSet> = Vec::new();
+        let mut scratch = TPSet::default();
+        let (mut nin, mut nout, mut dropped, mut bad) = (0u64, 0u64, 0u64, 0u64);
+        let name = self.name.clone();
+        loop {
+            let now = ptmp_data::now_us();
+            while let Some(s) = self.zip.pop(now) {
+                self.tx.send(&s).map_err(Error::socket(&name))?;
+                nout += 1;
+                pool.push(s);
+            }
+            if ctl.stopped() {
+                break;
+            }
+            let wait = match self.zip.next_due() {
+                Some(d) => Duration::from_micros((d - now).max(0) as u64).min(POLL),
+                None => POLL,
+            };
+            match self.rx.recv_into(&mut scratch, Some(wait)) {
+                Ok(true) => {}
+                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                Err(ptmp::Error::Wire(_)) => {
+                    bad += 1;
+                    continue;
+                }
+                Err(e) => return Err(Error::socket(&name)(e)),
+            }
+            nin += 1;
+            let set = std::mem::replace(&mut scratch, pool.pop().unwrap_or_default());
+            match self.zip.push(set, ptmp_data::now_us()) {
+                Pushed::Queued => {}
+                Pushed::Tardy { set, send } => {
+                    if send {
+                        self.tx.send(&set).map_err(Error::socket(&name))?;
+                        nout += 1;
+                    } else {
+                        dropped += 1;
+                    }
+                    pool.push(set);
+                }
+            }
+        }
+        let now = ptmp_data::now_us();
+        let mut flushed = 0;
+        while let Some(s) = self.zip.flush_one(now) {
+            self.tx.send(&s).map_err(Error::socket(&name))?;
+            nout += 1;
+            flushed += 1;
+        }
+        let tardy: u64 = self.zip.streams().iter().map(|s| s.tardy).sum();
+        let mut r = Report::new(&self.name, "zipper")
+            .count("in", nin)
+            .count("out", nout)
+            .count("tardy", tardy)
+            .count("tardy_dropped", dropped)
+            .count("flushed_at_stop", flushed)
+            .count("bad_messages", bad);
+        r.lines = stream_lines(self.zip.streams());
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(detid: u32, tstart: u64) -> TPSet {
+        TPSet {
+            detid,
+            tstart,
+            ..Default::default()
+        }
+    }
+
+    fn drain(z: &mut Zipper, now: i64) -> Vec<(u32, u64)> {
+        let mut v = Vec::new();
+        while let Some(x) = z.pop(now) {
+            v.push((x.detid, x.tstart));
+        }
+        v
+    }
+
+    const MS: i64 = 1000;
+
+    #[test]
+    fn interleaved_inputs_go_out_in_tstart_order_early() {
+        let mut z = Zipper::new(2, Duration::from_millis(10), TardyPolicy::Drop);
+        assert!(matches!(z.push(s(1, 100), 0), Pushed::Queued));
+        assert!(matches!(z.push(s(1, 300), 0), Pushed::Queued));
+        // Only stream 1 has data and nothing is overdue: hold.
+        assert!(drain(&mut z, 1).is_empty());
+        z.push(s(2, 200), 2);
+        // Both streams have data: 100 goes; then stream 1 still has 300 and
+        // stream 2 has 200, so 200 goes; then only stream 1 has data.
+        assert_eq!(drain(&mut z, 3), vec![(1, 100), (2, 200)]);
+        z.push(s(2, 400), 4);
+        assert_eq!(drain(&mut z, 5), vec![(1, 300)]);
+        assert_eq!(z.queued(), 1);
+    }
+
+    #[test]
+    fn overdue_set_sweeps_smaller_ones_and_later_arrivals_are_tardy() {
+        let mut z = Zipper::new(3, Duration::from_millis(10), TardyPolicy::Drop);
+        z.push(s(1, 500), 0);
+        z.push(s(2, 300), 5 * MS);
+        // Stream 3 never reports. Before 10 ms nothing is overdue.
+        assert!(drain(&mut z, 9 * MS).is_empty());
+        assert_eq!(z.next_due(), Some(10 * MS));
+        // At 10 ms the 500 set is overdue: it goes out after sweeping 300.
+        assert_eq!(drain(&mut z, 10 * MS), vec![(2, 300), (1, 500)]);
+        // A set from stream 3 before 500 is now tardy and dropped; one equal
+        // to the last sent tstart is not tardy.
+        match z.push(s(3, 400), 11 * MS) {
+            Pushed::Tardy { send, set } => {
+                assert!(!send);
+                assert_eq!(set.tstart, 400);
+            }
+            Pushed::Queued => panic!("expected tardy"),
+        }
+        assert!(matches!(z.push(s(3, 500), 11 * MS), Pushed::Queued));
+        let st3 = &z.streams()[2];
+        assert_eq!((st3.detid, st3.received, st3.tardy), (3, 2, 1));
+        assert_eq!(st3.tardy_ticks.max, 100.0);
+    }
+
+    #[test]
+    fn tardy_policy_send_hands_the_set_back_for_sending() {
+        let mut z = Zipper::new(1, Duration::from_millis(0), TardyPolicy::Send);
+        z.push(s(1, 100), 0);
+        assert_eq!(drain(&mut z, 0), vec![(1, 100)]);
+        match z.push(s(1, 50), 1) {
+            Pushed::Tardy { send, .. } => assert!(send),
+            Pushed::Queued => panic!("expected tardy"),
+        }
+        assert_eq!(z.streams()[0].sent, 2);
+    }
+
+    #[test]
+    fn held_time_is_bounded_by_sync_time() {
+        let mut z = Zipper::new(2, Duration::from_millis(10), TardyPolicy::Drop);
+        // Only one stream ever reports: each set waits exactly sync_time.
+        for i in 0..5 {
+            z.push(s(1, 100 + i), i as i64 * MS);
+        }
+        let mut out = vec![];
+        for t in 0..30 {
+            out.extend(drain(&mut z, t * MS));
+        }
+        assert_eq!(out.len(), 5);
+        let h = &z.streams()[0].held_us;
+        assert_eq!((h.min, h.max), (10.0 * MS as f64, 10.0 * MS as f64));
+    }
+
+    #[test]
+    fn flush_releases_everything_in_order() {
+        let mut z = Zipper::new(4, Duration::from_millis(1000), TardyPolicy::Drop);
+        for (d, t) in [(1, 30), (2, 10), (1, 40), (3, 20)] {
+            z.push(s(d, t), 0);
+        }
+        let mut v = vec![];
+        while let Some(x) = z.flush_one(0) {
+            v.push(x.tstart);
+        }
+        assert_eq!(v, vec![10, 20, 30, 40]);
+    }
+}
