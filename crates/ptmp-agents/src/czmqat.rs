@@ -149,14 +149,21 @@ impl Agent for CatAgent {
         let mut n = 0u64;
         let mut next = Instant::now();
         let mut file_done = false;
+        let mut unsent = 0u64;
         let res: Result<()> = (|| {
-            while !ctl.stopped() && self.number.is_none_or(|m| n < m) {
+            while !ctl.done(false) && self.number.is_none_or(|m| n < m) {
                 let got = match &mut self.src {
                     Source::Sock(rx) => match rx.recv_raw_into(&mut frames, Some(POLL)) {
-                        Ok(g) => g,
-                        Err(ptmp::Error::Interrupted) => false,
+                        Ok(true) => true,
+                        Ok(false) | Err(ptmp::Error::Interrupted) => {
+                            if ctl.done(true) {
+                                break;
+                            }
+                            false
+                        }
                         Err(e) => return Err(Error::socket(&self.name)(e)),
                     },
+                    Source::File(_, _) if ctl.stopped() => break,
                     Source::File(r, path) => {
                         let g = r.read_into(&mut frames).map_err(|e| {
                             Error::run(&self.name, format!("ifile {}: {e}", path.display()))
@@ -187,7 +194,9 @@ impl Agent for CatAgent {
                     ))?;
                 }
                 if let Some(tx) = &mut self.tx {
-                    tx.send_frames(&frames).map_err(Error::socket(&self.name))?;
+                    if !crate::send_frames(tx, &frames, ctl, &self.name)? {
+                        unsent += 1;
+                    }
                 }
                 n += 1;
             }
@@ -201,7 +210,9 @@ impl Agent for CatAgent {
             ))?;
         }
         res?;
-        let mut r = Report::new(&self.name, "czmqat").count("copied", n);
+        let mut r = Report::new(&self.name, "czmqat")
+            .count("copied", n)
+            .count("unsent_at_stop", unsent);
         if file_done {
             r.lines.push("input file read to its end".into());
         }

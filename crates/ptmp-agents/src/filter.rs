@@ -3,8 +3,14 @@
 //! decisions ...).
 //!
 //! Keys: `input`, `output` (sockets, required), `engine` (the engine's name;
-//! PTMP's generated configs call it `method`, which is accepted too). The
-//! whole `data` object is handed to the engine, which reads its own keys.
+//! PTMP's generated configs call it `method`, which is accepted too),
+//! `detid` (default -1: keep the engine's). The whole `data` object is
+//! handed to the engine, which reads its own keys.
+//!
+//! As PTMP's later TPFilter: input sets with no TrigPrims are counted and
+//! not given to the engine; outputs get `count` numbered from 0 by the
+//! agent, `detid` when configured, and `created` = now when the engine left
+//! it 0.
 //!
 //! Built-in engines:
 //! * `passthrough` (alias `pass`): outputs each input unchanged.
@@ -143,6 +149,7 @@ pub struct Config {
     pub input: SocketConfig,
     pub output: SocketConfig,
     pub engine: String,
+    pub detid: Option<u32>,
     /// The whole data object, given to the engine.
     pub data: Value,
     pub plugins: Plugins,
@@ -179,6 +186,7 @@ impl Config {
                 ),
             ));
         }
+        let detid = c.int_or("detid", -1, -1, u32::MAX as i64)?;
         // Let the engine check its own keys now, before anything starts.
         drop(plugins.create(&c.agent, &engine, data)?);
         // Keys the built-in engines read are not "unread".
@@ -189,6 +197,7 @@ impl Config {
             input,
             output,
             engine,
+            detid: (detid >= 0).then_some(detid as u32),
             data: data.clone(),
             plugins: plugins.clone(),
         })
@@ -200,6 +209,7 @@ pub struct FilterAgent {
     rx: Receiver,
     tx: Sender,
     engine: Box<dyn Engine>,
+    detid: Option<u32>,
 }
 
 impl FilterAgent {
@@ -212,6 +222,7 @@ impl FilterAgent {
             rx,
             tx,
             engine,
+            detid: c.detid,
         })
     }
 }
@@ -224,19 +235,28 @@ impl Agent for FilterAgent {
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         let mut input = TPSet::default();
         let mut out = Vec::new();
-        let (mut nin, mut nout, mut engine_errors, mut bad) = (0u64, 0u64, 0u64, 0u64);
-        while !ctl.stopped() {
+        let (mut nin, mut nout, mut engine_errors, mut bad, mut empty) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut unsent = 0u64;
+        while !ctl.done(false) {
             match self.rx.recv_into(&mut input, Some(POLL)) {
-                Ok(false) => continue,
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.done(true) {
+                        break;
+                    }
+                    continue;
+                }
                 Ok(true) => {}
                 Err(ptmp::Error::Wire(_)) => {
                     bad += 1;
                     continue;
                 }
-                Err(ptmp::Error::Interrupted) => continue,
                 Err(e) => return Err(Error::socket(&self.name)(e)),
             }
             nin += 1;
+            if input.tps.is_empty() {
+                empty += 1;
+                continue;
+            }
             out.clear();
             if let Err(e) = self.engine.process(&input, &mut out) {
                 engine_errors += 1;
@@ -244,14 +264,26 @@ impl Agent for FilterAgent {
                     eprintln!("{}: engine error on set {}: {e}", self.name, input.count);
                 }
             }
-            for s in &out {
-                self.tx.send(s).map_err(Error::socket(&self.name))?;
-                nout += 1;
+            for s in &mut out {
+                s.count = nout as u32;
+                if let Some(d) = self.detid {
+                    s.detid = d;
+                }
+                if s.created == 0 {
+                    s.created = ptmp_data::now_us();
+                }
+                if crate::send_set(&mut self.tx, s, ctl, &self.name)? {
+                    nout += 1;
+                } else {
+                    unsent += 1;
+                }
             }
         }
         Ok(Report::new(&self.name, "filter")
             .count("in", nin)
             .count("out", nout)
+            .count("empty_inputs", empty)
+            .count("unsent_at_stop", unsent)
             .count("engine_errors", engine_errors)
             .count("bad_messages", bad))
     }

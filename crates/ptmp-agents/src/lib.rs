@@ -41,35 +41,64 @@ pub mod zipper;
 
 pub use error::{Error, Result};
 
+use ptmp::SocketConfig;
 use serde_json::Value;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long an agent waits on its input before checking for stop.
 pub const POLL: Duration = Duration::from_millis(20);
 
-/// Shared run control: the stop flag and verbosity.
+/// How long a stopped agent keeps reading a busy input before it gives up
+/// draining it.
+pub const DRAIN_MAX: Duration = Duration::from_secs(2);
+
+/// Run control of one agent: its stop request and verbosity.
+///
+/// Stopping drains: a stopped agent goes on reading its input until a read
+/// finds nothing (or [`DRAIN_MAX`] passes), then flushes and returns. The
+/// runner stops agents upstream first, so what a source sent before it
+/// stopped flows through the whole chain.
 #[derive(Clone, Default)]
 pub struct Ctl {
     stop: Arc<AtomicBool>,
+    since: Arc<std::sync::Mutex<Option<Instant>>>,
     pub verbose: bool,
 }
 
 impl Ctl {
     pub fn new(verbose: bool) -> Self {
         Ctl {
-            stop: Arc::new(AtomicBool::new(false)),
             verbose,
+            ..Default::default()
         }
+    }
+    /// A new, independent control with the same verbosity.
+    pub fn fresh(&self) -> Self {
+        Ctl::new(self.verbose)
     }
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
     pub fn stop(&self) {
+        let mut s = self.since.lock().unwrap_or_else(|p| p.into_inner());
+        s.get_or_insert_with(Instant::now);
         self.stop.store(true, Ordering::Relaxed)
+    }
+    /// Whether the agent should end now: stopped, and its input was `idle`
+    /// (a read found nothing) or draining has gone on for [`DRAIN_MAX`].
+    pub fn done(&self, idle: bool) -> bool {
+        if !self.stopped() {
+            return false;
+        }
+        idle || self
+            .since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|t| t.elapsed() >= DRAIN_MAX)
     }
 }
 
@@ -122,6 +151,32 @@ pub trait Agent: Send {
     /// Run until `ctl` says stop or the input is exhausted (a file read to
     /// its end, `number` messages copied), flush, and report.
     fn run(&mut self, ctl: &Ctl) -> Result<Report>;
+}
+
+/// Send `set` on `tx`, waiting for room as long as the agent is not done
+/// (see [`Ctl::done`]). `Ok(false)`: the agent is stopping and nobody took
+/// the set within [`DRAIN_MAX`], so it was not sent (callers count it).
+pub fn send_set(tx: &mut ptmp::Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
+    loop {
+        if tx.send_within(set, POLL).map_err(Error::socket(agent))? {
+            return Ok(true);
+        }
+        if ctl.done(false) {
+            return Ok(false);
+        }
+    }
+}
+
+/// [`send_set`] for raw frames.
+pub fn send_frames(tx: &mut ptmp::Sender, f: &ptmp::Frames, ctl: &Ctl, agent: &str) -> Result<bool> {
+    loop {
+        if tx.send_frames_within(f, POLL).map_err(Error::socket(agent))? {
+            return Ok(true);
+        }
+        if ctl.done(false) {
+            return Ok(false);
+        }
+    }
 }
 
 /// The agent kinds, by PTMP factory alias.
@@ -287,6 +342,33 @@ impl Proxy {
         })
     }
 
+    /// The agents this proxy makes: itself, or a composer's, flattened, in
+    /// the order [`Proxy::build`] makes them.
+    pub fn leaves(&self) -> Vec<&Proxy> {
+        match &self.spec {
+            Spec::Composer(list) => list.iter().flat_map(|p| p.leaves()).collect(),
+            _ => vec![self],
+        }
+    }
+
+    /// The sockets this agent reads and writes (empty for a composer).
+    pub fn io(&self) -> (Vec<&SocketConfig>, Vec<&SocketConfig>) {
+        match &self.spec {
+            Spec::Zipper(c) => (vec![&c.input], vec![&c.output]),
+            Spec::Sorted(c) => (vec![&c.input], vec![&c.output]),
+            Spec::Window(c) => (vec![&c.input], vec![&c.output]),
+            Spec::Replay(c) => (vec![&c.input], vec![&c.output]),
+            Spec::Czmqat(c) => (c.input.iter().collect(), c.output.iter().collect()),
+            Spec::Monitor(c) => (
+                c.taps.iter().map(|t| &t.input).collect(),
+                c.taps.iter().map(|t| &t.output).collect(),
+            ),
+            Spec::Stats(c) => (vec![&c.input], vec![&c.output]),
+            Spec::Filter(c) => (vec![&c.input], vec![&c.output]),
+            Spec::Composer(_) => (vec![], vec![]),
+        }
+    }
+
     /// Make the sockets (and filter engines) of this agent, or of every
     /// agent of a composer.
     pub fn build(&self) -> Result<Vec<Box<dyn Agent>>> {
@@ -312,90 +394,165 @@ impl Proxy {
     }
 }
 
-/// Agents running, one thread each.
+/// Agents running, one thread each, each with its own [`Ctl`].
 pub struct Running {
+    slots: Vec<Slot>,
+}
+
+struct Slot {
+    name: String,
     ctl: Ctl,
-    threads: Vec<(String, JoinHandle<Result<Report>>)>,
-    done: Vec<(String, Result<Report>)>,
+    thread: Option<JoinHandle<Result<Report>>>,
+    result: Option<Result<Report>>,
+}
+
+impl Slot {
+    fn reap(&mut self) {
+        if let Some(h) = self.thread.take() {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(Error::run(&self.name, "the agent's thread panicked")));
+            self.result = Some(r);
+        }
+    }
 }
 
 impl Running {
     /// Start every agent on its own named thread.
     pub fn start(agents: Vec<Box<dyn Agent>>, ctl: &Ctl) -> std::io::Result<Running> {
-        let mut threads = Vec::new();
-        let mut r = Running {
-            ctl: ctl.clone(),
-            threads: Vec::new(),
-            done: Vec::new(),
-        };
+        let mut r = Running { slots: Vec::new() };
         for mut a in agents {
             let name = a.name().to_string();
-            let c = ctl.clone();
+            let c = ctl.fresh();
+            let c2 = c.clone();
             let h = std::thread::Builder::new()
                 .name(name.chars().take(15).collect())
                 .spawn(move || {
-                    let r = a.run(&c);
+                    let r = a.run(&c2);
                     drop(a);
                     r
                 });
             match h {
-                Ok(h) => threads.push((name, h)),
+                Ok(h) => r.slots.push(Slot {
+                    name,
+                    ctl: c,
+                    thread: Some(h),
+                    result: None,
+                }),
                 Err(e) => {
-                    r.threads = threads;
                     r.stop();
                     return Err(e);
                 }
             }
         }
-        r.threads = threads;
         Ok(r)
     }
 
     /// Number of agents still running.
     pub fn alive(&self) -> usize {
-        self.threads
+        self.slots
             .iter()
-            .filter(|(_, h)| !h.is_finished())
+            .filter(|s| s.thread.as_ref().is_some_and(|h| !h.is_finished()))
             .count()
     }
 
-    /// True when some agent has ended while others still run (an agent
-    /// only ends early by itself when its input is exhausted or it failed;
-    /// the runner then stops the rest so a failure is not hidden).
+    /// Collect agents that ended by themselves; true if one of them failed
+    /// (an agent ends early when its input is exhausted, or on an error,
+    /// which the runner must not hide).
     pub fn any_failed_early(&mut self) -> bool {
         let mut failed = false;
-        let mut i = 0;
-        while i < self.threads.len() {
-            if self.threads[i].1.is_finished() {
-                let (n, h) = self.threads.remove(i);
-                let r = h
-                    .join()
-                    .unwrap_or_else(|_| Err(Error::run(&n, "the agent's thread panicked")));
-                failed |= r.is_err();
-                self.done.push((n, r));
-            } else {
-                i += 1;
+        for s in &mut self.slots {
+            if s.thread.as_ref().is_some_and(|h| h.is_finished()) {
+                s.reap();
+                failed |= matches!(s.result, Some(Err(_)));
             }
         }
         failed
     }
 
-    /// Ask every agent to stop, wait for them, and return their reports
-    /// (in start order).
+    /// Stop every agent at once and wait for them.
     pub fn stop(self) -> Vec<(String, Result<Report>)> {
-        self.ctl.stop();
-        self.join()
+        let order: Vec<usize> = (0..self.slots.len()).collect();
+        for s in &self.slots {
+            s.ctl.stop();
+        }
+        self.stop_in_order(&order)
     }
 
-    /// Wait for every agent to end by itself.
-    pub fn join(self) -> Vec<(String, Result<Report>)> {
-        let mut out = self.done;
-        out.extend(self.threads.into_iter().map(|(n, h)| {
-            let r = h
-                .join()
-                .unwrap_or_else(|_| Err(Error::run(&n, "the agent's thread panicked")));
-            (n, r)
-        }));
-        out
+    /// Stop agents one at a time in `order` (indices in start order, each
+    /// waited for before the next is stopped: upstream first, so what is in
+    /// flight drains downstream); agents not listed are stopped last.
+    pub fn stop_in_order(mut self, order: &[usize]) -> Vec<(String, Result<Report>)> {
+        let n = self.slots.len();
+        let rest = (0..n).filter(|i| !order.contains(i));
+        for i in order.iter().copied().filter(|i| *i < n).chain(rest) {
+            self.slots[i].ctl.stop();
+            self.slots[i].reap();
+        }
+        self.slots
+            .into_iter()
+            .map(|s| {
+                let r = s
+                    .result
+                    .unwrap_or_else(|| Err(Error::run(&s.name, "the agent did not report")));
+                (s.name, r)
+            })
+            .collect()
     }
+}
+
+/// A key under which a bound and a connected address of the same channel
+/// meet: the address itself, except for tcp, where `*`, `0.0.0.0`, a host
+/// name and `127.0.0.1` may all name the same listener, so the port alone.
+fn channel_key(address: &str) -> String {
+    match address.strip_prefix("tcp://") {
+        Some(rest) => format!("tcp:{}", rest.rsplit(':').next().unwrap_or(rest)),
+        None => address.to_string(),
+    }
+}
+
+/// An order in which to stop `agents` so each stops after every agent that
+/// feeds it (by matching output and input addresses); agents in a cycle
+/// keep their configuration order.
+pub fn upstream_first(agents: &[&Proxy]) -> Vec<usize> {
+    let keys = |cfgs: Vec<&SocketConfig>| -> Vec<String> {
+        cfgs.iter()
+            .flat_map(|c| c.endpoints().map(|(_, e)| channel_key(&e.address)))
+            .collect()
+    };
+    let io: Vec<(Vec<String>, Vec<String>)> = agents
+        .iter()
+        .map(|p| {
+            let (i, o) = p.io();
+            (keys(i), keys(o))
+        })
+        .collect();
+    let n = agents.len();
+    // feeds[a] holds b when a's output meets b's input.
+    let mut indeg = vec![0usize; n];
+    let mut feeds = vec![Vec::new(); n];
+    for a in 0..n {
+        for b in 0..n {
+            if a != b && io[a].1.iter().any(|k| io[b].0.contains(k)) {
+                feeds[a].push(b);
+                indeg[b] += 1;
+            }
+        }
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut done = vec![false; n];
+    while order.len() < n {
+        // The first agent (in config order) with nothing upstream left; in
+        // a cycle, the first not yet stopped.
+        let next = (0..n)
+            .find(|&i| !done[i] && indeg[i] == 0)
+            .or_else(|| (0..n).find(|&i| !done[i]))
+            .expect("some agent remains");
+        done[next] = true;
+        order.push(next);
+        for &b in &feeds[next] {
+            indeg[b] = indeg[b].saturating_sub(1);
+        }
+    }
+    order
 }

@@ -122,6 +122,7 @@ impl Agent for MonitorAgent {
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         let total = AtomicU64::new(0);
         let not_tpsets = AtomicU64::new(0);
+        let unsent = AtomicU64::new(0);
         let file = Mutex::new(&mut self.file);
         let name = self.name.as_str();
         let results: Vec<Result<u64>> = std::thread::scope(|sc| {
@@ -129,20 +130,27 @@ impl Agent for MonitorAgent {
                 .taps
                 .iter_mut()
                 .map(|tap| {
-                    let (total, not_tpsets, file) = (&total, &not_tpsets, &file);
+                    let (total, not_tpsets, file, unsent) = (&total, &not_tpsets, &file, &unsent);
                     sc.spawn(move || -> Result<u64> {
                         let mut frames = Frames::new();
                         let mut set = TPSet::default();
                         let mut line = String::new();
                         let mut n = 0u64;
-                        while !ctl.stopped() {
+                        while !ctl.done(false) {
                             match tap.rx.recv_raw_into(&mut frames, Some(POLL)) {
                                 Ok(true) => {}
-                                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                                    if ctl.done(true) {
+                                        break;
+                                    }
+                                    continue;
+                                }
                                 Err(e) => return Err(Error::socket(name)(e)),
                             }
                             let now = ptmp_data::now_us();
-                            tap.tx.send_frames(&frames).map_err(Error::socket(name))?;
+                            if !crate::send_frames(&mut tap.tx, &frames, ctl, name)? {
+                                unsent.fetch_add(1, Ordering::Relaxed);
+                            }
                             n += 1;
                             let tot = total.fetch_add(1, Ordering::Relaxed) + 1;
                             let ok = frames.len() == 2
@@ -183,6 +191,7 @@ impl Agent for MonitorAgent {
             r.counters.push((format!("tap{}", tap.id), res?));
         }
         Ok(r.count("total", total.into_inner())
-            .count("not_tpsets", not_tpsets.into_inner()))
+            .count("not_tpsets", not_tpsets.into_inner())
+            .count("unsent_at_stop", unsent.into_inner()))
     }
 }

@@ -150,6 +150,8 @@ pub fn run(
     for p in &rc.proxies {
         agents.extend(p.build()?);
     }
+    let leaves: Vec<&Proxy> = rc.proxies.iter().flat_map(|p| p.leaves()).collect();
+    let order = crate::upstream_first(&leaves);
     let n = agents.len();
     let mut running = Running::start(agents, &ctl)
         .map_err(|e| Error::run(&rc.name, format!("cannot start threads: {e}")))?;
@@ -192,7 +194,7 @@ pub fn run(
         reason,
         ..Default::default()
     };
-    for (_, r) in running.stop() {
+    for (_, r) in running.stop_in_order(&order) {
         match r {
             Ok(rep) => out.reports.push(rep),
             Err(e) => out.failures.push(e),

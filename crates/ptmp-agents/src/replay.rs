@@ -150,11 +150,16 @@ impl Agent for ReplayAgent {
 
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         let mut set = TPSet::default();
-        let (mut nin, mut bad, mut late) = (0u64, 0u64, 0u64);
-        'outer: while !ctl.stopped() {
+        let (mut nin, mut bad, mut late, mut unsent) = (0u64, 0u64, 0u64, 0u64);
+        while !ctl.done(false) {
             match self.rx.recv_into(&mut set, Some(POLL)) {
                 Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.done(true) {
+                        break;
+                    }
+                    continue;
+                }
                 Err(ptmp::Error::Wire(_)) => {
                     bad += 1;
                     continue;
@@ -166,8 +171,8 @@ impl Agent for ReplayAgent {
                 Step::Drop => continue,
                 Step::At(t) => t,
             };
-            // Sleep in slices so a stop is noticed; a set accepted is still
-            // sent when stopping (not dropped).
+            // Sleep in slices so a stop is noticed; once stopping, pacing
+            // ends and what is accepted is sent at once (not dropped).
             loop {
                 let now = Instant::now();
                 if now >= when {
@@ -177,20 +182,21 @@ impl Agent for ReplayAgent {
                     break;
                 }
                 if ctl.stopped() {
-                    self.pacer.rewrite(&mut set, ptmp_data::now_us());
-                    self.tx.send(&set).map_err(Error::socket(&self.name))?;
-                    break 'outer;
+                    break;
                 }
                 std::thread::sleep((when - now).min(POLL));
             }
             self.pacer.rewrite(&mut set, ptmp_data::now_us());
-            self.tx.send(&set).map_err(Error::socket(&self.name))?;
+            if !crate::send_set(&mut self.tx, &set, ctl, &self.name)? {
+                unsent += 1;
+            }
         }
         Ok(Report::new(&self.name, "replay")
             .count("in", nin)
             .count("out", self.pacer.sent)
             .count("out_of_order", self.pacer.out_of_order)
             .count("late_over_1ms", late)
+            .count("unsent_at_stop", unsent)
             .count("bad_messages", bad))
     }
 }

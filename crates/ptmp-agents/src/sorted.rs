@@ -176,14 +176,18 @@ impl Agent for SortedAgent {
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         let mut scratch = TPSet::default();
         let (mut nin, mut nout, mut dropped, mut bad) = (0u64, 0u64, 0u64, 0u64);
+        let mut unsent = 0u64;
         let name = self.name.clone();
         loop {
             let now = ptmp_data::now_us();
             while let Some(s) = self.core.pop(now) {
-                self.tx.send(&s).map_err(Error::socket(&name))?;
-                nout += 1;
+                if crate::send_set(&mut self.tx, &s, ctl, &name)? {
+                    nout += 1;
+                } else {
+                    unsent += 1;
+                }
             }
-            if ctl.stopped() {
+            if ctl.done(false) {
                 break;
             }
             let wait = match self.core.next_due() {
@@ -192,7 +196,12 @@ impl Agent for SortedAgent {
             };
             match self.rx.recv_into(&mut scratch, Some(wait)) {
                 Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.done(true) {
+                        break;
+                    }
+                    continue;
+                }
                 Err(ptmp::Error::Wire(_)) => {
                     bad += 1;
                     continue;
@@ -207,8 +216,11 @@ impl Agent for SortedAgent {
                 Pushed::Queued => {}
                 Pushed::Tardy { set, send } => {
                     if send {
-                        self.tx.send(&set).map_err(Error::socket(&name))?;
-                        nout += 1;
+                        if crate::send_set(&mut self.tx, &set, ctl, &name)? {
+                            nout += 1;
+                        } else {
+                            unsent += 1;
+                        }
                     } else {
                         dropped += 1;
                     }
@@ -218,8 +230,11 @@ impl Agent for SortedAgent {
         let now = ptmp_data::now_us();
         let mut flushed = 0;
         while let Some(s) = self.core.flush_one(now) {
-            self.tx.send(&s).map_err(Error::socket(&name))?;
-            nout += 1;
+            if crate::send_set(&mut self.tx, &s, ctl, &name)? {
+                nout += 1;
+            } else {
+                unsent += 1;
+            }
             flushed += 1;
         }
         let streams = self.core.streams().to_vec();
@@ -230,6 +245,7 @@ impl Agent for SortedAgent {
             .count("tardy", tardy)
             .count("tardy_dropped", dropped)
             .count("flushed_at_stop", flushed)
+            .count("unsent_at_stop", unsent)
             .count("bad_messages", bad);
         r.lines = stream_lines(&streams);
         Ok(r)

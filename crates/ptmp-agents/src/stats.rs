@@ -287,11 +287,12 @@ impl StatsAgent {
         })
     }
 
-    fn emit(&mut self, v: &Value) -> Result<()> {
+    /// Send one JSON message; false if the agent gave up (stopping, no
+    /// reader).
+    fn emit(&mut self, v: &Value, ctl: &Ctl) -> Result<bool> {
         let text = v.to_string();
-        self.tx
-            .send_raw(&[JSON_TYPE_FRAME, text.as_bytes()])
-            .map_err(Error::socket(&self.name))
+        let f = ptmp::Frames::from_slices(&[JSON_TYPE_FRAME, text.as_bytes()]);
+        crate::send_frames(&mut self.tx, &f, ctl, &self.name)
     }
 }
 
@@ -309,18 +310,16 @@ impl Agent for StatsAgent {
         let mut set = TPSet::default();
         let mut buf = Vec::new();
         let (mut nin, mut nmsg, mut bad) = (0u64, 0u64, 0u64);
-        while !ctl.stopped() {
+        while !ctl.done(false) {
             let now = Instant::now();
             if let Some(t) = next_link.filter(|t| *t <= now) {
                 let m = st.link_message(lw);
-                self.emit(&m)?;
-                nmsg += 1;
+                nmsg += u64::from(self.emit(&m, ctl)?);
                 next_link = Some(t + Duration::from_millis(lw));
             }
             if let Some(t) = next_chan.filter(|t| *t <= now) {
                 let m = st.chan_message(cw);
-                self.emit(&m)?;
-                nmsg += 1;
+                nmsg += u64::from(self.emit(&m, ctl)?);
                 next_chan = Some(t + Duration::from_millis(cw));
             }
             let until = [next_link, next_chan].into_iter().flatten().min();
@@ -334,7 +333,11 @@ impl Agent for StatsAgent {
                     ptmp_data::encode_tpset(&set, &mut buf);
                     st.add(&set, ptmp_data::now_us(), buf.len());
                 }
-                Ok(false) | Err(ptmp::Error::Interrupted) => {}
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.done(true) {
+                        break;
+                    }
+                }
                 Err(ptmp::Error::Wire(_)) => bad += 1,
                 Err(e) => return Err(Error::socket(&self.name)(e)),
             }
@@ -343,13 +346,11 @@ impl Agent for StatsAgent {
         let elapsed = start.elapsed().as_millis() as u64;
         if lw > 0 && st.has_links() {
             let m = st.link_message(lw.min(elapsed % lw.max(1)).max(1));
-            self.emit(&m)?;
-            nmsg += 1;
+            nmsg += u64::from(self.emit(&m, ctl)?);
         }
         if cw > 0 && st.has_chans() {
             let m = st.chan_message(cw.min(elapsed % cw.max(1)).max(1));
-            self.emit(&m)?;
-            nmsg += 1;
+            nmsg += u64::from(self.emit(&m, ctl)?);
         }
         Ok(Report::new(&self.name, "stats")
             .count("in", nin)

@@ -235,20 +235,29 @@ impl Agent for WindowAgent {
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         let mut set = TPSet::default();
         let (mut nin, mut bad) = (0u64, 0u64);
-        let err: std::cell::RefCell<Option<ptmp::Error>> = Default::default();
+        let err: std::cell::RefCell<Option<Error>> = Default::default();
         let tx = &mut self.tx;
+        let mut unsent = 0u64;
+        let name = self.name.clone();
         let mut emit = |s: &TPSet| {
             let mut e = err.borrow_mut();
             if e.is_none() {
-                if let Err(x) = tx.send(s) {
-                    *e = Some(x);
+                match crate::send_set(tx, s, ctl, &name) {
+                    Ok(true) => {}
+                    Ok(false) => unsent += 1,
+                    Err(x) => *e = Some(x),
                 }
             }
         };
-        while !ctl.stopped() {
+        while !ctl.done(false) {
             match self.rx.recv_into(&mut set, Some(POLL)) {
                 Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.done(true) {
+                        break;
+                    }
+                    continue;
+                }
                 Err(ptmp::Error::Wire(_)) => {
                     bad += 1;
                     continue;
@@ -264,7 +273,7 @@ impl Agent for WindowAgent {
         let held = self.win.buffered() as u64;
         self.win.flush(&mut emit);
         if let Some(e) = err.into_inner() {
-            return Err(Error::socket(&self.name)(e));
+            return Err(e);
         }
         Ok(Report::new(&self.name, "window")
             .count("in", nin)
@@ -274,6 +283,7 @@ impl Agent for WindowAgent {
             .count("tardy_tps", self.win.tardy)
             .count("empty_inputs", self.win.empty_inputs)
             .count("flushed_tps_at_stop", held)
+            .count("unsent_at_stop", unsent)
             .count("bad_messages", bad))
     }
 }

@@ -311,15 +311,19 @@ impl Agent for ZipperAgent {
         let mut pool: Vec<TPSet> = Vec::new();
         let mut scratch = TPSet::default();
         let (mut nin, mut nout, mut dropped, mut bad) = (0u64, 0u64, 0u64, 0u64);
+        let mut unsent = 0u64;
         let name = self.name.clone();
         loop {
             let now = ptmp_data::now_us();
             while let Some(s) = self.zip.pop(now) {
-                self.tx.send(&s).map_err(Error::socket(&name))?;
-                nout += 1;
+                if crate::send_set(&mut self.tx, &s, ctl, &name)? {
+                    nout += 1;
+                } else {
+                    unsent += 1;
+                }
                 pool.push(s);
             }
-            if ctl.stopped() {
+            if ctl.done(false) {
                 break;
             }
             let wait = match self.zip.next_due() {
@@ -328,7 +332,12 @@ impl Agent for ZipperAgent {
             };
             match self.rx.recv_into(&mut scratch, Some(wait)) {
                 Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => continue,
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.done(true) {
+                        break;
+                    }
+                    continue;
+                }
                 Err(ptmp::Error::Wire(_)) => {
                     bad += 1;
                     continue;
@@ -341,8 +350,11 @@ impl Agent for ZipperAgent {
                 Pushed::Queued => {}
                 Pushed::Tardy { set, send } => {
                     if send {
-                        self.tx.send(&set).map_err(Error::socket(&name))?;
-                        nout += 1;
+                        if crate::send_set(&mut self.tx, &set, ctl, &name)? {
+                            nout += 1;
+                        } else {
+                            unsent += 1;
+                        }
                     } else {
                         dropped += 1;
                     }
@@ -353,8 +365,11 @@ impl Agent for ZipperAgent {
         let now = ptmp_data::now_us();
         let mut flushed = 0;
         while let Some(s) = self.zip.flush_one(now) {
-            self.tx.send(&s).map_err(Error::socket(&name))?;
-            nout += 1;
+            if crate::send_set(&mut self.tx, &s, ctl, &name)? {
+                nout += 1;
+            } else {
+                unsent += 1;
+            }
             flushed += 1;
         }
         let tardy: u64 = self.zip.streams().iter().map(|s| s.tardy).sum();
@@ -364,6 +379,7 @@ impl Agent for ZipperAgent {
             .count("tardy", tardy)
             .count("tardy_dropped", dropped)
             .count("flushed_at_stop", flushed)
+            .count("unsent_at_stop", unsent)
             .count("bad_messages", bad);
         r.lines = stream_lines(self.zip.streams());
         Ok(r)

@@ -12,6 +12,7 @@ mod latency;
 mod recv;
 mod redis_bench;
 mod ring;
+mod run;
 mod send;
 mod sendrecv;
 mod shm;
@@ -38,6 +39,8 @@ enum Cmd {
     Send(send::SendArgs),
     /// Receive TPSets, report gaps and a summary (check_recv).
     Recv(recv::RecvArgs),
+    /// Run agents from a PTMP configuration, JSON or Jsonnet (ptmper).
+    Run(run::RunArgs),
     /// Send and receive in one process and print the rate (check_sendrecv).
     Sendrecv(sendrecv::SendRecvArgs),
     /// List and remove shared-memory channels.
@@ -59,6 +62,7 @@ fn main() {
         Cmd::Send(a) => send::run(&a),
         Cmd::Recv(a) => recv::run(&a),
         Cmd::Sendrecv(a) => sendrecv::run(&a),
+        Cmd::Run(a) => run::run(&a),
         Cmd::Bench(c) => bench::run(&c),
         Cmd::BenchChild(a) => baseline::child(&a),
         Cmd::Shm(c) => shm::run(&c),

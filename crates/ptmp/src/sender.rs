@@ -111,6 +111,66 @@ impl Sender {
         Ok(())
     }
 
+    /// Send one TPSet, waiting at most `timeout` for room: `Ok(false)`, and
+    /// nothing sent, when a PUSH or PAIR socket stayed at its high-water mark
+    /// (or without any peer) that long. Agents use it so a stop request is
+    /// noticed even when nobody downstream reads. (An shm:// PUSH waits up
+    /// to its `shm_block_timeout_ms` instead.)
+    pub fn send_within(&mut self, tpset: &TPSet, timeout: Duration) -> Result<bool> {
+        encode_tpset(tpset, &mut self.buf);
+        let buf = std::mem::take(&mut self.buf);
+        let r = self.send_parts_within([&VERSION_FRAME[..], &buf[..]].into_iter(), timeout);
+        self.buf = buf;
+        r
+    }
+
+    /// [`Self::send_within`] for a message given as its frames.
+    pub fn send_frames_within(&mut self, frames: &Frames, timeout: Duration) -> Result<bool> {
+        self.send_parts_within(frames.iter(), timeout)
+    }
+
+    fn send_parts_within<'a, I>(&mut self, parts: I, timeout: Duration) -> Result<bool>
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
+        if !self.waited {
+            self.wait_configured()?;
+        }
+        match &mut self.link {
+            Link::Zmq { sock, .. } => {
+                let n = parts.len();
+                let mut first = true;
+                for (i, f) in parts.enumerate() {
+                    let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
+                    if first {
+                        first = false;
+                        match sock.send(f, more | zmq::DONTWAIT) {
+                            Ok(()) => continue,
+                            Err(zmq::Error::EAGAIN) => {}
+                            Err(e) => return Err(Error::zmq("send")(e)),
+                        }
+                        let ms = timeout.as_millis().min(i32::MAX as u128) as i64;
+                        let ready = sock.poll(zmq::POLLOUT, ms).map_err(Error::zmq("poll"))?;
+                        if ready == 0 {
+                            return Ok(false);
+                        }
+                        match sock.send(f, more | zmq::DONTWAIT) {
+                            Ok(()) => {}
+                            Err(zmq::Error::EAGAIN) => return Ok(false),
+                            Err(e) => return Err(Error::zmq("send")(e)),
+                        }
+                    } else {
+                        // The rest of a multipart message follows atomically.
+                        sock.send(f, more).map_err(Error::zmq("send"))?;
+                    }
+                }
+            }
+            Link::Shm(tx) => tx.publish(parts)?,
+        }
+        self.sent += 1;
+        Ok(true)
+    }
+
     /// Send a message given as its frames, schema-blind (for cat and proxies).
     pub fn send_raw<F: AsRef<[u8]>>(&mut self, frames: &[F]) -> Result<()> {
         self.send_parts(frames.iter().map(|f| f.as_ref()))

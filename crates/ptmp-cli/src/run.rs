@@ -1,0 +1,82 @@
+//! `ptmp run FILE`: PTMP's ptmper. Validates the whole configuration, runs
+//! its agents, stops them on SIGINT/SIGTERM or when `ttl` runs out, and
+//! prints each agent's final counters.
+
+use crate::common::{stopping, CliError};
+use clap::Args;
+use ptmp_agents::jsonnet::{self, Options};
+use ptmp_agents::ptmper::{self, RunConfig};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The configuration: JSON, or Jsonnet (`.jsonnet`), with PTMP's keys.
+    file: PathBuf,
+    /// Validate only: report the first error, or print the agents and exit.
+    #[arg(long)]
+    check: bool,
+    /// Print the configuration after Jsonnet evaluation and exit.
+    #[arg(long)]
+    dump: bool,
+    /// Jsonnet external string variable, KEY=VALUE (repeatable).
+    #[arg(short = 'V', long = "ext-str", value_name = "KEY=VALUE")]
+    ext_str: Vec<String>,
+    /// Jsonnet library search path (repeatable).
+    #[arg(short = 'J', long = "jpath", value_name = "DIR")]
+    jpath: Vec<PathBuf>,
+    /// Override the config's ttl, seconds (negative: until interrupted).
+    #[arg(long, allow_hyphen_values = true)]
+    ttl: Option<f64>,
+    /// Verbose: ticks, unused keys, per-stream detail.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+pub fn run(a: &RunArgs) -> Result<(), CliError> {
+    let mut opts = Options {
+        jpath: a.jpath.clone(),
+        ..Default::default()
+    };
+    for kv in &a.ext_str {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| CliError::usage(format!("-V {kv:?}: expected KEY=VALUE")))?;
+        opts.ext_str.push((k.to_string(), v.to_string()));
+    }
+    let mut v = jsonnet::load(&a.file, &opts).map_err(|e| CliError::usage(e.to_string()))?;
+    if a.dump {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(());
+    }
+    if let (Some(t), Some(o)) = (a.ttl, v.as_object_mut()) {
+        o.insert("ttl".into(), serde_json::json!(t));
+    }
+    let mut rc = RunConfig::parse(&v)
+        .map_err(|e| CliError::usage(format!("{}: {e}", a.file.display())))?;
+    rc.verbose |= a.verbose;
+    let unused = rc.unused_keys(&v);
+    if a.check {
+        println!("{}: valid: {} proxies", a.file.display(), rc.proxies.len());
+        for p in &rc.proxies {
+            println!("  {} ({})", p.name, p.kind.name());
+        }
+        if !unused.is_empty() {
+            println!("  keys not used by any agent: {}", unused.join(", "));
+        }
+        return Ok(());
+    }
+    if rc.verbose && !unused.is_empty() {
+        eprintln!("ptmp run: keys not used by any agent: {}", unused.join(", "));
+    }
+    let mut log = std::io::stderr();
+    let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()))?;
+    for r in &out.reports {
+        println!("{r}");
+    }
+    if out.failures.is_empty() {
+        Ok(())
+    } else {
+        let msgs: Vec<String> = out.failures.iter().map(|e| e.to_string()).collect();
+        Err(CliError::fail(msgs.join("; ")))
+    }
+}

@@ -1,0 +1,383 @@
+//! `ptmp run` (ptmper) as a real process: a multi-agent chain from dump
+//! files through windows, a zipper, a monitor tap and filters to a dump
+//! file; a C plugin engine; validation before start; SIGINT flushing what
+//! the agents hold; Jsonnet configurations.
+
+use ptmp_data::dump::{DumpReader, DumpWriter};
+use ptmp_data::{decode_tpset, encode_tpset, Frames, TPSet, TrigPrim, VERSION_FRAME};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(PTMP)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(mut c: Child, limit: Duration) -> Output {
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = c.kill();
+            let o = c.wait_with_output().unwrap();
+            panic!(
+                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
+                text(&o.stdout),
+                text(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn tp(channel: u32, tstart: u64, adc: u32) -> TrigPrim {
+    TrigPrim {
+        channel,
+        tstart,
+        tspan: Some(5),
+        adcsum: Some(adc),
+        adcpeak: Some(adc / 2),
+        flags: Some(0),
+    }
+}
+
+/// A dump of `n` TPSets from link `detid`, one per 1000 ticks starting at
+/// `t0`; every 10th set holds a cluster of 6 adjacent channels (adc 60
+/// each), the others one lone TP (adc 10). Returns the cluster tstarts.
+fn write_source(path: &Path, detid: u32, n: u32, t0: u64) -> Vec<u64> {
+    let mut w = DumpWriter::new(std::fs::File::create(path).unwrap());
+    let mut clusters = vec![];
+    let mut buf = Vec::new();
+    for i in 0..n {
+        let ts = t0 + 1000 * u64::from(i);
+        let tps: Vec<TrigPrim> = if i % 10 == 0 {
+            clusters.push(ts);
+            (0..6).map(|k| tp(100 * detid + k, ts + 10, 60)).collect()
+        } else {
+            vec![tp(100 * detid + 50 + i % 7 * 3, ts + 20, 10)]
+        };
+        let s = TPSet {
+            count: i,
+            detid,
+            created: 1,
+            tstart: ts,
+            tps,
+            ..Default::default()
+        };
+        buf.clear();
+        encode_tpset(&s, &mut buf);
+        w.write([&VERSION_FRAME[..], &buf[..]]).unwrap();
+    }
+    w.flush().unwrap();
+    clusters
+}
+
+fn read_dump(path: &Path) -> Vec<TPSet> {
+    let mut r = DumpReader::new(std::fs::File::open(path).unwrap());
+    let mut f = Frames::new();
+    let mut out = vec![];
+    while r.read_into(&mut f).unwrap() {
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.get(0).unwrap(), &VERSION_FRAME[..]);
+        out.push(decode_tpset(f.get(1).unwrap()).unwrap());
+    }
+    out
+}
+
+fn sock(t: &str, attach: &str, eps: &[&str]) -> Value {
+    json!({"socket": {"type": t, attach: eps}})
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn write_json(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+    p
+}
+
+/// The chain: two file sources -> one window each -> zipper -> monitor tap
+/// -> adjacency filter -> czmqat into a dump file, plus stats on a tap of
+/// nothing (to prove an idle agent stops too).
+fn chain_config(d: &Path, tag: &str, ttl: f64, sync_time: u64) -> Value {
+    let ep = |n: &str| format!("inproc://{tag}-{n}");
+    json!({
+        "name": "chain", "ttl": ttl, "snooze": 100,
+        "proxies": [
+            {"name": "src1", "type": "czmqat", "data": {
+                "ifile": s(&d.join("link1.dump")), "output": sock("PUSH", "bind", &[&ep("s1")])}},
+            {"name": "src2", "type": "czmqat", "data": {
+                "ifile": s(&d.join("link2.dump")), "output": sock("PUSH", "bind", &[&ep("s2")])}},
+            {"name": "win1", "type": "window", "data": {"tspan": 1000, "tbuf": 3000,
+                "input": sock("PULL", "connect", &[&ep("s1")]), "output": sock("PUSH", "bind", &[&ep("w1")])}},
+            {"name": "win2", "type": "window", "data": {"tspan": 1000, "tbuf": 3000, "sync_time": 10,
+                "input": sock("PULL", "connect", &[&ep("s2")]), "output": sock("PUSH", "bind", &[&ep("w2")])}},
+            {"name": "zip", "type": "zipper", "data": {"sync_time": sync_time, "tardy_policy": "drop",
+                "input": sock("PULL", "connect", &[&ep("w1"), &ep("w2")]),
+                "output": sock("PUSH", "bind", &[&ep("z")])}},
+            {"name": "mon", "type": "monitor", "data": {"filename": s(&d.join("rows.txt")),
+                "taps": [{"id": 7, "input": sock("PULL", "connect", &[&ep("z")]),
+                          "output": sock("PUSH", "bind", &[&ep("z2")])}]}},
+            {"name": "tcs", "type": "filter", "data": {"method": "pdune-adjacency-tc", "adjacency": 5,
+                "input": sock("PULL", "connect", &[&ep("z2")]), "output": sock("PUSH", "bind", &[&ep("f")])}},
+            {"name": "sink", "type": "czmqat", "data": {
+                "input": sock("PULL", "connect", &[&ep("f")]), "ofile": s(&d.join("tcs.dump"))}},
+            {"name": "idle-stats", "type": "stats", "data": {"tick_per_us": 50,
+                "input": sock("PULL", "connect", &[&ep("nothing")]), "output": sock("PUSH", "bind", &[&ep("st")])}}
+        ]
+    })
+}
+
+fn check_chain_output(d: &Path, expect: &[(u32, u64)]) {
+    let tcs = read_dump(&d.join("tcs.dump"));
+    let mut got: Vec<(u32, u64)> = tcs.iter().map(|t| (t.chanbeg(), t.tstart)).collect();
+    // The zipper orders by the windows' tstart (multiples of tspan 1000);
+    // the two links' windows share tstarts, so ties may come either way.
+    let windows: Vec<u64> = got.iter().map(|g| g.1 / 1000).collect();
+    assert!(windows.windows(2).all(|w| w[0] <= w[1]), "zipper order: {got:?}");
+    got.sort_by_key(|g| (g.1, g.0));
+    let mut expect = expect.to_vec();
+    expect.sort_by_key(|g| (g.1, g.0));
+    assert_eq!(got, expect, "trigger candidates (chanbeg, tstart)");
+    for (i, t) in tcs.iter().enumerate() {
+        assert_eq!(t.count, i as u32, "filter renumbers count");
+        assert_eq!(t.tps.len(), 6);
+        assert_eq!(t.totaladc(), 360);
+        assert_eq!(t.chanend() - t.chanbeg(), 5);
+    }
+}
+
+fn expected(c1: &[u64], c2: &[u64]) -> Vec<(u32, u64)> {
+    let mut e: Vec<(u32, u64)> = c1
+        .iter()
+        .map(|t| (100, t + 10))
+        .chain(c2.iter().map(|t| (200, t + 10)))
+        .collect();
+    e.sort_by_key(|x| x.1);
+    e
+}
+
+#[test]
+fn multi_agent_chain_runs_to_ttl_and_loses_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let c1 = write_source(&d.path().join("link1.dump"), 1, 200, 1_000_000);
+    let c2 = write_source(&d.path().join("link2.dump"), 2, 200, 1_000_500);
+    let cfg = write_json(d.path(), "chain.json", &chain_config(d.path(), "ttl", 2.0, 10));
+    let o = finish(spawn(&["run", &s(&cfg)]), Duration::from_secs(60));
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "stdout: {out}\nstderr: {err}");
+    assert!(err.contains("ttl of 2 s reached"), "{err}");
+    check_chain_output(d.path(), &expected(&c1, &c2));
+    // Each window saw 200 sets, 218 TPs (20 clusters of 6 + 180 lone),
+    // none tardy; everything accepted went out.
+    for w in ["win1 (window) in=200 out=", "tps_in=300 tps_out=300 tardy_tps=0"] {
+        assert!(out.contains(w), "{w} in:\n{out}");
+    }
+    assert!(out.contains("sink (czmqat) copied=40"), "{out}");
+    // The monitor wrote one row per set through the tap: PTMP's 10 columns.
+    let rows = std::fs::read_to_string(d.path().join("rows.txt")).unwrap();
+    let zip_out: u64 = out
+        .lines()
+        .find(|l| l.starts_with("zip (zipper)"))
+        .and_then(|l| l.split(' ').find_map(|w| w.strip_prefix("out=")))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(rows.lines().count() as u64, zip_out);
+    let mut last_tstart = 0;
+    for (i, r) in rows.lines().enumerate() {
+        let f: Vec<&str> = r.split(' ').collect();
+        assert_eq!(f.len(), 10, "{r}");
+        assert_eq!(f[0], "7");
+        assert_eq!(f[2], (i + 1).to_string());
+        let ts: u64 = f[7].parse().unwrap();
+        assert!(ts >= last_tstart, "zipper output in tstart order: {r}");
+        last_tstart = ts;
+    }
+}
+
+#[test]
+fn sigint_flushes_what_agents_hold() {
+    let d = tempfile::tempdir().unwrap();
+    let c1 = write_source(&d.path().join("link1.dump"), 1, 100, 5_000_000);
+    let c2 = write_source(&d.path().join("link2.dump"), 2, 100, 5_000_300);
+    // ttl forever; a one-minute sync_time so the zipper would hold its
+    // queue for long, and windows hold their last tbuf of data.
+    let cfg = write_json(d.path(), "chain.json", &chain_config(d.path(), "int", -1.0, 60_000));
+    let child = spawn(&["run", &s(&cfg)]);
+    let pid = child.id() as libc::pid_t;
+    // Wait until the sources have read their files (the dump of rows grows
+    // as sets pass the tap); then interrupt.
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let o = finish(child, Duration::from_secs(30));
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "stdout: {out}\nstderr: {err}");
+    assert!(err.contains("stopping: interrupted"), "{err}");
+    check_chain_output(d.path(), &expected(&c1, &c2));
+    assert!(out.contains("flushed_at_stop="), "{out}");
+}
+
+#[test]
+fn invalid_config_names_agent_key_value_and_starts_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let out_file = d.path().join("never.dump");
+    let good_sink = json!({"name": "sink", "type": "czmqat", "data": {
+        "input": sock("PULL", "bind", &["inproc://x"]), "ofile": s(&out_file)}});
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"name": "w", "type": "window", "data": {"tspan": "1000",
+            "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+         "agent w: tspan = \"1000\": must be a non-negative integer"),
+        (json!({"name": "z", "type": "zipper", "data": {"tardy_policy": "keep",
+            "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+         "agent z: tardy_policy = \"keep\": must be one of drop, send"),
+        (json!({"name": "q", "type": "zipperr", "data": {}}),
+         "agent q: type = \"zipperr\": unknown agent type"),
+        (json!({"name": "f", "type": "filter", "data": {"engine": "nope",
+            "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+         "agent f: engine = \"nope\": no such engine"),
+        (json!({"name": "st", "type": "stats", "data": {"tick_per_us": 0,
+            "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+         "agent st: tick_per_us = 0: must be positive"),
+        (json!({"name": "r", "type": "replay", "data": {
+            "input": sock("PULL", "connect", &["tcp://127.0.0.1:0"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+         "agent r: input.socket.connect"),
+        (json!({"name": "m", "type": "window", "data": {
+            "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+         "agent m: tspan = (missing): required key"),
+    ];
+    for (i, (bad, want)) in cases.into_iter().enumerate() {
+        let cfg = write_json(d.path(), &format!("bad{i}.json"), &json!({"proxies": [good_sink.clone(), bad]}));
+        let o = finish(spawn(&["run", &s(&cfg)]), Duration::from_secs(30));
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "want {want:?} in: {err}");
+        assert!(!out_file.exists(), "nothing may start when the config is invalid");
+    }
+    // Not JSON at all: the file is named.
+    let p = d.path().join("junk.json");
+    std::fs::write(&p, "{ proxies: [ }").unwrap();
+    let o = finish(spawn(&["run", &s(&p)]), Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("junk.json"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn c_plugin_engine_runs_in_a_filter() {
+    let d = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptmp-agents");
+    let so = d.path().join("libptmp-threshold.so");
+    let st = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-I"])
+        .arg(root.join("include"))
+        .arg("-o")
+        .arg(&so)
+        .arg(root.join("examples/plugin/threshold.c"))
+        .status()
+        .expect("a C compiler (cc) is needed to build the example plugin");
+    assert!(st.success());
+    write_source(&d.path().join("link1.dump"), 1, 50, 0);
+    let cfg = json!({
+        "ttl": 1.5, "snooze": 100, "plugins": [s(&so)],
+        "proxies": [
+            {"name": "src", "type": "czmqat", "data": {
+                "ifile": s(&d.path().join("link1.dump")), "output": sock("PUSH", "bind", &["inproc://p-s"])}},
+            {"name": "thr", "type": "filter", "data": {"engine": "adc_threshold", "threshold": 50, "detid": 99,
+                "input": sock("PULL", "connect", &["inproc://p-s"]), "output": sock("PUSH", "bind", &["inproc://p-f"])}},
+            {"name": "sink", "type": "czmqat", "data": {
+                "input": sock("PULL", "connect", &["inproc://p-f"]), "ofile": s(&d.path().join("out.dump"))}}
+        ]
+    });
+    let p = write_json(d.path(), "plugin.json", &cfg);
+    let o = finish(spawn(&["run", &s(&p)]), Duration::from_secs(30));
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let got = read_dump(&d.path().join("out.dump"));
+    // Only the 5 cluster sets have TPs with adc >= 50.
+    assert_eq!(got.len(), 5, "{}", text(&o.stdout));
+    for (i, t) in got.iter().enumerate() {
+        assert_eq!((t.count, t.detid, t.tps.len(), t.totaladc()), (i as u32, 99, 6, 360));
+        assert_eq!(t.tstart, 10_000 * i as u64 + 10);
+        assert!(t.created > 1_600_000_000_000_000, "created set by ptmp");
+    }
+    // The engine refusing its config is an error naming the plugin, before
+    // anything starts; so is a library that is not a plugin.
+    let mut bad = cfg.clone();
+    bad["proxies"][1]["data"]["threshold"] = json!("lots");
+    let p = write_json(d.path(), "bad.json", &bad);
+    let o = finish(spawn(&["run", &s(&p)]), Duration::from_secs(30));
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("engine refused the configuration of agent thr: threshold must be"), "{err}");
+    let mut bad = cfg.clone();
+    bad["plugins"] = json!(["no-such-plugin"]);
+    let p = write_json(d.path(), "bad2.json", &bad);
+    let o = finish(spawn(&["run", &s(&p)]), Duration::from_secs(30));
+    let err = text(&o.stderr);
+    assert!(err.contains("plugin no-such-plugin: cannot load it (tried libno-such-plugin.so"), "{err}");
+    // PTMP_PLUGINS works as the plugins list does.
+    let mut env_cfg = cfg.clone();
+    env_cfg["plugins"] = json!([]);
+    let p = write_json(d.path(), "env.json", &env_cfg);
+    let o = Command::new(PTMP)
+        .args(["run", "--check", &s(&p)])
+        .env("PTMP_PLUGINS", format!(" {} ,", s(&so)))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("valid: 3 proxies"));
+}
+
+#[test]
+fn jsonnet_config_with_the_ptmp_library() {
+    let d = tempfile::tempdir().unwrap();
+    let c1 = write_source(&d.path().join("link1.dump"), 1, 60, 0);
+    let p = d.path().join("chain.jsonnet");
+    std::fs::write(
+        &p,
+        format!(
+            r#"local ptmp = import "ptmp.libsonnet";
+local ep(n) = "inproc://j-" + n;
+ptmp.ptmper([
+  ptmp.czmqat("src", ifile="{dir}/link1.dump", output=ptmp.push_bind(ep("s"))),
+  ptmp.window("win", ptmp.pull(ep("s")), ptmp.push_bind(ep("w")), tspan=std.parseInt(std.extVar("tspan"))),
+  ptmp.composer("tail", [
+    ptmp.filter("tcs", ptmp.pull(ep("w")), ptmp.push_bind(ep("f")), "adjacency"),
+    ptmp.czmqat("sink", input=ptmp.pull(ep("f")), ofile="{dir}/tcs.dump"),
+  ]),
+], ttl=1.5, snooze=100)
+"#,
+            dir = d.path().display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(PTMP)
+        .args(["run", "--check", "-V", "tspan=1000", &s(&p)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("valid: 3 proxies") && out.contains("tail (composer)"), "{out}");
+    let o = finish(spawn(&["run", "-V", "tspan=1000", &s(&p)]), Duration::from_secs(30));
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let tcs = read_dump(&d.path().join("tcs.dump"));
+    let want: Vec<u64> = c1.iter().map(|t| t + 10).collect();
+    assert_eq!(tcs.iter().map(|t| t.tstart).collect::<Vec<_>>(), want);
+    // A missing extVar is a Jsonnet error naming the file.
+    let o = Command::new(PTMP).args(["run", "--check", &s(&p)]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("chain.jsonnet"), "{}", text(&o.stderr));
+}
