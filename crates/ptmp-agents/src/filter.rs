@@ -235,7 +235,8 @@ impl Agent for FilterAgent {
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         let mut input = TPSet::default();
         let mut out = Vec::new();
-        let (mut nin, mut nout, mut engine_errors, mut bad, mut empty) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut nin, mut nout, mut engine_errors, mut bad, mut empty) =
+            (0u64, 0u64, 0u64, 0u64, 0u64);
         let mut unsent = 0u64;
         while !ctl.done(false) {
             match self.rx.recv_into(&mut input, Some(POLL)) {

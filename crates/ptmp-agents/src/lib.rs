@@ -168,9 +168,17 @@ pub fn send_set(tx: &mut ptmp::Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str
 }
 
 /// [`send_set`] for raw frames.
-pub fn send_frames(tx: &mut ptmp::Sender, f: &ptmp::Frames, ctl: &Ctl, agent: &str) -> Result<bool> {
+pub fn send_frames(
+    tx: &mut ptmp::Sender,
+    f: &ptmp::Frames,
+    ctl: &Ctl,
+    agent: &str,
+) -> Result<bool> {
     loop {
-        if tx.send_frames_within(f, POLL).map_err(Error::socket(agent))? {
+        if tx
+            .send_frames_within(f, POLL)
+            .map_err(Error::socket(agent))?
+        {
             return Ok(true);
         }
         if ctl.done(false) {

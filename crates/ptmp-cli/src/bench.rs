@@ -25,6 +25,8 @@ pub enum BenchCmd {
     Jitter(crate::latency::JitterArgs),
     /// One PUB to 1-3 SUBs and one PUSH to 1-3 PULLs: per-receiver rate and loss.
     Fanout(crate::fanout::FanoutArgs),
+    /// The agents: zipper and window cores and running agents, zipper latency.
+    Agents(crate::agents_bench::AgentsArgs),
     /// Every suite in turn, each under a Markdown heading.
     All(AllArgs),
 }
@@ -60,6 +62,8 @@ fn all(a: &AllArgs) -> CliResult {
     crate::ring::run(&args(q(&["-n", "500000"])))?;
     println!("\n## fanout\n");
     crate::fanout::run(&args(q(&["-n", "200000"])))?;
+    println!("\n## agents\n");
+    crate::agents_bench::run(&args(q(&["-n", "50000", "-d", "1"])))?;
     println!("\n## baseline\n");
     crate::baseline::run(&args(q(&["-n", "200000"])))?;
     println!("\n## babus\n");
@@ -102,6 +106,7 @@ pub fn run(cmd: &BenchCmd) -> CliResult {
         BenchCmd::Baseline(a) => crate::baseline::run(a),
         BenchCmd::Jitter(a) => crate::latency::jitter(a),
         BenchCmd::Fanout(a) => crate::fanout::run(a),
+        BenchCmd::Agents(a) => crate::agents_bench::run(a),
         BenchCmd::All(a) => all(a),
     }
 }

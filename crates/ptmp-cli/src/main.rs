@@ -2,6 +2,7 @@
 //! programs (check_send, check_recv, check_sendrecv, czmqat) with the same
 //! option letters where they exist.
 
+mod agents_bench;
 mod babus;
 mod baseline;
 mod bench;

@@ -51,8 +51,8 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     if let (Some(t), Some(o)) = (a.ttl, v.as_object_mut()) {
         o.insert("ttl".into(), serde_json::json!(t));
     }
-    let mut rc = RunConfig::parse(&v)
-        .map_err(|e| CliError::usage(format!("{}: {e}", a.file.display())))?;
+    let mut rc =
+        RunConfig::parse(&v).map_err(|e| CliError::usage(format!("{}: {e}", a.file.display())))?;
     rc.verbose |= a.verbose;
     let unused = rc.unused_keys(&v);
     if a.check {
@@ -66,7 +66,10 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         return Ok(());
     }
     if rc.verbose && !unused.is_empty() {
-        eprintln!("ptmp run: keys not used by any agent: {}", unused.join(", "));
+        eprintln!(
+            "ptmp run: keys not used by any agent: {}",
+            unused.join(", ")
+        );
     }
     let mut log = std::io::stderr();
     let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()))?;

@@ -148,7 +148,10 @@ fn check_chain_output(d: &Path, expect: &[(u32, u64)]) {
     // The zipper orders by the windows' tstart (multiples of tspan 1000);
     // the two links' windows share tstarts, so ties may come either way.
     let windows: Vec<u64> = got.iter().map(|g| g.1 / 1000).collect();
-    assert!(windows.windows(2).all(|w| w[0] <= w[1]), "zipper order: {got:?}");
+    assert!(
+        windows.windows(2).all(|w| w[0] <= w[1]),
+        "zipper order: {got:?}"
+    );
     got.sort_by_key(|g| (g.1, g.0));
     let mut expect = expect.to_vec();
     expect.sort_by_key(|g| (g.1, g.0));
@@ -176,7 +179,11 @@ fn multi_agent_chain_runs_to_ttl_and_loses_nothing() {
     let d = tempfile::tempdir().unwrap();
     let c1 = write_source(&d.path().join("link1.dump"), 1, 200, 1_000_000);
     let c2 = write_source(&d.path().join("link2.dump"), 2, 200, 1_000_500);
-    let cfg = write_json(d.path(), "chain.json", &chain_config(d.path(), "ttl", 2.0, 10));
+    let cfg = write_json(
+        d.path(),
+        "chain.json",
+        &chain_config(d.path(), "ttl", 2.0, 10),
+    );
     let o = finish(spawn(&["run", &s(&cfg)]), Duration::from_secs(60));
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "stdout: {out}\nstderr: {err}");
@@ -184,7 +191,10 @@ fn multi_agent_chain_runs_to_ttl_and_loses_nothing() {
     check_chain_output(d.path(), &expected(&c1, &c2));
     // Each window saw 200 sets, 218 TPs (20 clusters of 6 + 180 lone),
     // none tardy; everything accepted went out.
-    for w in ["win1 (window) in=200 out=", "tps_in=300 tps_out=300 tardy_tps=0"] {
+    for w in [
+        "win1 (window) in=200 out=",
+        "tps_in=300 tps_out=300 tardy_tps=0",
+    ] {
         assert!(out.contains(w), "{w} in:\n{out}");
     }
     assert!(out.contains("sink (czmqat) copied=40"), "{out}");
@@ -217,7 +227,11 @@ fn sigint_flushes_what_agents_hold() {
     let c2 = write_source(&d.path().join("link2.dump"), 2, 100, 5_000_300);
     // ttl forever; a one-minute sync_time so the zipper would hold its
     // queue for long, and windows hold their last tbuf of data.
-    let cfg = write_json(d.path(), "chain.json", &chain_config(d.path(), "int", -1.0, 60_000));
+    let cfg = write_json(
+        d.path(),
+        "chain.json",
+        &chain_config(d.path(), "int", -1.0, 60_000),
+    );
     let child = spawn(&["run", &s(&cfg)]);
     let pid = child.id() as libc::pid_t;
     // Wait until the sources have read their files (the dump of rows grows
@@ -239,34 +253,55 @@ fn invalid_config_names_agent_key_value_and_starts_nothing() {
     let good_sink = json!({"name": "sink", "type": "czmqat", "data": {
         "input": sock("PULL", "bind", &["inproc://x"]), "ofile": s(&out_file)}});
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"name": "w", "type": "window", "data": {"tspan": "1000",
+        (
+            json!({"name": "w", "type": "window", "data": {"tspan": "1000",
             "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
-         "agent w: tspan = \"1000\": must be a non-negative integer"),
-        (json!({"name": "z", "type": "zipper", "data": {"tardy_policy": "keep",
+            "agent w: tspan = \"1000\": must be a non-negative integer",
+        ),
+        (
+            json!({"name": "z", "type": "zipper", "data": {"tardy_policy": "keep",
             "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
-         "agent z: tardy_policy = \"keep\": must be one of drop, send"),
-        (json!({"name": "q", "type": "zipperr", "data": {}}),
-         "agent q: type = \"zipperr\": unknown agent type"),
-        (json!({"name": "f", "type": "filter", "data": {"engine": "nope",
+            "agent z: tardy_policy = \"keep\": must be one of drop, send",
+        ),
+        (
+            json!({"name": "q", "type": "zipperr", "data": {}}),
+            "agent q: type = \"zipperr\": unknown agent type",
+        ),
+        (
+            json!({"name": "f", "type": "filter", "data": {"engine": "nope",
             "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
-         "agent f: engine = \"nope\": no such engine"),
-        (json!({"name": "st", "type": "stats", "data": {"tick_per_us": 0,
+            "agent f: engine = \"nope\": no such engine",
+        ),
+        (
+            json!({"name": "st", "type": "stats", "data": {"tick_per_us": 0,
             "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
-         "agent st: tick_per_us = 0: must be positive"),
-        (json!({"name": "r", "type": "replay", "data": {
+            "agent st: tick_per_us = 0: must be positive",
+        ),
+        (
+            json!({"name": "r", "type": "replay", "data": {
             "input": sock("PULL", "connect", &["tcp://127.0.0.1:0"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
-         "agent r: input.socket.connect"),
-        (json!({"name": "m", "type": "window", "data": {
+            "agent r: input.socket.connect",
+        ),
+        (
+            json!({"name": "m", "type": "window", "data": {
             "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
-         "agent m: tspan = (missing): required key"),
+            "agent m: tspan = (missing): required key",
+        ),
     ];
     for (i, (bad, want)) in cases.into_iter().enumerate() {
-        let cfg = write_json(d.path(), &format!("bad{i}.json"), &json!({"proxies": [good_sink.clone(), bad]}));
+        let cfg = write_json(
+            d.path(),
+            &format!("bad{i}.json"),
+            &json!({"proxies": [good_sink.clone(), bad]}),
+        );
         let o = finish(spawn(&["run", &s(&cfg)]), Duration::from_secs(30));
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(want), "want {want:?} in: {err}");
-        assert!(!out_file.exists(), "nothing may start when the config is invalid");
+        assert!(
+            !out_file.exists(),
+            "nothing may start when the config is invalid"
+        );
     }
     // Not JSON at all: the file is named.
     let p = d.path().join("junk.json");
@@ -309,7 +344,10 @@ fn c_plugin_engine_runs_in_a_filter() {
     // Only the 5 cluster sets have TPs with adc >= 50.
     assert_eq!(got.len(), 5, "{}", text(&o.stdout));
     for (i, t) in got.iter().enumerate() {
-        assert_eq!((t.count, t.detid, t.tps.len(), t.totaladc()), (i as u32, 99, 6, 360));
+        assert_eq!(
+            (t.count, t.detid, t.tps.len(), t.totaladc()),
+            (i as u32, 99, 6, 360)
+        );
         assert_eq!(t.tstart, 10_000 * i as u64 + 10);
         assert!(t.created > 1_600_000_000_000_000, "created set by ptmp");
     }
@@ -321,13 +359,19 @@ fn c_plugin_engine_runs_in_a_filter() {
     let o = finish(spawn(&["run", &s(&p)]), Duration::from_secs(30));
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("engine refused the configuration of agent thr: threshold must be"), "{err}");
+    assert!(
+        err.contains("engine refused the configuration of agent thr: threshold must be"),
+        "{err}"
+    );
     let mut bad = cfg.clone();
     bad["plugins"] = json!(["no-such-plugin"]);
     let p = write_json(d.path(), "bad2.json", &bad);
     let o = finish(spawn(&["run", &s(&p)]), Duration::from_secs(30));
     let err = text(&o.stderr);
-    assert!(err.contains("plugin no-such-plugin: cannot load it (tried libno-such-plugin.so"), "{err}");
+    assert!(
+        err.contains("plugin no-such-plugin: cannot load it (tried libno-such-plugin.so"),
+        "{err}"
+    );
     // PTMP_PLUGINS works as the plugins list does.
     let mut env_cfg = cfg.clone();
     env_cfg["plugins"] = json!([]);
@@ -370,14 +414,27 @@ ptmp.ptmper([
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    assert!(out.contains("valid: 3 proxies") && out.contains("tail (composer)"), "{out}");
-    let o = finish(spawn(&["run", "-V", "tspan=1000", &s(&p)]), Duration::from_secs(30));
+    assert!(
+        out.contains("valid: 3 proxies") && out.contains("tail (composer)"),
+        "{out}"
+    );
+    let o = finish(
+        spawn(&["run", "-V", "tspan=1000", &s(&p)]),
+        Duration::from_secs(30),
+    );
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let tcs = read_dump(&d.path().join("tcs.dump"));
     let want: Vec<u64> = c1.iter().map(|t| t + 10).collect();
     assert_eq!(tcs.iter().map(|t| t.tstart).collect::<Vec<_>>(), want);
     // A missing extVar is a Jsonnet error naming the file.
-    let o = Command::new(PTMP).args(["run", "--check", &s(&p)]).output().unwrap();
+    let o = Command::new(PTMP)
+        .args(["run", "--check", &s(&p)])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("chain.jsonnet"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("chain.jsonnet"),
+        "{}",
+        text(&o.stderr)
+    );
 }
