@@ -41,6 +41,9 @@ pub struct AgentsArgs {
     /// Seconds of each latency run.
     #[arg(short = 'd', long, default_value_t = 3.0)]
     pub duration: f64,
+    /// Runs of each flat-out row (the median rate is reported).
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
     /// Transport between the agents and their peers: inproc, ipc or tcp.
     #[arg(short = 't', long, default_value = "inproc")]
     pub transport: String,
@@ -50,10 +53,17 @@ fn row(what: &str, figure: &str, value: String, target: &str) {
     println!("| {what} | {figure} | {value} | {target} |");
 }
 
+/// An endpoint; inproc and ipc names are new on every call (a closed
+/// socket's name is released asynchronously, so runs never reuse one).
 fn ep(t: &str, tag: &str, i: usize) -> String {
+    static GEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let g = GEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     match t {
-        "inproc" => format!("inproc://bench-{tag}-{i}"),
-        "ipc" => format!("ipc:///tmp/ptmp-bench-{}-{tag}-{i}.ipc", std::process::id()),
+        "inproc" => format!("inproc://bench-{tag}-{i}-{g}"),
+        "ipc" => format!(
+            "ipc:///tmp/ptmp-bench-{}-{tag}-{i}-{g}.ipc",
+            std::process::id()
+        ),
         _ => format!(
             "tcp://127.0.0.1:{}",
             29000 + (std::process::id() % 1000) as usize * 20 + i + if tag == "z" { 0 } else { 12 }
@@ -63,6 +73,19 @@ fn ep(t: &str, tag: &str, i: usize) -> String {
 
 fn sock(t: &str, attach: &str, eps: &[String], hwm: i32) -> serde_json::Value {
     json!({"socket": {"type": t, attach: eps, "hwm": hwm, "sndhwm": hwm}})
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn spread(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{:.2}M", x / 1e6))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn zipper_core(inputs: usize, n: u64) -> f64 {
@@ -147,8 +170,8 @@ fn flow(
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
     let mut got = TPSet::default();
     let (mut received, mut order_errors, mut last) = (0u64, 0u64, 0u64);
-    let mut t_first: Option<Instant> = None;
-    let mut t_last = Instant::now();
+    let t_start = Instant::now();
+    let mut t_last = t_start;
     std::thread::scope(|sc| -> Result<(), CliError> {
         if rate_each == 0.0 {
             // Flat out: one thread sends round-robin over all inputs, so the
@@ -208,9 +231,7 @@ fn flow(
             match sink.recv_into(&mut got, Some(Duration::from_secs(2)))? {
                 false => break,
                 true => {
-                    let now = Instant::now();
-                    t_first.get_or_insert(now);
-                    t_last = now;
+                    t_last = Instant::now();
                     received += 1;
                     if got.tstart < last {
                         order_errors += 1;
@@ -227,7 +248,8 @@ fn flow(
     for (n, r) in running.stop() {
         reports.push(r.map_err(|e| CliError::fail(format!("{n}: {e}")))?);
     }
-    let secs = t_first.map_or(0.0, |t| (t_last - t).as_secs_f64());
+    // From the senders' start to the last set at the sink.
+    let secs = (t_last - t_start).as_secs_f64();
     Ok(Flow {
         reports,
         received,
@@ -266,11 +288,14 @@ pub fn run(a: &AgentsArgs) -> CliResult {
     );
 
     // Zipper agent flat out.
-    let ins: Vec<String> = (0..a.inputs).map(|i| ep(t, "z", i)).collect();
-    let out = ep(t, "z", 11);
-    let zcfg = |sync: u64| {
-        json!({"name": "zip", "type": "zipper", "data": {"sync_time": sync,
-            "input": sock("PULL", "connect", &ins, 100_000), "output": sock("PUSH", "bind", std::slice::from_ref(&out), 100_000)}})
+    // Fresh endpoints and the zipper's config for each run.
+    let zio = |n: usize| {
+        let ins: Vec<String> = (0..n).map(|i| ep(t, "z", i)).collect();
+        let out = ep(t, "z", 11);
+        let cfg = json!({"name": "zip", "type": "zipper", "data": {"sync_time": a.sync_ms,
+            "input": sock("PULL", "connect", &ins, 100_000),
+            "output": sock("PUSH", "bind", std::slice::from_ref(&out), 100_000)}});
+        (ins, out, cfg)
     };
     let total = a.count * a.inputs as u64;
     let make = |i: usize, k: u64, s: &mut TPSet| {
@@ -278,16 +303,26 @@ pub fn run(a: &AgentsArgs) -> CliResult {
         s.detid = i as u32;
         s.tstart = k * 1000 + i as u64;
     };
-    let f = flow(zcfg(a.sync_ms), &out, &ins, a.count, 0.0, make, total)?;
-    let tardy = f.reports.first().and_then(|r| r.get("tardy")).unwrap_or(0);
+    let mut rates = Vec::new();
+    let (mut received, mut tardy, mut disorder) = (0, 0, 0);
+    for _ in 0..a.reps.max(1) {
+        let (ins, out, cfg) = zio(a.inputs);
+        let f = flow(cfg, &out, &ins, a.count, 0.0, make, total)?;
+        tardy += f.reports.first().and_then(|r| r.get("tardy")).unwrap_or(0);
+        received += f.received;
+        disorder += f.order_errors;
+        rates.push(f.received as f64 / f.secs.max(1e-9));
+    }
+    let n = a.reps.max(1) as u64;
     row(
         &format!("zipper agent, {} inputs over {t}", a.inputs),
-        "TPSets/s aggregate",
+        "TPSets/s aggregate, median",
         format!(
-            "{:.0} ({} of {total} received, {tardy} tardy, {} out of order)",
-            f.received as f64 / f.secs.max(1e-9),
-            f.received,
-            f.order_errors
+            "{:.0} (runs {}; {} of {} received, {tardy} tardy, {disorder} out of order)",
+            median(&rates),
+            spread(&rates),
+            received,
+            total * n
         ),
         ">= 1,000,000",
     );
@@ -295,8 +330,9 @@ pub fn run(a: &AgentsArgs) -> CliResult {
     // Zipper latency, all inputs live, paced.
     let per = ((a.rate as f64 / a.inputs as f64) * a.duration) as u64;
     let rate_each = a.rate as f64 / a.inputs as f64;
+    let (ins, out, cfg) = zio(a.inputs);
     let f = flow(
-        zcfg(a.sync_ms),
+        cfg,
         &out,
         &ins,
         per.max(1),
@@ -321,9 +357,12 @@ pub fn run(a: &AgentsArgs) -> CliResult {
     );
     // One input silent: sets wait for sync_time.
     let live = a.inputs.saturating_sub(1).max(1);
+    // The zipper expects all inputs (its config lists them) but only
+    // `live` of them send.
+    let (ins, out, cfg) = zio(a.inputs);
     let ins_live: Vec<String> = ins[..live].to_vec();
     let f = flow(
-        zcfg(a.sync_ms),
+        cfg,
         &out,
         &ins_live,
         per.max(1),
@@ -347,10 +386,14 @@ pub fn run(a: &AgentsArgs) -> CliResult {
     );
 
     // Window agent flat out.
-    let win_in = vec![ep(t, "w", 0)];
-    let win_out = ep(t, "w", 1);
-    let wcfg = json!({"name": "win", "type": "window", "data": {"tspan": 2500, "tbuf": 25000,
-        "input": sock("PULL", "connect", &win_in, 100_000), "output": sock("PUSH", "bind", std::slice::from_ref(&win_out), 100_000)}});
+    let wio = || {
+        let win_in = vec![ep(t, "w", 0)];
+        let win_out = ep(t, "w", 1);
+        let cfg = json!({"name": "win", "type": "window", "data": {"tspan": 2500, "tbuf": 25000,
+            "input": sock("PULL", "connect", &win_in, 100_000),
+            "output": sock("PUSH", "bind", std::slice::from_ref(&win_out), 100_000)}});
+        (win_in, win_out, cfg)
+    };
     let ntps = a.ntps;
     let wmake = move |_i: usize, k: u64, s: &mut TPSet| {
         s.count = k as u32;
@@ -362,18 +405,27 @@ pub fn run(a: &AgentsArgs) -> CliResult {
             tp.tstart = k * 100 + j as u64 * 7;
         }
     };
-    // Each output window holds 25 input sets (2500 / 100).
-    let expect_windows = (a.count * 100).div_ceil(2500);
-    let t0 = Instant::now();
-    let f = flow(wcfg, &win_out, &win_in, a.count, 0.0, wmake, expect_windows)?;
-    let secs = f.secs.max(t0.elapsed().as_secs_f64().min(f.secs.max(1e-9)));
+    // Each output window holds 25 input sets (2500 / 100). Windows go out
+    // once data 27500 ticks past their start is seen; the last few wait for
+    // the stop, so the sink expects the ones the data itself completes.
+    let max_seen = (a.count.max(1) - 1) * 100 + (a.ntps.max(1) as u64 - 1) * 7;
+    let expect_windows = max_seen.saturating_sub(27_500) / 2500 + 1;
+    let mut rates = Vec::new();
+    let mut windows = 0;
+    for _ in 0..a.reps.max(1) {
+        let (win_in, win_out, cfg) = wio();
+        let f = flow(cfg, &win_out, &win_in, a.count, 0.0, wmake, expect_windows)?;
+        windows += f.received;
+        rates.push((f.received * 25 * a.ntps as u64) as f64 / f.secs.max(1e-9));
+    }
     row(
         &format!("window agent, {} TPs/set over {t}", a.ntps),
-        "TrigPrims/s",
+        "TrigPrims/s, median",
         format!(
-            "{:.0} ({} windows)",
-            (a.count * a.ntps as u64) as f64 / secs.max(1e-9),
-            f.received
+            "{:.0} (runs {}; {windows} of {} windows)",
+            median(&rates),
+            spread(&rates),
+            expect_windows * a.reps.max(1) as u64
         ),
         ">= 1,000,000",
     );

@@ -600,7 +600,9 @@ fn sendrecv_over_shm() {
 
 #[test]
 fn bench_agents_smoke() {
-    let out = run(&["bench", "agents", "-n", "3000", "-d", "0.3", "-r", "2000"]);
+    let out = run(&[
+        "bench", "agents", "-n", "3000", "-d", "0.3", "-r", "2000", "--reps", "1",
+    ]);
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -610,7 +612,7 @@ fn bench_agents_smoke() {
     for row in [
         "| zipper core, 10 streams | TPSets/s |",
         "| window core, 10 TPs/set |",
-        "(30000 of 30000 received, 0 tardy, 0 out of order)",
+        "; 30000 of 30000 received, 0 tardy, 0 out of order)",
         "| window agent, 10 TPs/set over inproc |",
         "(600 of 600 received, 0 tardy)",
         "(540 of 540 received, 0 tardy)",

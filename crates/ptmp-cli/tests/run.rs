@@ -438,3 +438,116 @@ ptmp.ptmper([
         text(&o.stderr)
     );
 }
+
+/// A configuration shaped exactly as PTMP's generated protoDUNE trigger
+/// candidate config (docs/examples/pdsp-tc-apa5.json in PTMP): windows with
+/// SUB inputs carrying keys they do not use, a zipper, the
+/// `pdune-adjacency-tc` filter named by PTMP's `method` key from the
+/// `ptmp-tcs` plugin, a PUB output; here on loopback with two links.
+#[test]
+fn ptmp_generated_pdsp_config_runs_unmodified() {
+    use ptmp::{Receiver, Sender};
+    let d = tempfile::tempdir().unwrap();
+    let base = 31000 + (std::process::id() % 500) as u16 * 4;
+    let (p1, p2, pout) = (base, base + 1, base + 2);
+    let window = |link: u16, port: u16| {
+        json!({
+            "data": {
+                "detid": -1,
+                "input": {"socket": {"connect": [format!("tcp://127.0.0.1:{port}")], "hwm": 10000, "type": "SUB"}},
+                "name": format!("tp-window-link{link:02}"),
+                "output": {"socket": {"bind": [format!("inproc://tc-window-zipper-link{link:02}")], "hwm": 1000, "type": "PUSH"}},
+                "sync_time": 10, "tardy_policy": "drop", "tbuf": 3000, "toffset": 0, "tspan": 1000
+            },
+            "name": format!("tc-window-link{link:02}"),
+            "type": "window"
+        })
+    };
+    let cfg = json!({
+        "name": "apa-tcs", "ttl": 4, "plugins": ["ptmp-tcs"],
+        "proxies": [
+            window(0, p1), window(1, p2),
+            {"data": {"detid": -1,
+                "input": {"socket": {"connect": ["inproc://tc-window-zipper-link00", "inproc://tc-window-zipper-link01"], "hwm": 1000, "type": "PULL"}},
+                "name": "zipper", "output": {"socket": {"bind": ["inproc://tc-zipper-tcfinder"], "hwm": 1000, "type": "PUSH"}},
+                "sync_time": 10, "tardy_policy": "drop", "tbuf": 3000, "toffset": 0, "tspan": 1000},
+             "name": "tc-zipper", "type": "zipper"},
+            {"data": {"input": {"socket": {"connect": ["inproc://tc-zipper-tcfinder"], "hwm": 1000, "type": "PULL"}},
+                "method": "pdune-adjacency-tc", "name": "adj-tcs",
+                "output": {"socket": {"bind": [format!("tcp://127.0.0.1:{pout}")], "hwm": 10000, "type": "PUB"}}},
+             "name": "tc-finder", "type": "filter"}
+        ]
+    });
+    let p = write_json(d.path(), "pdsp.json", &cfg);
+    let o = Command::new(PTMP)
+        .args(["run", "--check", &s(&p)])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let listing = text(&o.stdout);
+    assert!(listing.contains("valid: 4 proxies"), "{listing}");
+    assert!(
+        listing.contains("tc-window-link00.sync_time"),
+        "unused keys listed: {listing}"
+    );
+
+    // The links publish; the candidates come out of the filter's PUB.
+    let mut links: Vec<Sender> = [p1, p2]
+        .iter()
+        .map(|port| {
+            Sender::new(&format!(
+                r#"{{"socket":{{"type":"PUB","bind":["tcp://127.0.0.1:{port}"],"subscribers":1,"subscribers_timeout_ms":20000}}}}"#
+            ))
+            .unwrap()
+        })
+        .collect();
+    let child = spawn(&["run", &s(&p)]);
+    let mut tcs = Receiver::new(&format!(
+        r#"{{"socket":{{"type":"SUB","connect":["tcp://127.0.0.1:{pout}"]}}}}"#
+    ))
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    for i in 0..100u32 {
+        for (l, tx) in links.iter_mut().enumerate() {
+            let ts = 1_000_000 + 1000 * u64::from(i) + 100 * l as u64;
+            let tps: Vec<TrigPrim> = if i % 10 == 0 {
+                (0..6)
+                    .map(|k| tp(500 * (l as u32 + 1) + k, ts + 10, 60))
+                    .collect()
+            } else {
+                vec![tp(7, ts + 20, 10)]
+            };
+            let set = TPSet {
+                count: i,
+                detid: l as u32,
+                created: 1,
+                tstart: ts,
+                tps,
+                ..Default::default()
+            };
+            tx.send(&set).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut got = vec![];
+    let t0 = Instant::now();
+    while got.len() < 20 && t0.elapsed() < Duration::from_secs(10) {
+        if let Some(t) = tcs.recv(Some(Duration::from_millis(200))).unwrap() {
+            got.push((t.chanbeg(), t.tps.len()));
+        }
+    }
+    let o = finish(child, Duration::from_secs(30));
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    // The last windows are flushed at stop, after which the PUB may or may
+    // not still reach us; all the candidates before them must have arrived.
+    assert!(
+        got.len() >= 16,
+        "got {} candidates: {got:?}\n{}",
+        got.len(),
+        text(&o.stdout)
+    );
+    assert!(
+        got.iter().all(|g| g.1 == 6 && (g.0 == 500 || g.0 == 1000)),
+        "{got:?}"
+    );
+}
