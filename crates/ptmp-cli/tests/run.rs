@@ -243,7 +243,19 @@ fn sigint_flushes_what_agents_hold() {
     assert!(o.status.success(), "stdout: {out}\nstderr: {err}");
     assert!(err.contains("stopping: interrupted"), "{err}");
     check_chain_output(d.path(), &expected(&c1, &c2));
-    assert!(out.contains("flushed_at_stop="), "{out}");
+    // The windows still held their last tbuf of data when interrupted: it
+    // was flushed, not dropped, and reached the file above.
+    let held: u64 = out
+        .lines()
+        .find(|l| l.starts_with("win1 (window)"))
+        .and_then(|l| {
+            l.split(' ')
+                .find_map(|w| w.strip_prefix("flushed_tps_at_stop="))
+        })
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(held > 0, "{out}");
 }
 
 #[test]
@@ -550,4 +562,91 @@ fn ptmp_generated_pdsp_config_runs_unmodified() {
         got.iter().all(|g| g.1 == 6 && (g.0 == 500 || g.0 == 1000)),
         "{got:?}"
     );
+}
+
+/// Replay paces by data time (checked from the `created` stamps it sets at
+/// each send) and rewrites counts; stats emits PTMP's two-frame JSON
+/// messages whose figures add up to what went in.
+#[test]
+fn replay_paces_and_stats_reports() {
+    let d = tempfile::tempdir().unwrap();
+    // 100 sets, 50,000 ticks apart: 1 ms apart at 50 ticks/us; the replay
+    // runs at speed 25, so they should go out 2 ms apart (198 ms in all).
+    let mut w = DumpWriter::new(std::fs::File::create(d.path().join("in.dump")).unwrap());
+    let mut buf = Vec::new();
+    for i in 0..100u32 {
+        let set = TPSet {
+            count: 1000 + i,
+            detid: 3,
+            created: 1,
+            tstart: 50_000_000 + 50_000 * u64::from(i),
+            tps: vec![tp(40 + i % 4, 50_000_000 + 50_000 * u64::from(i), 7)],
+            ..Default::default()
+        };
+        buf.clear();
+        encode_tpset(&set, &mut buf);
+        w.write([&VERSION_FRAME[..], &buf[..]]).unwrap();
+    }
+    w.flush().unwrap();
+    let f = |n: &str| s(&d.path().join(n));
+    let cfg = json!({"ttl": 2.0, "snooze": 100, "proxies": [
+        {"name": "src", "type": "czmqat", "data": {"ifile": f("in.dump"), "output": sock("PUSH", "bind", &["inproc://rp-a"])}},
+        {"name": "rep", "type": "replay", "data": {"speed": 25, "rewrite_count": 1,
+            "input": sock("PULL", "connect", &["inproc://rp-a"]), "output": sock("PUSH", "bind", &["inproc://rp-b"])}},
+        {"name": "out", "type": "czmqat", "data": {"input": sock("PULL", "connect", &["inproc://rp-b"]), "ofile": f("paced.dump")}},
+        {"name": "src2", "type": "czmqat", "data": {"ifile": f("in.dump"), "output": sock("PUSH", "bind", &["inproc://st-a"])}},
+        {"name": "st", "type": "stats", "data": {"tick_per_us": 50, "topkey": "apa9", "link_integration_time": 300,
+            "input": sock("PULL", "connect", &["inproc://st-a"]), "output": sock("PUSH", "bind", &["inproc://st-b"])}},
+        {"name": "stout", "type": "czmqat", "data": {"input": sock("PULL", "connect", &["inproc://st-b"]), "ofile": f("stats.dump")}}
+    ]});
+    let p = write_json(d.path(), "rs.json", &cfg);
+    let o = finish(spawn(&["run", &s(&p)]), Duration::from_secs(30));
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let paced = read_dump(&d.path().join("paced.dump"));
+    assert_eq!(paced.len(), 100);
+    for (i, t) in paced.iter().enumerate() {
+        assert_eq!(t.count, i as u32, "rewrite_count numbers from 0");
+    }
+    let span_us = paced[99].created - paced[0].created;
+    // Paced: never faster than the data (2 ms apart at speed 25); the upper
+    // bound is loose because this machine is shared.
+    assert!(
+        span_us >= 198_000 - 1_000,
+        "replayed 100 sets in {span_us} us"
+    );
+    assert!(span_us < 1_500_000, "replayed 100 sets in {span_us} us");
+    for w in paced.windows(2) {
+        let gap = w[1].created - w[0].created;
+        assert!(gap >= 1_000, "sets went out {gap} us apart, not ~2000");
+    }
+    // Stats: frames ["1246973774", JSON]; the link messages' ntpsets add up
+    // to 100 and every figure is a number.
+    let mut r = DumpReader::new(std::fs::File::open(d.path().join("stats.dump")).unwrap());
+    let mut fr = Frames::new();
+    let (mut links, mut chans, mut ntpsets, mut ntps) = (0, 0, 0, 0);
+    while r.read_into(&mut fr).unwrap() {
+        assert_eq!(fr.len(), 2);
+        assert_eq!(fr.get(0).unwrap(), b"1246973774");
+        let v: Value = serde_json::from_slice(fr.get(1).unwrap()).unwrap();
+        assert!(!fr.get(1).unwrap().windows(4).any(|w| w == b"null"), "{v}");
+        let top = &v["apa9"];
+        if let Some(l) = top.get("links") {
+            links += 1;
+            if let Some(x) = l.get("0x3") {
+                ntpsets += x["counts"]["ntpsets"].as_u64().unwrap();
+                assert_eq!(x["counts"]["ndropped"], 0);
+            }
+        } else {
+            chans += 1;
+            for (k, c) in top["chans"].as_object().unwrap() {
+                assert!(
+                    ["ch40", "ch41", "ch42", "ch43"].contains(&k.as_str()),
+                    "{k}"
+                );
+                ntps += c["integ"]["ntps"].as_u64().unwrap();
+            }
+        }
+    }
+    assert!(links >= 1 && chans >= 1, "links {links} chans {chans}");
+    assert_eq!((ntpsets, ntps), (100, 100));
 }
