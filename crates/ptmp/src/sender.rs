@@ -50,7 +50,7 @@ impl Sender {
         }
         let (link, bound) = match shm::channel(cfg, true)? {
             Some((key, name, policy)) => {
-                (Link::Shm(ShmTx::open(cfg, &key, &name, policy)?), vec![])
+                (Link::Shm(ShmTx::open(cfg, &key, &name[0], policy)?), vec![])
             }
             None => {
                 let b = build(cfg, Role::Send)?;

@@ -45,11 +45,13 @@ fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
     }
 }
 
-/// The shm channel named by `cfg`, if it uses shm; checks the rules.
+/// The shm channels named by `cfg`, if it uses shm; checks the rules. A
+/// sender has one channel; a receiver may list several (all shm://), which
+/// it reads fairly, as a zmq PULL or SUB connected to several peers does.
 pub(crate) fn channel(
     cfg: &SocketConfig,
     sending: bool,
-) -> Result<Option<(String, String, Policy)>> {
+) -> Result<Option<(String, Vec<String>, Policy)>> {
     let shm: Vec<_> = cfg
         .endpoints()
         .filter(|(_, e)| e.transport == crate::config::Transport::Shm)
@@ -59,11 +61,28 @@ pub(crate) fn channel(
     };
     let key = format!("socket.{}", attach.name());
     let n = cfg.endpoints().count();
-    if n != 1 {
+    if n != shm.len() {
         return Err(Error::config(
             key,
             format!("{:?}", ep.address),
-            "an shm:// socket has exactly one endpoint (mixing shm with other transports is not supported)",
+            "mixing shm:// with other transports in one socket is not supported",
+        ));
+    }
+    if sending && n != 1 {
+        return Err(Error::config(
+            key,
+            format!("{:?}", ep.address),
+            "an shm:// sender has exactly one endpoint (its channel)",
+        ));
+    }
+    if shm.len() > ptmp_shm::MAX_WAIT_CHANNELS {
+        return Err(Error::config(
+            key,
+            format!("{:?}", ep.address),
+            format!(
+                "an shm:// receiver reads at most {} channels",
+                ptmp_shm::MAX_WAIT_CHANNELS
+            ),
         ));
     }
     let policy = match (cfg.stype, sending) {
@@ -94,7 +113,9 @@ pub(crate) fn channel(
     }
     Ok(Some((
         key,
-        ep.address["shm://".len()..].to_string(),
+        shm.iter()
+            .map(|(_, e)| e.address["shm://".len()..].to_string())
+            .collect(),
         policy,
     )))
 }
@@ -163,7 +184,103 @@ fn for_frames<'a>(b: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option<usi
     Some(n)
 }
 
+/// A receiver of one or more shm channels.
 pub(crate) struct ShmRx {
+    chans: Vec<Chan>,
+    next: usize,
+    ready: Vec<usize>,
+}
+
+impl ShmRx {
+    pub(crate) fn open(
+        cfg: &SocketConfig,
+        key: &str,
+        names: &[String],
+        policy: Policy,
+    ) -> Result<ShmRx> {
+        let chans = names
+            .iter()
+            .map(|n| Chan::open(cfg, key, n, policy))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ShmRx {
+            chans,
+            next: 0,
+            ready: Vec::new(),
+        })
+    }
+
+    pub(crate) fn lost(&self) -> u64 {
+        self.chans.iter().map(Chan::lost).sum()
+    }
+
+    /// Poll every channel once, starting after the last one served, with
+    /// `f`; then sleep on all of them (futex_waitv) until one has data.
+    fn serve<T>(
+        &mut self,
+        timeout: Option<Duration>,
+        mut f: impl FnMut(&mut Chan, Option<Duration>) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        let n = self.chans.len();
+        if n == 1 {
+            return f(&mut self.chans[0], timeout);
+        }
+        let mut deadline = Deadline::new(timeout);
+        loop {
+            for k in 0..n {
+                let i = (self.next + k) % n;
+                // Skip an empty channel without spinning on it.
+                if self.chans[i].reader.as_ref().is_some_and(|r| !r.has_data()) {
+                    continue;
+                }
+                if let Some(v) = f(&mut self.chans[i], Some(Duration::ZERO))? {
+                    self.next = (i + 1) % n;
+                    return Ok(Some(v));
+                }
+            }
+            let left = deadline.remaining();
+            if left == Some(Duration::ZERO) {
+                return Ok(None);
+            }
+            let readers: Vec<&Reader> = self
+                .chans
+                .iter()
+                .filter_map(|c| c.reader.as_ref())
+                .collect();
+            if readers.len() == n {
+                let wait = left.map(|l| l.min(Duration::from_millis(100)));
+                ptmp_shm::wait_any(&readers, wait, &mut self.ready)
+                    .map_err(shm_err(&self.chans[0].key, &self.chans[0].name))?;
+            } else {
+                // A channel not created yet: poll for it, as a zmq connect
+                // waits for its peer.
+                std::thread::sleep(left.unwrap_or(Duration::MAX).min(Duration::from_millis(5)));
+            }
+        }
+    }
+
+    /// Receive a TPSet, decoding it in place from a ring.
+    pub(crate) fn recv_tpset(
+        &mut self,
+        out: &mut TPSet,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Result<(), WireError>>> {
+        self.serve(timeout, |c, t| c.recv_tpset(out, t))
+    }
+
+    /// Receive one message's frames (copied into `frames`).
+    pub(crate) fn recv_frames(
+        &mut self,
+        frames: &mut Frames,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        Ok(self
+            .serve(timeout, |c, t| Ok(c.recv_frames(frames, t)?.then_some(())))?
+            .is_some())
+    }
+}
+
+/// One channel of a receiver.
+struct Chan {
     name: String,
     policy: Policy,
     key: String,
@@ -178,9 +295,9 @@ pub(crate) struct ShmRx {
     torn: u64,
 }
 
-impl ShmRx {
-    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str, policy: Policy) -> Result<ShmRx> {
-        let mut rx = ShmRx {
+impl Chan {
+    fn open(cfg: &SocketConfig, key: &str, name: &str, policy: Policy) -> Result<Chan> {
+        let mut rx = Chan {
             name: name.into(),
             policy,
             key: key.into(),
@@ -222,7 +339,7 @@ impl ShmRx {
     }
 
     /// Messages lost to overruns (the reader fell a whole ring behind).
-    pub(crate) fn lost(&self) -> u64 {
+    fn lost(&self) -> u64 {
         self.reader.as_ref().map_or(0, |r| r.lost()) + self.torn
     }
 
@@ -239,7 +356,7 @@ impl ShmRx {
 
     /// Receive a TPSet, decoding it in place from the ring.
     /// `Ok(None)` on timeout; `Ok(Some(Err))` for a malformed message.
-    pub(crate) fn recv_tpset(
+    fn recv_tpset(
         &mut self,
         out: &mut TPSet,
         timeout: Option<Duration>,
@@ -277,11 +394,7 @@ impl ShmRx {
     }
 
     /// Receive one message's frames (copied into `frames`).
-    pub(crate) fn recv_frames(
-        &mut self,
-        frames: &mut Frames,
-        timeout: Option<Duration>,
-    ) -> Result<bool> {
+    fn recv_frames(&mut self, frames: &mut Frames, timeout: Option<Duration>) -> Result<bool> {
         let mut deadline = Deadline::new(timeout);
         if !self.wait_attached(&mut deadline)? {
             return Ok(false);

@@ -152,7 +152,11 @@ fn shm_rules_are_config_errors() {
         ),
         (
             json!({"socket": {"type": "PUB", "bind": [c.ep(), "tcp://127.0.0.1:*"]}}),
-            "exactly one endpoint",
+            "mixing shm:// with other transports",
+        ),
+        (
+            json!({"socket": {"type": "PUB", "bind": [c.ep(), "shm://other"]}}),
+            "an shm:// sender has exactly one endpoint",
         ),
         (
             json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_slots": 12}}),
@@ -227,4 +231,71 @@ fn push_pull_over_shm_loses_nothing_to_a_slow_receiver() {
         matches!(e, Error::Timeout { .. }) && e.to_string().contains("slowest reader"),
         "{e}"
     );
+}
+
+/// One PULL reading three shm channels (as a zipper's input does): fair,
+/// lossless, and waiting on all of them at once.
+#[test]
+fn one_receiver_reads_several_channels() {
+    let tag = format!("multi{}", std::process::id());
+    let names: Vec<String> = (0..3).map(|i| format!("{tag}-{i}")).collect();
+    let eps: Vec<String> = names.iter().map(|n| format!("\"shm://{n}\"")).collect();
+    // The receiver first: the channels do not exist yet.
+    let mut rx = Receiver::new(&format!(
+        r#"{{"socket":{{"type":"PULL","connect":[{}]}}}}"#,
+        eps.join(",")
+    ))
+    .unwrap();
+    let senders: Vec<_> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let cfg =
+                format!(r#"{{"socket":{{"type":"PUSH","bind":["shm://{n}"],"shm_slots":64}}}}"#);
+            std::thread::spawn(move || {
+                let mut tx = Sender::new(&cfg).unwrap();
+                for k in 0..500u32 {
+                    tx.send(&TPSet {
+                        count: k,
+                        detid: i as u32,
+                        ..Default::default()
+                    })
+                    .unwrap();
+                    if k % 100 == 0 {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                }
+                // Keep the writer alive until the reader has caught up.
+                std::thread::sleep(Duration::from_millis(300));
+            })
+        })
+        .collect();
+    let mut next = [0u32; 3];
+    let mut set = TPSet::default();
+    for _ in 0..1500 {
+        assert!(
+            rx.recv_into(&mut set, Some(Duration::from_secs(10)))
+                .unwrap(),
+            "timed out"
+        );
+        let d = set.detid as usize;
+        assert_eq!(set.count, next[d], "channel {d} in order, nothing lost");
+        next[d] += 1;
+    }
+    assert_eq!(next, [500, 500, 500]);
+    assert!(!rx
+        .recv_into(&mut set, Some(Duration::from_millis(50)))
+        .unwrap());
+    for s in senders {
+        s.join().unwrap();
+    }
+    for n in &names {
+        let _ = ptmp_shm::remove(n);
+    }
+    // Mixing shm with zmq in one socket is refused with the reason.
+    let e = Receiver::new(r#"{"socket":{"type":"PULL","connect":["shm://a","inproc://b"]}}"#)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("mixing shm:// with other transports"), "{e}");
 }
