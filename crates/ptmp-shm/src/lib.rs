@@ -867,6 +867,12 @@ impl Reader {
         self.seg.policy
     }
 
+    /// The address and length of this reader's mapping of the channel, so
+    /// a binding can show that a view points into shared memory (zero-copy).
+    pub fn mapping(&self) -> (usize, usize) {
+        (self.seg.map.as_ptr() as usize, self.seg.map.len())
+    }
+
     /// Whether a receive would return at once (a message, or an overrun to
     /// report).
     pub fn has_data(&self) -> bool {

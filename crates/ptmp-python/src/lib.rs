@@ -1,0 +1,1279 @@
+//! `ptmp._ptmp`: the native core of the Python package `ptmp`.
+//!
+//! Design: thin wrappers over the Rust API, so Python gets the same wire
+//! format, configs and shared memory as the `ptmp` command. Every call that
+//! can block (receiving, sending into a full queue, running agents) releases
+//! the GIL and waits in slices of at most 100 ms, checking for signals
+//! between slices, so Ctrl-C raises `KeyboardInterrupt` promptly. Errors
+//! raise `ptmp.PtmpError` subclasses carrying the Rust message (which names
+//! the key and value of a bad config).
+//!
+//! Shared memory: `ShmReader.view()` returns a `ShmView` exporting the slot
+//! itself through the buffer protocol (`memoryview(v)`, `numpy.frombuffer`),
+//! no copy. While a view is held its reader cannot read further (it raises),
+//! which is what keeps the slot reserved and the borrow sound; `v.valid()`
+//! says whether the writer has overwritten the slot meanwhile (the same
+//! seqlock check as Rust's `View::valid`).
+
+use ptmp::{Frames, Receiver, Sender, TPSet, TrigPrim};
+use ptmp_data::dump::{DumpReader, DumpWriter};
+use ptmp_shm::{ChannelConfig, Policy, Reader, StartAt, View, Writer};
+use pyo3::buffer::PyBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+create_exception!(_ptmp, PtmpError, PyException, "Any ptmp failure.");
+create_exception!(_ptmp, ConfigError, PtmpError, "An invalid configuration.");
+create_exception!(
+    _ptmp,
+    WireError,
+    PtmpError,
+    "A message that is not a PTMP message."
+);
+create_exception!(
+    _ptmp,
+    ShmError,
+    PtmpError,
+    "A shared-memory channel failure."
+);
+
+fn perr(e: ptmp::Error) -> PyErr {
+    match e {
+        ptmp::Error::Config { .. } => ConfigError::new_err(e.to_string()),
+        ptmp::Error::Wire(_) => WireError::new_err(e.to_string()),
+        _ => PtmpError::new_err(e.to_string()),
+    }
+}
+
+fn aerr(e: ptmp_agents::Error) -> PyErr {
+    match e {
+        ptmp_agents::Error::Config { .. } | ptmp_agents::Error::Jsonnet { .. } => {
+            ConfigError::new_err(e.to_string())
+        }
+        _ => PtmpError::new_err(e.to_string()),
+    }
+}
+
+/// A blocking call's outcome: a signal interrupting the wait is "nothing
+/// yet", so `blocking` runs the signal handlers (raising KeyboardInterrupt
+/// for Ctrl-C) instead of reporting an error.
+fn intr(r: ptmp::Result<bool>) -> PyResult<bool> {
+    match r {
+        Err(ptmp::Error::Interrupted) => Ok(false),
+        r => r.map_err(perr),
+    }
+}
+
+fn serr(e: ptmp_shm::ShmError) -> PyErr {
+    ShmError::new_err(e.to_string())
+}
+
+/// A config given as a JSON text or as a dict (or anything json.dumps takes).
+fn config_text(cfg: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = cfg.extract::<String>() {
+        return Ok(s);
+    }
+    let json = cfg.py().import("json")?;
+    json.call_method1("dumps", (cfg,))?.extract()
+}
+
+/// Wait in slices of at most 100 ms with the GIL released, checking for
+/// signals between slices. `f(slice)` returns `Some` when done.
+fn blocking<T, F>(py: Python<'_>, timeout: Option<f64>, mut f: F) -> PyResult<Option<T>>
+where
+    T: Send,
+    F: FnMut(Duration) -> PyResult<Option<T>> + Send,
+{
+    let deadline = match timeout {
+        Some(t) if t < 0.0 => None,
+        Some(t) => Some(Instant::now() + Duration::from_secs_f64(t)),
+        None => None,
+    };
+    loop {
+        let slice = match deadline {
+            Some(d) => d
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+            None => Duration::from_millis(100),
+        };
+        if let Some(v) = py.detach(|| f(slice))? {
+            return Ok(Some(v));
+        }
+        py.check_signals()?;
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- schema
+
+/// One trigger primitive (ptmp.data.TrigPrim).
+#[pyclass(module = "ptmp._ptmp", name = "TrigPrim", eq)]
+#[derive(Clone, PartialEq)]
+pub struct PyTrigPrim {
+    pub inner: TrigPrim,
+}
+
+#[pymethods]
+impl PyTrigPrim {
+    #[new]
+    #[pyo3(signature = (channel=0, tstart=0, tspan=0, adcsum=0, adcpeak=0, flags=0))]
+    fn new(channel: u32, tstart: u64, tspan: u32, adcsum: u32, adcpeak: u32, flags: u32) -> Self {
+        PyTrigPrim {
+            inner: TrigPrim {
+                channel,
+                tstart,
+                tspan: Some(tspan),
+                adcsum: Some(adcsum),
+                adcpeak: Some(adcpeak),
+                flags: Some(flags),
+            },
+        }
+    }
+    #[getter]
+    fn channel(&self) -> u32 {
+        self.inner.channel
+    }
+    #[setter]
+    fn set_channel(&mut self, v: u32) {
+        self.inner.channel = v
+    }
+    #[getter]
+    fn tstart(&self) -> u64 {
+        self.inner.tstart
+    }
+    #[setter]
+    fn set_tstart(&mut self, v: u64) {
+        self.inner.tstart = v
+    }
+    #[getter]
+    fn tspan(&self) -> u32 {
+        self.inner.tspan()
+    }
+    #[setter]
+    fn set_tspan(&mut self, v: u32) {
+        self.inner.tspan = Some(v)
+    }
+    #[getter]
+    fn adcsum(&self) -> u32 {
+        self.inner.adcsum()
+    }
+    #[setter]
+    fn set_adcsum(&mut self, v: u32) {
+        self.inner.adcsum = Some(v)
+    }
+    #[getter]
+    fn adcpeak(&self) -> u32 {
+        self.inner.adcpeak()
+    }
+    #[setter]
+    fn set_adcpeak(&mut self, v: u32) {
+        self.inner.adcpeak = Some(v)
+    }
+    #[getter]
+    fn flags(&self) -> u32 {
+        self.inner.flags()
+    }
+    #[setter]
+    fn set_flags(&mut self, v: u32) {
+        self.inner.flags = Some(v)
+    }
+
+    /// The fields as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        tp_dict(py, &self.inner)
+    }
+
+    /// Build from a dict with the field names as keys (missing ones are 0).
+    #[staticmethod]
+    fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
+        Ok(PyTrigPrim {
+            inner: tp_from_dict(d)?,
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let t = &self.inner;
+        format!(
+            "TrigPrim(channel={}, tstart={}, tspan={}, adcsum={}, adcpeak={}, flags={})",
+            t.channel,
+            t.tstart,
+            t.tspan(),
+            t.adcsum(),
+            t.adcpeak(),
+            t.flags()
+        )
+    }
+}
+
+fn tp_dict<'py>(py: Python<'py>, t: &TrigPrim) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("channel", t.channel)?;
+    d.set_item("tstart", t.tstart)?;
+    d.set_item("tspan", t.tspan())?;
+    d.set_item("adcsum", t.adcsum())?;
+    d.set_item("adcpeak", t.adcpeak())?;
+    d.set_item("flags", t.flags())?;
+    Ok(d)
+}
+
+fn get<'py, T: FromPyObjectOwned<'py>>(d: &Bound<'py, PyDict>, k: &str) -> PyResult<Option<T>> {
+    match d.get_item(k)? {
+        None => Ok(None),
+        Some(v) => v.extract::<T>().map(Some).map_err(|e| {
+            let e: PyErr = e.into();
+            PyValueError::new_err(format!("{k}: {e}"))
+        }),
+    }
+}
+
+use pyo3::conversion::FromPyObjectOwned;
+
+fn tp_from_dict(d: &Bound<'_, PyDict>) -> PyResult<TrigPrim> {
+    for k in d.keys() {
+        let k: String = k.extract()?;
+        if !["channel", "tstart", "tspan", "adcsum", "adcpeak", "flags"].contains(&k.as_str()) {
+            return Err(PyValueError::new_err(format!(
+                "TrigPrim has no field {k:?}"
+            )));
+        }
+    }
+    Ok(TrigPrim {
+        channel: get(d, "channel")?.unwrap_or(0),
+        tstart: get(d, "tstart")?.unwrap_or(0),
+        tspan: Some(get(d, "tspan")?.unwrap_or(0)),
+        adcsum: Some(get(d, "adcsum")?.unwrap_or(0)),
+        adcpeak: Some(get(d, "adcpeak")?.unwrap_or(0)),
+        flags: Some(get(d, "flags")?.unwrap_or(0)),
+    })
+}
+
+/// A set of trigger primitives (ptmp.data.TPSet).
+#[pyclass(module = "ptmp._ptmp", name = "TPSet", eq)]
+#[derive(Clone, PartialEq, Default)]
+pub struct PyTPSet {
+    pub inner: TPSet,
+}
+
+#[pymethods]
+impl PyTPSet {
+    #[new]
+    #[pyo3(signature = (count=0, detid=0, created=0, tstart=0, tspan=0, chanbeg=0, chanend=0, totaladc=0, tps=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        count: u32,
+        detid: u32,
+        created: i64,
+        tstart: u64,
+        tspan: u32,
+        chanbeg: u32,
+        chanend: u32,
+        totaladc: u32,
+        tps: Option<Vec<PyRef<'_, PyTrigPrim>>>,
+    ) -> Self {
+        PyTPSet {
+            inner: TPSet {
+                count,
+                detid,
+                created,
+                tstart,
+                tspan: Some(tspan),
+                chanbeg: Some(chanbeg),
+                chanend: Some(chanend),
+                totaladc: Some(totaladc),
+                tps: tps.unwrap_or_default().iter().map(|t| t.inner).collect(),
+            },
+        }
+    }
+    #[getter]
+    fn count(&self) -> u32 {
+        self.inner.count
+    }
+    #[setter]
+    fn set_count(&mut self, v: u32) {
+        self.inner.count = v
+    }
+    #[getter]
+    fn detid(&self) -> u32 {
+        self.inner.detid
+    }
+    #[setter]
+    fn set_detid(&mut self, v: u32) {
+        self.inner.detid = v
+    }
+    #[getter]
+    fn created(&self) -> i64 {
+        self.inner.created
+    }
+    #[setter]
+    fn set_created(&mut self, v: i64) {
+        self.inner.created = v
+    }
+    #[getter]
+    fn tstart(&self) -> u64 {
+        self.inner.tstart
+    }
+    #[setter]
+    fn set_tstart(&mut self, v: u64) {
+        self.inner.tstart = v
+    }
+    #[getter]
+    fn tspan(&self) -> u32 {
+        self.inner.tspan()
+    }
+    #[setter]
+    fn set_tspan(&mut self, v: u32) {
+        self.inner.tspan = Some(v)
+    }
+    #[getter]
+    fn chanbeg(&self) -> u32 {
+        self.inner.chanbeg()
+    }
+    #[setter]
+    fn set_chanbeg(&mut self, v: u32) {
+        self.inner.chanbeg = Some(v)
+    }
+    #[getter]
+    fn chanend(&self) -> u32 {
+        self.inner.chanend()
+    }
+    #[setter]
+    fn set_chanend(&mut self, v: u32) {
+        self.inner.chanend = Some(v)
+    }
+    #[getter]
+    fn totaladc(&self) -> u32 {
+        self.inner.totaladc()
+    }
+    #[setter]
+    fn set_totaladc(&mut self, v: u32) {
+        self.inner.totaladc = Some(v)
+    }
+    /// The trigger primitives (a new list of copies; assign a list to set).
+    #[getter]
+    fn tps(&self) -> Vec<PyTrigPrim> {
+        self.inner
+            .tps
+            .iter()
+            .map(|t| PyTrigPrim { inner: *t })
+            .collect()
+    }
+    #[setter]
+    fn set_tps(&mut self, v: Vec<PyRef<'_, PyTrigPrim>>) {
+        self.inner.tps = v.iter().map(|t| t.inner).collect();
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.tps.len()
+    }
+
+    /// The fields as a dict, `tps` as a list of dicts.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.inner;
+        let d = PyDict::new(py);
+        d.set_item("count", s.count)?;
+        d.set_item("detid", s.detid)?;
+        d.set_item("created", s.created)?;
+        d.set_item("tstart", s.tstart)?;
+        d.set_item("tspan", s.tspan())?;
+        d.set_item("chanbeg", s.chanbeg())?;
+        d.set_item("chanend", s.chanend())?;
+        d.set_item("totaladc", s.totaladc())?;
+        let tps = PyList::empty(py);
+        for t in &s.tps {
+            tps.append(tp_dict(py, t)?)?;
+        }
+        d.set_item("tps", tps)?;
+        Ok(d)
+    }
+
+    /// Build from a dict as `to_dict` makes (missing fields are 0).
+    #[staticmethod]
+    fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Self> {
+        const KEYS: &[&str] = &[
+            "count", "detid", "created", "tstart", "tspan", "chanbeg", "chanend", "totaladc", "tps",
+        ];
+        for k in d.keys() {
+            let k: String = k.extract()?;
+            if !KEYS.contains(&k.as_str()) {
+                return Err(PyValueError::new_err(format!("TPSet has no field {k:?}")));
+            }
+        }
+        let mut tps = Vec::new();
+        if let Some(list) = d.get_item("tps")? {
+            for item in list.try_iter()? {
+                let item = item?;
+                let td = item
+                    .cast::<PyDict>()
+                    .map_err(|_| PyValueError::new_err("tps: each entry must be a dict"))?;
+                tps.push(tp_from_dict(td)?);
+            }
+        }
+        Ok(PyTPSet {
+            inner: TPSet {
+                count: get(d, "count")?.unwrap_or(0),
+                detid: get(d, "detid")?.unwrap_or(0),
+                created: get(d, "created")?.unwrap_or(0),
+                tstart: get(d, "tstart")?.unwrap_or(0),
+                tspan: Some(get(d, "tspan")?.unwrap_or(0)),
+                chanbeg: Some(get(d, "chanbeg")?.unwrap_or(0)),
+                chanend: Some(get(d, "chanend")?.unwrap_or(0)),
+                totaladc: Some(get(d, "totaladc")?.unwrap_or(0)),
+                tps,
+            },
+        })
+    }
+
+    /// The serialized protobuf (the payload frame of a PTMP message).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let mut buf = Vec::new();
+        ptmp_data::encode_tpset(&self.inner, &mut buf);
+        PyBytes::new(py, &buf)
+    }
+
+    /// Parse a serialized TPSet; raises WireError naming what is wrong.
+    #[staticmethod]
+    fn from_bytes(b: &[u8]) -> PyResult<Self> {
+        ptmp_data::decode_tpset(b)
+            .map(|inner| PyTPSet { inner })
+            .map_err(|e| WireError::new_err(e.to_string()))
+    }
+
+    fn __repr__(&self) -> String {
+        let s = &self.inner;
+        format!(
+            "TPSet(count={}, detid={}, created={}, tstart={}, tspan={}, chanbeg={}, chanend={}, totaladc={}, ntps={})",
+            s.count,
+            s.detid,
+            s.created,
+            s.tstart,
+            s.tspan(),
+            s.chanbeg(),
+            s.chanend(),
+            s.totaladc(),
+            s.tps.len()
+        )
+    }
+}
+
+// ---------------------------------------------------------------- sockets
+
+/// Sends TPSets (or raw frames) on a socket made from a PTMP JSON config.
+/// Usable from any Python thread (one call at a time).
+#[pyclass(module = "ptmp._ptmp", name = "Sender")]
+pub struct PySender {
+    tx: Mutex<Option<Sender>>,
+}
+
+/// Run `f` on the locked socket (the lock is taken inside the GIL-free
+/// closure, so a thread blocked in a send never holds the GIL).
+fn with<S, T>(
+    m: &Mutex<Option<S>>,
+    what: &str,
+    f: impl FnOnce(&mut S) -> PyResult<T>,
+) -> PyResult<T> {
+    let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+    match g.as_mut() {
+        Some(s) => f(s),
+        None => Err(PtmpError::new_err(format!("the {what} is closed"))),
+    }
+}
+
+#[pymethods]
+impl PySender {
+    /// `config`: `{"socket": {...}}` as a JSON text or a dict.
+    #[new]
+    fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let text = config_text(config)?;
+        Ok(PySender {
+            tx: Mutex::new(Some(Sender::new(&text).map_err(perr)?)),
+        })
+    }
+
+    /// Send one TPSet; blocks (GIL released, Ctrl-C honoured) while a PUSH
+    /// or PAIR is at its high-water mark.
+    fn send(&self, py: Python<'_>, tpset: PyRef<'_, PyTPSet>) -> PyResult<()> {
+        let set = &tpset.inner;
+        let m = &self.tx;
+        blocking(py, None, |slice| {
+            with(m, "sender", |tx| {
+                Ok(intr(tx.send_within(set, slice))?.then_some(()))
+            })
+        })?;
+        Ok(())
+    }
+
+    /// Send many TPSets in one call (one GIL release for all).
+    fn send_many(&self, py: Python<'_>, tpsets: Vec<PyRef<'_, PyTPSet>>) -> PyResult<()> {
+        let sets: Vec<&TPSet> = tpsets.iter().map(|t| &t.inner).collect();
+        let m = &self.tx;
+        let mut i = 0;
+        blocking(py, None, |slice| {
+            with(m, "sender", |tx| {
+                while i < sets.len() {
+                    if !intr(tx.send_within(sets[i], slice))? {
+                        return Ok(None);
+                    }
+                    i += 1;
+                }
+                Ok(Some(()))
+            })
+        })?;
+        Ok(())
+    }
+
+    /// Send one message given as its frames (schema-blind).
+    fn send_frames(&self, py: Python<'_>, frames: Vec<Vec<u8>>) -> PyResult<()> {
+        let f = Frames::from_slices(&frames);
+        let m = &self.tx;
+        blocking(py, None, |slice| {
+            with(m, "sender", |tx| {
+                Ok(intr(tx.send_frames_within(&f, slice))?.then_some(()))
+            })
+        })?;
+        Ok(())
+    }
+
+    /// Messages sent so far.
+    #[getter]
+    fn sent(&self) -> u64 {
+        with(&self.tx, "sender", |t| Ok(t.sent())).unwrap_or(0)
+    }
+
+    /// Endpoints bound, wildcards resolved (`tcp://127.0.0.1:*`).
+    #[getter]
+    fn bound_endpoints(&self) -> Vec<String> {
+        with(&self.tx, "sender", |t| Ok(t.bound_endpoints().to_vec())).unwrap_or_default()
+    }
+
+    /// Close, first waiting (up to the config's linger_ms) for what was sent
+    /// to leave the process.
+    fn close(&self, py: Python<'_>) {
+        let m = &self.tx;
+        py.detach(|| {
+            let tx = m.lock().unwrap_or_else(|p| p.into_inner()).take();
+            drop(tx)
+        });
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) {
+        self.close(py)
+    }
+}
+
+/// Receives TPSets (or raw frames) on a socket made from a PTMP JSON config.
+/// Usable from any Python thread (one call at a time).
+#[pyclass(module = "ptmp._ptmp", name = "Receiver")]
+pub struct PyReceiver {
+    rx: Mutex<Option<Receiver>>,
+}
+
+#[pymethods]
+impl PyReceiver {
+    #[new]
+    fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let text = config_text(config)?;
+        Ok(PyReceiver {
+            rx: Mutex::new(Some(Receiver::new(&text).map_err(perr)?)),
+        })
+    }
+
+    /// The next TPSet, or None when `timeout` seconds pass first (None:
+    /// wait forever). A message that is not a TPSet raises WireError (the
+    /// receiver counts it and can go on).
+    #[pyo3(signature = (timeout=None))]
+    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<PyTPSet>> {
+        let m = &self.rx;
+        let mut set = TPSet::default();
+        let got = blocking(py, timeout, |slice| {
+            with(m, "receiver", |rx| {
+                Ok(intr(rx.recv_into(&mut set, Some(slice)))?.then_some(()))
+            })
+        })?;
+        Ok(got.map(|()| PyTPSet { inner: set }))
+    }
+
+    /// Up to `max` TPSets: waits up to `timeout` for the first, then takes
+    /// what is already queued (one GIL release for the batch).
+    #[pyo3(signature = (max, timeout=None))]
+    fn recv_many(
+        &self,
+        py: Python<'_>,
+        max: usize,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<PyTPSet>> {
+        let m = &self.rx;
+        let mut out: Vec<TPSet> = Vec::new();
+        blocking(py, timeout, |slice| {
+            with(m, "receiver", |rx| {
+                let mut set = TPSet::default();
+                if !intr(rx.recv_into(&mut set, Some(slice)))? {
+                    return Ok(None);
+                }
+                out.push(set);
+                while out.len() < max {
+                    let mut set = TPSet::default();
+                    match intr(rx.recv_into(&mut set, Some(Duration::ZERO))) {
+                        Ok(true) => out.push(set),
+                        // A bad message after good ones: return the good ones
+                        // (the receiver counted the bad one in `errors`).
+                        Ok(false) | Err(_) => break,
+                    }
+                }
+                Ok(Some(()))
+            })
+        })?;
+        Ok(out.into_iter().map(|inner| PyTPSet { inner }).collect())
+    }
+
+    /// The next message's frames as a list of bytes, or None on timeout.
+    #[pyo3(signature = (timeout=None))]
+    fn recv_frames<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<Vec<Bound<'py, PyBytes>>>> {
+        let m = &self.rx;
+        let mut f = Frames::new();
+        let got = blocking(py, timeout, |slice| {
+            with(m, "receiver", |rx| {
+                Ok(intr(rx.recv_raw_into(&mut f, Some(slice)))?.then_some(()))
+            })
+        })?;
+        Ok(got.map(|()| f.iter().map(|b| PyBytes::new(py, b)).collect()))
+    }
+
+    #[getter]
+    fn received(&self) -> u64 {
+        with(&self.rx, "receiver", |r| Ok(r.received())).unwrap_or(0)
+    }
+    #[getter]
+    fn errors(&self) -> u64 {
+        with(&self.rx, "receiver", |r| Ok(r.errors())).unwrap_or(0)
+    }
+    /// Messages lost to overruns (shm:// PUB/SUB only).
+    #[getter]
+    fn lost(&self) -> u64 {
+        with(&self.rx, "receiver", |r| Ok(r.lost())).unwrap_or(0)
+    }
+    #[getter]
+    fn bound_endpoints(&self) -> Vec<String> {
+        with(&self.rx, "receiver", |r| Ok(r.bound_endpoints().to_vec())).unwrap_or_default()
+    }
+
+    fn close(&self) {
+        self.rx.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) {
+        self.close()
+    }
+}
+
+// ---------------------------------------------------------------- dump files
+
+/// Read a czmqat dump file: a list of messages, each a list of frames.
+#[pyfunction]
+fn read_dump<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+) -> PyResult<Vec<Vec<Bound<'py, PyBytes>>>> {
+    let f =
+        File::open(&path).map_err(|e| PtmpError::new_err(format!("{}: {e}", path.display())))?;
+    let mut r = DumpReader::new(BufReader::new(f));
+    let mut frames = Frames::new();
+    let mut out = Vec::new();
+    while r
+        .read_into(&mut frames)
+        .map_err(|e| WireError::new_err(format!("{}: {e}", path.display())))?
+    {
+        out.push(frames.iter().map(|b| PyBytes::new(py, b)).collect());
+    }
+    Ok(out)
+}
+
+/// Read a dump file of PTMP messages as TPSets.
+#[pyfunction]
+fn read_tpsets(path: std::path::PathBuf) -> PyResult<Vec<PyTPSet>> {
+    let f =
+        File::open(&path).map_err(|e| PtmpError::new_err(format!("{}: {e}", path.display())))?;
+    let mut r = DumpReader::new(BufReader::new(f));
+    let mut frames = Frames::new();
+    let mut out = Vec::new();
+    while r
+        .read_into(&mut frames)
+        .map_err(|e| WireError::new_err(format!("{}: {e}", path.display())))?
+    {
+        let rec = out.len();
+        let bad =
+            |why: String| WireError::new_err(format!("{}: record {rec}: {why}", path.display()));
+        if frames.len() != 2 {
+            return Err(bad(format!(
+                "{} frames, a PTMP message has 2",
+                frames.len()
+            )));
+        }
+        ptmp_data::wire::check_version(frames.get(0).unwrap_or(&[]))
+            .map_err(|e| bad(e.to_string()))?;
+        let s = ptmp_data::decode_tpset(frames.get(1).unwrap_or(&[]))
+            .map_err(|e| bad(e.to_string()))?;
+        out.push(PyTPSet { inner: s });
+    }
+    Ok(out)
+}
+
+/// Writes a czmqat dump file.
+#[pyclass(module = "ptmp._ptmp", name = "DumpWriter", unsendable)]
+pub struct PyDumpWriter {
+    w: Option<DumpWriter<BufWriter<File>>>,
+}
+
+#[pymethods]
+impl PyDumpWriter {
+    #[new]
+    fn new(path: std::path::PathBuf) -> PyResult<Self> {
+        let f = File::create(&path)
+            .map_err(|e| PtmpError::new_err(format!("{}: {e}", path.display())))?;
+        Ok(PyDumpWriter {
+            w: Some(DumpWriter::new(BufWriter::new(f))),
+        })
+    }
+
+    /// Append one message given as its frames.
+    fn write(&mut self, frames: Vec<Vec<u8>>) -> PyResult<()> {
+        let w = self
+            .w
+            .as_mut()
+            .ok_or_else(|| PtmpError::new_err("closed"))?;
+        w.write(frames.iter())
+            .map_err(|e| PtmpError::new_err(e.to_string()))
+    }
+
+    /// Append one TPSet as a PTMP message.
+    fn write_tpset(&mut self, tpset: PyRef<'_, PyTPSet>) -> PyResult<()> {
+        let w = self
+            .w
+            .as_mut()
+            .ok_or_else(|| PtmpError::new_err("closed"))?;
+        let mut buf = Vec::new();
+        ptmp_data::encode_tpset(&tpset.inner, &mut buf);
+        w.write([&ptmp_data::VERSION_FRAME[..], &buf[..]])
+            .map_err(|e| PtmpError::new_err(e.to_string()))
+    }
+
+    fn close(&mut self) -> PyResult<()> {
+        if let Some(mut w) = self.w.take() {
+            w.flush().map_err(|e| PtmpError::new_err(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.close()
+    }
+}
+
+// ---------------------------------------------------------------- shm
+
+fn policy(p: &str) -> PyResult<Policy> {
+    match p {
+        "overwrite" | "pubsub" => Ok(Policy::Overwrite),
+        "block" | "pushpull" => Ok(Policy::Block),
+        _ => Err(ConfigError::new_err(format!(
+            "policy {p:?}: use \"overwrite\" (PUB/SUB) or \"block\" (PUSH/PULL)"
+        ))),
+    }
+}
+
+/// The writer of a shared-memory channel (the one process that publishes).
+#[pyclass(module = "ptmp._ptmp", name = "ShmWriter", unsendable)]
+pub struct PyShmWriter {
+    w: Writer,
+}
+
+#[pymethods]
+impl PyShmWriter {
+    #[new]
+    #[pyo3(signature = (name, slots=1024, max_message=65536, policy="overwrite"))]
+    fn new(name: &str, slots: usize, max_message: usize, policy: &str) -> PyResult<Self> {
+        let cfg = ChannelConfig {
+            slots,
+            max_message,
+            policy: self::policy(policy)?,
+        };
+        Ok(PyShmWriter {
+            w: Writer::create(name, cfg).map_err(serr)?,
+        })
+    }
+
+    /// Publish one message (any bytes-like object: bytes, bytearray, a
+    /// NumPy array ...), copied once into the ring; returns its sequence
+    /// number.
+    fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let buf = PyBuffer::<u8>::get(data)?;
+        if !buf.is_c_contiguous() {
+            return Err(PyValueError::new_err("publish needs a contiguous buffer"));
+        }
+        let (ptr, len) = (buf.buf_ptr() as usize, buf.len_bytes());
+        let w = &mut self.w;
+        // SAFETY: the buffer stays exported (`buf` alive) for the call; the
+        // GIL is released only around the copy.
+        py.detach(move || {
+            let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+            w.publish(src)
+        })
+        .map_err(serr)
+    }
+
+    /// The sequence number the next message will get.
+    #[getter]
+    fn next_seq(&self) -> u64 {
+        self.w.next_seq()
+    }
+
+    #[getter]
+    fn max_message(&self) -> usize {
+        self.w.max_message()
+    }
+}
+
+/// A reader of a shared-memory channel.
+#[pyclass(module = "ptmp._ptmp", name = "ShmReader", unsendable)]
+pub struct PyShmReader {
+    r: Reader,
+    viewing: bool,
+}
+
+fn start_at(s: &str) -> PyResult<StartAt> {
+    match s {
+        "next" => Ok(StartAt::Next),
+        "newest" => Ok(StartAt::Newest),
+        "oldest" => Ok(StartAt::Oldest),
+        _ => Err(ConfigError::new_err(format!(
+            "start {s:?}: use \"next\", \"newest\" or \"oldest\""
+        ))),
+    }
+}
+
+impl PyShmReader {
+    fn check_free(&self) -> PyResult<()> {
+        if self.viewing {
+            return Err(ShmError::new_err(
+                "a view of this reader is still held: release it (view.release() or a with block) before reading on",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyShmReader {
+    /// Attach to channel `name`; `start` is "next" (default), "newest" or
+    /// "oldest" (the whole history the ring still holds); waits up to
+    /// `timeout` seconds for the channel to exist.
+    #[new]
+    #[pyo3(signature = (name, start="next", timeout=0.0))]
+    fn new(py: Python<'_>, name: &str, start: &str, timeout: Option<f64>) -> PyResult<Self> {
+        let start = start_at(start)?;
+        let mut last = None;
+        let r = blocking(py, timeout, |slice| {
+            let t0 = Instant::now();
+            loop {
+                match Reader::attach(name, start) {
+                    Ok(r) => return Ok(Some(r)),
+                    Err(e @ ptmp_shm::ShmError::NotFound { .. }) => last = Some(e),
+                    Err(e) => return Err(serr(e)),
+                }
+                if t0.elapsed() >= slice {
+                    return Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })?;
+        match r {
+            Some(r) => Ok(PyShmReader { r, viewing: false }),
+            None => {
+                Err(last.map_or_else(|| ShmError::new_err(format!("no channel {name:?}")), serr))
+            }
+        }
+    }
+
+    /// The next message copied into bytes, or None on timeout.
+    #[pyo3(signature = (timeout=None))]
+    fn recv<'py>(
+        &mut self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        self.check_free()?;
+        let r = &mut self.r;
+        let mut buf = Vec::new();
+        let got = blocking(py, timeout, |slice| {
+            Ok(r.recv_into(&mut buf, Some(slice)).map(|_| ()))
+        })?;
+        Ok(got.map(|()| PyBytes::new(py, &buf)))
+    }
+
+    /// The next message as a zero-copy view of its slot, or None on
+    /// timeout. Use `memoryview(v)` or `numpy.frombuffer(v, ...)`; check
+    /// `v.valid()` after using the data; release it before the next read.
+    #[pyo3(signature = (timeout=None))]
+    fn view(slf: Bound<'_, Self>, timeout: Option<f64>) -> PyResult<Option<PyShmView>> {
+        let py = slf.py();
+        let mut me = slf.borrow_mut();
+        me.check_free()?;
+        let r: *mut Reader = &mut me.r;
+        // Wait for data without holding a view, then take the view at once.
+        let ready = {
+            let rr = unsafe { &*r };
+            blocking(py, timeout, |slice| {
+                let t0 = Instant::now();
+                loop {
+                    if rr.has_data() {
+                        return Ok(Some(()));
+                    }
+                    if t0.elapsed() >= slice {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(Duration::from_micros(50).min(slice));
+                }
+            })?
+        };
+        if ready.is_none() {
+            return Ok(None);
+        }
+        // SAFETY: the view borrows the Reader inside this Python object. The
+        // PyShmView keeps the object alive (`owner`) and drops the view
+        // before it; `viewing` forbids any other use of the reader until the
+        // view is released, so the borrow is never aliased.
+        let v: Option<View<'static>> =
+            unsafe { std::mem::transmute((*r).view(Some(Duration::ZERO))) };
+        let Some(v) = v else {
+            return Ok(None);
+        };
+        me.viewing = true;
+        drop(me);
+        Ok(Some(PyShmView {
+            view: Some(v),
+            exports: 0,
+            owner: slf.unbind(),
+        }))
+    }
+
+    /// Message `seq` from the ring's history copied into bytes; None if it
+    /// is not published yet; raises if it has already left the ring.
+    fn read_at<'py>(&self, py: Python<'py>, seq: u64) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let mut buf = Vec::new();
+        match self.r.read_at(seq, &mut buf) {
+            Ok(true) => Ok(Some(PyBytes::new(py, &buf))),
+            Ok(false) => Ok(None),
+            Err(oldest) => Err(ShmError::new_err(format!(
+                "message {seq} has left the ring; the oldest still held is {oldest}"
+            ))),
+        }
+    }
+
+    /// Sequence number of the next message this reader will get.
+    #[getter]
+    fn position(&self) -> u64 {
+        self.r.position()
+    }
+    /// Messages published on the channel so far.
+    #[getter]
+    fn published(&self) -> u64 {
+        self.r.published()
+    }
+    /// Messages this reader lost to overruns.
+    #[getter]
+    fn lost(&self) -> u64 {
+        self.r.lost()
+    }
+    /// (address, length) of this reader's mapping of the channel.
+    #[getter]
+    fn mapping(&self) -> (usize, usize) {
+        self.r.mapping()
+    }
+}
+
+/// A zero-copy view of one message in a shared-memory ring.
+#[pyclass(module = "ptmp._ptmp", name = "ShmView", unsendable)]
+pub struct PyShmView {
+    // Field order matters: the view is dropped before its owner.
+    view: Option<View<'static>>,
+    exports: usize,
+    owner: Py<PyShmReader>,
+}
+
+impl PyShmView {
+    fn v(&self) -> PyResult<&View<'static>> {
+        self.view
+            .as_ref()
+            .ok_or_else(|| ShmError::new_err("the view was released"))
+    }
+}
+
+#[pymethods]
+impl PyShmView {
+    /// True while the writer has not overwritten the slot: check it after
+    /// using the data, as in Rust (a false means the data read was torn).
+    fn valid(&self) -> PyResult<bool> {
+        Ok(self.v()?.valid())
+    }
+
+    /// The message's sequence number.
+    #[getter]
+    fn seq(&self) -> PyResult<u64> {
+        Ok(self.v()?.received.seq)
+    }
+
+    /// Messages lost (overrun) just before this one.
+    #[getter]
+    fn lost(&self) -> PyResult<u64> {
+        Ok(self.v()?.received.lost)
+    }
+
+    /// Address of the data (inside the reader's `mapping`: no copy).
+    #[getter]
+    fn address(&self) -> PyResult<usize> {
+        Ok(self.v()?.bytes().as_ptr() as usize)
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.v()?.bytes().len())
+    }
+
+    /// A copy of the data as bytes.
+    fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, self.v()?.bytes()))
+    }
+
+    /// The data as a read-only NumPy uint8 array sharing the slot (needs
+    /// NumPy installed).
+    fn numpy<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let np = slf.py().import("numpy")?;
+        np.call_method1("frombuffer", (slf, np.getattr("uint8")?))
+    }
+
+    /// Give the slot back to the writer; the reader can read on.
+    fn release(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.exports > 0 {
+            return Err(ShmError::new_err(format!(
+                "{} buffer(s) (memoryview, NumPy array) still use this view; delete them first",
+                self.exports
+            )));
+        }
+        if self.view.take().is_some() {
+            self.owner.borrow_mut(py).viewing = false;
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _v: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.release(py)
+    }
+
+    unsafe fn __getbuffer__(
+        slf: PyRefMut<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if (flags & pyo3::ffi::PyBUF_WRITABLE) == pyo3::ffi::PyBUF_WRITABLE {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "a shared-memory view is read-only",
+            ));
+        }
+        let bytes = slf.v()?.bytes();
+        let (ptr, len) = (bytes.as_ptr(), bytes.len());
+        let obj = slf.as_ptr();
+        let mut slf = slf;
+        slf.exports += 1;
+        // SAFETY: filling the Py_buffer per the buffer protocol; `obj` is
+        // kept alive by the new reference stored in view.obj.
+        unsafe {
+            (*view).obj = obj;
+            pyo3::ffi::Py_INCREF(obj);
+            (*view).buf = ptr as *mut std::os::raw::c_void;
+            (*view).len = len as isize;
+            (*view).readonly = 1;
+            (*view).itemsize = 1;
+            (*view).format = if (flags & pyo3::ffi::PyBUF_FORMAT) == pyo3::ffi::PyBUF_FORMAT {
+                c"B".as_ptr() as *mut _
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if (flags & pyo3::ffi::PyBUF_ND) == pyo3::ffi::PyBUF_ND {
+                &mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if (flags & pyo3::ffi::PyBUF_STRIDES) == pyo3::ffi::PyBUF_STRIDES {
+                &mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(mut slf: PyRefMut<'_, Self>, _view: *mut pyo3::ffi::Py_buffer) {
+        slf.exports = slf.exports.saturating_sub(1);
+    }
+}
+
+impl Drop for PyShmView {
+    fn drop(&mut self) {
+        if self.view.take().is_some() {
+            Python::attach(|py| {
+                if let Ok(mut o) = self.owner.try_borrow_mut(py) {
+                    o.viewing = false;
+                }
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------- agents
+
+/// Run a ptmper configuration (a path to JSON/Jsonnet, or a dict) until its
+/// ttl (or `ttl` given here), until every agent ends, or Ctrl-C; returns
+/// each agent's final counters as dicts.
+#[pyfunction]
+#[pyo3(signature = (config, ttl=None))]
+fn run<'py>(
+    py: Python<'py>,
+    config: &Bound<'py, PyAny>,
+    ttl: Option<f64>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let mut v: serde_json::Value = if let Ok(p) = config.extract::<std::path::PathBuf>() {
+        if config.is_instance_of::<pyo3::types::PyString>() || p.exists() {
+            ptmp_agents::jsonnet::load(&p, &Default::default()).map_err(aerr)?
+        } else {
+            return Err(ConfigError::new_err(format!(
+                "{}: no such file",
+                p.display()
+            )));
+        }
+    } else {
+        let text = config_text(config)?;
+        serde_json::from_str(&text).map_err(|e| ConfigError::new_err(e.to_string()))?
+    };
+    if let (Some(t), Some(o)) = (ttl, v.as_object_mut()) {
+        o.insert("ttl".into(), serde_json::json!(t));
+    }
+    let rc = ptmp_agents::ptmper::RunConfig::parse(&v).map_err(aerr)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let h = std::thread::spawn(move || {
+        let mut log = std::io::sink();
+        ptmp_agents::ptmper::run(&rc, &|| s2.load(Ordering::Relaxed), &mut log)
+    });
+    let mut interrupted = None;
+    while !h.is_finished() {
+        py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+        if let Err(e) = py.check_signals() {
+            stop.store(true, Ordering::Relaxed);
+            interrupted = Some(e);
+        }
+    }
+    let out = h
+        .join()
+        .map_err(|_| PtmpError::new_err("the runner panicked"))?
+        .map_err(aerr)?;
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    if let Some(f) = out.failures.first() {
+        return Err(PtmpError::new_err(f.to_string()));
+    }
+    out.reports
+        .iter()
+        .map(|r| {
+            let d = PyDict::new(py);
+            d.set_item("name", &r.name)?;
+            d.set_item("kind", r.kind)?;
+            for (k, v) in &r.counters {
+                d.set_item(k, v)?;
+            }
+            Ok(d)
+        })
+        .collect()
+}
+
+/// Microseconds since the Unix epoch (as TPSet.created holds).
+#[pyfunction]
+fn now_us() -> i64 {
+    ptmp_data::now_us()
+}
+
+#[pymodule]
+fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("PtmpError", py.get_type::<PtmpError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("WireError", py.get_type::<WireError>())?;
+    m.add("ShmError", py.get_type::<ShmError>())?;
+    m.add_class::<PyTrigPrim>()?;
+    m.add_class::<PyTPSet>()?;
+    m.add_class::<PySender>()?;
+    m.add_class::<PyReceiver>()?;
+    m.add_class::<PyDumpWriter>()?;
+    m.add_class::<PyShmWriter>()?;
+    m.add_class::<PyShmReader>()?;
+    m.add_class::<PyShmView>()?;
+    m.add_function(wrap_pyfunction!(read_dump, m)?)?;
+    m.add_function(wrap_pyfunction!(read_tpsets, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(now_us, m)?)?;
+    m.add("VERSION_FRAME", PyBytes::new(py, &ptmp_data::VERSION_FRAME))?;
+    Ok(())
+}

@@ -1,0 +1,57 @@
+"""ptmp: PTMP-compatible trigger message passing, from Python.
+
+The classes are the Rust library's, so Python speaks PTMP's two-frame wire
+format and JSON socket configs and reaches every transport (inproc, ipc,
+tcp, shm) at native speed::
+
+    import ptmp
+    tx = ptmp.Sender({"socket": {"type": "PUSH", "bind": ["tcp://127.0.0.1:5678"]}})
+    rx = ptmp.Receiver({"socket": {"type": "PULL", "connect": ["tcp://127.0.0.1:5678"]}})
+    tx.send(ptmp.TPSet(count=1, detid=3, tps=[ptmp.TrigPrim(channel=7, tstart=100)]))
+    s = rx.recv(timeout=1.0)   # None on timeout
+
+Blocking calls release the GIL and honour Ctrl-C. Shared memory:
+``ShmWriter.publish`` and ``ShmReader.view`` (a zero-copy buffer of the ring
+slot; ``memoryview(v)`` or ``v.numpy()``). Dump files: ``read_dump``,
+``read_tpsets``, ``DumpWriter``. Agents: ``run(config)``.
+"""
+
+from ._ptmp import (  # noqa: F401
+    VERSION_FRAME,
+    ConfigError,
+    DumpWriter,
+    PtmpError,
+    Receiver,
+    Sender,
+    ShmError,
+    ShmReader,
+    ShmView,
+    ShmWriter,
+    TPSet,
+    TrigPrim,
+    WireError,
+    now_us,
+    read_dump,
+    read_tpsets,
+    run,
+)
+
+__all__ = [
+    "VERSION_FRAME",
+    "ConfigError",
+    "DumpWriter",
+    "PtmpError",
+    "Receiver",
+    "Sender",
+    "ShmError",
+    "ShmReader",
+    "ShmView",
+    "ShmWriter",
+    "TPSet",
+    "TrigPrim",
+    "WireError",
+    "now_us",
+    "read_dump",
+    "read_tpsets",
+    "run",
+]
