@@ -239,19 +239,10 @@ impl Agent for FilterAgent {
             (0u64, 0u64, 0u64, 0u64, 0u64);
         let mut unsent = 0u64;
         while !ctl.done(false) {
-            match self.rx.recv_into(&mut input, Some(POLL)) {
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    if ctl.done(true) {
-                        break;
-                    }
-                    continue;
-                }
-                Ok(true) => {}
-                Err(ptmp::Error::Wire(_)) => {
-                    bad += 1;
-                    continue;
-                }
-                Err(e) => return Err(Error::socket(&self.name)(e)),
+            match crate::recv_set(&mut self.rx, &mut input, POLL, ctl, &mut bad, &self.name)? {
+                crate::Got::Set => {}
+                crate::Got::Nothing => continue,
+                crate::Got::Done => break,
             }
             nin += 1;
             if input.tps.is_empty() {

@@ -30,6 +30,7 @@ pub mod czmqat;
 pub mod error;
 pub mod filter;
 pub mod jsonnet;
+pub mod merge;
 pub mod monitor;
 pub mod plugin;
 pub mod ptmper;
@@ -151,6 +152,41 @@ pub trait Agent: Send {
     /// Run until `ctl` says stop or the input is exhausted (a file read to
     /// its end, `number` messages copied), flush, and report.
     fn run(&mut self, ctl: &Ctl) -> Result<Report>;
+}
+
+/// What one read of an agent's input gave.
+pub enum Got {
+    /// A set arrived.
+    Set,
+    /// Nothing this time (a timeout, a signal, or a message that is not a
+    /// TPSet, which is counted).
+    Nothing,
+    /// Nothing, and the agent is stopping: time to flush and return.
+    Done,
+}
+
+/// Read one TPSet from an agent's input, waiting at most `wait`.
+pub fn recv_set(
+    rx: &mut ptmp::Receiver,
+    set: &mut ptmp::TPSet,
+    wait: Duration,
+    ctl: &Ctl,
+    bad: &mut u64,
+    agent: &str,
+) -> Result<Got> {
+    match rx.recv_into(set, Some(wait)) {
+        Ok(true) => Ok(Got::Set),
+        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(if ctl.done(true) {
+            Got::Done
+        } else {
+            Got::Nothing
+        }),
+        Err(ptmp::Error::Wire(_)) => {
+            *bad += 1;
+            Ok(Got::Nothing)
+        }
+        Err(e) => Err(Error::socket(agent)(e)),
+    }
 }
 
 /// Send `set` on `tx`, waiting for room as long as the agent is not done

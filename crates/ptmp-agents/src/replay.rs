@@ -152,19 +152,10 @@ impl Agent for ReplayAgent {
         let mut set = TPSet::default();
         let (mut nin, mut bad, mut late, mut unsent) = (0u64, 0u64, 0u64, 0u64);
         while !ctl.done(false) {
-            match self.rx.recv_into(&mut set, Some(POLL)) {
-                Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    if ctl.done(true) {
-                        break;
-                    }
-                    continue;
-                }
-                Err(ptmp::Error::Wire(_)) => {
-                    bad += 1;
-                    continue;
-                }
-                Err(e) => return Err(Error::socket(&self.name)(e)),
+            match crate::recv_set(&mut self.rx, &mut set, POLL, ctl, &mut bad, &self.name)? {
+                crate::Got::Set => {}
+                crate::Got::Nothing => continue,
+                crate::Got::Done => break,
             }
             nin += 1;
             let when = match self.pacer.step(&set, Instant::now()) {

@@ -17,10 +17,9 @@
 //! flushed in order.
 
 use crate::cfg::Cfg;
-use crate::error::{Error, Result};
-use crate::zipper::{stream_lines, Pushed, StreamStats, TardyPolicy};
-use crate::{Agent, Ctl, Report, POLL};
-use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use crate::error::Result;
+use crate::zipper::{Pushed, StreamStats, TardyPolicy};
+use ptmp::{SocketConfig, TPSet};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -55,7 +54,6 @@ pub struct Sorted {
     policy: TardyPolicy,
     streams: Vec<Stream>,
     last_out: Option<u64>,
-    stats_cache: Vec<StreamStats>,
 }
 
 impl Sorted {
@@ -65,7 +63,6 @@ impl Sorted {
             policy,
             streams: Vec::new(),
             last_out: None,
-            stats_cache: Vec::new(),
         }
     }
 
@@ -141,114 +138,34 @@ impl Sorted {
             .map(|s| s.last_seen + self.tardy_us + 1)
             .min()
     }
-
-    pub fn streams(&mut self) -> &[StreamStats] {
-        self.stats_cache = self.streams.iter().map(|s| s.stats.clone()).collect();
-        &self.stats_cache
-    }
 }
 
-pub struct SortedAgent {
-    name: String,
-    rx: Receiver,
-    tx: Sender,
-    core: Sorted,
-}
+/// The head-of-line merge between its sockets.
+pub type SortedAgent = crate::merge::MergeAgent<Sorted>;
 
 impl SortedAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
-        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
-        Ok(SortedAgent {
-            name,
-            rx,
-            tx,
-            core: Sorted::new(Duration::from_millis(c.tardy_ms), c.policy),
-        })
+        let core = Sorted::new(Duration::from_millis(c.tardy_ms), c.policy);
+        Self::with_core(name, &c.input, &c.output, core)
     }
 }
 
-impl Agent for SortedAgent {
-    fn name(&self) -> &str {
-        &self.name
+impl crate::merge::Merge for Sorted {
+    const KIND: &'static str = "sorted";
+    fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
+        Sorted::push(self, set, now_us)
     }
-
-    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
-        let mut scratch = TPSet::default();
-        let (mut nin, mut nout, mut dropped, mut bad) = (0u64, 0u64, 0u64, 0u64);
-        let mut unsent = 0u64;
-        let name = self.name.clone();
-        loop {
-            let now = ptmp_data::now_us();
-            while let Some(s) = self.core.pop(now) {
-                if crate::send_set(&mut self.tx, &s, ctl, &name)? {
-                    nout += 1;
-                } else {
-                    unsent += 1;
-                }
-            }
-            if ctl.done(false) {
-                break;
-            }
-            let wait = match self.core.next_due() {
-                Some(d) => Duration::from_micros((d - now).max(0) as u64).min(POLL),
-                None => POLL,
-            };
-            match self.rx.recv_into(&mut scratch, Some(wait)) {
-                Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    if ctl.done(true) {
-                        break;
-                    }
-                    continue;
-                }
-                Err(ptmp::Error::Wire(_)) => {
-                    bad += 1;
-                    continue;
-                }
-                Err(e) => return Err(Error::socket(&name)(e)),
-            }
-            nin += 1;
-            match self
-                .core
-                .push(std::mem::take(&mut scratch), ptmp_data::now_us())
-            {
-                Pushed::Queued => {}
-                Pushed::Tardy { set, send } => {
-                    if send {
-                        if crate::send_set(&mut self.tx, &set, ctl, &name)? {
-                            nout += 1;
-                        } else {
-                            unsent += 1;
-                        }
-                    } else {
-                        dropped += 1;
-                    }
-                }
-            }
-        }
-        let now = ptmp_data::now_us();
-        let mut flushed = 0;
-        while let Some(s) = self.core.flush_one(now) {
-            if crate::send_set(&mut self.tx, &s, ctl, &name)? {
-                nout += 1;
-            } else {
-                unsent += 1;
-            }
-            flushed += 1;
-        }
-        let streams = self.core.streams().to_vec();
-        let tardy: u64 = streams.iter().map(|s| s.tardy).sum();
-        let mut r = Report::new(&self.name, "sorted")
-            .count("in", nin)
-            .count("out", nout)
-            .count("tardy", tardy)
-            .count("tardy_dropped", dropped)
-            .count("flushed_at_stop", flushed)
-            .count("unsent_at_stop", unsent)
-            .count("bad_messages", bad);
-        r.lines = stream_lines(&streams);
-        Ok(r)
+    fn pop(&mut self, now_us: i64) -> Option<TPSet> {
+        Sorted::pop(self, now_us)
+    }
+    fn flush_one(&mut self, now_us: i64) -> Option<TPSet> {
+        Sorted::flush_one(self, now_us)
+    }
+    fn next_due(&self) -> Option<i64> {
+        Sorted::next_due(self)
+    }
+    fn stream_stats(&self) -> Vec<StreamStats> {
+        self.streams.iter().map(|s| s.stats.clone()).collect()
     }
 }
 
@@ -286,7 +203,7 @@ mod tests {
             z.push(s(2, 250), 13 * MS),
             Pushed::Tardy { send: false, .. }
         ));
-        let st = z.streams().to_vec();
+        let st = crate::merge::Merge::stream_stats(&z);
         assert_eq!((st[1].received, st[1].tardy), (2, 1));
     }
 }

@@ -326,20 +326,15 @@ impl Agent for StatsAgent {
             let wait = until.map_or(POLL, |u| {
                 u.saturating_duration_since(Instant::now()).min(POLL)
             });
-            match self.rx.recv_into(&mut set, Some(wait)) {
-                Ok(true) => {
+            match crate::recv_set(&mut self.rx, &mut set, wait, ctl, &mut bad, &self.name)? {
+                crate::Got::Set => {
                     nin += 1;
                     buf.clear();
                     ptmp_data::encode_tpset(&set, &mut buf);
                     st.add(&set, ptmp_data::now_us(), buf.len());
                 }
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    if ctl.done(true) {
-                        break;
-                    }
-                }
-                Err(ptmp::Error::Wire(_)) => bad += 1,
-                Err(e) => return Err(Error::socket(&self.name)(e)),
+                crate::Got::Nothing => {}
+                crate::Got::Done => break,
             }
         }
         // Flush the partial windows so the last sets are accounted.

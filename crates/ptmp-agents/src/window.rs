@@ -250,19 +250,10 @@ impl Agent for WindowAgent {
             }
         };
         while !ctl.done(false) {
-            match self.rx.recv_into(&mut set, Some(POLL)) {
-                Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    if ctl.done(true) {
-                        break;
-                    }
-                    continue;
-                }
-                Err(ptmp::Error::Wire(_)) => {
-                    bad += 1;
-                    continue;
-                }
-                Err(e) => return Err(Error::socket(&self.name)(e)),
+            match crate::recv_set(&mut self.rx, &mut set, POLL, ctl, &mut bad, &self.name)? {
+                crate::Got::Set => {}
+                crate::Got::Nothing => continue,
+                crate::Got::Done => break,
             }
             nin += 1;
             self.win.add(&set, &mut emit);

@@ -21,10 +21,9 @@
 //! sent `tstart`), and how long sets were held in real time (microseconds).
 
 use crate::cfg::Cfg;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::stats::Moments;
-use crate::{Agent, Ctl, Report, POLL};
-use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use ptmp::{SocketConfig, TPSet};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
@@ -261,24 +260,14 @@ impl Zipper {
     }
 }
 
-pub struct ZipperAgent {
-    name: String,
-    rx: Receiver,
-    tx: Sender,
-    zip: Zipper,
-}
+/// The zipper between its sockets.
+pub type ZipperAgent = crate::merge::MergeAgent<Zipper>;
 
 impl ZipperAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let n = c.input.bind.len() + c.input.connect.len();
-        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
-        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
-        Ok(ZipperAgent {
-            name,
-            rx,
-            tx,
-            zip: Zipper::new(n, Duration::from_millis(c.sync_ms), c.policy),
-        })
+        let core = Zipper::new(n, Duration::from_millis(c.sync_ms), c.policy);
+        Self::with_core(name, &c.input, &c.output, core)
     }
 }
 
@@ -302,87 +291,22 @@ pub(crate) fn stream_lines(streams: &[StreamStats]) -> Vec<String> {
         .collect()
 }
 
-impl Agent for ZipperAgent {
-    fn name(&self) -> &str {
-        &self.name
+impl crate::merge::Merge for Zipper {
+    const KIND: &'static str = "zipper";
+    fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
+        Zipper::push(self, set, now_us)
     }
-
-    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
-        let mut pool: Vec<TPSet> = Vec::new();
-        let mut scratch = TPSet::default();
-        let (mut nin, mut nout, mut dropped, mut bad) = (0u64, 0u64, 0u64, 0u64);
-        let mut unsent = 0u64;
-        let name = self.name.clone();
-        loop {
-            let now = ptmp_data::now_us();
-            while let Some(s) = self.zip.pop(now) {
-                if crate::send_set(&mut self.tx, &s, ctl, &name)? {
-                    nout += 1;
-                } else {
-                    unsent += 1;
-                }
-                pool.push(s);
-            }
-            if ctl.done(false) {
-                break;
-            }
-            let wait = match self.zip.next_due() {
-                Some(d) => Duration::from_micros((d - now).max(0) as u64).min(POLL),
-                None => POLL,
-            };
-            match self.rx.recv_into(&mut scratch, Some(wait)) {
-                Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    if ctl.done(true) {
-                        break;
-                    }
-                    continue;
-                }
-                Err(ptmp::Error::Wire(_)) => {
-                    bad += 1;
-                    continue;
-                }
-                Err(e) => return Err(Error::socket(&name)(e)),
-            }
-            nin += 1;
-            let set = std::mem::replace(&mut scratch, pool.pop().unwrap_or_default());
-            match self.zip.push(set, ptmp_data::now_us()) {
-                Pushed::Queued => {}
-                Pushed::Tardy { set, send } => {
-                    if send {
-                        if crate::send_set(&mut self.tx, &set, ctl, &name)? {
-                            nout += 1;
-                        } else {
-                            unsent += 1;
-                        }
-                    } else {
-                        dropped += 1;
-                    }
-                    pool.push(set);
-                }
-            }
-        }
-        let now = ptmp_data::now_us();
-        let mut flushed = 0;
-        while let Some(s) = self.zip.flush_one(now) {
-            if crate::send_set(&mut self.tx, &s, ctl, &name)? {
-                nout += 1;
-            } else {
-                unsent += 1;
-            }
-            flushed += 1;
-        }
-        let tardy: u64 = self.zip.streams().iter().map(|s| s.tardy).sum();
-        let mut r = Report::new(&self.name, "zipper")
-            .count("in", nin)
-            .count("out", nout)
-            .count("tardy", tardy)
-            .count("tardy_dropped", dropped)
-            .count("flushed_at_stop", flushed)
-            .count("unsent_at_stop", unsent)
-            .count("bad_messages", bad);
-        r.lines = stream_lines(self.zip.streams());
-        Ok(r)
+    fn pop(&mut self, now_us: i64) -> Option<TPSet> {
+        Zipper::pop(self, now_us)
+    }
+    fn flush_one(&mut self, now_us: i64) -> Option<TPSet> {
+        Zipper::flush_one(self, now_us)
+    }
+    fn next_due(&self) -> Option<i64> {
+        Zipper::next_due(self)
+    }
+    fn stream_stats(&self) -> Vec<StreamStats> {
+        self.streams.clone()
     }
 }
 

@@ -525,9 +525,14 @@ fn send_and_recv_over_shm_between_processes_and_shm_ls_rm() {
         "recv", "-n", "20000", "-p", "SUB", "-a", "connect", "-e", &ep, "-T", "10000", "--json",
     ]);
     std::thread::sleep(Duration::from_millis(200));
+    // A ring that holds the whole run: PUB/SUB over shm never makes the
+    // writer wait, so with the default 1024 slots a reader descheduled for
+    // 10 ms on a loaded 2-core machine would (rightly) report losses.
+    let cfg = format!(
+        r#"{{"socket":{{"type":"PUB","bind":["{ep}"],"shm_slots":32768,"shm_max_message":256}}}}"#
+    );
     let tx = run(&[
-        "send", "-n", "20000", "-p", "PUB", "-a", "bind", "-e", &ep, "--ntps", "5", "--rate",
-        "100000",
+        "send", "-n", "20000", "--config", &cfg, "--ntps", "5", "--rate", "100000",
     ]);
     assert!(
         tx.status.success(),

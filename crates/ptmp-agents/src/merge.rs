@@ -1,0 +1,134 @@
+//! The agent loop shared by the two merges, [`crate::zipper`] and
+//! [`crate::sorted`]: they differ only in their release rules, which each
+//! core implements as [`Merge`].
+
+use crate::error::{Error, Result};
+use crate::zipper::{stream_lines, Pushed, StreamStats};
+use crate::{recv_set, send_set, Agent, Ctl, Got, Report, POLL};
+use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use std::time::Duration;
+
+/// A merge core: queues sets and says which to send when.
+pub trait Merge: Send {
+    /// The agent kind, for reports.
+    const KIND: &'static str;
+    /// Accept a set received at `now_us`.
+    fn push(&mut self, set: TPSet, now_us: i64) -> Pushed;
+    /// The next set to send at `now_us`, if any is ready.
+    fn pop(&mut self, now_us: i64) -> Option<TPSet>;
+    /// The next held set regardless of the rules (shutdown flush).
+    fn flush_one(&mut self, now_us: i64) -> Option<TPSet>;
+    /// When the rules may next release something without new input.
+    fn next_due(&self) -> Option<i64>;
+    /// Per-stream statistics.
+    fn stream_stats(&self) -> Vec<StreamStats>;
+}
+
+/// A merge core between an input and an output socket.
+pub struct MergeAgent<M: Merge> {
+    name: String,
+    rx: Receiver,
+    tx: Sender,
+    core: M,
+}
+
+impl<M: Merge> MergeAgent<M> {
+    pub fn with_core(
+        name: String,
+        input: &SocketConfig,
+        output: &SocketConfig,
+        core: M,
+    ) -> Result<Self> {
+        let rx = Receiver::from_config(input).map_err(Error::socket(&name))?;
+        let tx = Sender::from_config(output).map_err(Error::socket(&name))?;
+        Ok(MergeAgent { name, rx, tx, core })
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    nin: u64,
+    nout: u64,
+    dropped: u64,
+    bad: u64,
+    unsent: u64,
+    flushed: u64,
+}
+
+impl<M: Merge> MergeAgent<M> {
+    fn send(&mut self, s: &TPSet, ctl: &Ctl, n: &mut Counts) -> Result<()> {
+        if send_set(&mut self.tx, s, ctl, &self.name)? {
+            n.nout += 1;
+        } else {
+            n.unsent += 1;
+        }
+        Ok(())
+    }
+}
+
+impl<M: Merge> Agent for MergeAgent<M> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        // Sets sent are recycled as receive buffers: no allocation per set
+        // once the pool has grown.
+        let mut pool: Vec<TPSet> = Vec::new();
+        let mut scratch = TPSet::default();
+        let mut n = Counts::default();
+        loop {
+            let now = ptmp_data::now_us();
+            while let Some(s) = self.core.pop(now) {
+                self.send(&s, ctl, &mut n)?;
+                pool.push(s);
+            }
+            if ctl.done(false) {
+                break;
+            }
+            let wait = match self.core.next_due() {
+                Some(d) => Duration::from_micros((d - now).max(0) as u64).min(POLL),
+                None => POLL,
+            };
+            match recv_set(
+                &mut self.rx,
+                &mut scratch,
+                wait,
+                ctl,
+                &mut n.bad,
+                &self.name,
+            )? {
+                Got::Set => {}
+                Got::Nothing => continue,
+                Got::Done => break,
+            }
+            n.nin += 1;
+            let set = std::mem::replace(&mut scratch, pool.pop().unwrap_or_default());
+            if let Pushed::Tardy { set, send } = self.core.push(set, ptmp_data::now_us()) {
+                if send {
+                    self.send(&set, ctl, &mut n)?;
+                } else {
+                    n.dropped += 1;
+                }
+                pool.push(set);
+            }
+        }
+        let now = ptmp_data::now_us();
+        while let Some(s) = self.core.flush_one(now) {
+            self.send(&s, ctl, &mut n)?;
+            n.flushed += 1;
+        }
+        let streams = self.core.stream_stats();
+        let tardy: u64 = streams.iter().map(|s| s.tardy).sum();
+        let mut r = Report::new(&self.name, M::KIND)
+            .count("in", n.nin)
+            .count("out", n.nout)
+            .count("tardy", tardy)
+            .count("tardy_dropped", n.dropped)
+            .count("flushed_at_stop", n.flushed)
+            .count("unsent_at_stop", n.unsent)
+            .count("bad_messages", n.bad);
+        r.lines = stream_lines(&streams);
+        Ok(r)
+    }
+}
