@@ -50,7 +50,7 @@ pub struct AgentsArgs {
 }
 
 fn row(what: &str, figure: &str, value: String, target: &str) {
-    println!("| {what} | {figure} | {value} | {target} |");
+    crate::report::out!("| {what} | {figure} | {value} | {target} |");
 }
 
 /// An endpoint; inproc and ipc names are new on every call (a closed
@@ -270,8 +270,8 @@ pub fn run(a: &AgentsArgs) -> CliResult {
         return Err(CliError::usage("--inputs: 1 to 10"));
     }
     let t = a.transport.as_str();
-    println!("| bench | figure | value | target |");
-    println!("|---|---|---|---|");
+    crate::report::out!("| bench | figure | value | target |");
+    crate::report::out!("|---|---|---|---|");
     let r = zipper_core(a.inputs, a.count);
     row(
         &format!("zipper core, {} streams", a.inputs),

@@ -268,12 +268,12 @@ fn us(h: &Histogram<u64>, q: f64) -> f64 {
 }
 
 fn report(a: &BabusArgs, runs: &[(String, Outcome)]) {
-    println!("| transport | consumer | channel | received | view p50 us | view p99 us | view+copy p50 us | view+copy p99 us | lost |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    crate::report::out!("| transport | consumer | channel | received | view p50 us | view p99 us | view+copy p50 us | view+copy p99 us | lost |");
+    crate::report::out!("|---|---|---|---|---|---|---|---|---|");
     for (t, o) in runs {
         for (cname, chans, stats) in &o.consumers {
             for (c, s) in chans.iter().zip(stats) {
-                println!(
+                crate::report::out!(
                     "| {t} | {cname} | {c} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
                     s.view.len(),
                     us(&s.view, 0.5),
@@ -285,11 +285,11 @@ fn report(a: &BabusArgs, runs: &[(String, Outcome)]) {
             }
         }
     }
-    println!("\n| transport | producer | published | write p50 us | write p99 us |");
-    println!("|---|---|---|---|---|");
+    crate::report::out!("\n| transport | producer | published | write p50 us | write p99 us |");
+    crate::report::out!("|---|---|---|---|---|");
     for (t, o) in runs {
         for (name, wh, n) in &o.producers {
-            println!(
+            crate::report::out!(
                 "| {t} | {name} | {n} | {:.1} | {:.1} |",
                 us(wh, 0.5),
                 us(wh, 0.99)
@@ -306,7 +306,7 @@ fn report(a: &BabusArgs, runs: &[(String, Outcome)]) {
         std::hint::black_box(&dst);
         let _ = mh.record(mono_ns().saturating_sub(t).max(1));
     }
-    println!(
+    crate::report::out!(
         "\nplain memcpy of {} bytes: p50 {:.1} us, p99 {:.1} us ({} s per transport{})",
         a.image_bytes,
         us(&mh, 0.5),

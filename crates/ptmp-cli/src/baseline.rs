@@ -93,8 +93,8 @@ pub fn run(a: &BaselineArgs) -> CliResult {
     let exe = std::env::current_exe()?;
     let dir = std::env::temp_dir().join(format!("ptmp-baseline-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    println!("| transport | messages | received | lost | reader elapsed s | reader CPU s | M msg/s | MB/s |");
-    println!("|---|---|---|---|---|---|---|---|");
+    crate::report::out!("| transport | messages | received | lost | reader elapsed s | reader CPU s | M msg/s | MB/s |");
+    crate::report::out!("|---|---|---|---|---|---|---|---|");
     for t in which {
         let addr = match t {
             Base::PosixMq => format!("/ptmp-baseline-{}", std::process::id()),
@@ -162,7 +162,7 @@ pub fn run(a: &BaselineArgs) -> CliResult {
         let got = j["received"].as_u64().unwrap_or(0);
         let el = j["elapsed_s"].as_f64().unwrap_or(0.0);
         let rate = if el > 0.0 { got as f64 / el } else { 0.0 };
-        println!(
+        crate::report::out!(
             "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.0} |",
             t.name(),
             a.count,
@@ -175,9 +175,10 @@ pub fn run(a: &BaselineArgs) -> CliResult {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
-    println!(
+    crate::report::out!(
         "\n{} messages of {} bytes, one writer process and one reader process per row.",
-        a.count, a.size
+        a.count,
+        a.size
     );
     Ok(())
 }

@@ -7,7 +7,17 @@ use crate::common::{progress, stopping, CliError, CliResult};
 use crate::sendrecv::{run_ptmp, run_raw, Outcome, Pattern, TransportArg};
 use clap::Subcommand;
 use serde_json::json;
-use std::io::Write;
+
+/// `ptmp bench [--out DIR] SUITE`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Also save each suite's results as DIR/SUITE.json (tables, command,
+    /// machine) and DIR/SUITE.svg (a bar chart per numeric column).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    pub cmd: BenchCmd,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCmd {
@@ -53,26 +63,48 @@ fn args<T: clap::Args>(words: &[&str]) -> T {
 fn all(a: &AllArgs) -> CliResult {
     let q = |quick: &'static [&'static str]| if a.quick { quick } else { &[][..] };
     println!("## tuning\n");
-    tuning(&args(q(&["-n", "200000", "--reps", "3"])))?;
+    suite("tuning", || {
+        tuning(&args(q(&["-n", "200000", "--reps", "3"])))
+    })?;
     println!("\n## latency\n");
-    crate::latency::run(&args(q(&["-n", "20000"])))?;
+    suite("latency", || {
+        crate::latency::run(&args(q(&["-n", "20000"])))
+    })?;
     println!("\n## jitter\n");
-    crate::latency::jitter(&args(q(&["-j", "1000000"])))?;
+    suite("jitter", || {
+        crate::latency::jitter(&args(q(&["-j", "1000000"])))
+    })?;
     println!("\n## ring\n");
-    crate::ring::run(&args(q(&["-n", "500000"])))?;
+    suite("ring", || crate::ring::run(&args(q(&["-n", "500000"]))))?;
     println!("\n## fanout\n");
-    crate::fanout::run(&args(q(&["-n", "200000"])))?;
+    suite("fanout", || crate::fanout::run(&args(q(&["-n", "200000"]))))?;
     println!("\n## agents\n");
-    crate::agents_bench::run(&args(q(&["-n", "50000", "-d", "1"])))?;
+    suite("agents", || {
+        crate::agents_bench::run(&args(q(&["-n", "50000", "-d", "1"])))
+    })?;
     println!("\n## baseline\n");
-    crate::baseline::run(&args(q(&["-n", "200000"])))?;
+    suite("baseline", || {
+        crate::baseline::run(&args(q(&["-n", "200000"])))
+    })?;
     println!("\n## babus\n");
     let babus: &[&str] = if a.quick {
         &["-d", "3", "--redis"]
     } else {
         &["--redis"]
     };
-    crate::babus::run(&args(babus))
+    suite("babus", || crate::babus::run(&args(babus)))
+}
+
+/// Run one suite, saving its tables when `--out` was given.
+fn suite(name: &str, f: impl FnOnce() -> CliResult) -> CliResult {
+    crate::report::begin(name);
+    let r = f();
+    match crate::report::end() {
+        Ok(Some((j, s))) => eprintln!("ptmp bench: wrote {} and {}", j.display(), s.display()),
+        Ok(None) => {}
+        Err(e) => return Err(CliError::fail(format!("--out: {e}"))),
+    }
+    r
 }
 
 #[derive(Debug, clap::Args)]
@@ -97,16 +129,20 @@ pub struct TuningArgs {
     pub json_out: Option<std::path::PathBuf>,
 }
 
-pub fn run(cmd: &BenchCmd) -> CliResult {
-    match cmd {
-        BenchCmd::Tuning(a) => tuning(a),
-        BenchCmd::Latency(a) => crate::latency::run(a),
-        BenchCmd::Ring(a) => crate::ring::run(a),
-        BenchCmd::Babus(a) => crate::babus::run(a),
-        BenchCmd::Baseline(a) => crate::baseline::run(a),
-        BenchCmd::Jitter(a) => crate::latency::jitter(a),
-        BenchCmd::Fanout(a) => crate::fanout::run(a),
-        BenchCmd::Agents(a) => crate::agents_bench::run(a),
+pub fn run(b: &BenchArgs) -> CliResult {
+    if let Some(d) = &b.out {
+        crate::report::set_dir(d)
+            .map_err(|e| CliError::usage(format!("--out {}: {e}", d.display())))?;
+    }
+    match &b.cmd {
+        BenchCmd::Tuning(a) => suite("tuning", || tuning(a)),
+        BenchCmd::Latency(a) => suite("latency", || crate::latency::run(a)),
+        BenchCmd::Ring(a) => suite("ring", || crate::ring::run(a)),
+        BenchCmd::Babus(a) => suite("babus", || crate::babus::run(a)),
+        BenchCmd::Baseline(a) => suite("baseline", || crate::baseline::run(a)),
+        BenchCmd::Jitter(a) => suite("jitter", || crate::latency::jitter(a)),
+        BenchCmd::Fanout(a) => suite("fanout", || crate::fanout::run(a)),
+        BenchCmd::Agents(a) => suite("agents", || crate::agents_bench::run(a)),
         BenchCmd::All(a) => all(a),
     }
 }
@@ -139,13 +175,10 @@ fn tuning(a: &TuningArgs) -> CliResult {
         .collect();
     let pb = progress((rows.len() * a.reps * 2) as u64 * 100_000, "bench");
     let mut all: Vec<Outcome> = Vec::new();
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(
-        out,
+    crate::report::out!(
         "| pattern | transport | ntps | ptmp kHz | raw libzmq kHz | ptmp/raw | ptmp lost | raw lost |"
-    )?;
-    writeln!(out, "|---|---|---|---|---|---|---|---|")?;
+    );
+    crate::report::out!("|---|---|---|---|---|---|---|---|");
     for (p, t, ntps) in rows {
         let mut mine = Vec::new();
         let mut raw = Vec::new();
@@ -180,8 +213,7 @@ fn tuning(a: &TuningArgs) -> CliResult {
         }
         let (rm, rr) = (rate(&mine), rate(&raw));
         pb.suspend(|| {
-            writeln!(
-                out,
+            crate::report::out!(
                 "| {} | {} | {} | {:.0} | {} | {} | {:.0} | {} |",
                 p.name(),
                 t.name(),
@@ -204,14 +236,13 @@ fn tuning(a: &TuningArgs) -> CliResult {
                     format!("{:.0}", lost(&raw))
                 }
             )
-        })?;
+        });
     }
     pb.finish_and_clear();
-    writeln!(
-        out,
+    crate::report::out!(
         "\n{} TPSets per run, median of {} runs each; kHz = TPSets received per ms of the run; lost = median count not received (only PUB drops).",
         a.count, a.reps
-    )?;
+    );
     if let Some(path) = &a.json_out {
         let runs: Vec<_> = all.iter().map(|o| o.to_json()).collect();
         std::fs::write(path, json!({"suite": "tuning", "runs": runs}).to_string())

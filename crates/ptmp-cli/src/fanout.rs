@@ -22,8 +22,8 @@ pub struct FanoutArgs {
 }
 
 pub fn run(a: &FanoutArgs) -> CliResult {
-    println!("| pattern | receivers | per-receiver kHz | per-receiver received | per-receiver lost | total received |");
-    println!("|---|---|---|---|---|---|");
+    crate::report::out!("| pattern | receivers | per-receiver kHz | per-receiver received | per-receiver lost | total received |");
+    crate::report::out!("|---|---|---|---|---|---|");
     for (st, rt) in [("PUB", "SUB"), ("PUSH", "PULL")] {
         for &k in &a.receivers {
             if k == 0 {
@@ -110,7 +110,7 @@ pub fn run(a: &FanoutArgs) -> CliResult {
                 let _ = std::fs::remove_file(p);
             }
             let list = |v: &[String]| v.join(", ");
-            println!(
+            crate::report::out!(
                 "| {} | {k} | {} | {} | {} | {total} |",
                 if st == "PUB" { "pubsub" } else { "pushpull" },
                 list(&rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>()),
@@ -119,9 +119,10 @@ pub fn run(a: &FanoutArgs) -> CliResult {
             );
         }
     }
-    println!(
+    crate::report::out!(
         "\n{} TPSets per run over zmq {}; pushpull 'lost' is for all PULLs together.",
-        a.count, a.transport
+        a.count,
+        a.transport
     );
     Ok(())
 }

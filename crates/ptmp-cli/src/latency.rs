@@ -211,13 +211,13 @@ pub fn run(a: &LatencyArgs) -> CliResult {
             a.rate
         )));
     }
-    println!("| transport | p50 us | p90 us | p99 us | p99.9 us | max us | lost |");
-    println!("|---|---|---|---|---|---|---|");
+    crate::report::out!("| transport | p50 us | p90 us | p99 us | p99.9 us | max us | lost |");
+    crate::report::out!("|---|---|---|---|---|---|---|");
     let mut out = Vec::new();
     for &t in &a.transports {
         let r = measure(t, a)?;
         let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
-        println!(
+        crate::report::out!(
             "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
             t.name(),
             q(0.5),
@@ -233,7 +233,7 @@ pub fn run(a: &LatencyArgs) -> CliResult {
                         "samples": r.hist.len(), "lost": r.lost}),
         );
     }
-    println!(
+    crate::report::out!(
         "\n{} messages of {} bytes at {} per second after {} warmup, one-way, sender and receiver threads in one process.",
         a.count, a.size, a.rate, a.warmup
     );
@@ -273,11 +273,15 @@ pub fn jitter(a: &JitterArgs) -> CliResult {
             }
         }
     }
-    println!("| loops | min ns | max ns | > 1 us | > 10 us | > 100 us | > 1 ms |");
-    println!("|---|---|---|---|---|---|---|");
-    println!(
+    crate::report::out!("| loops | min ns | max ns | > 1 us | > 10 us | > 100 us | > 1 ms |");
+    crate::report::out!("|---|---|---|---|---|---|---|");
+    crate::report::out!(
         "| {} | {min} | {max} | {} | {} | {} | {} |",
-        a.loops, over[0], over[1], over[2], over[3]
+        a.loops,
+        over[0],
+        over[1],
+        over[2],
+        over[3]
     );
     Ok(())
 }

@@ -12,6 +12,7 @@ mod fanout;
 mod latency;
 mod recv;
 mod redis_bench;
+mod report;
 mod ring;
 mod run;
 mod send;
@@ -48,8 +49,7 @@ enum Cmd {
     #[command(subcommand)]
     Shm(shm::ShmCmd),
     /// Benchmarks: ptmp beside the alternatives, in one run.
-    #[command(subcommand)]
-    Bench(bench::BenchCmd),
+    Bench(bench::BenchArgs),
     /// One side of a `bench baseline` run (internal).
     #[command(hide = true, name = "bench-child")]
     BenchChild(baseline::ChildArgs),

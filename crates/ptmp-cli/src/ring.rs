@@ -27,8 +27,8 @@ pub struct RingArgs {
 
 pub fn run(a: &RingArgs) -> CliResult {
     let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
-    println!("| size B | readers | policy | writer M msg/s | per-reader received M msg/s | per-reader lost % |");
-    println!("|---|---|---|---|---|---|");
+    crate::report::out!("| size B | readers | policy | writer M msg/s | per-reader received M msg/s | per-reader lost % |");
+    crate::report::out!("|---|---|---|---|---|---|");
     for &size in &a.sizes {
         for &nr in &a.readers {
             if size == 0 || nr == 0 {
@@ -95,7 +95,7 @@ pub fn run(a: &RingArgs) -> CliResult {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            println!(
+            crate::report::out!(
                 "| {size} | {nr} | {} | {:.2} | {} | {} |",
                 if a.block { "block" } else { "overwrite" },
                 n as f64 / wsecs / 1e6,
@@ -104,9 +104,10 @@ pub fn run(a: &RingArgs) -> CliResult {
             );
         }
     }
-    println!(
+    crate::report::out!(
         "\n{} messages per run, {}-slot ring; readers copy each message out.",
-        a.count, a.slots
+        a.count,
+        a.slots
     );
     Ok(())
 }

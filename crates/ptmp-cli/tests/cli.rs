@@ -604,6 +604,38 @@ fn sendrecv_over_shm() {
 }
 
 #[test]
+fn bench_out_writes_json_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("results");
+    let out = run(&[
+        "bench",
+        "--out",
+        d.to_str().unwrap(),
+        "jitter",
+        "-j",
+        "100000",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("jitter.json")).unwrap()).unwrap();
+    assert_eq!(j["suite"], "jitter");
+    assert!(j["command"].as_str().unwrap().contains("--out"));
+    let t = &j["tables"][0];
+    assert_eq!(t["headers"][0], "loops");
+    assert_eq!(t["rows"][0]["loops"]["value"], 100000.0);
+    let svg = std::fs::read_to_string(d.join("jitter.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("max ns"), "{svg}");
+    // A directory that cannot be made is a usage error naming it.
+    let out = run(&["bench", "--out", "/proc/nope/x", "jitter", "-j", "1000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--out /proc/nope/x"));
+}
+
+#[test]
 fn bench_agents_smoke() {
     let out = run(&[
         "bench", "agents", "-n", "3000", "-d", "0.3", "-r", "2000", "--reps", "1",
