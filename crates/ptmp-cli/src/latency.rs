@@ -55,6 +55,70 @@ pub struct LatencyArgs {
     /// Write the results as JSON to this file.
     #[arg(long)]
     pub json_out: Option<std::path::PathBuf>,
+    /// smx_perf's -a: pin the sender's and the receiver's thread, SEND,RECV
+    /// (CPU numbers).
+    #[arg(short = 'a', long = "affinity", value_name = "SEND,RECV")]
+    pub affinity: Option<String>,
+    /// smx_perf's -s: receiver polls per message before it sleeps (shm-futex:
+    /// ring spins before the futex; zmq: non-blocking tries before a blocking
+    /// receive). shm-spin always busy-polls.
+    #[arg(short = 's', long = "spin", value_name = "N")]
+    pub spin: Option<u32>,
+    /// smx_perf's -l: how long a zmq sender lingers at exit for undelivered
+    /// messages, ms (the socket's linger_ms).
+    #[arg(
+        short = 'l',
+        long = "linger",
+        value_name = "MS",
+        default_value_t = 2000
+    )]
+    pub linger_ms: i32,
+}
+
+/// Pin the calling thread to `cpu`.
+fn pin(cpu: Option<usize>) -> CliResult {
+    let Some(cpu) = cpu else {
+        return Ok(());
+    };
+    // SAFETY: a zeroed cpu_set_t with one bit set, passed by pointer.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(CliError::fail(format!(
+            "-a: cannot pin to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+/// Parse `-a SEND,RECV`, checking the CPUs exist.
+fn parse_affinity(a: &Option<String>) -> CliResult<(Option<usize>, Option<usize>)> {
+    let Some(s) = a else {
+        return Ok((None, None));
+    };
+    // All CPUs online, not this thread's (possibly pinned) mask.
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let one = |x: &str| -> CliResult<usize> {
+        let c: usize = x
+            .trim()
+            .parse()
+            .map_err(|_| CliError::usage(format!("-a {s:?}: expected SEND,RECV CPU numbers")))?;
+        if c >= n {
+            return Err(CliError::usage(format!(
+                "-a {s:?}: CPU {c} does not exist (this machine has {n})"
+            )));
+        }
+        Ok(c)
+    };
+    let (x, y) = s
+        .split_once(',')
+        .ok_or_else(|| CliError::usage(format!("-a {s:?}: expected SEND,RECV CPU numbers")))?;
+    Ok((Some(one(x)?), Some(one(y)?)))
 }
 
 fn mono_ns() -> u64 {
@@ -110,12 +174,18 @@ fn record(hist: &mut Histogram<u64>, bytes: &[u8], warmup: u64, seen: &mut u64) 
     }
 }
 
-fn measure(t: LatTransport, a: &LatencyArgs) -> CliResult<Row> {
+fn measure(
+    t: LatTransport,
+    a: &LatencyArgs,
+    cpus: (Option<usize>, Option<usize>),
+) -> CliResult<Row> {
     let total = a.count + a.warmup;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
         .map_err(|e| CliError::fail(format!("histogram: {e}")))?;
     let mut seen = 0u64;
     let (size, rate) = (a.size, a.rate);
+    let (send_cpu, recv_cpu) = cpus;
+    pin(recv_cpu)?;
     match t {
         LatTransport::ShmSpin | LatTransport::ShmFutex => {
             let name = unique("latency");
@@ -130,9 +200,10 @@ fn measure(t: LatTransport, a: &LatencyArgs) -> CliResult<Row> {
             r.set_spin(if t == LatTransport::ShmSpin {
                 u32::MAX
             } else {
-                0
+                a.spin.unwrap_or(0)
             });
             let h = std::thread::spawn(move || {
+                pin(send_cpu)?;
                 sender_loop(total, size, rate, |m| {
                     w.publish(m)
                         .map(drop)
@@ -170,15 +241,25 @@ fn measure(t: LatTransport, a: &LatencyArgs) -> CliResult<Row> {
                 &json!({"socket": {"type": "PULL", "bind": [addr]}}),
             )?)?;
             let ep = rx.bound_endpoints()[0].clone();
-            let scfg =
-                SocketConfig::from_value(&json!({"socket": {"type": "PUSH", "connect": [ep]}}))?;
+            let scfg = SocketConfig::from_value(
+                &json!({"socket": {"type": "PUSH", "connect": [ep], "linger_ms": a.linger_ms}}),
+            )?;
             let h = std::thread::spawn(move || -> CliResult {
+                pin(send_cpu)?;
                 let mut tx = Sender::from_config(&scfg)?;
                 sender_loop(total, size, rate, |m| tx.send_raw(&[m]).map_err(Into::into))
             });
             let mut f = Frames::new();
+            let spins = a.spin.unwrap_or(0);
             while seen < total && !stopping() {
-                if !rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
+                let mut got = false;
+                for _ in 0..spins {
+                    if rx.recv_raw_into(&mut f, Some(Duration::ZERO))? {
+                        got = true;
+                        break;
+                    }
+                }
+                if !got && !rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
                     break;
                 }
                 let b = f.get(0).unwrap_or(&[]);
@@ -211,11 +292,12 @@ pub fn run(a: &LatencyArgs) -> CliResult {
             a.rate
         )));
     }
+    let cpus = parse_affinity(&a.affinity)?;
     crate::report::out!("| transport | p50 us | p90 us | p99 us | p99.9 us | max us | lost |");
     crate::report::out!("|---|---|---|---|---|---|---|");
     let mut out = Vec::new();
     for &t in &a.transports {
-        let r = measure(t, a)?;
+        let r = measure(t, a, cpus)?;
         let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
         crate::report::out!(
             "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
@@ -234,8 +316,13 @@ pub fn run(a: &LatencyArgs) -> CliResult {
         );
     }
     crate::report::out!(
-        "\n{} messages of {} bytes at {} per second after {} warmup, one-way, sender and receiver threads in one process.",
-        a.count, a.size, a.rate, a.warmup
+        "\n{} messages of {} bytes at {} per second after {} warmup, one-way, sender and receiver threads in one process{}{}.",
+        a.count,
+        a.size,
+        a.rate,
+        a.warmup,
+        a.affinity.as_ref().map_or(String::new(), |c| format!(", pinned to CPUs {c}")),
+        a.spin.map_or(String::new(), |s| format!(", receiver spin {s}"))
     );
     if let Some(p) = &a.json_out {
         std::fs::write(p, json!({"suite": "latency", "rows": out}).to_string())

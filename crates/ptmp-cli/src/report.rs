@@ -240,7 +240,10 @@ mod tests {
         assert_eq!(number("-"), None);
         assert_eq!(number("inproc"), None);
         let s = svg("t", &t);
-        assert!(s.starts_with("<svg") && s.contains(">b kHz<") && s.contains(">x / -<"), "{s}");
+        assert!(
+            s.starts_with("<svg") && s.contains(">b kHz<") && s.contains(">x / -<"),
+            "{s}"
+        );
         // Column c is not numeric in every row: no chart for it.
         assert!(!s.contains(">c<"));
     }

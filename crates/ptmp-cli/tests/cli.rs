@@ -636,6 +636,45 @@ fn bench_out_writes_json_and_svg() {
 }
 
 #[test]
+fn bench_latency_affinity_and_spin() {
+    let out = run(&[
+        "bench",
+        "latency",
+        "-n",
+        "500",
+        "-r",
+        "5000",
+        "-w",
+        "10",
+        "-a",
+        "0,1",
+        "-s",
+        "50",
+        "-l",
+        "100",
+        "--transports",
+        "shm-futex",
+        "tcp",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.contains("pinned to CPUs 0,1, receiver spin 50"), "{s}");
+    assert!(
+        s.contains("| shm (futex) |") && s.contains("| zmq tcp |"),
+        "{s}"
+    );
+    let out = run(&["bench", "latency", "-a", "0,4096"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("CPU 4096 does not exist"), "{e}");
+    assert!(out.stdout.is_empty(), "nothing measured before the error");
+}
+
+#[test]
 fn bench_agents_smoke() {
     let out = run(&[
         "bench", "agents", "-n", "3000", "-d", "0.3", "-r", "2000", "--reps", "1",
