@@ -4,8 +4,11 @@
 //! reader times from its first receive to the last index and reports its CPU
 //! time. Transports: POSIX message queue, Unix stream and datagram sockets,
 //! UDP, TCP, raw libzmq PUSH/PULL (ipc, tcp), ptmp over zmq (ipc, tcp) and
-//! ptmp over shm://. The child processes are this binary run again with the
-//! hidden `bench-child` subcommand.
+//! ptmp over shm://, and Redis streams (XADD pipelined 100 at a time with
+//! MAXLEN ~ 200000, XREAD BLOCK COUNT 1000) on a redis-server the harness
+//! starts on loopback and stops, or a note and no row when it cannot. The
+//! child processes are this binary run again with the hidden `bench-child`
+//! subcommand.
 
 use crate::common::{CliError, CliResult};
 use clap::ValueEnum;
@@ -26,6 +29,7 @@ pub enum Base {
     PtmpIpc,
     PtmpTcp,
     PtmpShm,
+    RedisStreams,
 }
 
 impl Base {
@@ -41,6 +45,7 @@ impl Base {
             Base::PtmpIpc => "ptmp-ipc",
             Base::PtmpTcp => "ptmp-tcp",
             Base::PtmpShm => "ptmp-shm",
+            Base::RedisStreams => "redis-streams",
         }
     }
 }
@@ -80,6 +85,56 @@ fn cpu_seconds() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
+/// What a child process cost: CPU seconds, wall seconds from spawn, peak
+/// resident set.
+struct Cost {
+    cpu_s: f64,
+    wall_s: f64,
+    maxrss_mb: f64,
+}
+
+impl Cost {
+    fn cpu_pct(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            100.0 * self.cpu_s / self.wall_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Reap `child` with wait4, which also returns its resource usage.
+fn wait_cost(
+    child: &mut std::process::Child,
+    spawned: Instant,
+) -> std::io::Result<(std::process::ExitStatus, Cost)> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: wait4 on our own child's pid, filling a zeroed rusage.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    loop {
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut u) };
+        if rc == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    Ok((
+        std::process::ExitStatus::from_raw(status),
+        Cost {
+            cpu_s: t(u.ru_utime) + t(u.ru_stime),
+            wall_s: spawned.elapsed().as_secs_f64(),
+            // Linux reports ru_maxrss in kilobytes.
+            maxrss_mb: u.ru_maxrss as f64 / 1024.0,
+        },
+    ))
+}
+
 pub fn run(a: &BaselineArgs) -> CliResult {
     if a.size < 8 || a.count == 0 {
         return Err(CliError::usage("-m must be at least 8 and -n at least 1"));
@@ -93,9 +148,11 @@ pub fn run(a: &BaselineArgs) -> CliResult {
     let exe = std::env::current_exe()?;
     let dir = std::env::temp_dir().join(format!("ptmp-baseline-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    crate::report::out!("| transport | messages | received | lost | reader elapsed s | reader CPU s | M msg/s | MB/s |");
-    crate::report::out!("|---|---|---|---|---|---|---|---|");
+    crate::report::out!("| transport | messages | received | lost | reader elapsed s | reader CPU s | M msg/s | MB/s | writer CPU % | reader CPU % | writer peak RSS MB | reader peak RSS MB |");
+    crate::report::out!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for t in which {
+        // Held for the row: the server is stopped (by its PID) on drop.
+        let mut _redis = None;
         let addr = match t {
             Base::PosixMq => format!("/ptmp-baseline-{}", std::process::id()),
             Base::UnixStream | Base::UnixDgram => {
@@ -117,6 +174,17 @@ pub fn run(a: &BaselineArgs) -> CliResult {
                 format!("tcp://127.0.0.1:{port}")
             }
             Base::PtmpShm => format!("shm://baseline-{}", std::process::id()),
+            Base::RedisStreams => match crate::redis_bench::RedisServer::start() {
+                Ok(srv) => {
+                    let url = srv.tcp_url();
+                    _redis = Some(srv);
+                    url
+                }
+                Err(note) => {
+                    eprintln!("note: redis-streams row skipped: {note}");
+                    continue;
+                }
+            },
         };
         let child = |role: &str| {
             Command::new(&exe)
@@ -134,6 +202,7 @@ pub fn run(a: &BaselineArgs) -> CliResult {
                 .stderr(Stdio::inherit())
                 .spawn()
         };
+        let reader_spawned = Instant::now();
         let mut reader = child("reader")?;
         let mut out = BufReader::new(reader.stdout.take().expect("piped"));
         let mut line = String::new();
@@ -145,11 +214,12 @@ pub fn run(a: &BaselineArgs) -> CliResult {
                 t.name()
             )));
         }
+        let writer_spawned = Instant::now();
         let mut writer = child("writer")?;
-        let wst = writer.wait()?;
+        let (wst, wcost) = wait_cost(&mut writer, writer_spawned)?;
         line.clear();
         out.read_line(&mut line)?;
-        let _ = reader.wait();
+        let (_, rcost) = wait_cost(&mut reader, reader_spawned)?;
         if let Some(p) = addr.strip_prefix("shm://") {
             let _ = ptmp_shm::remove(p);
         }
@@ -163,7 +233,7 @@ pub fn run(a: &BaselineArgs) -> CliResult {
         let el = j["elapsed_s"].as_f64().unwrap_or(0.0);
         let rate = if el > 0.0 { got as f64 / el } else { 0.0 };
         crate::report::out!(
-            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.0} |",
+            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} |",
             t.name(),
             a.count,
             got,
@@ -171,12 +241,16 @@ pub fn run(a: &BaselineArgs) -> CliResult {
             el,
             j["cpu_s"].as_f64().unwrap_or(0.0),
             rate / 1e6,
-            rate * a.size as f64 / 1e6
+            rate * a.size as f64 / 1e6,
+            wcost.cpu_pct(),
+            rcost.cpu_pct(),
+            wcost.maxrss_mb,
+            rcost.maxrss_mb
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
     crate::report::out!(
-        "\n{} messages of {} bytes, one writer process and one reader process per row.",
+        "\n{} messages of {} bytes, one writer process and one reader process per row; CPU % = a process's CPU time over its life (spawn to exit), peak RSS from wait4.",
         a.count,
         a.size
     );
@@ -370,6 +444,59 @@ pub fn child(c: &ChildArgs) -> CliResult {
                 for i in 0..n {
                     msg[..8].copy_from_slice(&i.to_le_bytes());
                     s.send(&msg[..], 0).map_err(zf)?;
+                }
+                return Ok(());
+            }
+        }
+        Base::RedisStreams => {
+            let mut con = crate::redis_bench::conn(&c.addr)?;
+            let key = "ptmp-baseline";
+            let rerr = |e: redis::RedisError| CliError::fail(format!("redis {}: {e}", c.role));
+            if reader {
+                ready();
+                let mut last = "0".to_string();
+                'read: loop {
+                    let reply: Option<redis::streams::StreamReadReply> = redis::cmd("XREAD")
+                        .arg("BLOCK")
+                        .arg(idle.as_millis() as u64)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .arg("STREAMS")
+                        .arg(key)
+                        .arg(&last)
+                        .query(&mut con)
+                        .map_err(rerr)?;
+                    let Some(reply) = reply else { break };
+                    for sk in reply.keys {
+                        for e in sk.ids {
+                            if let Some(redis::Value::BulkString(b)) = e.map.get("d") {
+                                t.note(b);
+                                if t.done(n, b) {
+                                    break 'read;
+                                }
+                            }
+                            last = e.id;
+                        }
+                    }
+                }
+            } else {
+                let mut i = 0;
+                while i < n {
+                    let mut p = redis::pipe();
+                    for _ in 0..100.min(n - i) {
+                        msg[..8].copy_from_slice(&i.to_le_bytes());
+                        p.cmd("XADD")
+                            .arg(key)
+                            .arg("MAXLEN")
+                            .arg("~")
+                            .arg(200_000)
+                            .arg("*")
+                            .arg("d")
+                            .arg(&msg[..])
+                            .ignore();
+                        i += 1;
+                    }
+                    p.query::<()>(&mut con).map_err(rerr)?;
                 }
                 return Ok(());
             }

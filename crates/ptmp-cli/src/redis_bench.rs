@@ -74,7 +74,7 @@ impl Drop for RedisServer {
     }
 }
 
-fn conn(url: &str) -> CliResult<redis::Connection> {
+pub fn conn(url: &str) -> CliResult<redis::Connection> {
     redis::Client::open(url)
         .and_then(|c| c.get_connection())
         .map_err(|e| CliError::fail(format!("redis {url}: {e}")))

@@ -847,6 +847,24 @@ fn bench_suites_smoke() {
         if t != "udp" {
             assert_eq!(lost, 0, "only UDP may lose: {row}");
         }
+        // CPU % and peak RSS of both processes are measured.
+        let rss: f64 = cells[11].parse().unwrap();
+        assert!(rss > 0.0, "{row}");
+    }
+    // Redis streams on a redis-server the harness runs, when installed
+    // (.ci/run installs it); otherwise a note says why the row is missing.
+    let have_redis = std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let redis_row = s.lines().find(|l| l.starts_with("| redis-streams |"));
+    if have_redis {
+        let row = redis_row.unwrap_or_else(|| panic!("no redis row: {s}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!((cells[3], cells[4]), ("3000", "0"), "{row}");
+    } else {
+        assert!(redis_row.is_none());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("redis-streams row skipped"));
     }
     for extra in [&[][..], &["--block"][..]] {
         let mut args = vec!["bench", "ring", "-n", "20000", "--slots", "64"];
