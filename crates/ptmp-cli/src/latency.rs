@@ -2,6 +2,9 @@
 //! thread writes a CLOCK_MONOTONIC timestamp into each message, paced by
 //! busy-waiting; the receiving thread records now minus that stamp in an HDR
 //! histogram. Both ends are in one process, so they share the clock.
+//! `--round-trip` instead has the receiver echo each message back on a
+//! second channel and the sender record the round trip (one message in
+//! flight). `--sizes` sweeps the message size.
 
 use crate::common::{stopping, CliError, CliResult};
 use crate::send::pace_until;
@@ -73,6 +76,105 @@ pub struct LatencyArgs {
         default_value_t = 2000
     )]
     pub linger_ms: i32,
+    /// Round trip: the receiver echoes each message back (ptmp Sender and
+    /// Receiver on both legs; shm rows use PUSH/PULL channels).
+    #[arg(long)]
+    pub round_trip: bool,
+    /// Message sizes to sweep, e.g. 64,1024,65536 (instead of -m).
+    #[arg(long, value_delimiter = ',', value_name = "B,B,...")]
+    pub sizes: Vec<usize>,
+}
+
+/// One echo round trip per message over ptmp's front (zmq or shm://).
+fn round_trip(
+    t: LatTransport,
+    a: &LatencyArgs,
+    size: usize,
+    cpus: (Option<usize>, Option<usize>),
+) -> CliResult<Row> {
+    let total = a.count + a.warmup;
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
+        .map_err(|e| CliError::fail(format!("histogram: {e}")))?;
+    let shm = matches!(t, LatTransport::ShmSpin | LatTransport::ShmFutex);
+    let leg = |tag: &str| -> CliResult<String> {
+        Ok(match t {
+            LatTransport::ShmSpin | LatTransport::ShmFutex => format!("shm://{}", unique(tag)),
+            LatTransport::Inproc => format!("inproc://{}", unique(tag)),
+            LatTransport::Ipc => {
+                format!("ipc://{}", std::env::temp_dir().join(unique(tag)).display())
+            }
+            LatTransport::Tcp => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                    .local_addr()?
+                    .port();
+                format!("tcp://127.0.0.1:{port}")
+            }
+        })
+    };
+    let (go, back) = (leg("rt-go")?, leg("rt-back")?);
+    // zmq: the PULL binds, the PUSH connects; shm: the PUSH makes the channel.
+    let (push_attach, pull_attach) = if shm {
+        ("bind", "connect")
+    } else {
+        ("connect", "bind")
+    };
+    let cfg = |ty: &str, attach: &str, ep: &str| {
+        SocketConfig::from_value(&json!({"socket": {"type": ty, attach: [ep],
+            "linger_ms": a.linger_ms, "shm_max_message": size + 16, "shm_slots": 64}}))
+    };
+    let c_rx = cfg("PULL", pull_attach, &back)?;
+    let c_tx = cfg("PUSH", push_attach, &go)?;
+    let e_rx = cfg("PULL", pull_attach, &go)?;
+    let e_tx = cfg("PUSH", push_attach, &back)?;
+    let (send_cpu, recv_cpu) = cpus;
+    let mut rx = Receiver::from_config(&c_rx)?;
+    let mut tx = Sender::from_config(&c_tx)?;
+    let echo = std::thread::spawn(move || -> CliResult<u64> {
+        pin(recv_cpu)?;
+        let mut rx = Receiver::from_config(&e_rx)?;
+        let mut tx = Sender::from_config(&e_tx)?;
+        let mut f = Frames::new();
+        let mut n = 0;
+        while n < total && rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
+            tx.send_frames(&f)?;
+            n += 1;
+        }
+        Ok(n)
+    });
+    pin(send_cpu)?;
+    let mut msg = vec![0u8; size];
+    let mut f = Frames::new();
+    let (mut seen, mut got) = (0u64, 0u64);
+    let period = Duration::from_secs_f64(1.0 / a.rate);
+    let start = Instant::now();
+    for i in 0..total {
+        if stopping() {
+            break;
+        }
+        pace_until(start + period.mul_f64(i as f64));
+        msg[..8].copy_from_slice(&mono_ns().to_le_bytes());
+        tx.send_raw(&[&msg[..]])?;
+        if !rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
+            break;
+        }
+        got += 1;
+        record(&mut hist, f.get(0).unwrap_or(&[0; 8]), a.warmup, &mut seen);
+    }
+    drop(tx);
+    echo.join()
+        .map_err(|_| CliError::fail("echo thread panicked"))??;
+    for ep in [&go, &back] {
+        if let Some(p) = ep.strip_prefix("shm://") {
+            let _ = ptmp_shm::remove(p);
+        }
+        if let Some(p) = ep.strip_prefix("ipc://") {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(Row {
+        hist,
+        lost: total - got,
+    })
 }
 
 /// Pin the calling thread to `cpu`.
@@ -177,13 +279,17 @@ fn record(hist: &mut Histogram<u64>, bytes: &[u8], warmup: u64, seen: &mut u64) 
 fn measure(
     t: LatTransport,
     a: &LatencyArgs,
+    size: usize,
     cpus: (Option<usize>, Option<usize>),
 ) -> CliResult<Row> {
+    if a.round_trip {
+        return round_trip(t, a, size, cpus);
+    }
     let total = a.count + a.warmup;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
         .map_err(|e| CliError::fail(format!("histogram: {e}")))?;
     let mut seen = 0u64;
-    let (size, rate) = (a.size, a.rate);
+    let rate = a.rate;
     let (send_cpu, recv_cpu) = cpus;
     pin(recv_cpu)?;
     match t {
@@ -280,10 +386,14 @@ fn measure(
 }
 
 pub fn run(a: &LatencyArgs) -> CliResult {
-    if a.size < 8 {
+    let sizes = if a.sizes.is_empty() {
+        vec![a.size]
+    } else {
+        a.sizes.clone()
+    };
+    if let Some(bad) = sizes.iter().find(|s| **s < 8 || **s > 64 << 20) {
         return Err(CliError::usage(format!(
-            "--size {}: at least 8 bytes (the timestamp)",
-            a.size
+            "--size {bad}: from 8 bytes (the timestamp) to 64 MiB"
         )));
     }
     if !(a.rate.is_finite() && a.rate > 0.0) {
@@ -293,36 +403,51 @@ pub fn run(a: &LatencyArgs) -> CliResult {
         )));
     }
     let cpus = parse_affinity(&a.affinity)?;
-    crate::report::out!("| transport | p50 us | p90 us | p99 us | p99.9 us | max us | lost |");
-    crate::report::out!("|---|---|---|---|---|---|---|");
-    let mut out = Vec::new();
-    for &t in &a.transports {
-        let r = measure(t, a, cpus)?;
-        let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
-        crate::report::out!(
-            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
-            t.name(),
-            q(0.5),
-            q(0.9),
-            q(0.99),
-            q(0.999),
-            r.hist.max() as f64 / 1000.0,
-            r.lost
-        );
-        out.push(
-            json!({"transport": t.name(), "p50_us": q(0.5), "p90_us": q(0.9), "p99_us": q(0.99),
-                        "p999_us": q(0.999), "max_us": r.hist.max() as f64 / 1000.0,
-                        "samples": r.hist.len(), "lost": r.lost}),
-        );
-    }
     crate::report::out!(
-        "\n{} messages of {} bytes at {} per second after {} warmup, one-way, sender and receiver threads in one process{}{}.",
+        "| transport | size B | p50 us | p90 us | p99 us | p99.9 us | max us | lost |"
+    );
+    crate::report::out!("|---|---|---|---|---|---|---|---|");
+    let mut out = Vec::new();
+    for &size in &sizes {
+        for &t in &a.transports {
+            let r = measure(t, a, size, cpus)?;
+            let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
+            crate::report::out!(
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+                t.name(),
+                size,
+                q(0.5),
+                q(0.9),
+                q(0.99),
+                q(0.999),
+                r.hist.max() as f64 / 1000.0,
+                r.lost
+            );
+            out.push(
+                json!({"transport": t.name(), "size": size, "round_trip": a.round_trip,
+                "p50_us": q(0.5), "p90_us": q(0.9), "p99_us": q(0.99),
+                "p999_us": q(0.999), "max_us": r.hist.max() as f64 / 1000.0,
+                "samples": r.hist.len(), "lost": r.lost}),
+            );
+        }
+    }
+    let sizes_s: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    crate::report::out!(
+        "\n{} messages of {} bytes at {} per second after {} warmup, {}, sender and receiver threads in one process{}{}.",
         a.count,
-        a.size,
+        sizes_s.join("/"),
         a.rate,
         a.warmup,
-        a.affinity.as_ref().map_or(String::new(), |c| format!(", pinned to CPUs {c}")),
-        a.spin.map_or(String::new(), |s| format!(", receiver spin {s}"))
+        if a.round_trip {
+            "round trip (echoed)"
+        } else {
+            "one-way"
+        },
+        a.affinity
+            .as_ref()
+            .map_or(String::new(), |c| format!(", pinned to CPUs {c}")),
+        a.spin
+            .map_or(String::new(), |s| format!(", receiver spin {s}"))
     );
     if let Some(p) = &a.json_out {
         std::fs::write(p, json!({"suite": "latency", "rows": out}).to_string())

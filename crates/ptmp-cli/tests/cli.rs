@@ -667,6 +667,44 @@ fn bench_latency_affinity_and_spin() {
         s.contains("| shm (futex) |") && s.contains("| zmq tcp |"),
         "{s}"
     );
+    // Round trip, echoed, over a size sweep: every message comes back.
+    let out = run(&[
+        "bench",
+        "latency",
+        "--round-trip",
+        "-n",
+        "300",
+        "-w",
+        "10",
+        "-r",
+        "5000",
+        "--sizes",
+        "16,5000",
+        "--transports",
+        "shm-futex",
+        "ipc",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.contains("round trip (echoed)"), "{s}");
+    for row in [
+        "| shm (futex) | 16 |",
+        "| shm (futex) | 5000 |",
+        "| zmq ipc | 16 |",
+        "| zmq ipc | 5000 |",
+    ] {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("{row}: {s}"));
+        assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
+    }
+    let out = run(&["bench", "latency", "--sizes", "64,4"]);
+    assert_eq!(out.status.code(), Some(2));
     let out = run(&["bench", "latency", "-a", "0,4096"]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
