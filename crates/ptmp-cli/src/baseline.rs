@@ -85,12 +85,12 @@ fn cpu_seconds() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
-/// What a child process cost: CPU seconds, wall seconds from spawn, peak
-/// resident set.
+/// What a child process cost: CPU seconds and wall seconds from spawn.
+/// (Peak RSS comes from the child itself: wait4's ru_maxrss survives exec,
+/// so it would report this parent's size.)
 struct Cost {
     cpu_s: f64,
     wall_s: f64,
-    maxrss_mb: f64,
 }
 
 impl Cost {
@@ -129,8 +129,6 @@ fn wait_cost(
         Cost {
             cpu_s: t(u.ru_utime) + t(u.ru_stime),
             wall_s: spawned.elapsed().as_secs_f64(),
-            // Linux reports ru_maxrss in kilobytes.
-            maxrss_mb: u.ru_maxrss as f64 / 1024.0,
         },
     ))
 }
@@ -217,6 +215,16 @@ pub fn run(a: &BaselineArgs) -> CliResult {
         let writer_spawned = Instant::now();
         let mut writer = child("writer")?;
         let (wst, wcost) = wait_cost(&mut writer, writer_spawned)?;
+        let mut wout = String::new();
+        if let Some(mut o) = writer.stdout.take() {
+            let _ = o.read_to_string(&mut wout);
+        }
+        let writer_rss = wout
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str::<Value>(l).ok())
+            .and_then(|j| j["hwm_mb"].as_f64())
+            .unwrap_or(0.0);
         line.clear();
         out.read_line(&mut line)?;
         let (_, rcost) = wait_cost(&mut reader, reader_spawned)?;
@@ -244,13 +252,13 @@ pub fn run(a: &BaselineArgs) -> CliResult {
             rate * a.size as f64 / 1e6,
             wcost.cpu_pct(),
             rcost.cpu_pct(),
-            wcost.maxrss_mb,
-            rcost.maxrss_mb
+            writer_rss,
+            j["hwm_mb"].as_f64().unwrap_or(0.0)
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
     crate::report::out!(
-        "\n{} messages of {} bytes, one writer process and one reader process per row; CPU % = a process's CPU time over its life (spawn to exit), peak RSS from wait4.",
+        "\n{} messages of {} bytes, one writer process and one reader process per row; CPU % = a process's CPU time over its life (spawn to exit), peak RSS = each process's VmHWM.",
         a.count,
         a.size
     );
@@ -284,7 +292,17 @@ impl Tally {
     }
 }
 
+/// One side of a row; the writer then reports its peak RSS on stdout (the
+/// reader includes it in its result line).
 pub fn child(c: &ChildArgs) -> CliResult {
+    child_side(c)?;
+    if c.role != "reader" {
+        println!("{}", json!({"hwm_mb": crate::throughput::vm_hwm_mb()}));
+    }
+    Ok(())
+}
+
+fn child_side(c: &ChildArgs) -> CliResult {
     let fail =
         |e: std::io::Error| CliError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
     let (n, size) = (c.count, c.size);
@@ -538,7 +556,8 @@ pub fn child(c: &ChildArgs) -> CliResult {
     let el = t.first.map_or(0.0, |f| (t.last - f).as_secs_f64());
     println!(
         "{}",
-        json!({"received": t.got, "elapsed_s": el, "cpu_s": cpu_seconds()})
+        json!({"received": t.got, "elapsed_s": el, "cpu_s": cpu_seconds(),
+               "hwm_mb": crate::throughput::vm_hwm_mb()})
     );
     Ok(())
 }

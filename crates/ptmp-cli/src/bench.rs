@@ -21,6 +21,9 @@ pub struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCmd {
+    /// Pattern x transport x TPSet size, ptmp and raw libzmq, sender and
+    /// receiver in two processes (ipc, tcp, shm): rate, loss, CPU %, RSS.
+    Throughput(crate::throughput::ThroughputArgs),
     /// PTMP's tuning table: ptmp vs raw libzmq, pattern x transport.
     Tuning(TuningArgs),
     /// One-way latency percentiles per transport (shm, inproc, ipc, tcp).
@@ -65,6 +68,10 @@ fn all(a: &AllArgs) -> CliResult {
     println!("## tuning\n");
     suite("tuning", || {
         tuning(&args(q(&["-n", "200000", "--reps", "3"])))
+    })?;
+    println!("\n## throughput\n");
+    suite("throughput", || {
+        crate::throughput::run(&args(q(&["-n", "100000"])))
     })?;
     println!("\n## latency\n");
     suite("latency", || {
@@ -136,6 +143,7 @@ pub fn run(b: &BenchArgs) -> CliResult {
     }
     match &b.cmd {
         BenchCmd::Tuning(a) => suite("tuning", || tuning(a)),
+        BenchCmd::Throughput(a) => suite("throughput", || crate::throughput::run(a)),
         BenchCmd::Latency(a) => suite("latency", || crate::latency::run(a)),
         BenchCmd::Ring(a) => suite("ring", || crate::ring::run(a)),
         BenchCmd::Babus(a) => suite("babus", || crate::babus::run(a)),

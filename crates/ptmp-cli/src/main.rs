@@ -18,6 +18,7 @@ mod run;
 mod send;
 mod sendrecv;
 mod shm;
+mod throughput;
 
 use clap::{Parser, Subcommand};
 use common::CliError;
@@ -50,6 +51,9 @@ enum Cmd {
     Shm(shm::ShmCmd),
     /// Benchmarks: ptmp beside the alternatives, in one run.
     Bench(bench::BenchArgs),
+    /// One side of a `bench throughput` row (internal).
+    #[command(hide = true, name = "tput-child")]
+    TputChild(throughput::ChildArgs),
     /// One side of a `bench baseline` run (internal).
     #[command(hide = true, name = "bench-child")]
     BenchChild(baseline::ChildArgs),
@@ -66,6 +70,7 @@ fn main() {
         Cmd::Run(a) => run::run(&a),
         Cmd::Bench(c) => bench::run(&c),
         Cmd::BenchChild(a) => baseline::child(&a),
+        Cmd::TputChild(a) => throughput::child(&a),
         Cmd::Shm(c) => shm::run(&c),
     };
     if let Err(CliError { code, msg }) = r {

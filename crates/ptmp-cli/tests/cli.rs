@@ -713,6 +713,51 @@ fn bench_latency_affinity_and_spin() {
 }
 
 #[test]
+fn bench_throughput_two_processes_smoke() {
+    let out = run(&[
+        "bench",
+        "throughput",
+        "-n",
+        "3000",
+        "--ntps",
+        "0",
+        "10",
+        "--patterns",
+        "pushpull",
+        "pipe",
+        "--transports",
+        "inproc",
+        "ipc",
+        "tcp",
+        "shm",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = s
+        .lines()
+        .filter(|l| l.starts_with("| pushpull |") || l.starts_with("| pipe |"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    // pushpull: 4 transports x 2 sizes x (ptmp, raw) minus raw shm = 14;
+    // pipe: no shm: 3 x 2 x 2 = 12.
+    assert_eq!(rows.len(), 26, "{s}");
+    for r in &rows {
+        assert_eq!(r[8], "0", "lossless patterns lose nothing: {r:?}");
+        let procs = if r[2] == "inproc" { "1" } else { "2" };
+        assert_eq!(r[5], procs, "{r:?}");
+        if procs == "2" {
+            let rss: f64 = r[12].parse().unwrap();
+            assert!(rss > 1.0, "receiver peak RSS measured: {r:?}");
+        }
+    }
+    assert!(!s.contains("| pipe | shm"), "{s}");
+}
+
+#[test]
 fn bench_agents_smoke() {
     let out = run(&[
         "bench", "agents", "-n", "3000", "-d", "0.3", "-r", "2000", "--reps", "1",

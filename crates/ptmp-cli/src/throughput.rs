@@ -1,0 +1,490 @@
+//! `ptmp bench throughput`: pattern x transport x TPSet size, ptmp and raw
+//! libzmq moving identical frames, with the sender and the receiver in two
+//! processes for ipc, tcp and shm (inproc is necessarily one process, two
+//! threads). Per row: messages/s, MB/s, lost (by sequence numbers), the CPU %
+//! of each side and each side's peak RSS.
+//!
+//! Each side is this binary run again with the hidden `tput-child`
+//! subcommand; the parent reaps them with wait4 for their CPU time, and each
+//! reports its own peak RSS (VmHWM). The receiver times from its first
+//! message to its last, so process start-up is not counted; CPU % is a
+//! side's CPU time over that same span. inproc rows run the same two sides
+//! as threads of one process. Both implementations decode every TPSet on
+//! receipt (raw libzmq with the same decoder), so the rows compare the
+//! messaging, not whether a payload is parsed.
+
+use crate::common::{progress, CliError, CliResult};
+use crate::send::fill;
+use crate::sendrecv::{Pattern, TransportArg};
+use clap::ValueEnum;
+use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Impl {
+    Ptmp,
+    Raw,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ThroughputArgs {
+    /// TPSets per row.
+    #[arg(short = 'n', long, default_value_t = 500_000)]
+    pub count: u64,
+    #[arg(long, value_enum, num_args = 1.., default_values = ["pubsub", "pipe", "pushpull"])]
+    pub patterns: Vec<Pattern>,
+    #[arg(long, value_enum, num_args = 1.., default_values = ["inproc", "ipc", "tcp", "shm"])]
+    pub transports: Vec<TransportArg>,
+    /// TrigPrims per TPSet.
+    #[arg(long, num_args = 1.., default_values_t = [0u32, 10, 100])]
+    pub ntps: Vec<u32>,
+    /// High-water marks of both sides.
+    #[arg(long, default_value_t = 10_000)]
+    pub hwm: i32,
+}
+
+/// `ptmp tput-child`: one side of a throughput row (internal).
+#[derive(Debug, clap::Args)]
+pub struct ChildArgs {
+    #[arg(long)]
+    pub role: String,
+    #[arg(long, value_enum)]
+    pub implementation: Impl,
+    #[arg(long, value_enum)]
+    pub pattern: Pattern,
+    #[arg(long)]
+    pub addr: String,
+    #[arg(short = 'n', long)]
+    pub count: u64,
+    #[arg(long)]
+    pub ntps: u32,
+    #[arg(long)]
+    pub hwm: i32,
+}
+
+fn types(p: Pattern) -> (&'static str, &'static str) {
+    match p {
+        Pattern::Pair | Pattern::Pipe => ("PAIR", "PAIR"),
+        Pattern::Pubsub => ("PUB", "SUB"),
+        Pattern::Pushpull => ("PUSH", "PULL"),
+    }
+}
+
+/// The message every row sends (the count changes, so sizes match within
+/// a byte or two of varint growth).
+fn payload(ntps: u32) -> (TPSet, usize) {
+    let mut t = TPSet::default();
+    fill(&mut t, 0, 1, ntps, 25);
+    t.count = u32::MAX / 2;
+    let mut b = Vec::new();
+    ptmp::data::encode_tpset(&t, &mut b);
+    (t, b.len() + 4)
+}
+
+fn zerr(op: &'static str) -> impl FnOnce(zmq::Error) -> CliError {
+    move |e| CliError::fail(format!("zmq {op}: {e}"))
+}
+
+/// This process's peak resident set, MB (VmHWM: unlike wait4's ru_maxrss,
+/// it starts afresh at exec, so a child does not inherit its parent's).
+pub fn vm_hwm_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Receiver side: counts by the TPSet count. `ready` is called once the
+/// socket is bound; `ctx` is the zmq context to share for raw inproc.
+fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> CliResult<Value> {
+    let (_, rt) = types(c.pattern);
+    let shm = c.addr.starts_with("shm://");
+    let attach = if shm { "connect" } else { "bind" };
+    let (mut got, mut gaps, mut next) = (0u64, 0u64, 0u32);
+    let (mut first, mut last) = (None, Instant::now());
+    let idle = Duration::from_secs(3);
+    let mut note = |count: u32, got: &mut u64| {
+        *got += 1;
+        if count != next {
+            gaps += 1;
+        }
+        next = count.wrapping_add(1);
+        let now = Instant::now();
+        first.get_or_insert(now);
+        last = now;
+    };
+    match c.implementation {
+        Impl::Ptmp => {
+            let cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
+                "shm_slots": 4096, "shm_max_message": 4096}});
+            let mut rx = Receiver::from_config(&SocketConfig::from_value(&cfg)?)?;
+            ready();
+            let mut t = TPSet::default();
+            while got < c.count && rx.recv_into(&mut t, Some(idle))? {
+                note(t.count, &mut got);
+            }
+        }
+        Impl::Raw => {
+            let own = zmq::Context::new();
+            let ctx = ctx.unwrap_or(&own);
+            let zt = if rt == "SUB" {
+                zmq::SUB
+            } else if rt == "PAIR" {
+                zmq::PAIR
+            } else {
+                zmq::PULL
+            };
+            let rx = ctx.socket(zt).map_err(zerr("socket"))?;
+            rx.set_rcvhwm(c.hwm).map_err(zerr("rcvhwm"))?;
+            if zt == zmq::SUB {
+                rx.set_subscribe(b"").map_err(zerr("subscribe"))?;
+            }
+            rx.bind(&c.addr).map_err(zerr("bind"))?;
+            rx.set_rcvtimeo(idle.as_millis() as i32)
+                .map_err(zerr("rcvtimeo"))?;
+            ready();
+            let (mut m0, mut m1) = (zmq::Message::new(), zmq::Message::new());
+            let mut t = TPSet::default();
+            while got < c.count {
+                match rx.recv(&mut m0, 0) {
+                    Ok(()) => {}
+                    Err(zmq::Error::EAGAIN) => break,
+                    Err(e) => return Err(zerr("recv")(e)),
+                }
+                rx.recv(&mut m1, 0).map_err(zerr("recv"))?;
+                // Decode as ptmp does, so both sides do the same work.
+                ptmp::data::decode_tpset_into(&m1, &mut t)
+                    .map_err(|e| CliError::fail(format!("raw payload: {e}")))?;
+                note(t.count, &mut got);
+            }
+        }
+    }
+    let span = first.map_or(0.0, |f| (last - f).as_secs_f64());
+    Ok(json!({"received": got, "gaps": gaps, "span_s": span, "hwm_mb": vm_hwm_mb()}))
+}
+
+/// Sender side.
+fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> CliResult {
+    let (st, _) = types(c.pattern);
+    let shm = c.addr.starts_with("shm://");
+    let attach = if shm { "bind" } else { "connect" };
+    let (mut t, _) = payload(c.ntps);
+    match c.implementation {
+        Impl::Ptmp => {
+            let mut cfg = json!({"socket": {"type": st, attach: [c.addr], "sndhwm": c.hwm,
+                "shm_slots": 4096, "shm_max_message": 4096}});
+            if st == "PUB" && !shm {
+                cfg["socket"]["subscribers"] = json!(1);
+            }
+            let mut tx = Sender::from_config(&SocketConfig::from_value(&cfg)?)?;
+            for i in 0..c.count {
+                t.count = i as u32;
+                t.created = ptmp::data::now_us();
+                tx.send(&t)?;
+            }
+        }
+        Impl::Raw => {
+            let own = zmq::Context::new();
+            let ctx = ctx.unwrap_or(&own);
+            let zt = if st == "PUB" {
+                zmq::XPUB
+            } else if st == "PAIR" {
+                zmq::PAIR
+            } else {
+                zmq::PUSH
+            };
+            let tx = ctx.socket(zt).map_err(zerr("socket"))?;
+            tx.set_sndhwm(c.hwm).map_err(zerr("sndhwm"))?;
+            tx.set_linger(5000).map_err(zerr("linger"))?;
+            tx.connect(&c.addr).map_err(zerr("connect"))?;
+            if zt == zmq::XPUB {
+                tx.set_rcvtimeo(10_000).map_err(zerr("rcvtimeo"))?;
+                tx.recv_bytes(0).map_err(zerr("wait for subscriber"))?;
+            }
+            let mut buf = Vec::new();
+            for i in 0..c.count {
+                t.count = i as u32;
+                t.created = ptmp::data::now_us();
+                ptmp::data::encode_tpset(&t, &mut buf);
+                tx.send(&ptmp::data::VERSION_FRAME[..], zmq::SNDMORE)
+                    .map_err(zerr("send"))?;
+                tx.send(&buf[..], 0).map_err(zerr("send"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn child(c: &ChildArgs) -> CliResult {
+    if c.role == "recv" {
+        let j = receive(c, None, || {
+            println!("ready");
+            let _ = std::io::stdout().flush();
+        })?;
+        println!("{j}");
+    } else {
+        send(c, None)?;
+        println!("{}", json!({"hwm_mb": vm_hwm_mb()}));
+    }
+    Ok(())
+}
+
+/// CPU seconds and peak RSS (MB) of a reaped child.
+fn reap(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, f64, f64)> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: wait4 on our own child's pid, filling a zeroed rusage.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    loop {
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut u) };
+        if rc == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    Ok((
+        std::process::ExitStatus::from_raw(status),
+        t(u.ru_utime) + t(u.ru_stime),
+        u.ru_maxrss as f64 / 1024.0,
+    ))
+}
+
+struct RowOut {
+    received: u64,
+    span_s: f64,
+    send_cpu_s: f64,
+    recv_cpu_s: f64,
+    send_rss: f64,
+    recv_rss: f64,
+    procs: bool,
+}
+
+fn address(tr: TransportArg, tag: &str) -> CliResult<String> {
+    Ok(match tr {
+        TransportArg::Inproc => format!("inproc://tput-{tag}"),
+        TransportArg::Ipc => format!(
+            "ipc://{}",
+            std::env::temp_dir()
+                .join(format!("ptmp-tput-{}-{tag}.ipc", std::process::id()))
+                .display()
+        ),
+        TransportArg::Tcp => {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                .local_addr()?
+                .port();
+            format!("tcp://127.0.0.1:{port}")
+        }
+        TransportArg::Shm => format!("shm://tput-{}-{tag}", std::process::id()),
+    })
+}
+
+fn self_usage() -> (f64, f64) {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(u.ru_utime) + t(u.ru_stime), 0.0)
+}
+
+fn one_row(
+    a: &ThroughputArgs,
+    im: Impl,
+    p: Pattern,
+    tr: TransportArg,
+    ntps: u32,
+    tag: &str,
+) -> CliResult<RowOut> {
+    let addr = address(tr, tag)?;
+    if tr == TransportArg::Inproc {
+        // One process, two threads running the very code of the two child
+        // processes; CPU is the whole process's (both sides together).
+        let c = ChildArgs {
+            role: String::new(),
+            implementation: im,
+            pattern: p,
+            addr: addr.clone(),
+            count: a.count,
+            ntps,
+            hwm: a.hwm,
+        };
+        let ctx = zmq::Context::new();
+        let (c0, _) = self_usage();
+        let (tx_ready, rx_ready) = std::sync::mpsc::channel();
+        let j = std::thread::scope(|sc| -> CliResult<Value> {
+            let recv = sc.spawn(|| {
+                receive(&c, Some(&ctx), move || {
+                    let _ = tx_ready.send(());
+                })
+            });
+            if rx_ready.recv().is_ok() {
+                send(&c, Some(&ctx))?;
+            }
+            recv.join()
+                .map_err(|_| CliError::fail("receiver thread panicked"))?
+        })?;
+        let (c1, _) = self_usage();
+        return Ok(RowOut {
+            received: j["received"].as_u64().unwrap_or(0),
+            span_s: j["span_s"].as_f64().unwrap_or(0.0),
+            send_cpu_s: c1 - c0,
+            recv_cpu_s: f64::NAN,
+            send_rss: vm_hwm_mb(),
+            recv_rss: f64::NAN,
+            procs: false,
+        });
+    }
+    let exe = std::env::current_exe()?;
+    let spawn = |role: &str| {
+        Command::new(&exe)
+            .args(["tput-child", "--role", role, "--implementation"])
+            .arg(match im {
+                Impl::Ptmp => "ptmp",
+                Impl::Raw => "raw",
+            })
+            .args(["--pattern", p.name(), "--addr", &addr])
+            .args(["-n", &a.count.to_string(), "--ntps", &ntps.to_string()])
+            .args(["--hwm", &a.hwm.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+    };
+    let mut rx = spawn("recv")?;
+    let mut out = BufReader::new(rx.stdout.take().expect("piped"));
+    let mut line = String::new();
+    out.read_line(&mut line)?;
+    if line.trim() != "ready" {
+        let _ = rx.kill();
+        let _ = rx.wait();
+        return Err(CliError::fail(format!(
+            "{} {} {}: receiver did not start",
+            p.name(),
+            tr.name(),
+            ntps
+        )));
+    }
+    let mut tx = spawn("send")?;
+    let mut tx_out = String::new();
+    let _ = std::io::Read::read_to_string(&mut tx.stdout.take().expect("piped"), &mut tx_out);
+    let (st, send_cpu_s, _) = reap(&mut tx)?;
+    let send_rss = tx_out
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<Value>(l).ok())
+        .and_then(|j| j["hwm_mb"].as_f64())
+        .unwrap_or(f64::NAN);
+    line.clear();
+    out.read_line(&mut line)?;
+    let (_, recv_cpu_s, _) = reap(&mut rx)?;
+    if let Some(p) = addr.strip_prefix("shm://") {
+        let _ = ptmp_shm::remove(p);
+    }
+    if let Some(p) = addr.strip_prefix("ipc://") {
+        let _ = std::fs::remove_file(p);
+    }
+    let j: Value = serde_json::from_str(line.trim()).map_err(|_| {
+        CliError::fail(format!(
+            "{} {}: the receiver gave no result (sender {st})",
+            p.name(),
+            tr.name()
+        ))
+    })?;
+    Ok(RowOut {
+        received: j["received"].as_u64().unwrap_or(0),
+        span_s: j["span_s"].as_f64().unwrap_or(0.0),
+        send_cpu_s,
+        recv_cpu_s,
+        send_rss,
+        recv_rss: j["hwm_mb"].as_f64().unwrap_or(f64::NAN),
+        procs: true,
+    })
+}
+
+pub fn run(a: &ThroughputArgs) -> CliResult {
+    if a.count == 0 {
+        return Err(CliError::usage("-n must be at least 1"));
+    }
+    crate::report::out!("| pattern | transport | ntps | impl | processes | msg/s | MB/s | lost | sender CPU % | receiver CPU % | sender peak RSS MB | receiver peak RSS MB |");
+    crate::report::out!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    for &p in &a.patterns {
+        for &tr in &a.transports {
+            if tr == TransportArg::Shm && p != Pattern::Pubsub && p != Pattern::Pushpull {
+                continue; // shm carries PUB/SUB and PUSH/PULL only
+            }
+            for &ntps in &a.ntps {
+                for im in [Impl::Ptmp, Impl::Raw] {
+                    if tr == TransportArg::Shm && im == Impl::Raw {
+                        continue; // libzmq has no shm
+                    }
+                    rows.push((p, tr, ntps, im));
+                }
+            }
+        }
+    }
+    let pb = progress(rows.len() as u64 * 100_000, "throughput");
+    for (k, &(p, tr, ntps, im)) in rows.iter().enumerate() {
+        let r = one_row(a, im, p, tr, ntps, &k.to_string())?;
+        pb.inc(100_000);
+        let (_, bytes) = payload(ntps);
+        let rate = if r.span_s > 0.0 {
+            r.received as f64 / r.span_s
+        } else {
+            0.0
+        };
+        let pct = |cpu: f64| {
+            if cpu.is_nan() {
+                "-".to_string()
+            } else if r.span_s > 0.0 {
+                format!("{:.0}", 100.0 * cpu / r.span_s)
+            } else {
+                "0".into()
+            }
+        };
+        let mb = |x: f64| {
+            if x.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{x:.1}")
+            }
+        };
+        pb.suspend(|| {
+            crate::report::out!(
+                "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} |",
+                p.name(),
+                tr.name(),
+                ntps,
+                match im {
+                    Impl::Ptmp => "ptmp",
+                    Impl::Raw => "raw libzmq",
+                },
+                if r.procs { 2 } else { 1 },
+                rate,
+                rate * bytes as f64 / 1e6,
+                a.count - r.received.min(a.count),
+                pct(r.send_cpu_s),
+                pct(r.recv_cpu_s),
+                mb(r.send_rss),
+                mb(r.recv_rss)
+            )
+        });
+    }
+    pb.finish_and_clear();
+    crate::report::out!(
+        "\n{} TPSets per row; msg/s from the receiver's first to last message; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop).",
+        a.count
+    );
+    Ok(())
+}
