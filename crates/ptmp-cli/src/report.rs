@@ -109,8 +109,19 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Horizontal bar charts, one per column whose every cell is a number;
-/// bars are labelled by the row's text columns.
+/// Whether a column holds a measurement (charted) rather than a parameter
+/// of the row (ntps, receivers, size), which labels the bars instead.
+fn is_measurement(header: &str) -> bool {
+    let h = format!(" {} ", header.to_lowercase());
+    [
+        "/s", "%", " mb", " us", " ns", "khz", "lost", " s ", " ms", "value", "received", "rate",
+    ]
+    .iter()
+    .any(|k| h.contains(k))
+}
+
+/// Horizontal bar charts, one per measurement column whose every cell is a
+/// number; bars are labelled by the row's other columns.
 pub fn svg(title: &str, tables: &[Table]) -> String {
     let (w, bar_h, left, right) = (900.0, 18.0, 330.0, 110.0);
     let mut body = String::new();
@@ -118,7 +129,8 @@ pub fn svg(title: &str, tables: &[Table]) -> String {
     for t in tables {
         let numeric: Vec<usize> = (0..t.headers.len())
             .filter(|&c| {
-                !t.rows.is_empty()
+                is_measurement(&t.headers[c])
+                    && !t.rows.is_empty()
                     && t.rows
                         .iter()
                         .all(|r| r.get(c).and_then(|x| number(x)).is_some())
@@ -244,7 +256,8 @@ mod tests {
             s.starts_with("<svg") && s.contains(">b kHz<") && s.contains(">x / -<"),
             "{s}"
         );
-        // Column c is not numeric in every row: no chart for it.
-        assert!(!s.contains(">c<"));
+        // Column c is not numeric in every row, and "a" is not a
+        // measurement: no chart for them.
+        assert!(!s.contains(">c<") && !s.contains(">a<"));
     }
 }
