@@ -21,6 +21,13 @@ import ptmp_pb  # noqa: E402  (the independent protobuf descriptor)
 TAG = f"py{os.getpid()}"
 
 
+def remove_shm(name):
+    """Remove a channel this test made (its segment outlives its writer)."""
+    path = os.path.join(os.environ.get("PTMP_SHM_DIR", "/dev/shm"), f"ptmp.{name}")
+    if os.path.exists(path):
+        os.remove(path)
+
+
 def sample(i=7, ntps=3):
     return ptmp.TPSet(
         count=i, detid=5, created=ptmp.now_us(), tstart=1000 * i, tspan=50,
@@ -77,7 +84,7 @@ def test_round_trip_on_every_transport(transport, tmp_path):
             assert rx.recv(timeout=0.05) is None
             assert rx.received == 200 and tx.sent == 200
     if transport == "shm":
-        subprocess.run(["true"])  # nothing to clean in-process; the CLI test covers shm rm
+        remove_shm(name)
 
 
 def test_recv_timeout_returns_none_promptly():
@@ -200,10 +207,7 @@ def test_shm_image_zero_copy_between_processes():
         writer.stdin.write("done\n")
         writer.stdin.flush()
         writer.wait(10)
-        subprocess.run([os.environ.get("PTMP_BIN", "true"), "shm", "rm", name], capture_output=True)
-        path = f"/dev/shm/ptmp.{name}"
-        if os.path.exists(path):
-            os.remove(path)
+        remove_shm(name)
 
 
 def test_shm_overwritten_view_is_detected():
@@ -218,7 +222,7 @@ def test_shm_overwritten_view_is_detected():
         w.publish(b"x%d" % i)
     assert not v.valid()
     v.release()
-    os.remove(f"/dev/shm/ptmp.{name}")
+    remove_shm(name)
 
 
 def test_run_an_agent_config(tmp_path):
