@@ -105,6 +105,10 @@ fn all(a: &AllArgs) -> CliResult {
 /// Run one suite, saving its tables when `--out` was given.
 fn suite(name: &str, f: impl FnOnce() -> CliResult) -> CliResult {
     crate::report::begin(name);
+    // tuning and throughput draw a bar of their own.
+    if name != "tuning" && name != "throughput" {
+        crate::report::spinner(name);
+    }
     let r = f();
     match crate::report::end() {
         Ok(Some((j, s))) => eprintln!("ptmp bench: wrote {} and {}", j.display(), s.display()),

@@ -178,7 +178,7 @@ fn round_trip(
 }
 
 /// Pin the calling thread to `cpu`.
-fn pin(cpu: Option<usize>) -> CliResult {
+pub(crate) fn pin(cpu: Option<usize>) -> CliResult {
     let Some(cpu) = cpu else {
         return Ok(());
     };
@@ -198,7 +198,7 @@ fn pin(cpu: Option<usize>) -> CliResult {
 }
 
 /// Parse `-a SEND,RECV`, checking the CPUs exist.
-fn parse_affinity(a: &Option<String>) -> CliResult<(Option<usize>, Option<usize>)> {
+pub(crate) fn parse_affinity(a: &Option<String>) -> CliResult<(Option<usize>, Option<usize>)> {
     let Some(s) = a else {
         return Ok((None, None));
     };

@@ -19,13 +19,49 @@ struct Recorder {
 
 static REC: Mutex<Option<Recorder>> = Mutex::new(None);
 static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The running suite's progress line (on a terminal only): elapsed time and
+/// rows done, printed around by `line`.
+static BAR: Mutex<Option<(indicatif::ProgressBar, u64)>> = Mutex::new(None);
 
 /// Print a line of bench output (and record it when saving).
 pub fn line(s: String) {
-    println!("{s}");
+    let mut bar = BAR.lock().unwrap_or_else(|p| p.into_inner());
+    match bar.as_mut() {
+        Some((pb, rows)) => {
+            pb.suspend(|| println!("{s}"));
+            if s.starts_with("| ") && !s.starts_with("| -") {
+                *rows += 1;
+                pb.set_message(format!("{} rows", rows.saturating_sub(1)));
+            }
+        }
+        None => println!("{s}"),
+    }
+    drop(bar);
     let mut r = REC.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(r) = r.as_mut() {
         r.lines.extend(s.lines().map(str::to_string));
+    }
+}
+
+/// Show a progress line for a suite that has no bar of its own.
+pub fn spinner(suite: &str) {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {prefix} {elapsed} {msg}")
+            .expect("valid template"),
+    );
+    pb.set_prefix(format!("bench {suite}"));
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    *BAR.lock().unwrap_or_else(|p| p.into_inner()) = Some((pb, 0));
+}
+
+fn spinner_done() {
+    if let Some((pb, _)) = BAR.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        pb.finish_and_clear();
     }
 }
 
@@ -204,6 +240,7 @@ fn machine() -> Value {
 
 /// Stop recording and write the suite's files.
 pub fn end() -> std::io::Result<Option<(PathBuf, PathBuf)>> {
+    spinner_done();
     let Some(r) = REC.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return Ok(None);
     };

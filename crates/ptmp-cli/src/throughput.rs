@@ -44,6 +44,22 @@ pub struct ThroughputArgs {
     /// High-water marks of both sides.
     #[arg(long, default_value_t = 10_000)]
     pub hwm: i32,
+    /// smx_perf's -r: sender rate, TPSets/s (busy-wait pacing); default flat out.
+    #[arg(short = 'r', long)]
+    pub rate: Option<f64>,
+    /// smx_perf's -w: warmup TPSets, sent and checked but not timed.
+    #[arg(short = 'w', long, default_value_t = 0)]
+    pub warmup: u64,
+    /// smx_perf's -a: pin the sender's and the receiver's thread, SEND,RECV.
+    #[arg(short = 'a', long = "affinity", value_name = "SEND,RECV")]
+    pub affinity: Option<String>,
+    /// smx_perf's -s: receiver non-blocking tries per message before it
+    /// blocks.
+    #[arg(short = 's', long = "spin", default_value_t = 0)]
+    pub spin: u32,
+    /// smx_perf's -l: the zmq sender's linger at exit, ms.
+    #[arg(short = 'l', long = "linger", default_value_t = 2000)]
+    pub linger_ms: i32,
 }
 
 /// `ptmp tput-child`: one side of a throughput row (internal).
@@ -63,6 +79,16 @@ pub struct ChildArgs {
     pub ntps: u32,
     #[arg(long)]
     pub hwm: i32,
+    #[arg(long)]
+    pub rate: Option<f64>,
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u64,
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    pub spin: u32,
+    #[arg(long, default_value_t = 2000)]
+    pub linger_ms: i32,
 }
 
 fn types(p: Pattern) -> (&'static str, &'static str) {
@@ -108,9 +134,11 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> C
     let (_, rt) = types(c.pattern);
     let shm = c.addr.starts_with("shm://");
     let attach = if shm { "connect" } else { "bind" };
+    crate::latency::pin(c.cpu)?;
     let (mut got, mut gaps, mut next) = (0u64, 0u64, 0u32);
     let (mut first, mut last) = (None, Instant::now());
     let idle = Duration::from_secs(3);
+    let warmup = c.warmup;
     let mut note = |count: u32, got: &mut u64| {
         *got += 1;
         if count != next {
@@ -118,7 +146,10 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> C
         }
         next = count.wrapping_add(1);
         let now = Instant::now();
-        first.get_or_insert(now);
+        // Timing starts at the first message after the warmup.
+        if *got > warmup {
+            first.get_or_insert(now);
+        }
         last = now;
     };
     match c.implementation {
@@ -128,7 +159,17 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> C
             let mut rx = Receiver::from_config(&SocketConfig::from_value(&cfg)?)?;
             ready();
             let mut t = TPSet::default();
-            while got < c.count && rx.recv_into(&mut t, Some(idle))? {
+            while got < c.count {
+                let mut ok = false;
+                for _ in 0..c.spin {
+                    if rx.recv_into(&mut t, Some(Duration::ZERO))? {
+                        ok = true;
+                        break;
+                    }
+                }
+                if !ok && !rx.recv_into(&mut t, Some(idle))? {
+                    break;
+                }
                 note(t.count, &mut got);
             }
         }
@@ -154,10 +195,19 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> C
             let (mut m0, mut m1) = (zmq::Message::new(), zmq::Message::new());
             let mut t = TPSet::default();
             while got < c.count {
-                match rx.recv(&mut m0, 0) {
-                    Ok(()) => {}
-                    Err(zmq::Error::EAGAIN) => break,
-                    Err(e) => return Err(zerr("recv")(e)),
+                let mut ok = false;
+                for _ in 0..c.spin {
+                    if rx.recv(&mut m0, zmq::DONTWAIT).is_ok() {
+                        ok = true;
+                        break;
+                    }
+                }
+                if !ok {
+                    match rx.recv(&mut m0, 0) {
+                        Ok(()) => {}
+                        Err(zmq::Error::EAGAIN) => break,
+                        Err(e) => return Err(zerr("recv")(e)),
+                    }
                 }
                 rx.recv(&mut m1, 0).map_err(zerr("recv"))?;
                 // Decode as ptmp does, so both sides do the same work.
@@ -168,24 +218,36 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> C
         }
     }
     let span = first.map_or(0.0, |f| (last - f).as_secs_f64());
-    Ok(json!({"received": got, "gaps": gaps, "span_s": span, "hwm_mb": vm_hwm_mb()}))
+    Ok(
+        json!({"received": got, "timed": got.saturating_sub(warmup), "gaps": gaps,
+        "span_s": span, "hwm_mb": vm_hwm_mb()}),
+    )
 }
 
 /// Sender side.
 fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> CliResult {
+    crate::latency::pin(c.cpu)?;
     let (st, _) = types(c.pattern);
     let shm = c.addr.starts_with("shm://");
     let attach = if shm { "bind" } else { "connect" };
     let (mut t, _) = payload(c.ntps);
+    let start = Instant::now();
+    let period = c.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+    let pace = |i: u64| {
+        if let Some(p) = period {
+            crate::send::pace_until(start + p.mul_f64(i as f64));
+        }
+    };
     match c.implementation {
         Impl::Ptmp => {
             let mut cfg = json!({"socket": {"type": st, attach: [c.addr], "sndhwm": c.hwm,
-                "shm_slots": 4096, "shm_max_message": 4096}});
+                "linger_ms": c.linger_ms, "shm_slots": 4096, "shm_max_message": 4096}});
             if st == "PUB" && !shm {
                 cfg["socket"]["subscribers"] = json!(1);
             }
             let mut tx = Sender::from_config(&SocketConfig::from_value(&cfg)?)?;
             for i in 0..c.count {
+                pace(i);
                 t.count = i as u32;
                 t.created = ptmp::data::now_us();
                 tx.send(&t)?;
@@ -203,7 +265,7 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> CliResult {
             };
             let tx = ctx.socket(zt).map_err(zerr("socket"))?;
             tx.set_sndhwm(c.hwm).map_err(zerr("sndhwm"))?;
-            tx.set_linger(5000).map_err(zerr("linger"))?;
+            tx.set_linger(c.linger_ms).map_err(zerr("linger"))?;
             tx.connect(&c.addr).map_err(zerr("connect"))?;
             if zt == zmq::XPUB {
                 tx.set_rcvtimeo(10_000).map_err(zerr("rcvtimeo"))?;
@@ -211,6 +273,7 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> CliResult {
             }
             let mut buf = Vec::new();
             for i in 0..c.count {
+                pace(i);
                 t.count = i as u32;
                 t.created = ptmp::data::now_us();
                 ptmp::data::encode_tpset(&t, &mut buf);
@@ -264,6 +327,8 @@ fn reap(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitS
 
 struct RowOut {
     received: u64,
+    /// Received after the warmup (the ones timed).
+    timed: u64,
     span_s: f64,
     send_cpu_s: f64,
     recv_cpu_s: f64,
@@ -299,6 +364,7 @@ fn self_usage() -> (f64, f64) {
     (t(u.ru_utime) + t(u.ru_stime), 0.0)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn one_row(
     a: &ThroughputArgs,
     im: Impl,
@@ -306,31 +372,41 @@ fn one_row(
     tr: TransportArg,
     ntps: u32,
     tag: &str,
+    cpus: (Option<usize>, Option<usize>),
 ) -> CliResult<RowOut> {
     let addr = address(tr, tag)?;
+    let side = |cpu: Option<usize>| ChildArgs {
+        role: String::new(),
+        implementation: im,
+        pattern: p,
+        addr: addr.clone(),
+        count: a.count,
+        ntps,
+        hwm: a.hwm,
+        rate: a.rate,
+        warmup: a.warmup,
+        cpu,
+        spin: a.spin,
+        linger_ms: a.linger_ms,
+    };
     if tr == TransportArg::Inproc {
         // One process, two threads running the very code of the two child
         // processes; CPU is the whole process's (both sides together).
-        let c = ChildArgs {
-            role: String::new(),
-            implementation: im,
-            pattern: p,
-            addr: addr.clone(),
-            count: a.count,
-            ntps,
-            hwm: a.hwm,
-        };
+        let (cs, cr) = (side(cpus.0), side(cpus.1));
         let ctx = zmq::Context::new();
         let (c0, _) = self_usage();
         let (tx_ready, rx_ready) = std::sync::mpsc::channel();
         let j = std::thread::scope(|sc| -> CliResult<Value> {
             let recv = sc.spawn(|| {
-                receive(&c, Some(&ctx), move || {
+                receive(&cr, Some(&ctx), move || {
                     let _ = tx_ready.send(());
                 })
             });
             if rx_ready.recv().is_ok() {
-                send(&c, Some(&ctx))?;
+                // A scoped thread, so pinning it does not pin this one.
+                sc.spawn(|| send(&cs, Some(&ctx)))
+                    .join()
+                    .map_err(|_| CliError::fail("sender thread panicked"))??;
             }
             recv.join()
                 .map_err(|_| CliError::fail("receiver thread panicked"))?
@@ -338,6 +414,7 @@ fn one_row(
         let (c1, _) = self_usage();
         return Ok(RowOut {
             received: j["received"].as_u64().unwrap_or(0),
+            timed: j["timed"].as_u64().unwrap_or(0),
             span_s: j["span_s"].as_f64().unwrap_or(0.0),
             send_cpu_s: c1 - c0,
             recv_cpu_s: f64::NAN,
@@ -348,8 +425,9 @@ fn one_row(
     }
     let exe = std::env::current_exe()?;
     let spawn = |role: &str| {
-        Command::new(&exe)
-            .args(["tput-child", "--role", role, "--implementation"])
+        let cpu = if role == "recv" { cpus.1 } else { cpus.0 };
+        let mut cmd = Command::new(&exe);
+        cmd.args(["tput-child", "--role", role, "--implementation"])
             .arg(match im {
                 Impl::Ptmp => "ptmp",
                 Impl::Raw => "raw",
@@ -357,9 +435,20 @@ fn one_row(
             .args(["--pattern", p.name(), "--addr", &addr])
             .args(["-n", &a.count.to_string(), "--ntps", &ntps.to_string()])
             .args(["--hwm", &a.hwm.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
+            .args([
+                "--warmup",
+                &a.warmup.to_string(),
+                "--spin",
+                &a.spin.to_string(),
+            ])
+            .args(["--linger-ms", &a.linger_ms.to_string()]);
+        if let Some(r) = a.rate {
+            cmd.args(["--rate", &r.to_string()]);
+        }
+        if let Some(c) = cpu {
+            cmd.args(["--cpu", &c.to_string()]);
+        }
+        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()
     };
     let mut rx = spawn("recv")?;
     let mut out = BufReader::new(rx.stdout.take().expect("piped"));
@@ -403,6 +492,7 @@ fn one_row(
     })?;
     Ok(RowOut {
         received: j["received"].as_u64().unwrap_or(0),
+        timed: j["timed"].as_u64().unwrap_or(0),
         span_s: j["span_s"].as_f64().unwrap_or(0.0),
         send_cpu_s,
         recv_cpu_s,
@@ -413,9 +503,18 @@ fn one_row(
 }
 
 pub fn run(a: &ThroughputArgs) -> CliResult {
-    if a.count == 0 {
-        return Err(CliError::usage("-n must be at least 1"));
+    if a.count == 0 || a.warmup >= a.count {
+        return Err(CliError::usage(format!(
+            "-n {} -w {}: need at least one TPSet after the warmup",
+            a.count, a.warmup
+        )));
     }
+    if let Some(r) = a.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(CliError::usage(format!("--rate {r}: must be positive")));
+        }
+    }
+    let cpus = crate::latency::parse_affinity(&a.affinity)?;
     crate::report::out!("| pattern | transport | ntps | impl | processes | msg/s | MB/s | lost | sender CPU % | receiver CPU % | sender peak RSS MB | receiver peak RSS MB |");
     crate::report::out!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
@@ -436,11 +535,11 @@ pub fn run(a: &ThroughputArgs) -> CliResult {
     }
     let pb = progress(rows.len() as u64 * 100_000, "throughput");
     for (k, &(p, tr, ntps, im)) in rows.iter().enumerate() {
-        let r = one_row(a, im, p, tr, ntps, &k.to_string())?;
+        let r = one_row(a, im, p, tr, ntps, &k.to_string(), cpus)?;
         pb.inc(100_000);
         let (_, bytes) = payload(ntps);
         let rate = if r.span_s > 0.0 {
-            r.received as f64 / r.span_s
+            r.timed as f64 / r.span_s
         } else {
             0.0
         };
@@ -483,8 +582,12 @@ pub fn run(a: &ThroughputArgs) -> CliResult {
     }
     pb.finish_and_clear();
     crate::report::out!(
-        "\n{} TPSets per row; msg/s from the receiver's first to last message; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop).",
-        a.count
+        "\n{} TPSets per row{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop).",
+        a.count,
+        if a.warmup > 0 { format!(", {} warmup", a.warmup) } else { String::new() },
+        a.rate.map_or(String::new(), |r| format!(", paced at {r}/s")),
+        a.affinity.as_ref().map_or(String::new(), |c| format!(", pinned to CPUs {c}")),
+        if a.spin > 0 { format!(", receiver spin {}", a.spin) } else { String::new() }
     );
     Ok(())
 }

@@ -755,6 +755,48 @@ fn bench_throughput_two_processes_smoke() {
         }
     }
     assert!(!s.contains("| pipe | shm"), "{s}");
+    // smx_perf's options on this suite too.
+    let out = run(&[
+        "bench",
+        "throughput",
+        "-n",
+        "3000",
+        "-w",
+        "500",
+        "-r",
+        "100000",
+        "-a",
+        "0,1",
+        "-s",
+        "5",
+        "-l",
+        "100",
+        "--patterns",
+        "pushpull",
+        "--ntps",
+        "0",
+        "--transports",
+        "inproc",
+        "ipc",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        s.contains("500 warmup, paced at 100000/s, pinned to CPUs 0,1, receiver spin 5"),
+        "{s}"
+    );
+    for l in s.lines().filter(|l| l.starts_with("| pushpull |")) {
+        let c: Vec<&str> = l.split('|').map(str::trim).collect();
+        assert_eq!(c[8], "0", "{l}");
+        let rate: f64 = c[6].parse().unwrap();
+        assert!(rate < 150_000.0, "paced at 100k/s: {l}");
+    }
+    let out = run(&["bench", "throughput", "-n", "5", "-w", "10"]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
