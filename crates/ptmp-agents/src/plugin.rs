@@ -72,7 +72,9 @@ type EnginesFn = unsafe extern "C" fn() -> *const *const CEngineDesc;
 /// A descriptor inside a loaded library, kept alive by the `Arc`.
 #[derive(Clone)]
 struct CSource {
-    lib: Arc<Library>,
+    /// Keeps the library loaded while any engine made from it exists (never
+    /// read: holding it is the point).
+    _lib: Arc<Library>,
     library: String,
     desc: *const CEngineDesc,
 }
@@ -224,7 +226,7 @@ impl Plugins {
             self.engines.insert(
                 ename,
                 Source::C(CSource {
-                    lib: lib.clone(),
+                    _lib: lib.clone(),
                     library: name.to_string(),
                     desc: d,
                 }),
@@ -275,7 +277,6 @@ impl CEngine {
             let msg = CStr::from_bytes_until_nul(&err)
                 .map(|c| c.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let _ = &src.lib;
             return Err(Error::Plugin {
                 library: src.library.clone(),
                 reason: format!(

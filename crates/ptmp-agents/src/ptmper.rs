@@ -85,7 +85,6 @@ impl RunConfig {
             )
         })?;
         let proxies = composer::parse_list("", list, &loaded)?;
-        let _ = TOP_KEYS;
         Ok(RunConfig {
             name,
             ttl: (ttl >= 0.0).then(|| Duration::from_secs_f64(ttl)),

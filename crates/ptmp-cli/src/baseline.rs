@@ -103,31 +103,16 @@ impl Cost {
     }
 }
 
-/// Reap `child` with wait4, which also returns its resource usage.
+/// Reap `child` (spawned at `spawned`): its status, CPU and wall time.
 fn wait_cost(
     child: &mut std::process::Child,
     spawned: Instant,
 ) -> std::io::Result<(std::process::ExitStatus, Cost)> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut status = 0;
-    // SAFETY: wait4 on our own child's pid, filling a zeroed rusage.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    loop {
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut u) };
-        if rc == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    let (st, cpu_s) = crate::common::reap(child)?;
     Ok((
-        std::process::ExitStatus::from_raw(status),
+        st,
         Cost {
-            cpu_s: t(u.ru_utime) + t(u.ru_stime),
+            cpu_s,
             wall_s: spawned.elapsed().as_secs_f64(),
         },
     ))

@@ -300,31 +300,6 @@ pub fn child(c: &ChildArgs) -> CliResult {
     Ok(())
 }
 
-/// CPU seconds and peak RSS (MB) of a reaped child.
-fn reap(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, f64, f64)> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut status = 0;
-    // SAFETY: wait4 on our own child's pid, filling a zeroed rusage.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    loop {
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut u) };
-        if rc == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    Ok((
-        std::process::ExitStatus::from_raw(status),
-        t(u.ru_utime) + t(u.ru_stime),
-        u.ru_maxrss as f64 / 1024.0,
-    ))
-}
-
 struct RowOut {
     received: u64,
     /// Received after the warmup (the ones timed).
@@ -467,7 +442,7 @@ fn one_row(
     let mut tx = spawn("send")?;
     let mut tx_out = String::new();
     let _ = std::io::Read::read_to_string(&mut tx.stdout.take().expect("piped"), &mut tx_out);
-    let (st, send_cpu_s, _) = reap(&mut tx)?;
+    let (st, send_cpu_s) = crate::common::reap(&mut tx)?;
     let send_rss = tx_out
         .lines()
         .last()
@@ -476,7 +451,7 @@ fn one_row(
         .unwrap_or(f64::NAN);
     line.clear();
     out.read_line(&mut line)?;
-    let (_, recv_cpu_s, _) = reap(&mut rx)?;
+    let (_, recv_cpu_s) = crate::common::reap(&mut rx)?;
     if let Some(p) = addr.strip_prefix("shm://") {
         let _ = ptmp_shm::remove(p);
     }
