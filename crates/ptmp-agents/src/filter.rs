@@ -215,8 +215,7 @@ pub struct FilterAgent {
 impl FilterAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let engine = c.plugins.create(&name, &c.engine, &c.data)?;
-        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
-        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(FilterAgent {
             name,
             rx,

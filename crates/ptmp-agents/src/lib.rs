@@ -154,6 +154,18 @@ pub trait Agent: Send {
     fn run(&mut self, ctl: &Ctl) -> Result<Report>;
 }
 
+/// Open the input and output sockets of a one-in, one-out agent; errors
+/// name the agent.
+pub fn open_io(
+    agent: &str,
+    input: &ptmp::SocketConfig,
+    output: &ptmp::SocketConfig,
+) -> Result<(ptmp::Receiver, ptmp::Sender)> {
+    let rx = ptmp::Receiver::from_config(input).map_err(Error::socket(agent))?;
+    let tx = ptmp::Sender::from_config(output).map_err(Error::socket(agent))?;
+    Ok((rx, tx))
+}
+
 /// What one read of an agent's input gave.
 pub enum Got {
     /// A set arrived.

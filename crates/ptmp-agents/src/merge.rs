@@ -2,7 +2,7 @@
 //! [`crate::sorted`]: they differ only in their release rules, which each
 //! core implements as [`Merge`].
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::zipper::{stream_lines, Pushed, StreamStats};
 use crate::{recv_set, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
@@ -39,8 +39,7 @@ impl<M: Merge> MergeAgent<M> {
         output: &SocketConfig,
         core: M,
     ) -> Result<Self> {
-        let rx = Receiver::from_config(input).map_err(Error::socket(&name))?;
-        let tx = Sender::from_config(output).map_err(Error::socket(&name))?;
+        let (rx, tx) = crate::open_io(&name, input, output)?;
         Ok(MergeAgent { name, rx, tx, core })
     }
 }

@@ -16,7 +16,7 @@
 //! set to the send time.
 
 use crate::cfg::Cfg;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::{Agent, Ctl, Report, POLL};
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
 use std::time::{Duration, Instant};
@@ -132,8 +132,7 @@ pub struct ReplayAgent {
 
 impl ReplayAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
-        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(ReplayAgent {
             name,
             rx,

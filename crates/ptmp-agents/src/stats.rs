@@ -34,7 +34,7 @@
 //! per second of the channel's summed TP span.
 
 use crate::cfg::Cfg;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::{Agent, Ctl, Report, POLL};
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
 use serde_json::{json, Map, Value};
@@ -277,8 +277,7 @@ pub struct StatsAgent {
 
 impl StatsAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
-        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(StatsAgent {
             name,
             rx,

@@ -216,8 +216,7 @@ pub struct WindowAgent {
 
 impl WindowAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let rx = Receiver::from_config(&c.input).map_err(Error::socket(&name))?;
-        let tx = Sender::from_config(&c.output).map_err(Error::socket(&name))?;
+        let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(WindowAgent {
             name,
             rx,
