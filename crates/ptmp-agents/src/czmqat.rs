@@ -154,7 +154,10 @@ impl Agent for CatAgent {
             while !ctl.done(false) && self.number.is_none_or(|m| n < m) {
                 let got = match &mut self.src {
                     Source::Sock(rx) => match rx.recv_raw_into(&mut frames, Some(POLL)) {
-                        Ok(true) => true,
+                        Ok(true) => {
+                            ctl.counts.add_in();
+                            true
+                        }
                         Ok(false) | Err(ptmp::Error::Interrupted) => {
                             if ctl.done(true) {
                                 break;
@@ -172,6 +175,7 @@ impl Agent for CatAgent {
                             file_done = true;
                             break;
                         }
+                        ctl.counts.add_in();
                         g
                     }
                 };

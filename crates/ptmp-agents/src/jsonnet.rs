@@ -10,6 +10,7 @@
 
 use crate::error::{Error, Result};
 use jrsonnet_evaluator::manifest::JsonFormat;
+use jrsonnet_evaluator::tla::TlaArg;
 use jrsonnet_evaluator::trace::PathResolver;
 use jrsonnet_evaluator::{
     AsPathLike, FileImportResolver, ImportResolver, SourcePath, SourceVirtual, State,
@@ -55,6 +56,11 @@ pub struct Options {
     pub ext_str: Vec<(String, String)>,
     /// Extra library search paths (`-J`).
     pub jpath: Vec<PathBuf>,
+    /// Top-level arguments: a file that evaluates to a function is called
+    /// with these (`--tla-str`/`--tla-code` of the jsonnet tool); a function
+    /// is called even with none, so its parameters' defaults apply.
+    pub tla_str: Vec<(String, String)>,
+    pub tla_code: Vec<(String, String)>,
 }
 
 /// Evaluate a Jsonnet file to JSON.
@@ -82,6 +88,18 @@ pub fn evaluate_file(path: &Path, opts: &Options) -> Result<Value> {
     let v = st
         .import(abs.as_path())
         .map_err(|e| jerr(format!("Jsonnet evaluation failed: {e}")))?;
+    // IStr hashes by its interned pointer, which interior mutability of
+    // the interner does not change.
+    #[allow(clippy::mutable_key_type)]
+    let mut tla = std::collections::HashMap::new();
+    for (k, v) in &opts.tla_str {
+        tla.insert(k.as_str().into(), TlaArg::String(v.as_str().into()));
+    }
+    for (k, v) in &opts.tla_code {
+        tla.insert(k.as_str().into(), TlaArg::InlineCode(v.clone()));
+    }
+    let v = jrsonnet_evaluator::apply_tla(&tla, v)
+        .map_err(|e| jerr(format!("Jsonnet top-level arguments: {e}")))?;
     let text = v
         .manifest(JsonFormat::minify())
         .map_err(|e| jerr(format!("Jsonnet manifest failed: {e}")))?;
@@ -134,6 +152,23 @@ mod tests {
         assert_eq!(v["ctx"], "test");
         assert_eq!(v["s"]["socket"]["type"], "PUSH");
         assert_eq!(v["s"]["socket"]["bind"][0], "tcp://127.0.0.1:5555");
+        // A function of top-level arguments, with and without them.
+        std::fs::write(&f, "function(n=2, s='a') { n: n * 10, s: s }").unwrap();
+        let v = load(&f, &Options::default()).unwrap();
+        assert_eq!((v["n"].as_i64(), v["s"].as_str()), (Some(20), Some("a")));
+        let opts = Options {
+            tla_code: vec![("n".into(), "3".into())],
+            tla_str: vec![("s".into(), "b".into())],
+            ..Default::default()
+        };
+        let v = load(&f, &opts).unwrap();
+        assert_eq!((v["n"].as_i64(), v["s"].as_str()), (Some(30), Some("b")));
+        let opts = Options {
+            tla_code: vec![("nope".into(), "3".into())],
+            ..Default::default()
+        };
+        let e = load(&f, &opts).unwrap_err().to_string();
+        assert!(e.contains("nope"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! An *agent* (PTMP calls them actors or proxies) is a thread with input and
 //! output sockets that transforms a stream of TPSets: [`zipper`], [`sorted`],
 //! [`window`], [`replay`], [`czmqat`], [`monitor`], [`stats`], [`filter`],
-//! and [`composer`], which builds a list of the others. Each is configured by
+//! and [`composer`], which builds a list of the others; and the data-flow
+//! graph's built-in [`nodes`] (source, sink, worker, proxy). Each is configured by
 //! the same JSON keys as its C++ PTMP counterpart, so PTMP configurations run
 //! unmodified; the keys, defaults and where our behaviour differs from the
 //! C++ code are documented on each module.
@@ -32,6 +33,7 @@ pub mod filter;
 pub mod jsonnet;
 pub mod merge;
 pub mod monitor;
+pub mod nodes;
 pub mod plugin;
 pub mod ptmper;
 pub mod replay;
@@ -45,7 +47,7 @@ pub use error::{Error, Result};
 use ptmp::SocketConfig;
 use serde_json::Value;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -68,6 +70,40 @@ pub struct Ctl {
     stop: Arc<AtomicBool>,
     since: Arc<std::sync::Mutex<Option<Instant>>>,
     pub verbose: bool,
+    /// Messages the agent has taken in and sent out so far, readable while
+    /// it runs (the graph runner's per-node counts and rates).
+    pub counts: Arc<Counts>,
+}
+
+/// Live message counters of one agent. An increment is a plain load and
+/// store, not a locked read-modify-write, to keep the hot path cheap: exact
+/// when one thread writes (every agent but a monitor with several taps,
+/// whose tap threads may lose an increment now and then); readers on other
+/// threads see a recent value.
+#[derive(Default, Debug)]
+pub struct Counts {
+    input: AtomicU64,
+    output: AtomicU64,
+}
+
+impl Counts {
+    #[inline]
+    pub fn add_in(&self) {
+        let v = self.input.load(Ordering::Relaxed);
+        self.input.store(v + 1, Ordering::Relaxed);
+    }
+    #[inline]
+    pub fn add_out(&self) {
+        let v = self.output.load(Ordering::Relaxed);
+        self.output.store(v + 1, Ordering::Relaxed);
+    }
+    /// (messages in, messages out).
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.input.load(Ordering::Relaxed),
+            self.output.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl Ctl {
@@ -187,7 +223,10 @@ pub fn recv_set(
     agent: &str,
 ) -> Result<Got> {
     match rx.recv_into(set, Some(wait)) {
-        Ok(true) => Ok(Got::Set),
+        Ok(true) => {
+            ctl.counts.add_in();
+            Ok(Got::Set)
+        }
         Ok(false) | Err(ptmp::Error::Interrupted) => Ok(if ctl.done(true) {
             Got::Done
         } else {
@@ -207,6 +246,7 @@ pub fn recv_set(
 pub fn send_set(tx: &mut ptmp::Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
     loop {
         if tx.send_within(set, POLL).map_err(Error::socket(agent))? {
+            ctl.counts.add_out();
             return Ok(true);
         }
         if ctl.done(false) {
@@ -227,6 +267,7 @@ pub fn send_frames(
             .send_frames_within(f, POLL)
             .map_err(Error::socket(agent))?
         {
+            ctl.counts.add_out();
             return Ok(true);
         }
         if ctl.done(false) {
@@ -247,6 +288,10 @@ pub enum Kind {
     Stats,
     Filter,
     Composer,
+    Source,
+    Sink,
+    Worker,
+    Proxy,
 }
 
 /// Aliases accepted in a proxy's `type`: PTMP's factory aliases and the C++
@@ -272,6 +317,10 @@ const ALIASES: &[(&str, Kind)] = &[
     ("TPFilter", Kind::Filter),
     ("composer", Kind::Composer),
     ("TPComposer", Kind::Composer),
+    ("source", Kind::Source),
+    ("sink", Kind::Sink),
+    ("worker", Kind::Worker),
+    ("proxy", Kind::Proxy),
 ];
 
 impl Kind {
@@ -308,6 +357,10 @@ pub enum Spec {
     Stats(stats::Config),
     Filter(filter::Config),
     Composer(Vec<Proxy>),
+    Source(nodes::SourceConfig),
+    Sink(nodes::SinkConfig),
+    /// A worker, or a proxy (a worker with no work).
+    Worker(nodes::WorkerConfig),
 }
 
 /// One entry of `proxies`: `{name, type, data}`, validated.
@@ -389,6 +442,10 @@ impl Proxy {
             Kind::Stats => Spec::Stats(stats::Config::parse(&c)?),
             Kind::Filter => Spec::Filter(filter::Config::parse(&c, data, plugins)?),
             Kind::Composer => Spec::Composer(composer::parse(&c, plugins)?),
+            Kind::Source => Spec::Source(nodes::SourceConfig::parse(&c)?),
+            Kind::Sink => Spec::Sink(nodes::SinkConfig::parse(&c)?),
+            Kind::Worker => Spec::Worker(nodes::WorkerConfig::parse(&c, false)?),
+            Kind::Proxy => Spec::Worker(nodes::WorkerConfig::parse(&c, true)?),
         };
         Ok(Proxy {
             name: name.to_string(),
@@ -422,6 +479,22 @@ impl Proxy {
             Spec::Stats(c) => (vec![&c.input], vec![&c.output]),
             Spec::Filter(c) => (vec![&c.input], vec![&c.output]),
             Spec::Composer(_) => (vec![], vec![]),
+            Spec::Source(c) => (c.done.iter().collect(), vec![&c.output]),
+            Spec::Sink(c) => (vec![&c.input], c.done.iter().collect()),
+            Spec::Worker(c) => (vec![&c.input], vec![&c.output]),
+        }
+    }
+
+    /// Whether this agent ends by itself: a source or sink with a `count`,
+    /// a czmqat reading a file or copying a `number` (a composer: when all
+    /// of its agents do).
+    pub fn finite(&self) -> bool {
+        match &self.spec {
+            Spec::Source(c) => c.count > 0,
+            Spec::Sink(c) => c.count.is_some(),
+            Spec::Czmqat(c) => c.ifile.is_some() || c.number.is_some(),
+            Spec::Composer(list) => !list.is_empty() && list.iter().all(|p| p.finite()),
+            _ => false,
         }
     }
 
@@ -438,6 +511,16 @@ impl Proxy {
             Spec::Monitor(c) => Box::new(monitor::MonitorAgent::new(n, c)?),
             Spec::Stats(c) => Box::new(stats::StatsAgent::new(n, c)?),
             Spec::Filter(c) => Box::new(filter::FilterAgent::new(n, c)?),
+            Spec::Source(c) => Box::new(nodes::SourceAgent::new(n, c)?),
+            Spec::Sink(c) => Box::new(nodes::SinkAgent::new(n, c)?),
+            Spec::Worker(c) => {
+                let kind = if self.kind == Kind::Proxy {
+                    "proxy"
+                } else {
+                    "worker"
+                };
+                Box::new(nodes::WorkerAgent::new(n, kind, c)?)
+            }
             Spec::Composer(list) => {
                 let mut all = Vec::new();
                 for p in list {
@@ -502,6 +585,32 @@ impl Running {
             }
         }
         Ok(r)
+    }
+
+    /// Each agent's name, live counts (in, out) and whether it has ended.
+    pub fn counts(&self) -> Vec<(&str, (u64, u64), bool)> {
+        self.slots
+            .iter()
+            .map(|s| {
+                let ended = s.thread.as_ref().is_none_or(|h| h.is_finished());
+                (s.name.as_str(), s.ctl.counts.get(), ended)
+            })
+            .collect()
+    }
+
+    /// Each agent's name and counters, to read after the agents stop.
+    pub fn count_handles(&self) -> Vec<(String, Arc<Counts>)> {
+        self.slots
+            .iter()
+            .map(|s| (s.name.clone(), s.ctl.counts.clone()))
+            .collect()
+    }
+
+    /// Whether agent `i` (in start order) has ended.
+    pub fn ended(&self, i: usize) -> bool {
+        self.slots
+            .get(i)
+            .is_some_and(|s| s.thread.as_ref().is_none_or(|h| h.is_finished()))
     }
 
     /// Number of agents still running.

@@ -9,6 +9,7 @@ mod bench;
 mod cat;
 mod common;
 mod fanout;
+mod graph;
 mod latency;
 mod recv;
 mod redis_bench;
@@ -46,6 +47,12 @@ enum Cmd {
     Run(run::RunArgs),
     /// Send and receive in one process and print the rate (check_sendrecv).
     Sendrecv(sendrecv::SendRecvArgs),
+    /// Data-flow graphs: check, draw, run and watch them.
+    #[command(subcommand)]
+    Graph(graph::GraphCmd),
+    /// The ZeroMQ tutorial's butterfly (pipeline + parallel), timed against
+    /// theory.
+    Butterfly(graph::ButterflyArgs),
     /// List and remove shared-memory channels.
     #[command(subcommand)]
     Shm(shm::ShmCmd),
@@ -72,6 +79,8 @@ fn main() {
         Cmd::BenchChild(a) => baseline::child(&a),
         Cmd::TputChild(a) => throughput::child(&a),
         Cmd::Shm(c) => shm::run(&c),
+        Cmd::Graph(c) => graph::run(&c),
+        Cmd::Butterfly(a) => graph::butterfly(&a),
     };
     if let Err(CliError { code, msg }) = r {
         eprintln!("ptmp: error: {msg}");

@@ -1,0 +1,512 @@
+//! The graph's built-in nodes: `source`, `sink`, `worker` and `proxy`.
+//!
+//! They are ordinary agents (usable in `ptmp run` configs too), made for
+//! data-flow graphs and measurements such as the butterfly:
+//!
+//! * `source`: sends TPSets on `output`. Keys: `count` (sets to send; 0, the
+//!   default, sends until stopped), `rate` (sets per second; 0, the default,
+//!   as fast as the output takes them), `tps` (TrigPrims per set, default
+//!   0), `detid` (default 0). With a `done` socket, after sending `count` it
+//!   waits for one message there (a sink saying it has everything) and
+//!   reports the throughput from its first send to that message: the
+//!   butterfly's send_requests. Each set carries its sequence number in
+//!   `count` (from 0) and the wall-clock send time in `created`.
+//! * `sink`: takes messages from `input`. Keys: `count` (end after this
+//!   many; absent, run until stopped), `ofile` (a dump file to write them
+//!   to). With a `done` socket, when `count` have arrived it sends one TPSet
+//!   there, its `count` the number received: the butterfly's receive_replies.
+//! * `worker`: forwards each message from `input` to `output` after a
+//!   simulated piece of work: `work_us` microseconds (default 0) spent
+//!   `wait`ing, either `"sleep"` (the default; the thread sleeps, as the
+//!   butterfly's components do) or `"spin"` (a busy wait, precise for short
+//!   times but it holds a core).
+//! * `proxy`: a worker with no work: forwards from `input` to `output`,
+//!   e.g. the butterfly's intermediate, fanning several upstream instances
+//!   into several downstream ones.
+//!
+//! Workers, proxies and sinks pass messages frame for frame without parsing
+//! them, so any message passes and a hop costs only the transport.
+
+use crate::cfg::Cfg;
+use crate::error::{Error, Result};
+use crate::{send_frames, send_set, Agent, Ctl, Report, POLL};
+use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet, TrigPrim};
+use ptmp_data::dump::DumpWriter;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// `source` configuration.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    pub output: SocketConfig,
+    pub done: Option<SocketConfig>,
+    /// Sets to send; 0: until stopped.
+    pub count: u64,
+    /// Sets per second; 0: flat out.
+    pub rate: f64,
+    pub tps: u32,
+    pub detid: u32,
+}
+
+impl SourceConfig {
+    pub fn parse(c: &Cfg) -> Result<Self> {
+        let output = c.req_socket("output")?;
+        let done = c.socket_opt("done")?;
+        let count = c.u64_opt("count")?.unwrap_or(0);
+        if done.is_some() && count == 0 {
+            return Err(c.err(
+                "count",
+                "0",
+                "a source with a done port needs a count: it waits for done after sending count sets",
+            ));
+        }
+        Ok(SourceConfig {
+            output,
+            done,
+            count,
+            rate: c.num_or("rate", 0.0, 0.0, 1e9)?,
+            tps: c.int_or("tps", 0, 0, 100_000)? as u32,
+            detid: c.int_or("detid", 0, 0, u32::MAX as i64)? as u32,
+        })
+    }
+}
+
+/// `sink` configuration.
+#[derive(Debug, Clone)]
+pub struct SinkConfig {
+    pub input: SocketConfig,
+    pub done: Option<SocketConfig>,
+    pub count: Option<u64>,
+    pub ofile: Option<PathBuf>,
+}
+
+impl SinkConfig {
+    pub fn parse(c: &Cfg) -> Result<Self> {
+        let input = c.req_socket("input")?;
+        let done = c.socket_opt("done")?;
+        let count = c.u64_opt("count")?.filter(|n| *n > 0);
+        if done.is_some() && count.is_none() {
+            return Err(c.err(
+                "count",
+                "(missing)",
+                "a sink with a done port needs a count: it says done when count messages have arrived",
+            ));
+        }
+        let ofile = c
+            .str_opt("ofile")?
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
+        Ok(SinkConfig {
+            input,
+            done,
+            count,
+            ofile,
+        })
+    }
+}
+
+/// `worker` and `proxy` configuration.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub input: SocketConfig,
+    pub output: SocketConfig,
+    pub work: Duration,
+    pub spin: bool,
+}
+
+impl WorkerConfig {
+    /// `proxy`: no work keys are read.
+    pub fn parse(c: &Cfg, proxy: bool) -> Result<Self> {
+        let input = c.req_socket("input")?;
+        let output = c.req_socket("output")?;
+        if proxy {
+            return Ok(WorkerConfig {
+                input,
+                output,
+                work: Duration::ZERO,
+                spin: false,
+            });
+        }
+        let work_us = c.num_or("work_us", 0.0, 0.0, 3.6e9)?;
+        let spin = c.choice("wait", "sleep", &["sleep", "spin"])? == "spin";
+        Ok(WorkerConfig {
+            input,
+            output,
+            work: Duration::from_secs_f64(work_us / 1e6),
+            spin,
+        })
+    }
+}
+
+fn rx(name: &str, c: &SocketConfig) -> Result<Receiver> {
+    Receiver::from_config(c).map_err(Error::socket(name))
+}
+fn tx(name: &str, c: &SocketConfig) -> Result<Sender> {
+    Sender::from_config(c).map_err(Error::socket(name))
+}
+
+/// Wait until `deadline`, sleeping or spinning.
+fn wait_until(deadline: Instant, spin: bool) {
+    if spin {
+        while Instant::now() < deadline {
+            std::hint::spin_loop();
+        }
+    } else {
+        let now = Instant::now();
+        if deadline > now {
+            std::thread::sleep(deadline - now);
+        }
+    }
+}
+
+pub struct SourceAgent {
+    name: String,
+    c: SourceConfig,
+    tx: Sender,
+    done: Option<Receiver>,
+}
+
+impl SourceAgent {
+    pub fn new(name: String, c: &SourceConfig) -> Result<Self> {
+        let tx = tx(&name, &c.output)?;
+        let done = match &c.done {
+            Some(d) => Some(rx(&name, d)?),
+            None => None,
+        };
+        Ok(SourceAgent {
+            name,
+            c: c.clone(),
+            tx,
+            done,
+        })
+    }
+}
+
+impl Agent for SourceAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut set = TPSet {
+            detid: self.c.detid,
+            tps: (0..self.c.tps)
+                .map(|ch| TrigPrim {
+                    channel: ch,
+                    tstart: 0,
+                    tspan: Some(25),
+                    adcsum: Some(1000 + ch),
+                    adcpeak: Some(100),
+                    flags: Some(0),
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let period = (self.c.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / self.c.rate));
+        let t0 = Instant::now();
+        // Throughput is timed from the first set taken by the output (a
+        // PUSH waits for its first peer), to done.
+        let mut first: Option<Instant> = None;
+        let mut sent = 0u64;
+        let mut unsent = 0u64;
+        while (self.c.count == 0 || sent < self.c.count) && !ctl.stopped() {
+            if let Some(p) = period {
+                wait_until(t0 + p.mul_f64(sent as f64), false);
+            }
+            set.count = sent as u32;
+            set.created = ptmp_data::now_us();
+            set.tstart = set.created as u64 * 50;
+            for tp in &mut set.tps {
+                tp.tstart = set.tstart;
+            }
+            if !send_set(&mut self.tx, &set, ctl, &self.name)? {
+                unsent += 1;
+                break;
+            }
+            first.get_or_insert_with(Instant::now);
+            sent += 1;
+        }
+        let t1 = first.unwrap_or(t0);
+        let mut r = Report::new(&self.name, "source")
+            .count("sent", sent)
+            .count("unsent_at_stop", unsent);
+        let Some(done) = &mut self.done else {
+            let el = t1.elapsed();
+            r.counters
+                .push(("elapsed_us".into(), el.as_micros() as u64));
+            return Ok(r);
+        };
+        if sent < self.c.count {
+            r.lines
+                .push("stopped before sending count; no done awaited".into());
+            return Ok(r);
+        }
+        let mut f = Frames::new();
+        loop {
+            match done.recv_raw_into(&mut f, Some(POLL)) {
+                Ok(true) => break,
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.stopped() {
+                        r.lines.push("stopped while waiting for done".into());
+                        return Ok(r);
+                    }
+                }
+                Err(e) => return Err(Error::socket(&self.name)(e)),
+            }
+        }
+        let el = t1.elapsed();
+        let rate = sent as f64 / el.as_secs_f64();
+        r.counters
+            .push(("elapsed_us".into(), el.as_micros() as u64));
+        r.counters.push(("rate_mHz".into(), (rate * 1000.0) as u64));
+        r.lines.push(format!(
+            "done: {sent} in {:.3} s = {rate:.3} per second",
+            el.as_secs_f64()
+        ));
+        Ok(r)
+    }
+}
+
+pub struct SinkAgent {
+    name: String,
+    c: SinkConfig,
+    rx: Receiver,
+    done: Option<Sender>,
+    out: Option<DumpWriter<BufWriter<File>>>,
+}
+
+impl SinkAgent {
+    pub fn new(name: String, c: &SinkConfig) -> Result<Self> {
+        let rx = rx(&name, &c.input)?;
+        let done = match &c.done {
+            Some(d) => Some(tx(&name, d)?),
+            None => None,
+        };
+        let out = match &c.ofile {
+            Some(f) => Some(DumpWriter::new(BufWriter::new(
+                File::create(f)
+                    .map_err(Error::io(&name, format!("create ofile {}", f.display())))?,
+            ))),
+            None => None,
+        };
+        Ok(SinkAgent {
+            name,
+            c: c.clone(),
+            rx,
+            done,
+            out,
+        })
+    }
+
+    fn write(&mut self, f: &Frames) -> Result<()> {
+        if let Some(w) = &mut self.out {
+            let what = || {
+                format!(
+                    "write ofile {}",
+                    self.c.ofile.as_ref().map(|p| p.display()).expect("ofile")
+                )
+            };
+            w.write(f.iter()).map_err(Error::io(&self.name, what()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Agent for SinkAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut f = Frames::new();
+        let mut n = 0u64;
+        let mut first: Option<Instant> = None;
+        let res: Result<()> = (|| {
+            while self.c.count.is_none_or(|c| n < c) {
+                match self.rx.recv_raw_into(&mut f, Some(POLL)) {
+                    Ok(true) => {}
+                    Ok(false) | Err(ptmp::Error::Interrupted) => {
+                        if ctl.done(true) {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(Error::socket(&self.name)(e)),
+                }
+                ctl.counts.add_in();
+                first.get_or_insert_with(Instant::now);
+                n += 1;
+                self.write(&f)?;
+            }
+            Ok(())
+        })();
+        if let (Some(w), Some(p)) = (&mut self.out, &self.c.ofile) {
+            w.flush().map_err(Error::io(
+                &self.name,
+                format!("flush ofile {}", p.display()),
+            ))?;
+        }
+        res?;
+        let mut r = Report::new(&self.name, "sink").count("received", n);
+        if let Some(t) = first {
+            r.counters
+                .push(("first_to_last_us".into(), t.elapsed().as_micros() as u64));
+        }
+        if let (Some(done), Some(c)) = (&mut self.done, self.c.count) {
+            if n >= c {
+                let set = TPSet {
+                    count: n as u32,
+                    created: ptmp_data::now_us(),
+                    ..Default::default()
+                };
+                let told = send_set(done, &set, ctl, &self.name)?;
+                r.lines.push(if told {
+                    format!("all {c} arrived; done sent")
+                } else {
+                    "done could not be sent before stop".into()
+                });
+            }
+        }
+        Ok(r)
+    }
+}
+
+pub struct WorkerAgent {
+    name: String,
+    kind: &'static str,
+    c: WorkerConfig,
+    rx: Receiver,
+    tx: Sender,
+}
+
+impl WorkerAgent {
+    pub fn new(name: String, kind: &'static str, c: &WorkerConfig) -> Result<Self> {
+        let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
+        Ok(WorkerAgent {
+            name,
+            kind,
+            c: c.clone(),
+            rx,
+            tx,
+        })
+    }
+}
+
+impl Agent for WorkerAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut f = Frames::new();
+        let (mut n, mut unsent) = (0u64, 0u64);
+        let mut busy = Duration::ZERO;
+        loop {
+            match self.rx.recv_raw_into(&mut f, Some(POLL)) {
+                Ok(true) => {}
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    if ctl.done(true) {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(Error::socket(&self.name)(e)),
+            }
+            ctl.counts.add_in();
+            n += 1;
+            if !self.c.work.is_zero() {
+                let t = Instant::now();
+                wait_until(t + self.c.work, self.c.spin);
+                busy += t.elapsed();
+            }
+            if !send_frames(&mut self.tx, &f, ctl, &self.name)? {
+                unsent += 1;
+            }
+        }
+        let mut r = Report::new(&self.name, self.kind)
+            .count("forwarded", n - unsent)
+            .count("unsent_at_stop", unsent);
+        if !self.c.work.is_zero() {
+            r.counters.push(("work_us".into(), busy.as_micros() as u64));
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cfg(v: &serde_json::Value) -> Cfg<'_> {
+        Cfg::new("n", v).unwrap()
+    }
+
+    #[test]
+    fn configs_are_checked() {
+        let out = json!({"socket": {"type": "PUSH", "bind": "inproc://x"}});
+        let inp = json!({"socket": {"type": "PULL", "connect": "inproc://x"}});
+        let v = json!({"output": out, "done": inp});
+        let e = SourceConfig::parse(&cfg(&v)).unwrap_err().to_string();
+        assert!(e.contains("count") && e.contains("done"), "{e}");
+        let v = json!({"input": inp, "done": out});
+        let e = SinkConfig::parse(&cfg(&v)).unwrap_err().to_string();
+        assert!(e.contains("count"), "{e}");
+        let v = json!({"input": inp, "output": out, "wait": "doze"});
+        let e = WorkerConfig::parse(&cfg(&v), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("wait") && e.contains("doze"), "{e}");
+        let v = json!({"input": inp, "output": out, "work_us": 1500, "wait": "spin"});
+        let w = WorkerConfig::parse(&cfg(&v), false).unwrap();
+        assert_eq!(w.work, Duration::from_micros(1500));
+        assert!(w.spin);
+    }
+
+    /// source -> worker -> sink over inproc, the sink saying done: every
+    /// set arrives, the worker's waits add up, and the source measures.
+    #[test]
+    fn source_worker_sink_with_done() {
+        let v = json!({
+            "output": {"socket": {"type": "PUSH", "bind": "inproc://nodes-a"}},
+            "done": {"socket": {"type": "PAIR", "bind": "inproc://nodes-done"}},
+            "count": 50, "tps": 3
+        });
+        let src = SourceConfig::parse(&cfg(&v)).unwrap();
+        let v = json!({
+            "input": {"socket": {"type": "PULL", "connect": "inproc://nodes-a"}},
+            "output": {"socket": {"type": "PUSH", "bind": "inproc://nodes-b"}},
+            "work_us": 200
+        });
+        let wk = WorkerConfig::parse(&cfg(&v), false).unwrap();
+        let v = json!({
+            "input": {"socket": {"type": "PULL", "connect": "inproc://nodes-b"}},
+            "done": {"socket": {"type": "PAIR", "connect": "inproc://nodes-done"}},
+            "count": 50
+        });
+        let sk = SinkConfig::parse(&cfg(&v)).unwrap();
+        let mut a = SourceAgent::new("src".into(), &src).unwrap();
+        let mut w = WorkerAgent::new("w".into(), "worker", &wk).unwrap();
+        let mut s = SinkAgent::new("snk".into(), &sk).unwrap();
+        let c1 = Ctl::default();
+        let c2 = Ctl::default();
+        let c2b = c2.clone();
+        let wt = std::thread::spawn(move || w.run(&c2b).unwrap());
+        let st = std::thread::spawn(move || s.run(&Ctl::default()).unwrap());
+        let ra = a.run(&c1).unwrap();
+        let rs = st.join().unwrap();
+        c2.stop();
+        let rw = wt.join().unwrap();
+        assert_eq!(ra.get("sent"), Some(50));
+        assert_eq!(rs.get("received"), Some(50));
+        assert_eq!(rw.get("forwarded"), Some(50));
+        assert_eq!(c1.counts.get(), (0, 50));
+        assert_eq!(c2.counts.get(), (50, 50));
+        // 50 waits of 200 us at least.
+        assert!(rw.get("work_us").unwrap() >= 10_000, "{rw}");
+        assert!(ra.get("elapsed_us").unwrap() >= 10_000, "{ra}");
+        assert!(ra.get("rate_mHz").is_some(), "{ra}");
+    }
+}

@@ -1,0 +1,390 @@
+//! `ptmp graph check|dot|run|status` and the hidden `graph part`, and
+//! `ptmp butterfly`, the seed's butterfly experiment as one command.
+
+use crate::common::{stopping, CliError, CliResult};
+use clap::{Args, Subcommand};
+use ptmp_agents::jsonnet::{self, Options};
+use ptmp_graph::plan::{self, Plan};
+use ptmp_graph::{part, status, supervise, Graph};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Where and how to read a graph.
+#[derive(Args, Clone)]
+pub struct GraphSource {
+    /// The graph: JSON, or Jsonnet (a function's parameters are top-level
+    /// arguments).
+    file: PathBuf,
+    /// Jsonnet external string variable, KEY=VALUE (repeatable).
+    #[arg(short = 'V', long = "ext-str", value_name = "KEY=VALUE")]
+    ext_str: Vec<String>,
+    /// Jsonnet top-level argument as a string, KEY=VALUE (repeatable).
+    #[arg(short = 'A', long = "tla-str", value_name = "KEY=VALUE")]
+    tla_str: Vec<String>,
+    /// Jsonnet top-level argument as code, e.g. c1=2 (repeatable).
+    #[arg(long = "tla-code", value_name = "KEY=VALUE")]
+    tla_code: Vec<String>,
+    /// Jsonnet library search path (repeatable).
+    #[arg(short = 'J', long = "jpath", value_name = "DIR")]
+    jpath: Vec<PathBuf>,
+    /// Run directory (ipc sockets, plans, status files); default
+    /// $TMPDIR/ptmp-graph-NAME.
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+}
+
+fn kv(list: &[String], flag: &str) -> CliResult<Vec<(String, String)>> {
+    list.iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| CliError::usage(format!("{flag} {s:?}: expected KEY=VALUE")))
+        })
+        .collect()
+}
+
+impl GraphSource {
+    /// Load, validate and wire the graph.
+    pub fn load(&self) -> CliResult<(Graph, Plan)> {
+        let opts = Options {
+            ext_str: kv(&self.ext_str, "-V")?,
+            tla_str: kv(&self.tla_str, "-A")?,
+            tla_code: kv(&self.tla_code, "--tla-code")?,
+            jpath: self.jpath.clone(),
+        };
+        let v = jsonnet::load(&self.file, &opts).map_err(|e| CliError::usage(e.to_string()))?;
+        let stem = self
+            .file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("graph")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>();
+        load_value(&v, &stem, self.run_dir.as_deref())
+    }
+}
+
+fn load_value(v: &Value, stem: &str, run_dir: Option<&Path>) -> CliResult<(Graph, Plan)> {
+    let g = Graph::parse(v, stem).map_err(|e| CliError::usage(e.to_string()))?;
+    let dir = run_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| plan::default_run_dir(&g.name));
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    let p = Plan::make(&g, &dir).map_err(|e| CliError::usage(e.to_string()))?;
+    Ok((g, p))
+}
+
+#[derive(Subcommand)]
+pub enum GraphCmd {
+    /// Validate a graph and show its processes, transports and addresses.
+    Check(GraphSource),
+    /// Write the graph in Graphviz dot.
+    Dot {
+        #[command(flatten)]
+        src: GraphSource,
+        /// Write to FILE instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Run this host's processes of a graph and supervise them.
+    Run(RunArgs),
+    /// Show every node's counts and rates of a running graph.
+    Status(GraphSource),
+    /// One process of a graph (internal; started by `graph run`).
+    #[command(hide = true)]
+    Part { plan: PathBuf },
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    src: GraphSource,
+    /// The host this is (a graph with several hosts runs one part per host).
+    #[arg(long)]
+    host: Option<String>,
+    /// Print per-node counts and rates every SECS seconds (also on SIGUSR1).
+    #[arg(long, value_name = "SECS")]
+    status: Option<f64>,
+    /// Stop after SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    ttl: Option<f64>,
+}
+
+static STATUS_NOW: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_usr1(_: libc::c_int) {
+    STATUS_NOW.store(true, Ordering::Relaxed);
+}
+
+fn secs(v: Option<f64>, flag: &str) -> CliResult<Option<Duration>> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(CliError::usage(format!("{flag} {s}: must be more than 0"))),
+    }
+}
+
+fn supervise_graph(
+    g: &Graph,
+    p: &Plan,
+    host: Option<String>,
+    status_every: Option<Duration>,
+    ttl: Option<Duration>,
+) -> CliResult<supervise::Outcome> {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGUSR1,
+            on_usr1 as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+    let opts = supervise::Options {
+        exe: std::env::current_exe()?,
+        host,
+        status_every,
+        ttl,
+        ..Default::default()
+    };
+    let mut log = std::io::stderr();
+    let out = supervise::run(
+        g,
+        p,
+        &opts,
+        &stopping,
+        &|| STATUS_NOW.swap(false, Ordering::Relaxed),
+        &mut log,
+    )
+    .map_err(|e| CliError::fail(e.to_string()))?;
+    Ok(out)
+}
+
+pub fn run(c: &GraphCmd) -> CliResult {
+    match c {
+        GraphCmd::Check(src) => {
+            let (g, p) = src.load()?;
+            print!("{}", plan::describe(&g, &p));
+            println!("valid");
+            Ok(())
+        }
+        GraphCmd::Dot { src, output } => {
+            let (g, p) = src.load()?;
+            let d = ptmp_graph::dot::dot(&g, &p);
+            match output {
+                Some(f) => std::fs::write(f, d)
+                    .map_err(|e| CliError::fail(format!("{}: {e}", f.display()))),
+                None => {
+                    print!("{d}");
+                    Ok(())
+                }
+            }
+        }
+        GraphCmd::Status(src) => {
+            let (_, p) = src.load()?;
+            let all = status::read_all(&p.run_dir);
+            if all.is_empty() {
+                return Err(CliError::fail(format!(
+                    "no status files in {}: is the graph running (with this --run-dir)?",
+                    p.run_dir.display()
+                )));
+            }
+            print!("{}", status::table(&all));
+            Ok(())
+        }
+        GraphCmd::Run(a) => {
+            let (g, p) = a.src.load()?;
+            let out = supervise_graph(
+                &g,
+                &p,
+                a.host.clone(),
+                secs(a.status, "--status")?,
+                secs(a.ttl, "--ttl")?,
+            )?;
+            eprint!("{}", status::table(&status::read_all(&p.run_dir)));
+            let restarted: Vec<String> = out
+                .restarts
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(p, n)| format!("{p} x{n}"))
+                .collect();
+            if !restarted.is_empty() {
+                eprintln!("graph {}: restarts: {}", g.name, restarted.join(", "));
+            }
+            if out.ok {
+                Ok(())
+            } else {
+                Err(CliError::fail(format!("graph {}: {}", g.name, out.reason)))
+            }
+        }
+        GraphCmd::Part { plan } => {
+            // SAFETY: prctl on ourselves; the supervisor also sets it, this
+            // covers a part started by hand.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            let pp = part::PartPlan::read(plan).map_err(CliError::usage)?;
+            let mut log = std::io::stderr();
+            match part::run(&pp, &stopping, &mut log) {
+                0 => Ok(()),
+                code => Err(CliError {
+                    code,
+                    msg: format!("graph {}: process {} failed", pp.graph, pp.process),
+                }),
+            }
+        }
+    }
+}
+
+/// The butterfly graph, evaluated from the example shipped with ptmp.
+pub const BUTTERFLY: &str = include_str!("../../../examples/butterfly.jsonnet");
+
+#[derive(Args)]
+pub struct ButterflyArgs {
+    /// Instances of component 1.
+    #[arg(long, default_value_t = 1)]
+    c1: u32,
+    /// Instances of component 2.
+    #[arg(long, default_value_t = 1)]
+    c2: u32,
+    /// Work per transaction in component 1, milliseconds.
+    #[arg(long, default_value_t = 50.0)]
+    t1: f64,
+    /// Work per transaction in component 2, milliseconds.
+    #[arg(long, default_value_t = 50.0)]
+    t2: f64,
+    /// Transactions.
+    #[arg(short = 'n', long, default_value_t = 100)]
+    count: u64,
+    /// auto, inproc, ipc, shm or tcp.
+    #[arg(long, default_value = "auto")]
+    transport: String,
+    /// process (every node its own process) or thread (all in one).
+    #[arg(long, default_value = "process")]
+    placement: String,
+    /// How components wait: sleep, or spin (precise for tiny work).
+    #[arg(long, default_value = "sleep")]
+    wait: String,
+    /// First tcp port (with --transport tcp).
+    #[arg(long, default_value_t = 17100)]
+    port_base: u16,
+    /// Run directory; default $TMPDIR/ptmp-graph-butterfly-PID.
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// Print the result as one JSON line too.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn butterfly(a: &ButterflyArgs) -> CliResult {
+    if a.c1 == 0 || a.c2 == 0 || a.c1 > 64 || a.c2 > 64 {
+        return Err(CliError::usage("--c1 and --c2 must be from 1 to 64"));
+    }
+    if !(a.t1 >= 0.0 && a.t2 >= 0.0 && a.t1.is_finite() && a.t2.is_finite()) {
+        return Err(CliError::usage(
+            "--t1 and --t2 must be 0 or more milliseconds",
+        ));
+    }
+    if a.count == 0 {
+        return Err(CliError::usage("-n must be at least 1"));
+    }
+    for (flag, v, ok) in [
+        (
+            "--transport",
+            &a.transport,
+            &["auto", "inproc", "ipc", "shm", "tcp"][..],
+        ),
+        ("--placement", &a.placement, &["process", "thread"][..]),
+        ("--wait", &a.wait, &["sleep", "spin"][..]),
+    ] {
+        if !ok.contains(&v.as_str()) {
+            return Err(CliError::usage(format!(
+                "{flag} {v:?}: use one of {}",
+                ok.join(", ")
+            )));
+        }
+    }
+    let name = format!("butterfly-{}", std::process::id());
+    let dir = a
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| plan::default_run_dir(&name));
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::fail(format!("{}: {e}", dir.display())))?;
+    let file = dir.join("butterfly.jsonnet");
+    std::fs::write(&file, BUTTERFLY)?;
+    let q = |s: &str| format!("{s:?}");
+    let opts = Options {
+        tla_code: vec![
+            ("c1".into(), a.c1.to_string()),
+            ("c2".into(), a.c2.to_string()),
+            ("t1".into(), a.t1.to_string()),
+            ("t2".into(), a.t2.to_string()),
+            ("n".into(), a.count.to_string()),
+            ("transport".into(), q(&a.transport)),
+            ("placement".into(), q(&a.placement)),
+            ("wait".into(), q(&a.wait)),
+            ("name".into(), q(&name)),
+            ("port_base".into(), a.port_base.to_string()),
+        ],
+        ..Default::default()
+    };
+    let v = jsonnet::load(&file, &opts).map_err(|e| CliError::usage(e.to_string()))?;
+    let (g, p) = load_value(&v, "butterfly", Some(&dir))?;
+    let out = supervise_graph(&g, &p, None, None, None)?;
+    if !out.ok || out.reason != "finished" {
+        return Err(CliError::fail(format!(
+            "butterfly did not finish: {}",
+            out.reason
+        )));
+    }
+    let elapsed_us = status::read_all(&p.run_dir)
+        .iter()
+        .flat_map(|s| s["reports"].as_array().cloned().unwrap_or_default())
+        .find(|r| r["name"] == "send_requests")
+        .and_then(|r| r["counters"]["elapsed_us"].as_u64())
+        .ok_or_else(|| CliError::fail("send_requests reported no elapsed time"))?;
+    let measured = a.count as f64 / (elapsed_us as f64 / 1e6);
+    let rate = |c: u32, t: f64| {
+        if t > 0.0 {
+            c as f64 * 1000.0 / t
+        } else {
+            f64::INFINITY
+        }
+    };
+    let theory = rate(a.c1, a.t1).min(rate(a.c2, a.t2));
+    let ratio = measured / theory;
+    println!(
+        "butterfly c1={} c2={} t1={} ms t2={} ms n={} transport={} placement={}: {} transactions in {:.3} s = {:.3} tx/s; theory {} tx/s; measured/theory {}",
+        a.c1,
+        a.c2,
+        a.t1,
+        a.t2,
+        a.count,
+        a.transport,
+        a.placement,
+        a.count,
+        elapsed_us as f64 / 1e6,
+        measured,
+        if theory.is_finite() { format!("{theory:.3}") } else { "unbounded".into() },
+        if theory.is_finite() { format!("{ratio:.3}") } else { "-".into() },
+    );
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"c1": a.c1, "c2": a.c2, "t1_ms": a.t1, "t2_ms": a.t2,
+                "n": a.count, "transport": a.transport, "placement": a.placement,
+                "elapsed_us": elapsed_us, "tx_per_s": measured,
+                "theory_tx_per_s": theory.is_finite().then_some(theory),
+                "ratio": theory.is_finite().then_some(ratio)})
+        );
+    }
+    if a.run_dir.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(())
+}

@@ -1,0 +1,820 @@
+//! # ptmp-graph: data-flow graphs that place, wire and supervise themselves
+//!
+//! A PTMP user hand-writes every socket address and starts every process.
+//! Here the *graph* is the unit: nodes (agents, or the built-in source,
+//! sink, worker and proxy of [`ptmp_agents::nodes`]) with named ports,
+//! edges between ports with a messaging pattern, and a placement of nodes
+//! into processes and processes onto hosts. From that the runner
+//!
+//! * validates everything before anything starts ([`Graph::parse`], then
+//!   [`plan::Plan::make`], which also validates every node's agent config),
+//!   each error naming the node and port or the edge;
+//! * chooses each edge's transport: `inproc` when all its nodes share a
+//!   process, `shm` between processes of one host when the edge can be a
+//!   single-writer ring (see [`plan`]), else `ipc` on one host, else `tcp`;
+//! * assigns every address (inproc names, ipc paths in the run directory,
+//!   shm channel names, tcp ports from `port_base` on each host's address),
+//!   the same on every host, so the parts of a multi-host graph started
+//!   separately (`ptmp graph run G --host H`) find each other; an edge may
+//!   pin its own `transport` or `address`;
+//! * runs each process as a child (`ptmp graph part`), restarts one that
+//!   crashes, shows per-node counts and rates, and stops the processes
+//!   upstream first so what is in flight drains ([`supervise`]).
+//!
+//! Why processes run the existing agent runner: a part is a ptmper
+//! configuration with its sockets filled in, so graph nodes are exactly the
+//! agents `ptmp run` runs, with the same validation and the same drain on
+//! stop; the graph layer only adds wiring, placement and supervision.
+//!
+//! ## Configuration (JSON, or Jsonnet with top-level arguments)
+//! ```json
+//! {"name": "chain",
+//!  "nodes": [{"name": "src", "type": "source", "data": {"count": 1000}},
+//!            {"name": "w", "type": "worker", "data": {"work_us": 100}},
+//!            {"name": "snk", "type": "sink", "data": {"count": 1000}}],
+//!  "edges": [{"from": "src.out", "to": "w.in", "pattern": "pushpull"},
+//!            {"from": "w.out", "to": "snk.in", "pattern": "pushpull"}],
+//!  "processes": [{"name": "front", "nodes": ["src", "w"]}],
+//!  "hosts": [{"name": "localhost", "address": "127.0.0.1"}],
+//!  "port_base": 17100,
+//!  "restart": {"max": 5, "backoff_ms": 200}}
+//! ```
+//! Nodes not placed in a process get a process of their own named after
+//! them. `from`/`to` are `"node.port"` or lists of them: one output to
+//! several inputs fans out (pubsub copies, pushpull deals round-robin),
+//! several outputs to one input fans in; many to many is refused (put a
+//! proxy node between, as the butterfly's intermediate does).
+
+pub mod dot;
+pub mod part;
+pub mod plan;
+pub mod status;
+pub mod supervise;
+
+use ptmp::Transport;
+use ptmp_agents::Kind;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// A graph error: what is wrong and where (node and port, edge, process).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("graph {graph}: {msg}")]
+    Invalid { graph: String, msg: String },
+    #[error("graph {graph}: node {node}: {source}")]
+    Agent {
+        graph: String,
+        node: String,
+        #[source]
+        source: Box<ptmp_agents::Error>,
+    },
+    #[error("{0}")]
+    Run(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Direction of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    In,
+    Out,
+}
+
+/// A port of a node type: its name in edges, the socket key it fills in
+/// the agent's data, its direction, whether it must be connected, and
+/// whether several edges may meet at it (the zipper's input: one endpoint
+/// per stream).
+#[derive(Debug, Clone, Copy)]
+pub struct PortSpec {
+    pub name: &'static str,
+    pub key: &'static str,
+    pub dir: Dir,
+    pub required: bool,
+    pub multi: bool,
+}
+
+const fn port(name: &'static str, key: &'static str, dir: Dir, required: bool) -> PortSpec {
+    PortSpec {
+        name,
+        key,
+        dir,
+        required,
+        multi: false,
+    }
+}
+
+const IN: PortSpec = port("in", "input", Dir::In, true);
+const OUT: PortSpec = port("out", "output", Dir::Out, true);
+const IN_OUT: &[PortSpec] = &[IN, OUT];
+const MERGE: &[PortSpec] = &[PortSpec { multi: true, ..IN }, OUT];
+const SOURCE: &[PortSpec] = &[OUT, port("done", "done", Dir::In, false)];
+const SINK: &[PortSpec] = &[IN, port("done", "done", Dir::Out, false)];
+const CAT: &[PortSpec] = &[
+    port("in", "input", Dir::In, false),
+    port("out", "output", Dir::Out, false),
+];
+
+/// The ports of a node type; `None` for types that cannot be graph nodes.
+pub fn ports(kind: Kind) -> Option<&'static [PortSpec]> {
+    Some(match kind {
+        Kind::Zipper | Kind::Sorted => MERGE,
+        Kind::Window | Kind::Replay | Kind::Stats | Kind::Filter => IN_OUT,
+        Kind::Worker | Kind::Proxy => IN_OUT,
+        Kind::Czmqat => CAT,
+        Kind::Source => SOURCE,
+        Kind::Sink => SINK,
+        Kind::Monitor | Kind::Composer => return None,
+    })
+}
+
+/// Messaging pattern of an edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    PubSub,
+    PushPull,
+    Pair,
+}
+
+impl Pattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::PubSub => "pubsub",
+            Pattern::PushPull => "pushpull",
+            Pattern::Pair => "pair",
+        }
+    }
+    /// Socket types of the sending and the receiving side.
+    pub fn socket_types(self) -> (&'static str, &'static str) {
+        match self {
+            Pattern::PubSub => ("PUB", "SUB"),
+            Pattern::PushPull => ("PUSH", "PULL"),
+            Pattern::Pair => ("PAIR", "PAIR"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: String,
+    pub kind: Kind,
+    /// `type` as written.
+    pub type_name: String,
+    pub data: Map<String, Value>,
+    /// Index into [`Graph::processes`].
+    pub process: usize,
+}
+
+impl Node {
+    pub fn port(&self, name: &str) -> Option<&'static PortSpec> {
+        ports(self.kind)?.iter().find(|p| p.name == name)
+    }
+}
+
+/// One end of an edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PortRef {
+    pub node: usize,
+    pub port: &'static str,
+}
+
+#[derive(Debug, Clone)]
+pub struct Edge {
+    pub from: Vec<PortRef>,
+    pub to: Vec<PortRef>,
+    pub pattern: Pattern,
+    pub transport: Option<Transport>,
+    pub address: Option<String>,
+    pub hwm: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Process {
+    pub name: String,
+    pub host: usize,
+    pub nodes: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub name: String,
+    pub address: String,
+}
+
+/// Restarting crashed processes.
+#[derive(Debug, Clone, Copy)]
+pub struct Restart {
+    /// Restarts of one process before the graph gives up.
+    pub max: u32,
+    pub backoff: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Graph {
+    pub name: String,
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+    pub processes: Vec<Process>,
+    pub hosts: Vec<Host>,
+    pub port_base: u16,
+    pub restart: Restart,
+}
+
+/// Default first tcp port.
+pub const DEFAULT_PORT_BASE: u16 = 17100;
+
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 60 {
+        format!("{}...", s.chars().take(57).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn find(nodes: &[Node], n: &str) -> Option<usize> {
+    nodes.iter().position(|x| x.name == n)
+}
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+struct P<'a> {
+    graph: &'a str,
+}
+
+impl P<'_> {
+    fn err(&self, msg: impl Into<String>) -> Error {
+        Error::Invalid {
+            graph: self.graph.to_string(),
+            msg: msg.into(),
+        }
+    }
+    fn obj<'v>(&self, at: &str, v: &'v Value) -> Result<&'v Map<String, Value>> {
+        v.as_object()
+            .ok_or_else(|| self.err(format!("{at} = {}: must be an object", show(v))))
+    }
+    fn keys(&self, at: &str, o: &Map<String, Value>, known: &[&str]) -> Result<()> {
+        for k in o.keys() {
+            if !known.contains(&k.as_str()) {
+                return Err(self.err(format!(
+                    "{at}: unknown key {k:?}; known: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+    fn string<'v>(&self, at: &str, o: &'v Map<String, Value>, k: &str) -> Result<Option<&'v str>> {
+        match o.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.err(format!("{at}.{k} = {}: must be a string", show(v)))),
+        }
+    }
+    fn name(&self, at: &str, o: &Map<String, Value>) -> Result<String> {
+        let n = self
+            .string(at, o, "name")?
+            .ok_or_else(|| self.err(format!("{at}: needs a name")))?;
+        if !valid_name(n) {
+            return Err(self.err(format!(
+                "{at}.name = {n:?}: names are 1-64 letters, digits, '_' or '-' (they become parts of addresses)"
+            )));
+        }
+        Ok(n.to_string())
+    }
+    fn strings(&self, at: &str, v: &Value) -> Result<Vec<String>> {
+        match v {
+            Value::String(s) => Ok(vec![s.clone()]),
+            Value::Array(a) if !a.is_empty() => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    x.as_str().map(str::to_string).ok_or_else(|| {
+                        self.err(format!("{at}[{i}] = {}: must be a string", show(x)))
+                    })
+                })
+                .collect(),
+            v => Err(self.err(format!(
+                "{at} = {}: must be a string or a non-empty list of strings",
+                show(v)
+            ))),
+        }
+    }
+    fn int(&self, at: &str, v: &Value, min: i64, max: i64) -> Result<i64> {
+        match v.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(self.err(format!(
+                "{at} = {}: must be an integer from {min} to {max}",
+                show(v)
+            ))),
+        }
+    }
+}
+
+impl Graph {
+    /// Parse and validate a graph; `default_name` names it when it has no
+    /// `name` (e.g. the file's stem).
+    pub fn parse(v: &Value, default_name: &str) -> Result<Graph> {
+        let gname = v
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(default_name)
+            .to_string();
+        let p = P { graph: &gname };
+        let top = p.obj("(top level)", v)?;
+        p.keys(
+            "(top level)",
+            top,
+            &[
+                "name",
+                "nodes",
+                "edges",
+                "processes",
+                "hosts",
+                "port_base",
+                "restart",
+            ],
+        )?;
+        if !valid_name(&gname) {
+            return Err(p.err(format!(
+                "name = {gname:?}: names are 1-64 letters, digits, '_' or '-'"
+            )));
+        }
+        // Hosts.
+        let mut hosts = Vec::new();
+        match top.get("hosts") {
+            None | Some(Value::Null) => hosts.push(Host {
+                name: "localhost".into(),
+                address: "127.0.0.1".into(),
+            }),
+            Some(Value::Array(a)) if !a.is_empty() => {
+                for (i, h) in a.iter().enumerate() {
+                    let at = format!("hosts[{i}]");
+                    let o = p.obj(&at, h)?;
+                    p.keys(&at, o, &["name", "address"])?;
+                    let name = p.name(&at, o)?;
+                    let address = p
+                        .string(&at, o, "address")?
+                        .ok_or_else(|| {
+                            p.err(format!(
+                                "host {name}: needs an address (an IPv4 address or host name its tcp edges bind)"
+                            ))
+                        })?
+                        .to_string();
+                    if address.is_empty() || address.contains(['/', ' ', ':']) {
+                        return Err(p.err(format!(
+                            "host {name}: address = {address:?}: give an IPv4 address or a host name"
+                        )));
+                    }
+                    if hosts.iter().any(|x: &Host| x.name == name) {
+                        return Err(p.err(format!("hosts[{i}]: host {name} is named twice")));
+                    }
+                    hosts.push(Host { name, address });
+                }
+            }
+            Some(v) => {
+                return Err(p.err(format!(
+                    "hosts = {}: must be a non-empty list of {{name, address}}",
+                    show(v)
+                )))
+            }
+        }
+        // Nodes.
+        let list = match top.get("nodes") {
+            Some(Value::Array(a)) if !a.is_empty() => a,
+            Some(v) => {
+                return Err(p.err(format!(
+                    "nodes = {}: must be a non-empty list of {{name, type, data}}",
+                    show(v)
+                )))
+            }
+            None => return Err(p.err("nodes: missing; a graph needs nodes")),
+        };
+        let mut nodes: Vec<Node> = Vec::new();
+        for (i, n) in list.iter().enumerate() {
+            let at = format!("nodes[{i}]");
+            let o = p.obj(&at, n)?;
+            p.keys(&at, o, &["name", "type", "data"])?;
+            let name = p.name(&at, o)?;
+            if nodes.iter().any(|x| x.name == name) {
+                return Err(p.err(format!("{at}: node {name} is named twice")));
+            }
+            let type_name = p
+                .string(&at, o, "type")?
+                .ok_or_else(|| p.err(format!("node {name}: needs a type")))?
+                .to_string();
+            let kind = Kind::parse(&type_name).ok_or_else(|| {
+                p.err(format!(
+                    "node {name}: type = {type_name:?}: unknown node type; known: {}",
+                    Kind::known()
+                ))
+            })?;
+            let Some(ports) = ports(kind) else {
+                return Err(p.err(format!(
+                    "node {name}: type = {type_name:?}: a {} cannot be a graph node (its sockets are not a fixed set of ports); run it with `ptmp run`",
+                    kind.name()
+                )));
+            };
+            let data = match o.get("data") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(d)) => d.clone(),
+                Some(v) => {
+                    return Err(p.err(format!(
+                        "node {name}: data = {}: must be an object",
+                        show(v)
+                    )))
+                }
+            };
+            for ps in ports {
+                if data.contains_key(ps.key) {
+                    return Err(p.err(format!(
+                        "node {name}: data.{}: sockets come from the graph's edges (port {}); remove it, or pin an address on the edge",
+                        ps.key, ps.name
+                    )));
+                }
+            }
+            nodes.push(Node {
+                name,
+                kind,
+                type_name,
+                data,
+                process: usize::MAX,
+            });
+        }
+        // Processes.
+        let mut processes: Vec<Process> = Vec::new();
+        if let Some(v) = top.get("processes").filter(|v| !v.is_null()) {
+            let a = v.as_array().ok_or_else(|| {
+                p.err(format!(
+                    "processes = {}: must be a list of {{name, host, nodes}}",
+                    show(v)
+                ))
+            })?;
+            for (i, pr) in a.iter().enumerate() {
+                let at = format!("processes[{i}]");
+                let o = p.obj(&at, pr)?;
+                p.keys(&at, o, &["name", "host", "nodes"])?;
+                let name = p.name(&at, o)?;
+                if processes.iter().any(|x| x.name == name) {
+                    return Err(p.err(format!("{at}: process {name} is named twice")));
+                }
+                let host = match p.string(&at, o, "host")? {
+                    Some(h) => hosts.iter().position(|x| x.name == h).ok_or_else(|| {
+                        p.err(format!(
+                            "process {name}: host = {h:?}: unreachable placement: no such host; hosts: {}",
+                            hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ")
+                        ))
+                    })?,
+                    None if hosts.len() == 1 => 0,
+                    None => {
+                        return Err(p.err(format!(
+                            "process {name}: no host given, and the graph has {} hosts",
+                            hosts.len()
+                        )))
+                    }
+                };
+                let names = p.strings(
+                    &format!("process {name}: nodes"),
+                    o.get("nodes").unwrap_or(&Value::Null),
+                )?;
+                let mut members = Vec::new();
+                for n in names {
+                    let k = find(&nodes, &n).ok_or_else(|| {
+                        p.err(format!("process {name}: nodes: no node named {n:?}"))
+                    })?;
+                    if nodes[k].process != usize::MAX {
+                        return Err(p.err(format!(
+                            "node {n}: placed in two processes, {} and {name}",
+                            processes[nodes[k].process].name
+                        )));
+                    }
+                    nodes[k].process = processes.len();
+                    members.push(k);
+                }
+                processes.push(Process {
+                    name,
+                    host,
+                    nodes: members,
+                });
+            }
+        }
+        #[allow(clippy::needless_range_loop)] // nodes[k] is updated below
+        for k in 0..nodes.len() {
+            if nodes[k].process != usize::MAX {
+                continue;
+            }
+            let name = nodes[k].name.clone();
+            if hosts.len() > 1 {
+                return Err(p.err(format!(
+                    "node {name}: unreachable placement: not placed in any process, and the graph has {} hosts (place it in a process with a host)",
+                    hosts.len()
+                )));
+            }
+            if processes.iter().any(|x| x.name == name) {
+                return Err(p.err(format!(
+                    "node {name}: not placed, and its own process would be named {name}, which is taken"
+                )));
+            }
+            nodes[k].process = processes.len();
+            processes.push(Process {
+                name,
+                host: 0,
+                nodes: vec![k],
+            });
+        }
+        // Edges.
+        let mut edges = Vec::new();
+        let elist = match top.get("edges") {
+            None | Some(Value::Null) => &Vec::new(),
+            Some(Value::Array(a)) => a,
+            Some(v) => {
+                return Err(p.err(format!(
+                    "edges = {}: must be a list of {{from, to, pattern}}",
+                    show(v)
+                )))
+            }
+        };
+        for (i, e) in elist.iter().enumerate() {
+            let at = format!("edges[{i}]");
+            let o = p.obj(&at, e)?;
+            p.keys(
+                &at,
+                o,
+                &["from", "to", "pattern", "transport", "address", "hwm"],
+            )?;
+            let ends = |key: &str, dir: Dir| -> Result<Vec<PortRef>> {
+                let v = o
+                    .get(key)
+                    .ok_or_else(|| p.err(format!("{at}: needs {key:?} (\"node.port\")")))?;
+                let mut out = Vec::new();
+                for s in p.strings(&format!("{at}.{key}"), v)? {
+                    let (n, port) = s.split_once('.').ok_or_else(|| {
+                        p.err(format!("{at}.{key}: {s:?}: write a port as \"node.port\""))
+                    })?;
+                    let k = find(&nodes, n)
+                        .ok_or_else(|| p.err(format!("{at}.{key}: {s:?}: no node named {n}")))?;
+                    let node = &nodes[k];
+                    let spec = node.port(port).ok_or_else(|| {
+                        p.err(format!(
+                            "{at}.{key}: node {n}: no port {port:?} on a {}; its ports: {}",
+                            node.kind.name(),
+                            ports(node.kind)
+                                .unwrap_or(&[])
+                                .iter()
+                                .map(|p| p.name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })?;
+                    if spec.dir != dir {
+                        return Err(p.err(format!(
+                            "{at}.{key}: node {n}: port {port} is an {}; edges go from outputs to inputs",
+                            if spec.dir == Dir::In { "input" } else { "output" }
+                        )));
+                    }
+                    let r = PortRef {
+                        node: k,
+                        port: spec.name,
+                    };
+                    if out.contains(&r) {
+                        return Err(
+                            p.err(format!("{at}.{key}: node {n}: port {port} listed twice"))
+                        );
+                    }
+                    out.push(r);
+                }
+                Ok(out)
+            };
+            let from = ends("from", Dir::Out)?;
+            let to = ends("to", Dir::In)?;
+            let pattern = match p.string(&at, o, "pattern")? {
+                Some("pubsub") => Pattern::PubSub,
+                Some("pushpull") => Pattern::PushPull,
+                Some("pair") => Pattern::Pair,
+                Some(s) => {
+                    return Err(p.err(format!(
+                        "{at}.pattern = {s:?}: must be pubsub, pushpull or pair"
+                    )))
+                }
+                None => {
+                    return Err(p.err(format!("{at}: needs a pattern: pubsub, pushpull or pair")))
+                }
+            };
+            let transport = match p.string(&at, o, "transport")? {
+                None | Some("auto") => None,
+                Some("inproc") => Some(Transport::Inproc),
+                Some("ipc") => Some(Transport::Ipc),
+                Some("tcp") => Some(Transport::Tcp),
+                Some("shm") => Some(Transport::Shm),
+                Some(s) => {
+                    return Err(p.err(format!(
+                        "{at}.transport = {s:?}: must be auto, inproc, ipc, shm or tcp"
+                    )))
+                }
+            };
+            let address = p.string(&at, o, "address")?.map(str::to_string);
+            let hwm = match o.get("hwm") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(p.int(&format!("{at}.hwm"), v, 0, i32::MAX as i64)?),
+            };
+            edges.push(Edge {
+                from,
+                to,
+                pattern,
+                transport,
+                address,
+                hwm,
+            });
+        }
+        let port_base = match top.get("port_base") {
+            None | Some(Value::Null) => DEFAULT_PORT_BASE,
+            Some(v) => p.int("port_base", v, 1024, 65000)? as u16,
+        };
+        let mut restart = Restart {
+            max: 5,
+            backoff: Duration::from_millis(200),
+        };
+        if let Some(v) = top.get("restart").filter(|v| !v.is_null()) {
+            let o = p.obj("restart", v)?;
+            p.keys("restart", o, &["max", "backoff_ms"])?;
+            if let Some(m) = o.get("max") {
+                restart.max = p.int("restart.max", m, 0, 1_000_000)? as u32;
+            }
+            if let Some(b) = o.get("backoff_ms") {
+                restart.backoff =
+                    Duration::from_millis(p.int("restart.backoff_ms", b, 0, 600_000)? as u64);
+            }
+        }
+        let g = Graph {
+            name: gname.clone(),
+            nodes,
+            edges,
+            processes,
+            hosts,
+            port_base,
+            restart,
+        };
+        g.check_wiring()?;
+        Ok(g)
+    }
+
+    fn err(&self, msg: impl Into<String>) -> Error {
+        Error::Invalid {
+            graph: self.name.clone(),
+            msg: msg.into(),
+        }
+    }
+
+    /// `edges[i] (a.out -> b.in, c.in)` for messages.
+    pub fn edge_label(&self, i: usize) -> String {
+        let e = &self.edges[i];
+        let side = |v: &[PortRef]| {
+            v.iter()
+                .map(|r| format!("{}.{}", self.nodes[r.node].name, r.port))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!("edges[{i}] ({} -> {})", side(&e.from), side(&e.to))
+    }
+
+    /// The edges meeting at each port, in edge order.
+    pub fn port_edges(&self) -> BTreeMap<PortRef, Vec<usize>> {
+        let mut m: BTreeMap<PortRef, Vec<usize>> = BTreeMap::new();
+        for (i, e) in self.edges.iter().enumerate() {
+            for r in e.from.iter().chain(&e.to) {
+                m.entry(*r).or_default().push(i);
+            }
+        }
+        m
+    }
+
+    fn check_wiring(&self) -> Result<()> {
+        for (i, e) in self.edges.iter().enumerate() {
+            let label = self.edge_label(i);
+            let nodes: BTreeSet<usize> = e.from.iter().map(|r| r.node).collect();
+            if let Some(r) = e.to.iter().find(|r| nodes.contains(&r.node)) {
+                return Err(self.err(format!(
+                    "{label}: node {} feeds itself",
+                    self.nodes[r.node].name
+                )));
+            }
+            if e.pattern == Pattern::Pair && (e.from.len() > 1 || e.to.len() > 1) {
+                return Err(self.err(format!(
+                    "{label}: pattern mismatch: a pair joins exactly one output to one input; use pushpull or pubsub to fan out or in"
+                )));
+            }
+            if e.from.len() > 1 && e.to.len() > 1 {
+                return Err(self.err(format!(
+                    "{label}: many outputs to many inputs; put a proxy node between them (fan in to it, fan out of it)"
+                )));
+            }
+        }
+        let pe = self.port_edges();
+        for (r, list) in &pe {
+            let node = &self.nodes[r.node];
+            let spec = node.port(r.port).expect("checked");
+            if list.len() > 1 && !spec.multi {
+                return Err(self.err(format!(
+                    "node {}: port {} is bound twice, by {} and {}; one port is one edge (fan out or in within one edge: \"to\": [...])",
+                    node.name,
+                    r.port,
+                    self.edge_label(list[0]),
+                    self.edge_label(list[1])
+                )));
+            }
+            let pats: BTreeSet<&str> = list.iter().map(|&i| self.edges[i].pattern.name()).collect();
+            if pats.len() > 1 {
+                return Err(self.err(format!(
+                    "node {}: port {}: pattern mismatch: its edges use {}; one socket has one pattern",
+                    node.name,
+                    r.port,
+                    pats.into_iter().collect::<Vec<_>>().join(" and ")
+                )));
+            }
+        }
+        for node in &self.nodes {
+            for spec in ports(node.kind).unwrap_or(&[]) {
+                let r = PortRef {
+                    node: self
+                        .nodes
+                        .iter()
+                        .position(|n| n.name == node.name)
+                        .expect("own"),
+                    port: spec.name,
+                };
+                if spec.required && !pe.contains_key(&r) {
+                    return Err(self.err(format!(
+                        "node {}: port {} is not connected (dangling): a {} needs its {} port",
+                        node.name,
+                        spec.name,
+                        node.kind.name(),
+                        spec.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Process indices in an order where each comes after the processes
+    /// feeding it (upstream first); in a cycle, graph order breaks the tie.
+    pub fn process_order(&self) -> Vec<usize> {
+        let n = self.processes.len();
+        let mut feeds = vec![BTreeSet::new(); n];
+        for e in &self.edges {
+            for f in &e.from {
+                for t in &e.to {
+                    let (a, b) = (self.nodes[f.node].process, self.nodes[t.node].process);
+                    if a != b {
+                        feeds[a].insert(b);
+                    }
+                }
+            }
+        }
+        let mut indeg = vec![0usize; n];
+        for s in &feeds {
+            for &b in s {
+                indeg[b] += 1;
+            }
+        }
+        let mut done = vec![false; n];
+        let mut order = Vec::with_capacity(n);
+        while order.len() < n {
+            let next = (0..n)
+                .find(|&i| !done[i] && indeg[i] == 0)
+                .or_else(|| (0..n).find(|&i| !done[i]))
+                .expect("one remains");
+            done[next] = true;
+            order.push(next);
+            for &b in &feeds[next] {
+                indeg[b] = indeg[b].saturating_sub(1);
+            }
+        }
+        order
+    }
+
+    pub fn host_index(&self, name: &str) -> Result<usize> {
+        self.hosts
+            .iter()
+            .position(|h| h.name == name)
+            .ok_or_else(|| {
+                self.err(format!(
+                    "no host named {name:?}; hosts: {}",
+                    self.hosts
+                        .iter()
+                        .map(|h| h.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests;

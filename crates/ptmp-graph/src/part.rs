@@ -1,0 +1,151 @@
+//! One process of a graph (`ptmp graph part PLAN`): runs its nodes as
+//! agents, keeps its status file current, and ends when told to (SIGINT or
+//! SIGTERM from the supervisor), when every node that ends by itself has
+//! ended (a source with a count, a sink with a count), or with a failure.
+//!
+//! The plan file is written by the supervisor: `{graph, process, run_dir,
+//! config}`, `config` being a ptmper configuration with every socket
+//! filled in. Exit status: 0 when the part finished or was stopped cleanly,
+//! 1 when a node failed (the supervisor restarts it), 2 for a bad plan.
+
+use crate::status::{self, Rates};
+use ptmp_agents::ptmper::RunConfig;
+use ptmp_agents::{Ctl, Proxy, Running};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How often a part rewrites its status file.
+pub const STATUS_EVERY: Duration = Duration::from_millis(250);
+
+pub struct PartPlan {
+    pub graph: String,
+    pub process: String,
+    pub run_dir: PathBuf,
+    pub config: Value,
+}
+
+impl PartPlan {
+    pub fn to_json(&self) -> Value {
+        json!({"graph": self.graph, "process": self.process,
+               "run_dir": self.run_dir, "config": self.config})
+    }
+    pub fn read(path: &Path) -> Result<PartPlan, String> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("plan {}: {e}", path.display()))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("plan {}: not JSON: {e}", path.display()))?;
+        let s = |k: &str| {
+            v[k].as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("plan {}: {k} missing", path.display()))
+        };
+        Ok(PartPlan {
+            graph: s("graph")?,
+            process: s("process")?,
+            run_dir: PathBuf::from(s("run_dir")?),
+            config: v["config"].clone(),
+        })
+    }
+}
+
+/// Run the part until it ends; returns the exit status.
+pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32 {
+    let who = format!("{}/{}", plan.graph, plan.process);
+    let rc = match RunConfig::parse(&plan.config) {
+        Ok(rc) => rc,
+        Err(e) => {
+            let _ = writeln!(log, "{who}: {e}");
+            return 2;
+        }
+    };
+    let leaves: Vec<&Proxy> = rc.proxies.iter().flat_map(|p| p.leaves()).collect();
+    let finite: Vec<usize> = (0..leaves.len()).filter(|&i| leaves[i].finite()).collect();
+    let order = ptmp_agents::upstream_first(&leaves);
+    let mut agents = Vec::new();
+    for p in &rc.proxies {
+        match p.build() {
+            Ok(a) => agents.extend(a),
+            Err(e) => {
+                let _ = writeln!(log, "{who}: {e}");
+                return 1;
+            }
+        }
+    }
+    let mut running = match Running::start(agents, &Ctl::new(rc.verbose)) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(log, "{who}: cannot start threads: {e}");
+            return 1;
+        }
+    };
+    let sfile = status::status_file(&plan.run_dir, &plan.process);
+    let mut rates = Rates::new();
+    let mut next_status = Instant::now();
+    let write_status = |running: &Running, rates: &mut Rates, reports: Option<Vec<Value>>| {
+        let c = running.counts();
+        let counts: Vec<(u64, u64)> = c.iter().map(|x| x.1).collect();
+        let r = rates.update(&counts);
+        let nodes: Vec<_> = c
+            .iter()
+            .zip(r)
+            .map(|((n, io, ended), rate)| (n.to_string(), *io, *ended, rate))
+            .collect();
+        let doc = status::document(&plan.graph, &plan.process, &nodes, reports);
+        let _ = status::write_atomic(&sfile, &doc);
+    };
+    let reason = loop {
+        if stop() {
+            break "stopped";
+        }
+        if running.any_failed_early() {
+            break "a node failed";
+        }
+        if !finite.is_empty() && finite.iter().all(|&i| running.ended(i)) {
+            break "finished";
+        }
+        if running.alive() == 0 {
+            break "finished";
+        }
+        if Instant::now() >= next_status {
+            write_status(&running, &mut rates, None);
+            next_status += STATUS_EVERY;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let _ = writeln!(log, "{who}: stopping: {reason}");
+    let handles = running.count_handles();
+    let results = running.stop_in_order(&order);
+    let mut failed = reason == "a node failed";
+    let mut reports = Vec::new();
+    let mut out = std::io::stdout().lock();
+    for (name, r) in &results {
+        match r {
+            Ok(rep) => {
+                let _ = writeln!(out, "[{}] {rep}", plan.process);
+                let counters: serde_json::Map<String, Value> = rep
+                    .counters
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect();
+                reports.push(json!({"name": name, "kind": rep.kind,
+                                    "counters": counters, "lines": rep.lines}));
+            }
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(log, "{who}: {e}");
+                reports.push(json!({"name": name, "error": e.to_string()}));
+            }
+        }
+    }
+    let _ = out.flush();
+    // The final document: counts after the drain.
+    let nodes: Vec<_> = handles
+        .into_iter()
+        .map(|(n, c)| (n, c.get(), true, (0.0, 0.0)))
+        .collect();
+    let doc = status::document(&plan.graph, &plan.process, &nodes, Some(reports));
+    let _ = status::write_atomic(&sfile, &doc);
+    i32::from(failed)
+}

@@ -1,0 +1,417 @@
+//! Choosing transports and assigning addresses: a [`Graph`] becomes one
+//! ptmper configuration per process.
+//!
+//! Transport of an edge, unless the edge pins `transport` or `address`:
+//! * all its nodes in one process: `inproc`;
+//! * all on one host: `shm` when the edge can be a single-writer ring —
+//!   one output, and either pubsub (every reader gets every message, as
+//!   SUBs do) or a single input (pushpull or pubsub) — else `ipc`. A pushpull
+//!   fan-out stays on ipc because zmq's PUSH deals messages round-robin,
+//!   while every reader of an shm ring sees every message; pair stays on
+//!   ipc because shm has no PAIR. One socket cannot mix shm with zmq
+//!   transports, so an shm edge meeting zmq edges at a multi-edge port
+//!   (a zipper's input) falls back to ipc;
+//! * across hosts: `tcp`.
+//!
+//! Binding: the single output of an edge binds and its inputs connect; an
+//! edge fanning in binds at its single input. Addresses are a function of
+//! the graph, its run directory and `port_base` only, so every host and
+//! every restarted process computes the same ones: inproc
+//! `inproc://GRAPH/LABEL`, ipc `ipc://RUNDIR/LABEL.ipc`, shm
+//! `shm://GRAPH.HASH.LABEL` (HASH of the run directory, so two runs of one
+//! graph from different directories do not share rings), tcp
+//! `tcp://HOSTADDR:PORT` with PORT = `port_base` + the edge's rank among
+//! tcp edges, HOSTADDR the binding node's host. LABEL is
+//! `NODE-PORT-eINDEX` of the binding port.
+
+use crate::{Error, Graph, Pattern, PortRef, Result};
+use ptmp::{Attach, Endpoint, Transport};
+use ptmp_agents::plugin::Plugins;
+use ptmp_agents::Proxy;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Which side of an edge binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binder {
+    From,
+    To,
+}
+
+/// An edge with its transport and address.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub transport: Transport,
+    pub binder: Binder,
+    /// The address bound and connected to.
+    pub address: String,
+    /// Whether the transport was chosen by the runner (not pinned).
+    pub auto: bool,
+}
+
+/// The wiring of a whole graph and each process's agent configuration.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub links: Vec<Link>,
+    /// Per process (graph order): a ptmper configuration `{name, proxies}`.
+    pub configs: Vec<Value>,
+    /// Per process: whether it ends by itself (has a finite node).
+    pub finite: Vec<bool>,
+    pub run_dir: PathBuf,
+}
+
+/// The default run directory of graph `name`: `$TMPDIR/ptmp-graph-NAME`.
+pub fn default_run_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("ptmp-graph-{name}"))
+}
+
+/// FNV-1a of the run directory, 6 hex digits, for shm channel names.
+fn dir_hash(p: &Path) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in p.as_os_str().as_encoded_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{:06x}", h & 0xff_ffff)
+}
+
+impl Plan {
+    /// Wire `g` for running from `run_dir`; validates every node's agent
+    /// configuration (with its sockets) so nothing starts when any is bad.
+    pub fn make(g: &Graph, run_dir: &Path) -> Result<Plan> {
+        let err = |msg: String| Error::Invalid {
+            graph: g.name.clone(),
+            msg,
+        };
+        let pe = g.port_edges();
+        let mut links: Vec<Link> = Vec::with_capacity(g.edges.len());
+        let mut tcp_rank = 0u32;
+        for (i, e) in g.edges.iter().enumerate() {
+            let label = g.edge_label(i);
+            let ends: Vec<PortRef> = e.from.iter().chain(&e.to).copied().collect();
+            let procs: Vec<usize> = ends.iter().map(|r| g.nodes[r.node].process).collect();
+            let hosts: Vec<usize> = procs.iter().map(|&p| g.processes[p].host).collect();
+            let one_proc = procs.iter().all(|&p| p == procs[0]);
+            let one_host = hosts.iter().all(|&h| h == hosts[0]);
+            let shm_ok = e.pattern != Pattern::Pair
+                && e.from.len() == 1
+                && (e.pattern == Pattern::PubSub || e.to.len() == 1);
+            let pinned = match &e.address {
+                Some(a) => Some(
+                    Endpoint::parse(a, Attach::Connect, "address")
+                        .map_err(|x| err(format!("{label}: address: {x}")))?,
+                ),
+                None => None,
+            };
+            let wanted = pinned.as_ref().map(|p| p.transport).or(e.transport);
+            if let (Some(p), Some(t)) = (&pinned, e.transport) {
+                if p.transport != t {
+                    return Err(err(format!(
+                        "{label}: transport {} but address {} is {}",
+                        t.scheme(),
+                        p.address,
+                        p.transport.scheme()
+                    )));
+                }
+            }
+            let transport = match wanted {
+                None if one_proc => Transport::Inproc,
+                None if one_host && shm_ok => Transport::Shm,
+                None if one_host => Transport::Ipc,
+                None => Transport::Tcp,
+                Some(t) => t,
+            };
+            let place = |r: &PortRef| {
+                let n = &g.nodes[r.node];
+                let p = &g.processes[n.process];
+                format!(
+                    "{} in process {} on host {}",
+                    n.name, p.name, g.hosts[p.host].name
+                )
+            };
+            let (a, b) = (
+                &ends[0],
+                ends.iter().find(|r| {
+                    let pr = g.nodes[r.node].process;
+                    match transport {
+                        Transport::Inproc => pr != procs[0],
+                        _ => g.processes[pr].host != hosts[0],
+                    }
+                }),
+            );
+            match (transport, b) {
+                (Transport::Inproc, Some(b)) => {
+                    return Err(err(format!(
+                        "{label}: unreachable placement: inproc joins only nodes of one process, but {} and {}",
+                        place(a),
+                        place(b)
+                    )))
+                }
+                (Transport::Ipc | Transport::Shm, Some(b)) => {
+                    return Err(err(format!(
+                        "{label}: unreachable placement: {} joins only processes of one host, but {} and {}",
+                        transport.scheme(),
+                        place(a),
+                        place(b)
+                    )))
+                }
+                _ => {}
+            }
+            if transport == Transport::Shm && !shm_ok {
+                return Err(err(format!(
+                    "{label}: shm cannot carry this edge: {}",
+                    if e.pattern == Pattern::Pair {
+                        "shm has no pair pattern"
+                    } else if e.from.len() > 1 {
+                        "an shm ring has one writer; fan in over ipc or tcp"
+                    } else {
+                        "every reader of an shm ring gets every message, not zmq's round-robin; use pubsub, or ipc"
+                    }
+                )));
+            }
+            let binder = if e.from.len() == 1 {
+                Binder::From
+            } else {
+                Binder::To
+            };
+            let bport = match binder {
+                Binder::From => e.from[0],
+                Binder::To => e.to[0],
+            };
+            let bname = format!("{}-{}-e{i}", g.nodes[bport.node].name, bport.port);
+            let address = match &pinned {
+                Some(p) => p.address.clone(),
+                None => match transport {
+                    Transport::Inproc => format!("inproc://{}/{bname}", g.name),
+                    Transport::Ipc => {
+                        let a = format!("ipc://{}/{bname}.ipc", run_dir.display());
+                        if a.len() - 6 > 107 {
+                            return Err(err(format!(
+                                "{label}: ipc path {a} is longer than the 107 bytes a Unix socket path may have; use a shorter --run-dir"
+                            )));
+                        }
+                        a
+                    }
+                    Transport::Shm => {
+                        format!("shm://{}.{}.{bname}", g.name, dir_hash(run_dir))
+                    }
+                    Transport::Tcp => {
+                        let host = &g.hosts[g.processes[g.nodes[bport.node].process].host];
+                        let port = g.port_base as u32 + tcp_rank;
+                        if port > 65535 {
+                            return Err(err(format!(
+                                "{label}: tcp port {port} is past 65535; lower port_base"
+                            )));
+                        }
+                        format!("tcp://{}:{port}", host.address)
+                    }
+                },
+            };
+            if transport == Transport::Tcp {
+                tcp_rank += 1;
+            }
+            links.push(Link {
+                transport,
+                binder,
+                address,
+                auto: wanted.is_none(),
+            });
+        }
+        // One socket, one transport family: shm with zmq at a multi-edge
+        // port falls back to ipc (auto edges) or is an error (pinned).
+        for (r, list) in &pe {
+            if list.len() < 2 {
+                continue;
+            }
+            let shm = list
+                .iter()
+                .filter(|&&i| links[i].transport == Transport::Shm)
+                .count();
+            if shm == 0 || shm == list.len() {
+                continue;
+            }
+            for &i in list {
+                let l = &mut links[i];
+                if l.transport != Transport::Shm {
+                    continue;
+                }
+                if !l.auto {
+                    return Err(err(format!(
+                        "node {}: port {}: {} is shm, but other edges at this port are not; one socket cannot mix shm with zmq transports",
+                        g.nodes[r.node].name,
+                        r.port,
+                        g.edge_label(i)
+                    )));
+                }
+                let e = &g.edges[i];
+                let bport = if l.binder == Binder::From {
+                    e.from[0]
+                } else {
+                    e.to[0]
+                };
+                l.transport = Transport::Ipc;
+                l.address = format!(
+                    "ipc://{}/{}-{}-e{i}.ipc",
+                    run_dir.display(),
+                    g.nodes[bport.node].name,
+                    bport.port
+                );
+            }
+        }
+        // Each node's data with its sockets.
+        let mut configs = Vec::new();
+        let mut finite = Vec::new();
+        let plugins = Plugins::load(&[]).map_err(|e| err(e.to_string()))?;
+        for p in &g.processes {
+            let mut proxies = Vec::new();
+            let mut fin = false;
+            for &k in &p.nodes {
+                let node = &g.nodes[k];
+                let mut data = node.data.clone();
+                for (r, list) in pe.range(
+                    PortRef { node: k, port: "" }..=PortRef {
+                        node: k,
+                        port: "\u{10FFFF}",
+                    },
+                ) {
+                    let spec = node.port(r.port).expect("validated");
+                    data.insert(spec.key.into(), socket(g, &links, r, list));
+                }
+                let v = Value::Object(data);
+                let proxy =
+                    Proxy::parse_data(&node.name, node.kind, &v, &plugins).map_err(|source| {
+                        Error::Agent {
+                            graph: g.name.clone(),
+                            node: node.name.clone(),
+                            source: Box::new(source),
+                        }
+                    })?;
+                fin |= proxy.finite();
+                proxies.push(json!({"name": node.name, "type": node.type_name, "data": v}));
+            }
+            configs.push(json!({"name": format!("{}/{}", g.name, p.name), "proxies": proxies}));
+            finite.push(fin);
+        }
+        Ok(Plan {
+            links,
+            configs,
+            finite,
+            run_dir: run_dir.to_path_buf(),
+        })
+    }
+
+    /// shm channel names this graph uses (for removal after a run).
+    pub fn shm_channels(&self) -> Vec<String> {
+        self.links
+            .iter()
+            .filter(|l| l.transport == Transport::Shm)
+            .filter_map(|l| l.address.strip_prefix("shm://").map(str::to_string))
+            .collect()
+    }
+}
+
+/// The socket configuration of port `r`, which meets edges `list`.
+fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -> Value {
+    let spec = g.nodes[r.node].port(r.port).expect("validated");
+    let e0 = &g.edges[list[0]];
+    let (st, rt) = e0.pattern.socket_types();
+    let stype = if spec.dir == crate::Dir::Out { st } else { rt };
+    let mut bind = Vec::new();
+    let mut connect = Vec::new();
+    let mut hwm: Option<i64> = None;
+    for &i in list {
+        let l = &links[i];
+        let binds = match l.binder {
+            Binder::From => spec.dir == crate::Dir::Out,
+            Binder::To => spec.dir == crate::Dir::In,
+        };
+        let addr = if binds && l.transport == Transport::Tcp {
+            // Bind the host's address when it is an IPv4 address; a host
+            // name may resolve differently on the host itself, so bind all
+            // interfaces at the assigned port then.
+            match l.address.trim_start_matches("tcp://").rsplit_once(':') {
+                Some((h, port))
+                    if g.edges[i].address.is_none() && h.parse::<std::net::Ipv4Addr>().is_err() =>
+                {
+                    format!("tcp://*:{port}")
+                }
+                _ => l.address.clone(),
+            }
+        } else {
+            l.address.clone()
+        };
+        if binds {
+            bind.push(addr);
+        } else {
+            connect.push(addr);
+        }
+        if let Some(h) = g.edges[i].hwm {
+            hwm = Some(hwm.map_or(h, |x| x.max(h)));
+        }
+    }
+    let mut s = Map::new();
+    s.insert("type".into(), json!(stype));
+    if !bind.is_empty() {
+        s.insert("bind".into(), json!(bind));
+    }
+    if !connect.is_empty() {
+        s.insert("connect".into(), json!(connect));
+    }
+    if let Some(h) = hwm {
+        s.insert("hwm".into(), json!(h));
+        s.insert("sndhwm".into(), json!(h));
+    }
+    json!({ "socket": s })
+}
+
+/// Render the plan as text: each edge's transport and address, each
+/// process's host and nodes.
+pub fn describe(g: &Graph, plan: &Plan) -> String {
+    let mut s = String::new();
+    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for p in &g.processes {
+        by_host
+            .entry(g.hosts[p.host].name.as_str())
+            .or_default()
+            .push(&p.name);
+    }
+    s += &format!(
+        "graph {}: {} nodes, {} edges, {} processes on {} host(s); run dir {}\n",
+        g.name,
+        g.nodes.len(),
+        g.edges.len(),
+        g.processes.len(),
+        by_host.len(),
+        plan.run_dir.display()
+    );
+    for (i, p) in g.processes.iter().enumerate() {
+        let nodes: Vec<String> = p
+            .nodes
+            .iter()
+            .map(|&k| format!("{} ({})", g.nodes[k].name, g.nodes[k].kind.name()))
+            .collect();
+        s += &format!(
+            "  process {} on {}{}: {}\n",
+            p.name,
+            g.hosts[p.host].name,
+            if plan.finite[i] {
+                " [ends by itself]"
+            } else {
+                ""
+            },
+            nodes.join(", ")
+        );
+    }
+    for (i, l) in plan.links.iter().enumerate() {
+        s += &format!(
+            "  {} {} over {} at {}{}\n",
+            g.edge_label(i),
+            g.edges[i].pattern.name(),
+            l.transport.scheme(),
+            l.address,
+            if l.auto { "" } else { " (pinned)" }
+        );
+    }
+    s
+}

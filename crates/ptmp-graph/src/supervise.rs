@@ -1,0 +1,347 @@
+//! `ptmp graph run`: start this host's processes of a graph, supervise
+//! them, stop them.
+//!
+//! * Each process runs as a child `ptmp graph part PLAN` in a process group
+//!   of its own (a terminal's Ctrl-C reaches only the supervisor, which then
+//!   stops the parts in order) and dies with the supervisor
+//!   (PR_SET_PDEATHSIG), so no part outlives it.
+//! * A part that exits non-zero or is killed by a signal is restarted after
+//!   `restart.backoff_ms`, at most `restart.max` times; it rebinds the same
+//!   addresses, so its peers (zmq reconnects, shm takes over the ring)
+//!   carry on with it.
+//! * The run ends on SIGINT/SIGTERM, after `ttl`, or when every process
+//!   that ends by itself has exited cleanly (a counted source and sink);
+//!   the remaining parts are then stopped upstream first, each given time to
+//!   drain, and the graph's shm rings are removed.
+//! * Only one supervisor runs per run directory (`supervisor.pid`).
+
+use crate::part::PartPlan;
+use crate::plan::Plan;
+use crate::status;
+use crate::{Error, Graph, Result};
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    /// The `ptmp` executable that runs parts.
+    pub exe: PathBuf,
+    /// The host whose processes to run; may be omitted when the graph has
+    /// one host.
+    pub host: Option<String>,
+    /// Print the status table this often.
+    pub status_every: Option<Duration>,
+    pub ttl: Option<Duration>,
+    /// How long a stopped part may take before it is killed.
+    pub stop_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            exe: PathBuf::from("ptmp"),
+            host: None,
+            status_every: None,
+            ttl: None,
+            stop_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub reason: String,
+    /// Restarts per process (this host's processes).
+    pub restarts: Vec<(String, u32)>,
+    /// False when the graph gave up on a process or a part failed to stop
+    /// cleanly.
+    pub ok: bool,
+}
+
+struct Proc {
+    index: usize,
+    name: String,
+    plan_path: PathBuf,
+    child: Option<Child>,
+    restarts: u32,
+    restart_at: Option<Instant>,
+    exited_clean: bool,
+    finite: bool,
+}
+
+fn spawn(exe: &Path, plan: &Path) -> std::io::Result<Child> {
+    let mut c = Command::new(exe);
+    c.arg("graph").arg("part").arg(plan);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    c.spawn()
+}
+
+fn describe(s: ExitStatus) -> String {
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(9)) => "killed by SIGKILL".into(),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => s.to_string(),
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Run this host's part of `g` as wired by `plan`. `stop` and `status_now`
+/// are polled (signal flags; `status_now` is expected to clear itself).
+pub fn run(
+    g: &Graph,
+    plan: &Plan,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+    status_now: &dyn Fn() -> bool,
+    log: &mut dyn Write,
+) -> Result<Outcome> {
+    let host = match &opts.host {
+        Some(h) => g.host_index(h)?,
+        None if g.hosts.len() == 1 => 0,
+        None => {
+            return Err(Error::Invalid {
+                graph: g.name.clone(),
+                msg: format!(
+                    "the graph spans hosts {}: say which this is with --host",
+                    g.hosts
+                        .iter()
+                        .map(|h| h.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+        }
+    };
+    let run_err =
+        |what: &str, e: std::io::Error| Error::Run(format!("graph {}: {what}: {e}", g.name));
+    let dir = &plan.run_dir;
+    std::fs::create_dir_all(status::status_dir(dir))
+        .map_err(|e| run_err(&format!("run dir {}", dir.display()), e))?;
+    let lock = dir.join("supervisor.pid");
+    if let Ok(text) = std::fs::read_to_string(&lock) {
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            if pid != std::process::id() as i32 && pid_alive(pid) {
+                return Err(Error::Run(format!(
+                    "graph {}: already running from {} (supervisor pid {pid}); stop it or use another --run-dir",
+                    g.name,
+                    dir.display()
+                )));
+            }
+        }
+    }
+    std::fs::write(&lock, std::process::id().to_string())
+        .map_err(|e| run_err("write supervisor.pid", e))?;
+    let order = g.process_order();
+    let mut procs: Vec<Proc> = Vec::new();
+    for &i in &order {
+        let p = &g.processes[i];
+        if p.host != host {
+            continue;
+        }
+        let _ = std::fs::remove_file(status::status_file(dir, &p.name));
+        let pp = PartPlan {
+            graph: g.name.clone(),
+            process: p.name.clone(),
+            run_dir: dir.clone(),
+            config: plan.configs[i].clone(),
+        };
+        let path = dir.join(format!("plan-{}.json", p.name));
+        std::fs::write(
+            &path,
+            serde_json::to_vec_pretty(&pp.to_json()).unwrap_or_default(),
+        )
+        .map_err(|e| run_err(&format!("write {}", path.display()), e))?;
+        procs.push(Proc {
+            index: i,
+            name: p.name.clone(),
+            plan_path: path,
+            child: None,
+            restarts: 0,
+            restart_at: None,
+            exited_clean: false,
+            finite: plan.finite[i],
+        });
+    }
+    if procs.is_empty() {
+        let _ = std::fs::remove_file(&lock);
+        return Err(Error::Invalid {
+            graph: g.name.clone(),
+            msg: format!("no process is placed on host {}", g.hosts[host].name),
+        });
+    }
+    // Start downstream first, so receivers are up when sources begin.
+    for p in procs.iter_mut().rev() {
+        let c = spawn(&opts.exe, &p.plan_path).map_err(|e| run_err("start a part", e))?;
+        let _ = writeln!(
+            log,
+            "graph {}: process {} started (pid {})",
+            g.name,
+            p.name,
+            c.id()
+        );
+        p.child = Some(c);
+    }
+    let t0 = Instant::now();
+    let mut next_status = opts.status_every.map(|d| t0 + d);
+    let mut out = Outcome {
+        ok: true,
+        ..Default::default()
+    };
+    let any_finite = procs.iter().any(|p| p.finite);
+    out.reason = loop {
+        if stop() {
+            break "interrupted".into();
+        }
+        if opts.ttl.is_some_and(|t| t0.elapsed() >= t) {
+            break "ttl reached".into();
+        }
+        let mut gave_up = None;
+        for p in procs.iter_mut() {
+            if let Some(c) = &mut p.child {
+                match c.try_wait() {
+                    Ok(Some(s)) => {
+                        let pid = c.id();
+                        p.child = None;
+                        if s.success() {
+                            p.exited_clean = true;
+                            let _ = writeln!(
+                                log,
+                                "graph {}: process {} (pid {pid}) finished",
+                                g.name, p.name
+                            );
+                        } else if p.restarts >= g.restart.max {
+                            gave_up = Some(format!(
+                                "process {} (pid {pid}) {}; restarted {} times already, giving up",
+                                p.name,
+                                describe(s),
+                                p.restarts
+                            ));
+                        } else {
+                            p.restarts += 1;
+                            p.restart_at = Some(Instant::now() + g.restart.backoff);
+                            let _ = writeln!(
+                                log,
+                                "graph {}: process {} (pid {pid}) {}; restarting ({} of at most {})",
+                                g.name,
+                                p.name,
+                                describe(s),
+                                p.restarts,
+                                g.restart.max
+                            );
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(run_err("wait for a part", e)),
+                }
+            }
+            if p.restart_at.is_some_and(|t| Instant::now() >= t) {
+                p.restart_at = None;
+                let c = spawn(&opts.exe, &p.plan_path).map_err(|e| run_err("restart a part", e))?;
+                let _ = writeln!(
+                    log,
+                    "graph {}: process {} restarted (pid {})",
+                    g.name,
+                    p.name,
+                    c.id()
+                );
+                p.child = Some(c);
+            }
+        }
+        if let Some(why) = gave_up {
+            out.ok = false;
+            break why;
+        }
+        if any_finite && procs.iter().filter(|p| p.finite).all(|p| p.exited_clean) {
+            break "finished".into();
+        }
+        if procs.iter().all(|p| p.exited_clean) {
+            break "every process ended".into();
+        }
+        let due = next_status.is_some_and(|t| Instant::now() >= t);
+        if status_now() || due {
+            let _ = write!(log, "{}", status::table(&status::read_all(dir)));
+            if let (Some(t), Some(d)) = (&mut next_status, opts.status_every) {
+                while *t <= Instant::now() {
+                    *t += d;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = writeln!(log, "graph {}: stopping: {}", g.name, out.reason);
+    for p in procs.iter_mut() {
+        p.restart_at = None;
+        let Some(mut c) = p.child.take() else {
+            continue;
+        };
+        let pid = c.id() as i32;
+        // SAFETY: our own child, still unreaped.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let t = Instant::now();
+        let status = loop {
+            match c.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if t.elapsed() < opts.stop_timeout => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Ok(None) => {
+                    let _ = writeln!(
+                        log,
+                        "graph {}: process {} (pid {pid}) did not stop within {:?}; killing it",
+                        g.name, p.name, opts.stop_timeout
+                    );
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break None;
+                }
+                Err(_) => break None,
+            }
+        };
+        match status {
+            Some(s) if s.success() => {}
+            Some(s) => {
+                out.ok = false;
+                let _ = writeln!(
+                    log,
+                    "graph {}: process {} stopped with {}",
+                    g.name,
+                    p.name,
+                    describe(s)
+                );
+            }
+            None => out.ok = false,
+        }
+    }
+    // Rings this host's processes wrote.
+    for (i, l) in plan.links.iter().enumerate() {
+        if l.transport != ptmp::Transport::Shm {
+            continue;
+        }
+        let w = g.edges[i].from[0];
+        if g.processes[g.nodes[w.node].process].host == host {
+            if let Some(name) = l.address.strip_prefix("shm://") {
+                let _ = ptmp_shm::remove(name);
+            }
+        }
+    }
+    out.restarts = procs
+        .iter()
+        .map(|p| (g.processes[p.index].name.clone(), p.restarts))
+        .collect();
+    let _ = std::fs::remove_file(&lock);
+    Ok(out)
+}

@@ -1,0 +1,294 @@
+use super::*;
+use crate::plan::{Binder, Plan};
+use serde_json::json;
+use std::path::Path;
+
+fn chain() -> Value {
+    json!({
+        "name": "t",
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"count": 10}},
+            {"name": "w", "type": "worker"},
+            {"name": "snk", "type": "sink"}
+        ],
+        "edges": [
+            {"from": "src.out", "to": "w.in", "pattern": "pushpull"},
+            {"from": "w.out", "to": "snk.in", "pattern": "pushpull"}
+        ]
+    })
+}
+
+fn err_of(v: &Value) -> String {
+    match Graph::parse(v, "x") {
+        Err(e) => e.to_string(),
+        Ok(g) => match Plan::make(&g, Path::new("/tmp/ptmp-graph-test")) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted: {v}"),
+        },
+    }
+}
+
+fn edit(f: impl FnOnce(&mut Value)) -> Value {
+    let mut v = chain();
+    f(&mut v);
+    v
+}
+
+#[test]
+fn each_node_its_own_process_by_default_and_shm_between_them() {
+    let g = Graph::parse(&chain(), "x").unwrap();
+    assert_eq!(g.processes.len(), 3);
+    let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+    for l in &p.links {
+        assert_eq!(l.transport, Transport::Shm, "{l:?}");
+        assert_eq!(l.binder, Binder::From);
+        assert!(l.address.starts_with("shm://t."), "{}", l.address);
+    }
+    // The source's process ends by itself, the others do not.
+    assert_eq!(p.finite, vec![true, false, false]);
+    // Sockets filled in: the worker reads what the source binds.
+    let w = &p.configs[1]["proxies"][0]["data"];
+    assert_eq!(w["input"]["socket"]["type"], "PULL");
+    assert_eq!(
+        w["input"]["socket"]["connect"][0],
+        p.configs[0]["proxies"][0]["data"]["output"]["socket"]["bind"][0]
+    );
+    assert_eq!(g.process_order(), vec![0, 1, 2]);
+}
+
+#[test]
+fn one_process_is_inproc_and_fan_out_pushpull_is_ipc() {
+    let mut v = chain();
+    v["processes"] = json!([{"name": "all", "nodes": ["src", "w", "snk"]}]);
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+    assert!(p.links.iter().all(|l| l.transport == Transport::Inproc));
+    // Fan-out: src to two workers (round-robin) must stay on zmq.
+    let v = json!({
+        "name": "fan",
+        "nodes": [
+            {"name": "src", "type": "source"},
+            {"name": "a", "type": "worker"}, {"name": "b", "type": "worker"},
+            {"name": "m", "type": "proxy"},
+            {"name": "snk", "type": "sink"}
+        ],
+        "edges": [
+            {"from": "src.out", "to": ["a.in", "b.in"], "pattern": "pushpull"},
+            {"from": ["a.out", "b.out"], "to": "m.in", "pattern": "pushpull"},
+            {"from": "m.out", "to": "snk.in", "pattern": "pubsub"}
+        ]
+    });
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+    assert_eq!(p.links[0].transport, Transport::Ipc);
+    assert_eq!(p.links[1].transport, Transport::Ipc);
+    assert_eq!(p.links[1].binder, Binder::To, "fan-in binds at the input");
+    assert_eq!(p.links[2].transport, Transport::Shm);
+    let m = &p.configs[3]["proxies"][0]["data"];
+    assert_eq!(m["input"]["socket"]["bind"][0], p.links[1].address.as_str());
+    assert_eq!(m["output"]["socket"]["type"], "PUB");
+}
+
+#[test]
+fn hosts_get_tcp_with_deterministic_ports() {
+    let mut v = chain();
+    v["hosts"] =
+        json!([{"name": "a", "address": "10.9.0.1"}, {"name": "b", "address": "10.9.0.2"}]);
+    v["processes"] = json!([
+        {"name": "pa", "host": "a", "nodes": ["src", "w"]},
+        {"name": "pb", "host": "b", "nodes": ["snk"]}
+    ]);
+    v["port_base"] = json!(20000);
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+    assert_eq!(p.links[0].transport, Transport::Inproc);
+    assert_eq!(p.links[1].transport, Transport::Tcp);
+    assert_eq!(p.links[1].address, "tcp://10.9.0.1:20000");
+    let snk = &p.configs[1]["proxies"][0]["data"];
+    assert_eq!(snk["input"]["socket"]["connect"][0], "tcp://10.9.0.1:20000");
+    let w = &p.configs[0]["proxies"][1]["data"];
+    assert_eq!(w["output"]["socket"]["bind"][0], "tcp://10.9.0.1:20000");
+    // The same graph planned again (another host) wires the same.
+    let p2 = Plan::make(&g, Path::new("/tmp/other")).unwrap();
+    assert_eq!(p2.links[1].address, p.links[1].address);
+}
+
+#[test]
+fn pinned_transport_and_address() {
+    let v = edit(|v| {
+        v["edges"][1]["transport"] = json!("tcp");
+        v["edges"][0]["address"] = json!("ipc:///tmp/pinned-x.ipc");
+        v["port_base"] = json!(30000);
+    });
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+    assert_eq!(p.links[0].address, "ipc:///tmp/pinned-x.ipc");
+    assert!(!p.links[0].auto);
+    assert_eq!(p.links[1].address, "tcp://127.0.0.1:30000");
+}
+
+#[test]
+fn errors_name_node_port_and_edge() {
+    let cases: Vec<(Value, &[&str])> = vec![
+        (
+            edit(|v| v["nodes"][1]["type"] = json!("wokrer")),
+            &["node w", "wokrer", "unknown node type"],
+        ),
+        (
+            edit(|v| v["edges"][1]["to"] = json!("snk.input")),
+            &["edges[1].to", "snk", "no port \"input\""],
+        ),
+        (
+            edit(|v| v["edges"][1]["to"] = json!("nope.in")),
+            &["edges[1].to", "no node named nope"],
+        ),
+        (
+            edit(|v| v["edges"][1]["from"] = json!("w.in")),
+            &["edges[1].from", "port in is an input"],
+        ),
+        (
+            edit(|v| {
+                v["edges"]
+                    .as_array_mut()
+                    .unwrap()
+                    .pop()
+                    .map(|_| ())
+                    .unwrap()
+            }),
+            &["node w", "port out", "dangling"],
+        ),
+        (
+            edit(|v| {
+                v["edges"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"from": "src.out", "to": "snk.in", "pattern": "pushpull"}))
+            }),
+            &[
+                "node src",
+                "port out",
+                "bound twice",
+                "edges[0]",
+                "edges[2]",
+            ],
+        ),
+        (
+            edit(|v| v["edges"][1]["pattern"] = json!("reqrep")),
+            &["edges[1].pattern", "reqrep"],
+        ),
+        (
+            edit(|v| {
+                v["nodes"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"name": "w2", "type": "worker"}));
+                v["edges"][0]["to"] = json!(["w.in", "w2.in"]);
+                v["edges"][0]["pattern"] = json!("pair");
+            }),
+            &["edges[0]", "pattern mismatch", "pair"],
+        ),
+        (
+            edit(|v| {
+                v["nodes"] = json!([
+                    {"name": "a", "type": "source"}, {"name": "b", "type": "source"},
+                    {"name": "z", "type": "zipper"}, {"name": "snk", "type": "sink"}]);
+                v["edges"] = json!([
+                    {"from": "a.out", "to": "z.in", "pattern": "pushpull"},
+                    {"from": "b.out", "to": "z.in", "pattern": "pubsub"},
+                    {"from": "z.out", "to": "snk.in", "pattern": "pushpull"}]);
+            }),
+            &[
+                "node z",
+                "port in",
+                "pattern mismatch",
+                "pubsub and pushpull",
+            ],
+        ),
+        (
+            edit(|v| v["processes"] = json!([{"name": "p", "host": "mars", "nodes": ["src"]}])),
+            &["process p", "mars", "unreachable placement"],
+        ),
+        (
+            edit(|v| {
+                v["hosts"] = json!([{"name": "a", "address": "10.0.0.1"}, {"name": "b", "address": "10.0.0.2"}]);
+                v["processes"] = json!([
+                    {"name": "pa", "host": "a", "nodes": ["src", "w"]},
+                    {"name": "pb", "host": "b", "nodes": ["snk"]}]);
+                v["edges"][1]["transport"] = json!("shm");
+            }),
+            &[
+                "edges[1]",
+                "w.out -> snk.in",
+                "unreachable placement",
+                "host a",
+                "host b",
+            ],
+        ),
+        (
+            edit(|v| v["edges"][0]["transport"] = json!("inproc")),
+            &[
+                "edges[0]",
+                "unreachable placement",
+                "inproc",
+                "process src",
+                "process w",
+            ],
+        ),
+        (
+            edit(|v| v["nodes"][1]["data"] = json!({"work_us": -5})),
+            &["node w", "work_us", "-5"],
+        ),
+        (
+            edit(|v| {
+                v["nodes"][1]["data"] =
+                    json!({"input": {"socket": {"type": "PULL", "bind": "tcp://*:1"}}})
+            }),
+            &["node w", "data.input", "edges"],
+        ),
+        (
+            edit(|v| {
+                v["processes"] =
+                    json!([{"name": "p", "nodes": ["src"]}, {"name": "q", "nodes": ["src"]}])
+            }),
+            &["node src", "two processes"],
+        ),
+        (
+            edit(|v| v["nodes"][0]["type"] = json!("monitor")),
+            &["node src", "monitor", "cannot be a graph node"],
+        ),
+        (edit(|v| v["nodez"] = json!([])), &["unknown key \"nodez\""]),
+        (
+            edit(|v| {
+                v["nodes"][0]["data"] = json!({"count": 5});
+                v["nodes"][2]["data"] = json!({});
+                v["edges"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"from": "snk.done", "to": "src.done", "pattern": "pair"}));
+            }),
+            &["node snk", "count", "done"],
+        ),
+    ];
+    for (v, needles) in cases {
+        let e = err_of(&v);
+        for n in needles {
+            assert!(e.contains(n), "error {e:?} lacks {n:?}");
+        }
+    }
+}
+
+#[test]
+fn dot_draws_every_pair_of_ports() {
+    let v = json!({
+        "name": "d",
+        "nodes": [{"name": "s", "type": "source"}, {"name": "a", "type": "sink"}, {"name": "b", "type": "sink"}],
+        "edges": [{"from": "s.out", "to": ["a.in", "b.in"], "pattern": "pubsub"}]
+    });
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+    let d = dot::dot(&g, &p);
+    assert!(d.starts_with("digraph \"d\""), "{d}");
+    assert!(d.contains("\"s\" -> \"a\" [label=\"pubsub shm\""), "{d}");
+    assert!(d.contains("\"s\" -> \"b\""), "{d}");
+    assert!(d.contains("cluster_proc_a"), "{d}");
+}
