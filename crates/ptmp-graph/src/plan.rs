@@ -32,20 +32,13 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Which side of an edge binds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Binder {
-    From,
-    To,
-}
-
-/// An edge with its transport and address.
+/// An edge with its transport and addresses.
 #[derive(Debug, Clone)]
 pub struct Link {
     pub transport: Transport,
-    pub binder: Binder,
-    /// The address bound and connected to.
-    pub address: String,
+    /// The ports that bind, each with its address; the edge's other ports
+    /// connect to all of them.
+    pub binds: Vec<(PortRef, String)>,
     /// Whether the transport was chosen by the runner (not pinned).
     pub auto: bool,
 }
@@ -170,51 +163,31 @@ impl Plan {
                     }
                 )));
             }
-            let binder = if e.from.len() == 1 {
-                Binder::From
+            // Who binds: the single output (one to one, pubsub fan-out,
+            // pair); the single input of a fan-in; every input of a
+            // pushpull fan-out, the output connecting to each, so that zmq
+            // makes all of PUSH's pipes at once and deals round-robin from
+            // the first message (binding there would hand everything sent
+            // before the other inputs connect to the first one that did).
+            let binders: Vec<PortRef> = if e.from.len() > 1 {
+                vec![e.to[0]]
+            } else if e.to.len() > 1 && e.pattern == Pattern::PushPull && pinned.is_none() {
+                e.to.clone()
             } else {
-                Binder::To
+                vec![e.from[0]]
             };
-            let bport = match binder {
-                Binder::From => e.from[0],
-                Binder::To => e.to[0],
-            };
-            let bname = format!("{}-{}-e{i}", g.nodes[bport.node].name, bport.port);
-            let address = match &pinned {
-                Some(p) => p.address.clone(),
-                None => match transport {
-                    Transport::Inproc => format!("inproc://{}/{bname}", g.name),
-                    Transport::Ipc => {
-                        let a = format!("ipc://{}/{bname}.ipc", run_dir.display());
-                        if a.len() - 6 > 107 {
-                            return Err(err(format!(
-                                "{label}: ipc path {a} is longer than the 107 bytes a Unix socket path may have; use a shorter --run-dir"
-                            )));
-                        }
-                        a
-                    }
-                    Transport::Shm => {
-                        format!("shm://{}.{}.{bname}", g.name, dir_hash(run_dir))
-                    }
-                    Transport::Tcp => {
-                        let host = &g.hosts[g.processes[g.nodes[bport.node].process].host];
-                        let port = g.port_base as u32 + tcp_rank;
-                        if port > 65535 {
-                            return Err(err(format!(
-                                "{label}: tcp port {port} is past 65535; lower port_base"
-                            )));
-                        }
-                        format!("tcp://{}:{port}", host.address)
-                    }
-                },
-            };
-            if transport == Transport::Tcp {
-                tcp_rank += 1;
+            let mut binds = Vec::new();
+            for b in binders {
+                let a = match &pinned {
+                    Some(p) => p.address.clone(),
+                    None => address(g, run_dir, transport, b, i, &mut tcp_rank)
+                        .map_err(|m| err(format!("{label}: {m}")))?,
+                };
+                binds.push((b, a));
             }
             links.push(Link {
                 transport,
-                binder,
-                address,
+                binds,
                 auto: wanted.is_none(),
             });
         }
@@ -244,19 +217,11 @@ impl Plan {
                         g.edge_label(i)
                     )));
                 }
-                let e = &g.edges[i];
-                let bport = if l.binder == Binder::From {
-                    e.from[0]
-                } else {
-                    e.to[0]
-                };
                 l.transport = Transport::Ipc;
-                l.address = format!(
-                    "ipc://{}/{}-{}-e{i}.ipc",
-                    run_dir.display(),
-                    g.nodes[bport.node].name,
-                    bport.port
-                );
+                for (b, a) in &mut l.binds {
+                    *a = address(g, run_dir, Transport::Ipc, *b, i, &mut 0)
+                        .map_err(|m| err(format!("{}: {m}", g.edge_label(i))))?;
+                }
             }
         }
         // Each node's data with its sockets.
@@ -306,9 +271,44 @@ impl Plan {
         self.links
             .iter()
             .filter(|l| l.transport == Transport::Shm)
-            .filter_map(|l| l.address.strip_prefix("shm://").map(str::to_string))
+            .flat_map(|l| &l.binds)
+            .filter_map(|(_, a)| a.strip_prefix("shm://").map(str::to_string))
             .collect()
     }
+}
+
+/// The address port `b` binds for edge `i` over `t`.
+fn address(
+    g: &Graph,
+    run_dir: &Path,
+    t: Transport,
+    b: PortRef,
+    i: usize,
+    tcp_rank: &mut u32,
+) -> std::result::Result<String, String> {
+    let label = format!("{}-{}-e{i}", g.nodes[b.node].name, b.port);
+    Ok(match t {
+        Transport::Inproc => format!("inproc://{}/{label}", g.name),
+        Transport::Ipc => {
+            let a = format!("ipc://{}/{label}.ipc", run_dir.display());
+            if a.len() - 6 > 107 {
+                return Err(format!(
+                    "ipc path {a} is longer than the 107 bytes a Unix socket path may have; use a shorter --run-dir"
+                ));
+            }
+            a
+        }
+        Transport::Shm => format!("shm://{}.{}.{label}", g.name, dir_hash(run_dir)),
+        Transport::Tcp => {
+            let host = &g.hosts[g.processes[g.nodes[b.node].process].host];
+            let port = g.port_base as u32 + *tcp_rank;
+            if port > 65535 {
+                return Err(format!("tcp port {port} is past 65535; lower port_base"));
+            }
+            *tcp_rank += 1;
+            format!("tcp://{}:{port}", host.address)
+        }
+    })
 }
 
 /// The socket configuration of port `r`, which meets edges `list`.
@@ -322,29 +322,23 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
     let mut hwm: Option<i64> = None;
     for &i in list {
         let l = &links[i];
-        let binds = match l.binder {
-            Binder::From => spec.dir == crate::Dir::Out,
-            Binder::To => spec.dir == crate::Dir::In,
-        };
-        let addr = if binds && l.transport == Transport::Tcp {
-            // Bind the host's address when it is an IPv4 address; a host
-            // name may resolve differently on the host itself, so bind all
-            // interfaces at the assigned port then.
-            match l.address.trim_start_matches("tcp://").rsplit_once(':') {
-                Some((h, port))
-                    if g.edges[i].address.is_none() && h.parse::<std::net::Ipv4Addr>().is_err() =>
-                {
-                    format!("tcp://*:{port}")
-                }
-                _ => l.address.clone(),
+        match l.binds.iter().find(|(b, _)| b == r) {
+            Some((_, a)) => {
+                // Bind the host's address when it is an IPv4 address; a
+                // host name may resolve differently on the host itself, so
+                // bind all interfaces at the assigned port then.
+                let a = match a.strip_prefix("tcp://").and_then(|x| x.rsplit_once(':')) {
+                    Some((h, port))
+                        if g.edges[i].address.is_none()
+                            && h.parse::<std::net::Ipv4Addr>().is_err() =>
+                    {
+                        format!("tcp://*:{port}")
+                    }
+                    _ => a.clone(),
+                };
+                bind.push(a);
             }
-        } else {
-            l.address.clone()
-        };
-        if binds {
-            bind.push(addr);
-        } else {
-            connect.push(addr);
+            None => connect.extend(l.binds.iter().map(|(_, a)| a.clone())),
         }
         if let Some(h) = g.edges[i].hwm {
             hwm = Some(hwm.map_or(h, |x| x.max(h)));
@@ -409,7 +403,11 @@ pub fn describe(g: &Graph, plan: &Plan) -> String {
             g.edge_label(i),
             g.edges[i].pattern.name(),
             l.transport.scheme(),
-            l.address,
+            l.binds
+                .iter()
+                .map(|(_, a)| a.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             if l.auto { "" } else { " (pinned)" }
         );
     }

@@ -25,6 +25,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+/// How long the supervisor waits for a starting part to report before it
+/// starts the next one anyway.
+pub const READY_WAIT: Duration = Duration::from_secs(5);
+
 pub struct Options {
     /// The `ptmp` executable that runs parts.
     pub exe: PathBuf,
@@ -183,9 +187,11 @@ pub fn run(
             msg: format!("no process is placed on host {}", g.hosts[host].name),
         });
     }
-    // Start downstream first, so receivers are up when sources begin.
+    // Start downstream first, each part running (its first status file
+    // written) before the next starts, so receivers are up when sources
+    // begin and a source's clock does not count its peers' start-up.
     for p in procs.iter_mut().rev() {
-        let c = spawn(&opts.exe, &p.plan_path).map_err(|e| run_err("start a part", e))?;
+        let mut c = spawn(&opts.exe, &p.plan_path).map_err(|e| run_err("start a part", e))?;
         let _ = writeln!(
             log,
             "graph {}: process {} started (pid {})",
@@ -193,6 +199,18 @@ pub fn run(
             p.name,
             c.id()
         );
+        let t = Instant::now();
+        let sfile = status::status_file(dir, &p.name);
+        while t.elapsed() < READY_WAIT && !stop() {
+            let ready = std::fs::read(&sfile)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v["pid"].as_u64() == Some(c.id() as u64));
+            if ready || c.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
         p.child = Some(c);
     }
     let t0 = Instant::now();
@@ -327,14 +345,15 @@ pub fn run(
         }
     }
     // Rings this host's processes wrote.
-    for (i, l) in plan.links.iter().enumerate() {
+    for l in &plan.links {
         if l.transport != ptmp::Transport::Shm {
             continue;
         }
-        let w = g.edges[i].from[0];
-        if g.processes[g.nodes[w.node].process].host == host {
-            if let Some(name) = l.address.strip_prefix("shm://") {
-                let _ = ptmp_shm::remove(name);
+        for (w, a) in &l.binds {
+            if g.processes[g.nodes[w.node].process].host == host {
+                if let Some(name) = a.strip_prefix("shm://") {
+                    let _ = ptmp_shm::remove(name);
+                }
             }
         }
     }

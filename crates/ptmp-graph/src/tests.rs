@@ -1,5 +1,5 @@
 use super::*;
-use crate::plan::{Binder, Plan};
+use crate::plan::Plan;
 use serde_json::json;
 use std::path::Path;
 
@@ -41,8 +41,8 @@ fn each_node_its_own_process_by_default_and_shm_between_them() {
     let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
     for l in &p.links {
         assert_eq!(l.transport, Transport::Shm, "{l:?}");
-        assert_eq!(l.binder, Binder::From);
-        assert!(l.address.starts_with("shm://t."), "{}", l.address);
+        assert_eq!(l.binds.len(), 1);
+        assert!(l.binds[0].1.starts_with("shm://t."), "{l:?}");
     }
     // The source's process ends by itself, the others do not.
     assert_eq!(p.finite, vec![true, false, false]);
@@ -81,11 +81,27 @@ fn one_process_is_inproc_and_fan_out_pushpull_is_ipc() {
     let g = Graph::parse(&v, "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
     assert_eq!(p.links[0].transport, Transport::Ipc);
+    // A pushpull fan-out: each input binds, the output connects to all.
+    let b0: Vec<&str> = p.links[0].binds.iter().map(|(_, a)| a.as_str()).collect();
+    assert_eq!(b0.len(), 2);
+    assert_eq!(
+        p.configs[1]["proxies"][0]["data"]["input"]["socket"]["bind"][0],
+        b0[0]
+    );
+    assert_eq!(
+        p.configs[2]["proxies"][0]["data"]["input"]["socket"]["bind"][0],
+        b0[1]
+    );
+    let src = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    assert_eq!(src["connect"], json!(b0));
     assert_eq!(p.links[1].transport, Transport::Ipc);
-    assert_eq!(p.links[1].binder, Binder::To, "fan-in binds at the input");
+    assert_eq!(p.links[1].binds[0].0.node, 3, "fan-in binds at the input");
     assert_eq!(p.links[2].transport, Transport::Shm);
     let m = &p.configs[3]["proxies"][0]["data"];
-    assert_eq!(m["input"]["socket"]["bind"][0], p.links[1].address.as_str());
+    assert_eq!(
+        m["input"]["socket"]["bind"][0],
+        p.links[1].binds[0].1.as_str()
+    );
     assert_eq!(m["output"]["socket"]["type"], "PUB");
 }
 
@@ -103,14 +119,14 @@ fn hosts_get_tcp_with_deterministic_ports() {
     let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
     assert_eq!(p.links[0].transport, Transport::Inproc);
     assert_eq!(p.links[1].transport, Transport::Tcp);
-    assert_eq!(p.links[1].address, "tcp://10.9.0.1:20000");
+    assert_eq!(p.links[1].binds[0].1, "tcp://10.9.0.1:20000");
     let snk = &p.configs[1]["proxies"][0]["data"];
     assert_eq!(snk["input"]["socket"]["connect"][0], "tcp://10.9.0.1:20000");
     let w = &p.configs[0]["proxies"][1]["data"];
     assert_eq!(w["output"]["socket"]["bind"][0], "tcp://10.9.0.1:20000");
     // The same graph planned again (another host) wires the same.
     let p2 = Plan::make(&g, Path::new("/tmp/other")).unwrap();
-    assert_eq!(p2.links[1].address, p.links[1].address);
+    assert_eq!(p2.links[1].binds, p.links[1].binds);
 }
 
 #[test]
@@ -122,9 +138,9 @@ fn pinned_transport_and_address() {
     });
     let g = Graph::parse(&v, "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
-    assert_eq!(p.links[0].address, "ipc:///tmp/pinned-x.ipc");
+    assert_eq!(p.links[0].binds[0].1, "ipc:///tmp/pinned-x.ipc");
     assert!(!p.links[0].auto);
-    assert_eq!(p.links[1].address, "tcp://127.0.0.1:30000");
+    assert_eq!(p.links[1].binds[0].1, "tcp://127.0.0.1:30000");
 }
 
 #[test]
