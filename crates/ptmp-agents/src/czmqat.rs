@@ -11,7 +11,7 @@
 
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
-use crate::{Agent, Ctl, Report, POLL};
+use crate::{Agent, Ctl, Report};
 use ptmp::{Frames, Receiver, Sender, SocketConfig};
 use ptmp_data::dump::{DumpReader, DumpWriter};
 use std::fs::File;
@@ -153,18 +153,11 @@ impl Agent for CatAgent {
         let res: Result<()> = (|| {
             while !ctl.done(false) && self.number.is_none_or(|m| n < m) {
                 let got = match &mut self.src {
-                    Source::Sock(rx) => match rx.recv_raw_into(&mut frames, Some(POLL)) {
-                        Ok(true) => {
-                            ctl.counts.add_in();
-                            true
-                        }
-                        Ok(false) | Err(ptmp::Error::Interrupted) => {
-                            if ctl.done(true) {
-                                break;
-                            }
-                            false
-                        }
-                        Err(e) => return Err(Error::socket(&self.name)(e)),
+                    Source::Sock(rx) => match crate::recv_frames(rx, &mut frames, ctl, &self.name)?
+                    {
+                        crate::Got::Set => true,
+                        crate::Got::Nothing => false,
+                        crate::Got::Done => break,
                     },
                     Source::File(_, _) if ctl.stopped() => break,
                     Source::File(r, path) => {

@@ -240,6 +240,28 @@ pub fn recv_set(
     }
 }
 
+/// [`recv_set`] for raw frames (agents that pass messages without parsing
+/// them): `Got::Set` when a message arrived, counted as input.
+pub fn recv_frames(
+    rx: &mut ptmp::Receiver,
+    f: &mut ptmp::Frames,
+    ctl: &Ctl,
+    agent: &str,
+) -> Result<Got> {
+    match rx.recv_raw_into(f, Some(POLL)) {
+        Ok(true) => {
+            ctl.counts.add_in();
+            Ok(Got::Set)
+        }
+        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(if ctl.done(true) {
+            Got::Done
+        } else {
+            Got::Nothing
+        }),
+        Err(e) => Err(Error::socket(agent)(e)),
+    }
+}
+
 /// Send `set` on `tx`, waiting for room as long as the agent is not done
 /// (see [`Ctl::done`]). `Ok(false)`: the agent is stopping and nobody took
 /// the set within [`DRAIN_MAX`], so it was not sent (callers count it).
@@ -694,14 +716,26 @@ pub fn upstream_first(agents: &[&Proxy]) -> Vec<usize> {
         .collect();
     let n = agents.len();
     // feeds[a] holds b when a's output meets b's input.
-    let mut indeg = vec![0usize; n];
     let mut feeds = vec![Vec::new(); n];
     for a in 0..n {
         for b in 0..n {
             if a != b && io[a].1.iter().any(|k| io[b].0.contains(k)) {
                 feeds[a].push(b);
-                indeg[b] += 1;
             }
+        }
+    }
+    upstream_order(&feeds)
+}
+
+/// An order of nodes `0..feeds.len()` in which each comes after every node
+/// feeding it (`feeds[a]` lists the nodes `a` feeds, each once); in a cycle,
+/// the first node not yet placed goes next.
+pub fn upstream_order(feeds: &[Vec<usize>]) -> Vec<usize> {
+    let n = feeds.len();
+    let mut indeg = vec![0usize; n];
+    for f in feeds {
+        for &b in f {
+            indeg[b] += 1;
         }
     }
     let mut order = Vec::with_capacity(n);

@@ -17,7 +17,7 @@
 
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
-use crate::{Agent, Ctl, Report, POLL};
+use crate::{Agent, Ctl, Report};
 use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -137,15 +137,10 @@ impl Agent for MonitorAgent {
                         let mut line = String::new();
                         let mut n = 0u64;
                         while !ctl.done(false) {
-                            match tap.rx.recv_raw_into(&mut frames, Some(POLL)) {
-                                Ok(true) => {}
-                                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                                    if ctl.done(true) {
-                                        break;
-                                    }
-                                    continue;
-                                }
-                                Err(e) => return Err(Error::socket(name)(e)),
+                            match crate::recv_frames(&mut tap.rx, &mut frames, ctl, name)? {
+                                crate::Got::Set => {}
+                                crate::Got::Nothing => continue,
+                                crate::Got::Done => break,
                             }
                             let now = ptmp_data::now_us();
                             if !crate::send_frames(&mut tap.tx, &frames, ctl, name)? {

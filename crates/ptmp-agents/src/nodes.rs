@@ -29,7 +29,7 @@
 
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
-use crate::{send_frames, send_set, Agent, Ctl, Report, POLL};
+use crate::{recv_frames, send_frames, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet, TrigPrim};
 use ptmp_data::dump::DumpWriter;
 use std::fs::File;
@@ -325,17 +325,11 @@ impl Agent for SinkAgent {
         let mut first: Option<Instant> = None;
         let res: Result<()> = (|| {
             while self.c.count.is_none_or(|c| n < c) {
-                match self.rx.recv_raw_into(&mut f, Some(POLL)) {
-                    Ok(true) => {}
-                    Ok(false) | Err(ptmp::Error::Interrupted) => {
-                        if ctl.done(true) {
-                            break;
-                        }
-                        continue;
-                    }
-                    Err(e) => return Err(Error::socket(&self.name)(e)),
+                match recv_frames(&mut self.rx, &mut f, ctl, &self.name)? {
+                    Got::Set => {}
+                    Got::Nothing => continue,
+                    Got::Done => break,
                 }
-                ctl.counts.add_in();
                 first.get_or_insert_with(Instant::now);
                 n += 1;
                 self.write(&f)?;
@@ -404,17 +398,11 @@ impl Agent for WorkerAgent {
         let (mut n, mut unsent) = (0u64, 0u64);
         let mut busy = Duration::ZERO;
         loop {
-            match self.rx.recv_raw_into(&mut f, Some(POLL)) {
-                Ok(true) => {}
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    if ctl.done(true) {
-                        break;
-                    }
-                    continue;
-                }
-                Err(e) => return Err(Error::socket(&self.name)(e)),
+            match recv_frames(&mut self.rx, &mut f, ctl, &self.name)? {
+                Got::Set => {}
+                Got::Nothing => continue,
+                Got::Done => break,
             }
-            ctl.counts.add_in();
             n += 1;
             if !self.c.work.is_zero() {
                 let t = Instant::now();

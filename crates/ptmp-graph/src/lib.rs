@@ -763,11 +763,18 @@ impl Graph {
     }
 
     /// Process indices in an order where each comes after the processes
-    /// feeding it (upstream first); in a cycle, graph order breaks the tie.
+    /// feeding it (upstream first), done edges (a sink telling a source it
+    /// has everything) aside; in any other cycle, graph order breaks the
+    /// tie.
     pub fn process_order(&self) -> Vec<usize> {
         let n = self.processes.len();
         let mut feeds = vec![BTreeSet::new(); n];
-        for e in &self.edges {
+        // A done edge reports back upstream; it does not feed.
+        for e in self
+            .edges
+            .iter()
+            .filter(|e| e.to.iter().all(|t| t.port != "done"))
+        {
             for f in &e.from {
                 for t in &e.to {
                     let (a, b) = (self.nodes[f.node].process, self.nodes[t.node].process);
@@ -777,26 +784,8 @@ impl Graph {
                 }
             }
         }
-        let mut indeg = vec![0usize; n];
-        for s in &feeds {
-            for &b in s {
-                indeg[b] += 1;
-            }
-        }
-        let mut done = vec![false; n];
-        let mut order = Vec::with_capacity(n);
-        while order.len() < n {
-            let next = (0..n)
-                .find(|&i| !done[i] && indeg[i] == 0)
-                .or_else(|| (0..n).find(|&i| !done[i]))
-                .expect("one remains");
-            done[next] = true;
-            order.push(next);
-            for &b in &feeds[next] {
-                indeg[b] = indeg[b].saturating_sub(1);
-            }
-        }
-        order
+        let feeds: Vec<Vec<usize>> = feeds.into_iter().map(|s| s.into_iter().collect()).collect();
+        ptmp_agents::upstream_order(&feeds)
     }
 
     pub fn host_index(&self, name: &str) -> Result<usize> {

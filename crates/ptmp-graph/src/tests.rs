@@ -54,6 +54,22 @@ fn each_node_its_own_process_by_default_and_shm_between_them() {
         p.configs[0]["proxies"][0]["data"]["output"]["socket"]["bind"][0]
     );
     assert_eq!(g.process_order(), vec![0, 1, 2]);
+    // A done edge back to the source does not feed it: the source still
+    // comes first, wherever the graph lists it.
+    let mut v = chain();
+    v["nodes"][2]["data"] = json!({"count": 10});
+    v["nodes"].as_array_mut().unwrap().rotate_right(1);
+    v["edges"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"from": "snk.done", "to": "src.done", "pattern": "pair"}));
+    let g = Graph::parse(&v, "x").unwrap();
+    let names: Vec<&str> = g
+        .process_order()
+        .into_iter()
+        .map(|i| g.processes[i].name.as_str())
+        .collect();
+    assert_eq!(names, vec!["src", "w", "snk"]);
 }
 
 #[test]
