@@ -219,6 +219,8 @@ pub struct Graph {
     pub hosts: Vec<Host>,
     pub port_base: u16,
     pub restart: Restart,
+    /// Filter-engine libraries every process loads (as ptmper's `plugins`).
+    pub plugins: Vec<String>,
 }
 
 /// Default first tcp port.
@@ -339,6 +341,7 @@ impl Graph {
                 "hosts",
                 "port_base",
                 "restart",
+                "plugins",
             ],
         )?;
         if !valid_name(&gname) {
@@ -651,7 +654,12 @@ impl Graph {
                     Duration::from_millis(p.int("restart.backoff_ms", b, 0, 600_000)? as u64);
             }
         }
+        let plugins = match top.get("plugins") {
+            None | Some(Value::Null) => vec![],
+            Some(v) => p.strings("plugins", v)?,
+        };
         let g = Graph {
+            plugins,
             name: gname.clone(),
             nodes,
             edges,

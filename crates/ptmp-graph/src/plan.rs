@@ -227,7 +227,7 @@ impl Plan {
         // Each node's data with its sockets.
         let mut configs = Vec::new();
         let mut finite = Vec::new();
-        let plugins = Plugins::load(&[]).map_err(|e| err(e.to_string()))?;
+        let plugins = Plugins::load(&g.plugins).map_err(|e| err(e.to_string()))?;
         for p in &g.processes {
             let mut proxies = Vec::new();
             let mut fin = false;
@@ -255,7 +255,8 @@ impl Plan {
                 fin |= proxy.finite();
                 proxies.push(json!({"name": node.name, "type": node.type_name, "data": v}));
             }
-            configs.push(json!({"name": format!("{}/{}", g.name, p.name), "proxies": proxies}));
+            configs.push(json!({"name": format!("{}/{}", g.name, p.name),
+                                "plugins": g.plugins, "proxies": proxies}));
             finite.push(fin);
         }
         Ok(Plan {

@@ -290,6 +290,10 @@ fn errors_name_node_port_and_edge() {
         ),
         (edit(|v| v["nodez"] = json!([])), &["unknown key \"nodez\""]),
         (
+            edit(|v| v["plugins"] = json!(["no-such-engine-lib"])),
+            &["no-such-engine-lib"],
+        ),
+        (
             edit(|v| {
                 v["nodes"][0]["data"] = json!({"count": 5});
                 v["nodes"][2]["data"] = json!({});
