@@ -13,7 +13,9 @@ tcp, shm) at native speed::
 Blocking calls release the GIL and honour Ctrl-C. Shared memory:
 ``ShmWriter.publish`` and ``ShmReader.view`` (a zero-copy buffer of the ring
 slot; ``memoryview(v)`` or ``v.numpy()``). Dump files: ``read_dump``,
-``read_tpsets``, ``DumpWriter``. Agents: ``run(config)``.
+``read_tpsets``, ``DumpWriter``. Agents: ``run(config)``. Graphs:
+``graph_check(config)`` and ``run_graph(config)`` (each process a
+``python -m ptmp._part`` child).
 """
 
 from ._ptmp import (  # noqa: F401
@@ -30,10 +32,12 @@ from ._ptmp import (  # noqa: F401
     TPSet,
     TrigPrim,
     WireError,
+    graph_check,
     now_us,
     read_dump,
     read_tpsets,
     run,
+    run_graph,
 )
 
 __all__ = [
@@ -50,8 +54,10 @@ __all__ = [
     "TPSet",
     "TrigPrim",
     "WireError",
+    "graph_check",
     "now_us",
     "read_dump",
     "read_tpsets",
     "run",
+    "run_graph",
 ]

@@ -277,3 +277,41 @@ def test_bench_script_smoke():
     r = subprocess.run([sys.executable, bench, "-n", "2000"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "| ptmp send_many/recv_many |" in r.stdout and "| pyzmq + protobuf |" in r.stdout
+
+
+def _chain_graph(tmp_path, name):
+    out = tmp_path / "out.dump"
+    return out, {
+        "name": name,
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"count": 300, "tps": 2}},
+            {"name": "w", "type": "worker"},
+            {"name": "snk", "type": "sink", "data": {"count": 300, "ofile": str(out)}},
+        ],
+        "edges": [
+            {"from": "src.out", "to": "w.in", "pattern": "pushpull"},
+            {"from": "w.out", "to": "snk.in", "pattern": "pushpull"},
+        ],
+    }
+
+
+def test_graph_check_names_the_problem(tmp_path):
+    _, g = _chain_graph(tmp_path, "pycheck")
+    text = ptmp.graph_check(g, run_dir=str(tmp_path / "run"))
+    assert "3 processes" in text and "pushpull over shm" in text
+    g["edges"].pop()
+    with pytest.raises(ptmp.ConfigError, match="node w: port out is not connected"):
+        ptmp.graph_check(g)
+
+
+def test_run_graph_from_python(tmp_path):
+    out, g = _chain_graph(tmp_path, "pyrun")
+    r = ptmp.run_graph(g, run_dir=str(tmp_path / "run"), ttl=60)
+    assert r["ok"] and r["reason"] == "finished", r
+    assert r["restarts"] == {"src": 0, "w": 0, "snk": 0}
+    reports = {rep["name"]: rep for p in r["processes"] for rep in p["reports"]}
+    assert reports["snk"]["counters"]["received"] == 300
+    assert reports["w"]["counters"]["forwarded"] == 300
+    sets = list(ptmp.read_tpsets(str(out)))
+    assert [s.count for s in sets] == list(range(300))
+    assert all(len(s.tps) == 2 for s in sets)

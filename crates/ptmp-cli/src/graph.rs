@@ -148,7 +148,11 @@ fn supervise_graph(
         );
     }
     let opts = supervise::Options {
-        exe: std::env::current_exe()?,
+        part_command: vec![
+            std::env::current_exe()?.into(),
+            "graph".into(),
+            "part".into(),
+        ],
         host,
         status_every,
         ttl,

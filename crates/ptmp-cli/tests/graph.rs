@@ -336,6 +336,73 @@ fn crashed_process_is_restarted_and_rejoins() {
     assert!(unsafe { libc::kill(new_pid as i32, 0) } != 0);
 }
 
+/// Two sources, each in its own process, feed one zipper input port over
+/// two shm edges (one ring each, the zipper reading both): the zipper sees
+/// two streams, merges them in time order, and the graph ends by itself
+/// when the sink has everything.
+#[test]
+fn zipper_merges_two_processes_over_shm() {
+    let d = tempfile::tempdir().unwrap();
+    let rd = d.path().join("run");
+    let out = d.path().join("zipped.dump");
+    let n = 500u64;
+    let g = json!({
+        "name": "zip-test",
+        "nodes": [
+            {"name": "a", "type": "source", "data": {"count": n, "rate": 5000, "detid": 1}},
+            {"name": "b", "type": "source", "data": {"count": n, "rate": 5000, "detid": 2}},
+            {"name": "z", "type": "zipper", "data": {"sync_time": 50}},
+            {"name": "snk", "type": "sink", "data": {"count": 2 * n, "ofile": out.to_str().unwrap()}}
+        ],
+        "edges": [
+            {"from": "a.out", "to": "z.in", "pattern": "pushpull"},
+            {"from": "b.out", "to": "z.in", "pattern": "pushpull"},
+            {"from": "z.out", "to": "snk.in", "pattern": "pushpull"}
+        ]
+    });
+    let f = write_graph(d.path(), &g);
+    let o = run(&[
+        "graph",
+        "check",
+        f.to_str().unwrap(),
+        "--run-dir",
+        rd.to_str().unwrap(),
+    ]);
+    let s = text(&o.stdout);
+    assert_eq!(s.matches("pushpull over shm").count(), 3, "{s}");
+    let c = Command::new(PTMP)
+        .args([
+            "graph",
+            "run",
+            f.to_str().unwrap(),
+            "--run-dir",
+            rd.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(c, Duration::from_secs(60));
+    let e = text(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("stopping: finished"), "{e}");
+    let mut r = DumpReader::new(std::io::BufReader::new(std::fs::File::open(&out).unwrap()));
+    let mut f = Frames::new();
+    let (mut last, mut per) = (0u64, [0u64; 3]);
+    while r.read_into(&mut f).unwrap() {
+        let s = decode_tpset(f.get(1).unwrap()).unwrap();
+        assert!(
+            s.tstart >= last,
+            "out of time order: {} after {last}",
+            s.tstart
+        );
+        last = s.tstart;
+        per[s.detid as usize] += 1;
+    }
+    assert_eq!(per, [0, n, n]);
+    assert!(text(&o.stdout).contains("(zipper)"), "{}", text(&o.stdout));
+}
+
 /// Runs `ip` and says whether it worked.
 fn ip(args: &[&str]) -> bool {
     Command::new("ip")

@@ -19,6 +19,7 @@ use crate::part::PartPlan;
 use crate::plan::Plan;
 use crate::status;
 use crate::{Error, Graph, Result};
+use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -30,8 +31,9 @@ use std::time::{Duration, Instant};
 pub const READY_WAIT: Duration = Duration::from_secs(5);
 
 pub struct Options {
-    /// The `ptmp` executable that runs parts.
-    pub exe: PathBuf,
+    /// The command that runs one part, the plan's path appended: `ptmp
+    /// graph part` for the CLI, `python -m ptmp._part` for Python.
+    pub part_command: Vec<OsString>,
     /// The host whose processes to run; may be omitted when the graph has
     /// one host.
     pub host: Option<String>,
@@ -45,7 +47,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            exe: PathBuf::from("ptmp"),
+            part_command: vec!["ptmp".into(), "graph".into(), "part".into()],
             host: None,
             status_every: None,
             ttl: None,
@@ -75,9 +77,12 @@ struct Proc {
     finite: bool,
 }
 
-fn spawn(exe: &Path, plan: &Path) -> std::io::Result<Child> {
-    let mut c = Command::new(exe);
-    c.arg("graph").arg("part").arg(plan);
+fn spawn(cmd: &[OsString], plan: &Path) -> std::io::Result<Child> {
+    let (prog, args) = cmd.split_first().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty part command")
+    })?;
+    let mut c = Command::new(prog);
+    c.args(args).arg(plan);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         c.pre_exec(|| {
@@ -191,7 +196,8 @@ pub fn run(
     // written) before the next starts, so receivers are up when sources
     // begin and a source's clock does not count its peers' start-up.
     for p in procs.iter_mut().rev() {
-        let mut c = spawn(&opts.exe, &p.plan_path).map_err(|e| run_err("start a part", e))?;
+        let mut c =
+            spawn(&opts.part_command, &p.plan_path).map_err(|e| run_err("start a part", e))?;
         let _ = writeln!(
             log,
             "graph {}: process {} started (pid {})",
@@ -268,7 +274,8 @@ pub fn run(
             }
             if p.restart_at.is_some_and(|t| Instant::now() >= t) {
                 p.restart_at = None;
-                let c = spawn(&opts.exe, &p.plan_path).map_err(|e| run_err("restart a part", e))?;
+                let c = spawn(&opts.part_command, &p.plan_path)
+                    .map_err(|e| run_err("restart a part", e))?;
                 let _ = writeln!(
                     log,
                     "graph {}: process {} restarted (pid {})",

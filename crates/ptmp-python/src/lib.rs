@@ -1249,6 +1249,160 @@ fn run<'py>(
         .collect()
 }
 
+// ---------------------------------------------------------------- graphs
+
+/// A graph from a path (JSON/Jsonnet) or a dict, validated and wired.
+fn load_graph(
+    config: &Bound<'_, PyAny>,
+    run_dir: Option<std::path::PathBuf>,
+) -> PyResult<(ptmp_graph::Graph, ptmp_graph::plan::Plan)> {
+    let (v, stem) = if let Ok(p) = config.extract::<std::path::PathBuf>() {
+        if !p.exists() {
+            return Err(ConfigError::new_err(format!(
+                "{}: no such file",
+                p.display()
+            )));
+        }
+        let v = ptmp_agents::jsonnet::load(&p, &Default::default()).map_err(aerr)?;
+        let stem: String = p
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("graph")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        (v, stem)
+    } else {
+        let text = config_text(config)?;
+        let v = serde_json::from_str(&text).map_err(|e| ConfigError::new_err(e.to_string()))?;
+        (v, "graph".to_string())
+    };
+    let g = ptmp_graph::Graph::parse(&v, &stem).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let dir = run_dir.unwrap_or_else(|| ptmp_graph::plan::default_run_dir(&g.name));
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    let p =
+        ptmp_graph::plan::Plan::make(&g, &dir).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    Ok((g, p))
+}
+
+/// Validate a graph (a path to JSON/Jsonnet, or a dict) and describe its
+/// processes, transports and addresses, as `ptmp graph check` does.
+#[pyfunction]
+#[pyo3(signature = (config, run_dir=None))]
+fn graph_check(config: &Bound<'_, PyAny>, run_dir: Option<std::path::PathBuf>) -> PyResult<String> {
+    let (g, p) = load_graph(config, run_dir)?;
+    Ok(ptmp_graph::plan::describe(&g, &p))
+}
+
+/// Run this host's processes of a graph and supervise them, as `ptmp graph
+/// run` does, each process a `python -m ptmp._part` child. Returns when the
+/// graph finishes (every process that ends by itself has), after `ttl`
+/// seconds, or on Ctrl-C (which stops the parts cleanly, then raises):
+/// `{"reason", "ok", "restarts": {process: n}, "processes": [final status
+/// of each process, with its nodes' counts and reports]}`.
+#[pyfunction]
+#[pyo3(signature = (config, host=None, ttl=None, run_dir=None))]
+fn run_graph<'py>(
+    py: Python<'py>,
+    config: &Bound<'py, PyAny>,
+    host: Option<String>,
+    ttl: Option<f64>,
+    run_dir: Option<std::path::PathBuf>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (g, p) = load_graph(config, run_dir)?;
+    let exe: std::path::PathBuf = py.import("sys")?.getattr("executable")?.extract()?;
+    let opts = ptmp_graph::supervise::Options {
+        part_command: vec![exe.into(), "-m".into(), "ptmp._part".into()],
+        host,
+        ttl: match ttl {
+            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+            Some(t) => {
+                return Err(PyValueError::new_err(format!(
+                    "ttl {t}: must be more than 0"
+                )))
+            }
+            None => None,
+        },
+        ..Default::default()
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let run_dir = p.run_dir.clone();
+    let h = std::thread::spawn(move || {
+        let mut log = std::io::stderr();
+        ptmp_graph::supervise::run(
+            &g,
+            &p,
+            &opts,
+            &|| s2.load(Ordering::Relaxed),
+            &|| false,
+            &mut log,
+        )
+    });
+    let mut interrupted = None;
+    while !h.is_finished() {
+        py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+        if let Err(e) = py.check_signals() {
+            stop.store(true, Ordering::Relaxed);
+            interrupted = Some(e);
+        }
+    }
+    let out = h
+        .join()
+        .map_err(|_| PtmpError::new_err("the supervisor panicked"))?
+        .map_err(|e| PtmpError::new_err(e.to_string()))?;
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let restarts: serde_json::Map<String, serde_json::Value> = out
+        .restarts
+        .iter()
+        .map(|(k, n)| (k.clone(), serde_json::json!(n)))
+        .collect();
+    let v = serde_json::json!({
+        "reason": out.reason,
+        "ok": out.ok,
+        "restarts": restarts,
+        "processes": ptmp_graph::status::read_all(&run_dir),
+    });
+    py.import("json")?.call_method1("loads", (v.to_string(),))
+}
+
+static PART_STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn part_signal(_: c_int) {
+    PART_STOP.store(true, Ordering::Relaxed);
+}
+
+/// One process of a graph (used by `python -m ptmp._part PLAN`): runs its
+/// nodes until SIGINT/SIGTERM or until they end; returns the exit status.
+#[pyfunction]
+fn _graph_part(py: Python<'_>, plan: std::path::PathBuf) -> PyResult<i32> {
+    let pp = ptmp_graph::part::PartPlan::read(&plan).map_err(ConfigError::new_err)?;
+    // This process exists to run the part: its stop signals are ours.
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            part_signal as extern "C" fn(c_int) as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            part_signal as extern "C" fn(c_int) as libc::sighandler_t,
+        );
+    }
+    Ok(py.detach(|| {
+        let mut log = std::io::stderr();
+        ptmp_graph::part::run(&pp, &|| PART_STOP.load(Ordering::Relaxed), &mut log)
+    }))
+}
+
 /// Microseconds since the Unix epoch (as TPSet.created holds).
 #[pyfunction]
 fn now_us() -> i64 {
@@ -1273,6 +1427,9 @@ fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_dump, m)?)?;
     m.add_function(wrap_pyfunction!(read_tpsets, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_check, m)?)?;
+    m.add_function(wrap_pyfunction!(run_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(_graph_part, m)?)?;
     m.add_function(wrap_pyfunction!(now_us, m)?)?;
     m.add("VERSION_FRAME", PyBytes::new(py, &ptmp_data::VERSION_FRAME))?;
     Ok(())
