@@ -83,7 +83,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
     let sfile = status::status_file(&plan.run_dir, &plan.process);
     let mut rates = Rates::new();
     let mut next_status = Instant::now();
-    let write_status = |running: &Running, rates: &mut Rates, reports: Option<Vec<Value>>| {
+    let write_status = |running: &Running, rates: &mut Rates| {
         let c = running.counts();
         let counts: Vec<(u64, u64)> = c.iter().map(|x| x.1).collect();
         let r = rates.update(&counts);
@@ -92,7 +92,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             .zip(r)
             .map(|((n, io, ended), rate)| (n.to_string(), *io, *ended, rate))
             .collect();
-        let doc = status::document(&plan.graph, &plan.process, &nodes, reports);
+        let doc = status::document(&plan.graph, &plan.process, &nodes, None);
         let _ = status::write_atomic(&sfile, &doc);
     };
     let reason = loop {
@@ -109,7 +109,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             break "finished";
         }
         if Instant::now() >= next_status {
-            write_status(&running, &mut rates, None);
+            write_status(&running, &mut rates);
             next_status += STATUS_EVERY;
         }
         std::thread::sleep(Duration::from_millis(10));
