@@ -291,6 +291,18 @@ fn crashed_process_is_restarted_and_rejoins() {
         node_in(&rd, "snk", "snk").filter(|n| *n >= before + 200)
     });
     assert!(after > before);
+    // Kill the source, which binds the ipc edge: its successor rebinds the
+    // same path and the worker, reconnecting, carries on.
+    let spid = status(&rd, "src").unwrap()["pid"].as_i64().unwrap() as i32;
+    assert_eq!(unsafe { libc::kill(spid, libc::SIGKILL) }, 0);
+    wait_for(limit, "the source's restart", || {
+        status(&rd, "src")
+            .and_then(|s| s["pid"].as_i64())
+            .filter(|p| *p as i32 != spid)
+    });
+    wait_for(limit, "traffic from the restarted source", || {
+        node_in(&rd, "snk", "snk").filter(|n| *n >= after + 200)
+    });
     // Status on demand.
     unsafe { libc::kill(sup, libc::SIGUSR1) };
     wait_for(limit, "the status table", || {
@@ -327,7 +339,7 @@ fn crashed_process_is_restarted_and_rejoins() {
     let e = std::fs::read_to_string(&err).unwrap();
     assert!(o.status.success(), "{e}");
     assert!(e.contains("stopping: interrupted"), "{e}");
-    assert!(e.contains("restarts: w x1"), "{e}");
+    assert!(e.contains("restarts: src x1, w x1"), "{e}");
     let out = text(&o.stdout);
     for n in ["(source)", "(worker)", "(sink)"] {
         assert!(out.contains(n), "{out}");
