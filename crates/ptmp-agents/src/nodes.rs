@@ -246,7 +246,10 @@ impl Agent for SourceAgent {
         let mut f = Frames::new();
         loop {
             match done.recv_raw_into(&mut f, Some(POLL)) {
-                Ok(true) => break,
+                Ok(true) => {
+                    ctl.counts.add_in();
+                    break;
+                }
                 Ok(false) | Err(ptmp::Error::Interrupted) => {
                     if ctl.stopped() {
                         r.lines.push("stopped while waiting for done".into());
@@ -490,7 +493,7 @@ mod tests {
         assert_eq!(ra.get("sent"), Some(50));
         assert_eq!(rs.get("received"), Some(50));
         assert_eq!(rw.get("forwarded"), Some(50));
-        assert_eq!(c1.counts.get(), (0, 50));
+        assert_eq!(c1.counts.get(), (1, 50), "50 sent, done received");
         assert_eq!(c2.counts.get(), (50, 50));
         // 50 waits of 200 us at least.
         assert!(rw.get("work_us").unwrap() >= 10_000, "{rw}");
