@@ -14,14 +14,15 @@
 //! * across hosts: `tcp`.
 //!
 //! Binding: the single output of an edge binds and its inputs connect; an
-//! edge fanning in binds at its single input. Addresses are a function of
+//! edge fanning in binds at its single input; a pushpull fan-out binds at
+//! every input and its output connects to each (see [`Plan::make`]). Addresses are a function of
 //! the graph, its run directory and `port_base` only, so every host and
 //! every restarted process computes the same ones: inproc
 //! `inproc://GRAPH/LABEL`, ipc `ipc://RUNDIR/LABEL.ipc`, shm
 //! `shm://GRAPH.HASH.LABEL` (HASH of the run directory, so two runs of one
 //! graph from different directories do not share rings), tcp
-//! `tcp://HOSTADDR:PORT` with PORT = `port_base` + the edge's rank among
-//! tcp edges, HOSTADDR the binding node's host. LABEL is
+//! `tcp://HOSTADDR:PORT` with PORT = `port_base` + the rank of the binding
+//! among all tcp bindings (edge order), HOSTADDR the binding node's host. LABEL is
 //! `NODE-PORT-eINDEX` of the binding port.
 
 use crate::{Error, Graph, Pattern, PortRef, Result};
