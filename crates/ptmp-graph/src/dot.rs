@@ -5,7 +5,12 @@ use crate::plan::Plan;
 use crate::Graph;
 
 fn q(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    format!(
+        "\"{}\"",
+        s.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    )
 }
 
 pub fn dot(g: &Graph, plan: &Plan) -> String {
@@ -37,7 +42,7 @@ pub fn dot(g: &Graph, plan: &Plan) -> String {
                 s += &format!(
                     "      {} [label={}];\n",
                     q(&n.name),
-                    q(&format!("{}\\n{}", n.name, n.kind.name()))
+                    q(&format!("{}\n{}", n.name, n.kind.name()))
                 );
             }
             s += "    }\n";

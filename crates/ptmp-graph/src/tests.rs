@@ -327,4 +327,6 @@ fn dot_draws_every_pair_of_ports() {
     assert!(d.contains("\"s\" -> \"a\" [label=\"pubsub shm\""), "{d}");
     assert!(d.contains("\"s\" -> \"b\""), "{d}");
     assert!(d.contains("cluster_proc_a"), "{d}");
+    // A two-line label: name, then type (dot's \n escape, written once).
+    assert!(d.contains("\"s\" [label=\"s\\nsource\"]"), "{d}");
 }
