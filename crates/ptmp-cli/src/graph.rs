@@ -167,7 +167,12 @@ fn supervise_graph(
         &|| STATUS_NOW.swap(false, Ordering::Relaxed),
         &mut log,
     )
-    .map_err(|e| CliError::fail(e.to_string()))?;
+    .map_err(|e| match e {
+        // A graph that cannot run here (no such host, nothing placed on
+        // it) is a usage error, like any other bad graph.
+        ptmp_graph::Error::Invalid { .. } => CliError::usage(e.to_string()),
+        _ => CliError::fail(e.to_string()),
+    })?;
     Ok(out)
 }
 

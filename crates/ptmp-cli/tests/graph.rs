@@ -142,6 +142,27 @@ fn bad_graphs_are_refused_before_anything_starts() {
         );
     }
     assert!(!rd.exists(), "nothing may start for a bad graph");
+    // A host the graph does not have, and bad numbers.
+    let b = examples().join("butterfly.jsonnet");
+    let o = run(&[
+        "graph",
+        "run",
+        b.to_str().unwrap(),
+        "--host",
+        "mars",
+        "--run-dir",
+        rd.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("no host named \"mars\"; hosts: localhost"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(&["graph", "run", b.to_str().unwrap(), "--ttl", "-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let o = run(&["graph", "check", b.to_str().unwrap(), "--tla-code", "c1=0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let o = run(&["butterfly", "--c1", "0"]);
     assert_eq!(o.status.code(), Some(2));
     let o = run(&["butterfly", "--transport", "carrier-pigeon"]);
