@@ -55,32 +55,13 @@ impl GraphSource {
             jpath: self.jpath.clone(),
         };
         let v = jsonnet::load(&self.file, &opts).map_err(|e| CliError::usage(e.to_string()))?;
-        let stem = self
-            .file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("graph")
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect::<String>();
+        let stem = ptmp_graph::name_from_path(&self.file);
         load_value(&v, &stem, self.run_dir.as_deref())
     }
 }
 
 fn load_value(v: &Value, stem: &str, run_dir: Option<&Path>) -> CliResult<(Graph, Plan)> {
-    let g = Graph::parse(v, stem).map_err(|e| CliError::usage(e.to_string()))?;
-    let dir = run_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| plan::default_run_dir(&g.name));
-    let dir = std::path::absolute(&dir).unwrap_or(dir);
-    let p = Plan::make(&g, &dir).map_err(|e| CliError::usage(e.to_string()))?;
-    Ok((g, p))
+    ptmp_graph::load(v, stem, run_dir).map_err(|e| CliError::usage(e.to_string()))
 }
 
 #[derive(Subcommand)]

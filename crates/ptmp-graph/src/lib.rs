@@ -813,5 +813,39 @@ impl Graph {
     }
 }
 
+/// A graph's default name from its file: the stem, with anything but
+/// letters, digits and '-' made '_'.
+pub fn name_from_path(path: &std::path::Path) -> String {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("graph")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Parse, validate and wire a graph for running from `run_dir` (default
+/// [`plan::default_run_dir`], made absolute): what `ptmp graph` and the
+/// Python binding both do with a loaded configuration.
+pub fn load(
+    v: &Value,
+    default_name: &str,
+    run_dir: Option<&std::path::Path>,
+) -> Result<(Graph, plan::Plan)> {
+    let g = Graph::parse(v, default_name)?;
+    let dir = run_dir
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| plan::default_run_dir(&g.name));
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    let p = plan::Plan::make(&g, &dir)?;
+    Ok((g, p))
+}
+
 #[cfg(test)]
 mod tests;

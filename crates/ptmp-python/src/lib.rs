@@ -1264,31 +1264,14 @@ fn load_graph(
             )));
         }
         let v = ptmp_agents::jsonnet::load(&p, &Default::default()).map_err(aerr)?;
-        let stem: String = p
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("graph")
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let stem = ptmp_graph::name_from_path(&p);
         (v, stem)
     } else {
         let text = config_text(config)?;
         let v = serde_json::from_str(&text).map_err(|e| ConfigError::new_err(e.to_string()))?;
         (v, "graph".to_string())
     };
-    let g = ptmp_graph::Graph::parse(&v, &stem).map_err(|e| ConfigError::new_err(e.to_string()))?;
-    let dir = run_dir.unwrap_or_else(|| ptmp_graph::plan::default_run_dir(&g.name));
-    let dir = std::path::absolute(&dir).unwrap_or(dir);
-    let p =
-        ptmp_graph::plan::Plan::make(&g, &dir).map_err(|e| ConfigError::new_err(e.to_string()))?;
-    Ok((g, p))
+    ptmp_graph::load(&v, &stem, run_dir.as_deref()).map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
 /// Validate a graph (a path to JSON/Jsonnet, or a dict) and describe its
