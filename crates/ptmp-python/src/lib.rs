@@ -1184,6 +1184,34 @@ impl Drop for PyShmView {
 
 // ---------------------------------------------------------------- agents
 
+/// Run `f` on a thread of its own while this one, GIL released, checks for
+/// signals every 20 ms: on Ctrl-C the stop flag given to `f` is raised, `f`
+/// is waited for (it stops cleanly), and the KeyboardInterrupt is raised.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    what: &str,
+    f: impl FnOnce(Arc<AtomicBool>) -> T + Send + 'static,
+) -> PyResult<T> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let h = std::thread::spawn(move || f(s2));
+    let mut interrupted = None;
+    while !h.is_finished() {
+        py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+        if let Err(e) = py.check_signals() {
+            stop.store(true, Ordering::Relaxed);
+            interrupted = Some(e);
+        }
+    }
+    let out = h
+        .join()
+        .map_err(|_| PtmpError::new_err(format!("{what} panicked")))?;
+    match interrupted {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
 /// Run a ptmper configuration (a path to JSON/Jsonnet, or a dict) until its
 /// ttl (or `ttl` given here), until every agent ends, or Ctrl-C; returns
 /// each agent's final counters as dicts.
@@ -1211,27 +1239,11 @@ fn run<'py>(
         o.insert("ttl".into(), serde_json::json!(t));
     }
     let rc = ptmp_agents::ptmper::RunConfig::parse(&v).map_err(aerr)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let h = std::thread::spawn(move || {
+    let out = interruptible(py, "the runner", move |stop| {
         let mut log = std::io::sink();
-        ptmp_agents::ptmper::run(&rc, &|| s2.load(Ordering::Relaxed), &mut log)
-    });
-    let mut interrupted = None;
-    while !h.is_finished() {
-        py.detach(|| std::thread::sleep(Duration::from_millis(20)));
-        if let Err(e) = py.check_signals() {
-            stop.store(true, Ordering::Relaxed);
-            interrupted = Some(e);
-        }
-    }
-    let out = h
-        .join()
-        .map_err(|_| PtmpError::new_err("the runner panicked"))?
-        .map_err(aerr)?;
-    if let Some(e) = interrupted {
-        return Err(e);
-    }
+        ptmp_agents::ptmper::run(&rc, &|| stop.load(Ordering::Relaxed), &mut log)
+    })?
+    .map_err(aerr)?;
     if let Some(f) = out.failures.first() {
         return Err(PtmpError::new_err(f.to_string()));
     }
@@ -1314,35 +1326,19 @@ fn run_graph<'py>(
         },
         ..Default::default()
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
     let run_dir = p.run_dir.clone();
-    let h = std::thread::spawn(move || {
+    let out = interruptible(py, "the supervisor", move |stop| {
         let mut log = std::io::stderr();
         ptmp_graph::supervise::run(
             &g,
             &p,
             &opts,
-            &|| s2.load(Ordering::Relaxed),
+            &|| stop.load(Ordering::Relaxed),
             &|| false,
             &mut log,
         )
-    });
-    let mut interrupted = None;
-    while !h.is_finished() {
-        py.detach(|| std::thread::sleep(Duration::from_millis(20)));
-        if let Err(e) = py.check_signals() {
-            stop.store(true, Ordering::Relaxed);
-            interrupted = Some(e);
-        }
-    }
-    let out = h
-        .join()
-        .map_err(|_| PtmpError::new_err("the supervisor panicked"))?
-        .map_err(|e| PtmpError::new_err(e.to_string()))?;
-    if let Some(e) = interrupted {
-        return Err(e);
-    }
+    })?
+    .map_err(|e| PtmpError::new_err(e.to_string()))?;
     let restarts: serde_json::Map<String, serde_json::Value> = out
         .restarts
         .iter()
