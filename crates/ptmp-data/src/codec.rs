@@ -9,7 +9,23 @@
 //!
 //! Like every protobuf parser, the decoder skips unknown fields, treats a
 //! known field seen with an unexpected wire type as unknown, and lets the last
-//! occurrence of a scalar field win.
+//! occurrence of a scalar field win. It accepts what the reference protobuf
+//! implementations (C++ and upb) accept for this schema, and refuses what
+//! they refuse:
+//!
+//! * unknown fields of every wire type are skipped: varint, 64-bit,
+//!   length-delimited, 32-bit, and groups (start-group .. end-group, nested,
+//!   each end tag matching its start tag's field number);
+//! * a varint value takes up to 10 bytes and keeps its low 64 bits (the 10th
+//!   byte's bits past bit 63 are dropped); a 32-bit field keeps the low 32
+//!   bits of the value; an 11-byte varint is refused;
+//! * a field key takes at most 5 bytes and fits 32 bits; a length prefix
+//!   takes at most 5 bytes and is below 2^31;
+//! * groups and messages nest at most [`MAX_DEPTH`] deep (the TPSet itself is
+//!   level 0, a TrigPrim level 1);
+//! * refused: truncated data, wire types 6 and 7, field number 0, an
+//!   end-group tag outside a group or for another field, a missing required
+//!   field.
 
 use crate::{TPSet, TrigPrim};
 
@@ -26,6 +42,20 @@ pub enum DecodeError {
         field: u64,
         wire_type: u8,
     },
+    #[error("over-long {what} at byte {offset}: protobuf allows at most 5 bytes")]
+    TooLong { offset: usize, what: &'static str },
+    #[error("length {len} at byte {offset} is beyond protobuf's 2 GiB limit")]
+    BadLength { offset: usize, len: u64 },
+    #[error("end-group tag for field {field} at byte {offset} closes no group")]
+    StrayEndGroup { offset: usize, field: u64 },
+    #[error("end-group tag for field {field} at byte {offset} closes the group of field {open}")]
+    EndGroupMismatch {
+        offset: usize,
+        field: u64,
+        open: u64,
+    },
+    #[error("groups and messages nested more than {MAX_DEPTH} deep at byte {offset}")]
+    TooDeep { offset: usize },
     #[error("{message} is missing required field '{field}'")]
     MissingRequired {
         message: &'static str,
@@ -175,7 +205,16 @@ struct Cursor<'a> {
 const WT_VARINT: u8 = 0;
 const WT_I64: u8 = 1;
 const WT_LEN: u8 = 2;
+const WT_START_GROUP: u8 = 3;
+const WT_END_GROUP: u8 = 4;
 const WT_I32: u8 = 5;
+
+/// Deepest nesting of groups and messages accepted, counting the TPSet as
+/// level 0: the limit the reference protobuf parsers apply by default.
+pub const MAX_DEPTH: u32 = 100;
+
+/// Largest length prefix protobuf accepts (2^31 - 1).
+const MAX_LEN: u64 = i32::MAX as u64;
 
 impl<'a> Cursor<'a> {
     #[inline]
@@ -194,11 +233,7 @@ impl<'a> Cursor<'a> {
                 });
             };
             self.pos += 1;
-            if i == 9 && b > 1 {
-                return Err(DecodeError::BadVarint {
-                    offset: self.base + start,
-                });
-            }
+            // The 10th byte's bits past bit 63 shift out, as in protobuf.
             v |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
                 return Ok(v);
@@ -209,13 +244,23 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// A field key: at most 5 bytes, fitting 32 bits, field number not 0,
+    /// wire type 0 to 5. An end-group key (wire type 4) is returned for the
+    /// caller to match against the open group.
     #[inline]
     fn key(&mut self) -> Result<(u64, u8), DecodeError> {
-        let offset = self.base + self.pos;
+        let start = self.pos;
+        let offset = self.base + start;
         let k = self.varint()?;
+        if self.pos - start > 5 || k > u64::from(u32::MAX) {
+            return Err(DecodeError::TooLong {
+                offset,
+                what: "field key",
+            });
+        }
         let field = k >> 3;
         let wt = (k & 7) as u8;
-        if field == 0 || field > 0x1fff_ffff || !matches!(wt, 0 | 1 | 2 | 5) {
+        if field == 0 || wt > WT_I32 {
             return Err(DecodeError::BadKey {
                 offset,
                 field,
@@ -223,6 +268,26 @@ impl<'a> Cursor<'a> {
             });
         }
         Ok((field, wt))
+    }
+
+    /// A length prefix: at most 5 bytes, below 2^31.
+    #[inline]
+    fn len(&mut self) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        let n = self.varint()?;
+        if self.pos - start > 5 {
+            return Err(DecodeError::TooLong {
+                offset: self.base + start,
+                what: "length prefix",
+            });
+        }
+        if n > MAX_LEN {
+            return Err(DecodeError::BadLength {
+                offset: self.base + start,
+                len: n,
+            });
+        }
+        Ok(n)
     }
 
     #[inline]
@@ -245,15 +310,53 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    fn skip(&mut self, wt: u8) -> Result<(), DecodeError> {
+    /// Skip the value of an unknown field whose key (at `key_at`) was just
+    /// read. `depth` is the nesting level of the message holding it.
+    fn skip(&mut self, field: u64, wt: u8, key_at: usize, depth: u32) -> Result<(), DecodeError> {
         match wt {
             WT_VARINT => self.varint().map(drop),
             WT_I64 => self.take(8, "a fixed64 field").map(drop),
             WT_I32 => self.take(4, "a fixed32 field").map(drop),
-            _ => {
-                let n = self.varint()?;
+            WT_LEN => {
+                let n = self.len()?;
                 self.take(n, "a length-delimited field").map(drop)
             }
+            WT_START_GROUP => self.group(field, key_at, depth + 1),
+            _ => Err(DecodeError::StrayEndGroup {
+                offset: self.base + key_at,
+                field,
+            }),
+        }
+    }
+
+    /// Skip a group of `field` opened by the key at `key_at`, up to and
+    /// including its end-group tag. Recursion is bounded by [`MAX_DEPTH`].
+    fn group(&mut self, field: u64, key_at: usize, depth: u32) -> Result<(), DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(DecodeError::TooDeep {
+                offset: self.base + key_at,
+            });
+        }
+        loop {
+            if self.at_end() {
+                return Err(DecodeError::Truncated {
+                    offset: self.base + key_at,
+                    what: "a group (no end-group tag)",
+                });
+            }
+            let at = self.pos;
+            let (f, wt) = self.key()?;
+            if wt == WT_END_GROUP {
+                if f == field {
+                    return Ok(());
+                }
+                return Err(DecodeError::EndGroupMismatch {
+                    offset: self.base + at,
+                    field: f,
+                    open: field,
+                });
+            }
+            self.skip(f, wt, at, depth)?;
         }
     }
 }
@@ -307,6 +410,7 @@ mod fast {
     }
 
     /// Varints of 9 or 10 bytes, or near the end of the buffer, byte by byte.
+    /// The 10th byte's bits past bit 63 shift out, as in protobuf.
     #[inline(never)]
     fn varint_long(buf: &[u8], pos: &mut usize) -> Option<u64> {
         let mut v = 0u64;
@@ -316,9 +420,6 @@ mod fast {
             p += 1;
             v |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
-                if i == 9 && b > 1 {
-                    return None;
-                }
                 *pos = p;
                 return Some(v);
             }
@@ -326,16 +427,41 @@ mod fast {
         None
     }
 
+    /// A field key: one byte in the common case; otherwise at most 5 bytes
+    /// and fitting 32 bits.
     #[inline(always)]
-    fn skip(buf: &[u8], pos: &mut usize, key: u64) -> Option<()> {
+    pub(super) fn key(buf: &[u8], pos: &mut usize) -> Option<u64> {
+        let p = *pos;
+        let b0 = *buf.get(p)?;
+        if b0 < 0x80 {
+            *pos = p + 1;
+            return Some(u64::from(b0));
+        }
+        let k = varint(buf, pos)?;
+        (*pos - p <= 5 && k <= u64::from(u32::MAX)).then_some(k)
+    }
+
+    /// A length prefix: at most 5 bytes, below 2^31.
+    #[inline(always)]
+    fn len(buf: &[u8], pos: &mut usize) -> Option<usize> {
+        let p = *pos;
+        let n = varint(buf, pos)?;
+        (*pos - p <= 5 && n <= super::MAX_LEN).then_some(n as usize)
+    }
+
+    /// Skip the value of an unknown field with key `key` in a message at
+    /// nesting level `depth`.
+    #[inline(always)]
+    fn skip(buf: &[u8], pos: &mut usize, key: u64, depth: u32) -> Option<()> {
         let field = key >> 3;
-        if field == 0 || field > 0x1fff_ffff {
+        if field == 0 {
             return None;
         }
         let n = match key & 7 {
             0 => return varint(buf, pos).map(drop),
             1 => 8,
-            2 => usize::try_from(varint(buf, pos)?).ok()?,
+            2 => len(buf, pos)?,
+            3 => return group(buf, pos, field, depth + 1),
             5 => 4,
             _ => return None,
         };
@@ -347,6 +473,22 @@ mod fast {
         Some(())
     }
 
+    /// Skip a group of `field` at nesting level `depth`, through its
+    /// matching end-group tag.
+    #[inline(never)]
+    fn group(buf: &[u8], pos: &mut usize, field: u64, depth: u32) -> Option<()> {
+        if depth > super::MAX_DEPTH {
+            return None;
+        }
+        loop {
+            let k = key(buf, pos)?;
+            if k & 7 == 4 {
+                return (k >> 3 == field).then_some(());
+            }
+            skip(buf, pos, k, depth)?;
+        }
+    }
+
     pub(super) fn decode(buf: &[u8], out: &mut TPSet) -> Option<()> {
         out.tspan = None;
         out.chanbeg = None;
@@ -356,7 +498,7 @@ mod fast {
         let mut seen = 0u8;
         let mut pos = 0;
         while pos < buf.len() {
-            let key = varint(buf, &mut pos)?;
+            let key = key(buf, &mut pos)?;
             match key {
                 0x08 => {
                     out.count = varint(buf, &mut pos)? as u32;
@@ -379,13 +521,13 @@ mod fast {
                 0x38 => out.chanend = Some(varint(buf, &mut pos)? as u32),
                 0x40 => out.totaladc = Some(varint(buf, &mut pos)? as u32),
                 0x4a => {
-                    let n = usize::try_from(varint(buf, &mut pos)?).ok()?;
+                    let n = len(buf, &mut pos)?;
                     let end = pos.checked_add(n)?;
                     let tp = tp(buf.get(pos..end)?)?;
                     out.tps.push(tp);
                     pos = end;
                 }
-                k => skip(buf, &mut pos, k)?,
+                k => skip(buf, &mut pos, k, 0)?,
             }
         }
         (seen == 15).then_some(())
@@ -397,7 +539,7 @@ mod fast {
         let mut seen = 0u8;
         let mut pos = 0;
         while pos < buf.len() {
-            let key = varint(buf, &mut pos)?;
+            let key = key(buf, &mut pos)?;
             match key {
                 0x08 => {
                     tp.channel = varint(buf, &mut pos)? as u32;
@@ -411,7 +553,7 @@ mod fast {
                 0x20 => tp.adcsum = Some(varint(buf, &mut pos)? as u32),
                 0x28 => tp.adcpeak = Some(varint(buf, &mut pos)? as u32),
                 0x30 => tp.flags = Some(varint(buf, &mut pos)? as u32),
-                k => skip(buf, &mut pos, k)?,
+                k => skip(buf, &mut pos, k, 1)?,
             }
         }
         (seen == 3).then_some(tp)
@@ -432,6 +574,7 @@ fn decode_detailed(bytes: &[u8], out: &mut TPSet) -> Result<(), DecodeError> {
         base: 0,
     };
     while !c.at_end() {
+        let at = c.pos;
         let (field, wt) = c.key()?;
         match (field, wt) {
             (1, WT_VARINT) => {
@@ -455,12 +598,12 @@ fn decode_detailed(bytes: &[u8], out: &mut TPSet) -> Result<(), DecodeError> {
             (7, WT_VARINT) => out.chanend = Some(c.varint()? as u32),
             (8, WT_VARINT) => out.totaladc = Some(c.varint()? as u32),
             (9, WT_LEN) => {
-                let n = c.varint()?;
+                let n = c.len()?;
                 let mut sub = c.take(n, "a TrigPrim")?;
                 let index = out.tps.len();
                 out.tps.push(decode_tp(&mut sub, index)?);
             }
-            (_, wt) => c.skip(wt)?,
+            (field, wt) => c.skip(field, wt, at, 0)?,
         }
     }
     for (bit, field) in [(1, "count"), (2, "detid"), (4, "created"), (8, "tstart")] {
@@ -479,6 +622,7 @@ fn decode_tp(c: &mut Cursor<'_>, index: usize) -> Result<TrigPrim, DecodeError> 
     let mut tp = TrigPrim::default();
     let mut seen = 0u8;
     while !c.at_end() {
+        let at = c.pos;
         let (field, wt) = c.key()?;
         match (field, wt) {
             (1, WT_VARINT) => {
@@ -493,7 +637,7 @@ fn decode_tp(c: &mut Cursor<'_>, index: usize) -> Result<TrigPrim, DecodeError> 
             (4, WT_VARINT) => tp.adcsum = Some(c.varint()? as u32),
             (5, WT_VARINT) => tp.adcpeak = Some(c.varint()? as u32),
             (6, WT_VARINT) => tp.flags = Some(c.varint()? as u32),
-            (_, wt) => c.skip(wt)?,
+            (field, wt) => c.skip(field, wt, at, 1)?,
         }
     }
     if seen & 1 == 0 {
@@ -734,7 +878,11 @@ mod tests {
         ));
         assert!(matches!(
             decode_tpset(&[0x0b]),
-            Err(DecodeError::BadKey { wire_type: 3, .. })
+            Err(DecodeError::Truncated { offset: 0, .. })
+        ));
+        assert!(matches!(
+            decode_tpset(&[0x0e]),
+            Err(DecodeError::BadKey { wire_type: 6, .. })
         ));
         // Every prefix and every single-byte corruption of a valid payload
         // either decodes or errors; never panics.
@@ -757,6 +905,8 @@ mod tests {
         let mut buf = Vec::new();
         encode_tpset(&sample(), &mut buf);
         buf.extend([0x78, 0x96, 0x01, 0x81, 0x01, 1, 2, 3, 4, 5, 6, 7, 8]);
+        // A group of field 15 holding a group of field 16 and a varint.
+        buf.extend([0x7b, 0x83, 0x01, 0x08, 0x01, 0x84, 0x01, 0x7c]);
         let (mut a, mut b) = (TPSet::default(), TPSet::default());
         let mut check = |x: &[u8]| {
             let fa = fast::decode(x, &mut a).is_some();
@@ -770,7 +920,9 @@ mod tests {
             check(&buf[..n]);
         }
         for i in 0..buf.len() {
-            for v in [0u8, 1, 2, 3, 5, 7, 0x0a, 0x4a, 0x7f, 0x80, 0xff] {
+            for v in [
+                0u8, 1, 2, 3, 4, 5, 7, 0x0a, 0x0b, 0x0c, 0x4a, 0x4b, 0x7b, 0x7c, 0x7f, 0x80, 0xff,
+            ] {
                 let mut x = buf.clone();
                 x[i] = v;
                 check(&x);
@@ -788,5 +940,205 @@ mod tests {
         b.extend([0x95, 0x01, 1, 2, 3, 4]);
         let t = decode_tpset(&b).unwrap();
         assert_eq!((t.count, t.detid, t.created, t.tstart), (1, 2, 3, 4));
+    }
+
+    /// The required fields, all zero.
+    const BASE: [u8; 8] = [0x08, 0, 0x10, 0, 0x18, 0, 0x20, 0];
+
+    fn with(tail: &[u8]) -> Vec<u8> {
+        let mut b = BASE.to_vec();
+        b.extend_from_slice(tail);
+        b
+    }
+
+    /// `n` nested groups of field 15 around `inner`.
+    fn groups(n: usize, inner: &[u8]) -> Vec<u8> {
+        let mut b = vec![0x7b; n];
+        b.extend_from_slice(inner);
+        b.extend(std::iter::repeat_n(0x7c, n));
+        b
+    }
+
+    fn tp_field(body: &[u8]) -> Vec<u8> {
+        let mut b = vec![0x4a];
+        prost::encoding::encode_varint(body.len() as u64, &mut b);
+        b.extend_from_slice(body);
+        b
+    }
+
+    #[test]
+    fn unknown_groups_are_skipped_nested_and_in_trigprims() {
+        let ok = [
+            with(&[0x7b, 0x7c]),
+            with(&[0x7b, 0x78, 1, 0x81, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0x7c]),
+            with(&[0x7b, 0x83, 0x01, 0x84, 0x01, 0x7c]),
+            with(&[0x7b, 0x7b, 0x7c, 0x7c]),
+            // Known field numbers with the group wire type are unknown fields.
+            with(&[0x0b, 0x0c, 0x4b, 0x4c]),
+            // A non-canonical 5-byte end-group key still matches.
+            with(&[0x7b, 0xfc, 0x80, 0x80, 0x80, 0x00]),
+            // Largest field number.
+            with(&[0xfb, 0xff, 0xff, 0xff, 0x0f, 0xfc, 0xff, 0xff, 0xff, 0x0f]),
+            with(&tp_field(&[0x08, 0, 0x10, 0, 0x7b, 0x0b, 0x0c, 0x7c])),
+            with(&groups(100, &[])),
+            with(&tp_field(
+                &[&[0x08, 0, 0x10, 0][..], &groups(99, &[])].concat(),
+            )),
+        ];
+        for b in &ok {
+            let t = decode_tpset(b).unwrap_or_else(|e| panic!("{b:02x?}: {e}"));
+            assert_eq!((t.count, t.detid, t.created, t.tstart), (0, 0, 0, 0));
+        }
+        let tp = decode_tpset(&ok[7]).unwrap();
+        assert_eq!(tp.tps.len(), 1);
+    }
+
+    #[test]
+    fn malformed_groups_are_refused_with_what_is_wrong() {
+        let e = |tail: &[u8]| decode_tpset(&with(tail)).unwrap_err();
+        assert_eq!(
+            e(&[0x7b, 0x84, 0x01]),
+            DecodeError::EndGroupMismatch {
+                offset: 9,
+                field: 16,
+                open: 15
+            }
+        );
+        assert_eq!(
+            e(&[0x7c]),
+            DecodeError::StrayEndGroup {
+                offset: 8,
+                field: 15
+            }
+        );
+        assert!(matches!(
+            e(&[0x7b, 0x78, 1]),
+            DecodeError::Truncated { offset: 8, .. }
+        ));
+        assert!(matches!(
+            e(&[0x7b, 0x04]),
+            DecodeError::BadKey { field: 0, .. }
+        ));
+        assert_eq!(e(&groups(101, &[])), DecodeError::TooDeep { offset: 108 });
+        assert!(matches!(
+            e(&tp_field(
+                &[&[0x08, 0, 0x10, 0][..], &groups(100, &[])].concat()
+            )),
+            DecodeError::TooDeep { .. }
+        ));
+        // A group may not run past the end of the TrigPrim holding it.
+        let mut b = with(&[0x4a, 0x05, 0x7b, 0x08, 0, 0x10, 0]);
+        b.push(0x7c);
+        assert!(matches!(
+            decode_tpset(&b),
+            Err(DecodeError::Truncated { .. })
+        ));
+        // An end-group tag ends no TrigPrim.
+        assert!(matches!(
+            e(&tp_field(&[0x08, 0, 0x10, 0, 0x7c])),
+            DecodeError::StrayEndGroup { .. }
+        ));
+    }
+
+    #[test]
+    fn ten_byte_varints_keep_the_low_64_bits() {
+        // count = 2^64 - 1 in 10 bytes whose last byte carries bits past 63.
+        let mut b = vec![
+            0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ];
+        b.extend(&BASE[2..]);
+        assert_eq!(decode_tpset(&b).unwrap().count, u32::MAX);
+        // 2^64 exactly: all kept bits zero.
+        let mut b = vec![
+            0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02,
+        ];
+        b.extend(&BASE[2..]);
+        assert_eq!(decode_tpset(&b).unwrap().count, 0);
+        // created and tstart as 10-byte varints with a 0x7f last byte.
+        let mut b = BASE[..4].to_vec();
+        b.extend([
+            0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ]);
+        b.extend([
+            0x20, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ]);
+        let t = decode_tpset(&b).unwrap();
+        assert_eq!((t.created, t.tstart), (-1, u64::MAX - 1));
+        // 32-bit fields keep the low 32 bits: 2^32 + 5.
+        let mut b = vec![0x08, 0x85, 0x80, 0x80, 0x80, 0x10];
+        b.extend(&BASE[2..]);
+        assert_eq!(decode_tpset(&b).unwrap().count, 5);
+        // 11 bytes are refused, in a known and in an unknown field.
+        let mut b = vec![0x08];
+        b.extend([0xff; 10]);
+        b.push(0x01);
+        b.extend(&BASE[2..]);
+        assert_eq!(decode_tpset(&b), Err(DecodeError::BadVarint { offset: 1 }));
+        let mut tail = vec![0x78];
+        tail.extend([0xff; 10]);
+        tail.push(0x01);
+        assert_eq!(
+            decode_tpset(&with(&tail)),
+            Err(DecodeError::BadVarint { offset: 9 })
+        );
+    }
+
+    #[test]
+    fn keys_and_lengths_are_limited_to_five_bytes() {
+        // Field 1 (count = 1) under a non-canonical 5-byte key: accepted.
+        let mut b = vec![0x88, 0x80, 0x80, 0x80, 0x00, 0x01];
+        b.extend(&BASE[2..]);
+        assert_eq!(decode_tpset(&b).unwrap().count, 1);
+        // The same key in 6 bytes: refused.
+        let mut b = vec![0x88, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01];
+        b.extend(&BASE[2..]);
+        assert!(matches!(
+            decode_tpset(&b),
+            Err(DecodeError::TooLong { offset: 0, .. })
+        ));
+        // A key past 32 bits.
+        assert!(matches!(
+            decode_tpset(&with(&[0xf8, 0xff, 0xff, 0xff, 0x1f, 0x01])),
+            Err(DecodeError::TooLong { offset: 8, .. })
+        ));
+        // Length prefixes: 5 bytes fine, 6 refused, 2^31 refused.
+        assert!(decode_tpset(&with(&[0x7a, 0x80, 0x80, 0x80, 0x80, 0x00])).is_ok());
+        let mut tp = vec![0x4a, 0x84, 0x80, 0x80, 0x80, 0x00, 0x08, 0, 0x10, 0];
+        assert_eq!(decode_tpset(&with(&tp)).unwrap().tps.len(), 1);
+        tp.insert(1, 0x84);
+        tp[2] = 0x80;
+        assert!(matches!(
+            decode_tpset(&with(&tp)),
+            Err(DecodeError::TooLong { offset: 9, .. })
+        ));
+        assert_eq!(
+            decode_tpset(&with(&[0x7a, 0x80, 0x80, 0x80, 0x80, 0x08])),
+            Err(DecodeError::BadLength {
+                offset: 9,
+                len: 1 << 31
+            })
+        );
+    }
+
+    /// The careful decoder must agree with the lean one on every
+    /// cross-checked edge case, not only on corruptions of one payload.
+    #[test]
+    fn lean_and_careful_decoders_agree_on_the_lenient_vectors() {
+        let cases: Vec<serde_json::Value> =
+            serde_json::from_str(include_str!("../tests/vectors/lenient.json")).unwrap();
+        let (mut a, mut b) = (TPSet::default(), TPSet::default());
+        for case in &cases {
+            let h = case["hex"].as_str().unwrap();
+            let x: Vec<u8> = (0..h.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+                .collect();
+            let fa = fast::decode(&x, &mut a).is_some();
+            let fb = decode_detailed(&x, &mut b).is_ok();
+            assert_eq!(fa, fb, "{}", case["name"]);
+            if fa {
+                assert_eq!(a, b, "{}", case["name"]);
+            }
+        }
     }
 }

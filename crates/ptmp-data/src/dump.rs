@@ -8,8 +8,20 @@
 //! the C++ tools and theirs are read here.
 //!
 //! Reading is record by record: a truncated or corrupt record is reported with
-//! the byte offset where it starts and what is wrong, after every earlier
-//! record has been returned.
+//! its number, the byte offset of the problem and what is wrong, after every
+//! earlier record has been returned.
+//!
+//! Memory is bounded by what the file holds, not by what it claims: a
+//! record's bytes are allocated as they are read (in growing chunks, so a
+//! length prefix claiming more than the file holds costs at most what the
+//! file holds), and its frames are counted before they are stored, so a
+//! record takes at most its own size plus one index entry per frame (each
+//! frame has at least its 1-byte length in the file).
+//!
+//! A record of zero frames is refused: a ZeroMQ message has at least one
+//! frame, so no socket produces one, and sending one would send nothing (as
+//! CZMQ's `zmsg_send` does with an empty message), silently losing a record
+//! that had been counted. [`DumpWriter::write`] refuses to write one.
 
 use crate::Frames;
 use std::io::{self, Read, Write};
@@ -18,24 +30,50 @@ use std::io::{self, Read, Write};
 /// mean the file is corrupt, not that memory should be reserved for it.
 pub const MAX_RECORD: u64 = 1 << 30;
 
-/// Why a dump file could not be read.
+/// Size of the first chunk a record's bytes are read in; later chunks double.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Why a dump file could not be read. `record` counts from 0; `offset` is the
+/// byte of the file where the problem is (the record's start for a truncated
+/// record or a bad length, the frame's length byte for a bad frame).
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
-    #[error("dump file truncated at byte {offset}: {what}")]
-    Truncated { offset: u64, what: String },
-    #[error("dump file corrupt at byte {offset}: {what}")]
-    Corrupt { offset: u64, what: String },
-    #[error("dump file I/O error at byte {offset}: {source}")]
-    Io { offset: u64, source: io::Error },
+    #[error("dump file truncated in record {record} at byte {offset}: {what}")]
+    Truncated {
+        record: u64,
+        offset: u64,
+        what: String,
+    },
+    #[error("dump file corrupt in record {record} at byte {offset}: {what}")]
+    Corrupt {
+        record: u64,
+        offset: u64,
+        what: String,
+    },
+    #[error("dump file I/O error in record {record} at byte {offset}: {source}")]
+    Io {
+        record: u64,
+        offset: u64,
+        source: io::Error,
+    },
 }
 
 impl DumpError {
-    /// Byte offset of the record the error was found in.
+    /// Byte offset in the file where the problem was found.
     pub fn offset(&self) -> u64 {
         match self {
             DumpError::Truncated { offset, .. }
             | DumpError::Corrupt { offset, .. }
             | DumpError::Io { offset, .. } => *offset,
+        }
+    }
+
+    /// Number of the record (from 0) the problem was found in.
+    pub fn record(&self) -> u64 {
+        match self {
+            DumpError::Truncated { record, .. }
+            | DumpError::Corrupt { record, .. }
+            | DumpError::Io { record, .. } => *record,
         }
     }
 }
@@ -145,16 +183,32 @@ impl<'a> Iterator for ZmsgFrames<'a> {
     }
 }
 
-/// Parse a `zmsg_encode` buffer into `frames` (cleared first). `offset` is
-/// where the buffer sits in its file, for error messages.
-pub fn zmsg_decode(buf: &[u8], frames: &mut Frames, offset: u64) -> Result<(), DumpError> {
+/// Parse a `zmsg_encode` buffer into `frames` (cleared first). `record` and
+/// `offset` (where the buffer sits in its file) are for error messages.
+///
+/// The buffer is checked and its frames counted before any is stored, and
+/// `frames` grows to exactly what they need, so a buffer of many tiny frames
+/// costs one index entry per frame and no more.
+pub fn zmsg_decode(
+    buf: &[u8],
+    frames: &mut Frames,
+    record: u64,
+    offset: u64,
+) -> Result<(), DumpError> {
     frames.clear();
+    let (mut count, mut bytes) = (0usize, 0usize);
     for f in zmsg_frames(buf) {
         let f = f.map_err(|e| DumpError::Corrupt {
+            record,
             offset: offset + e.pos as u64,
             what: format!("{} in the record", e.what),
         })?;
-        frames.push(f);
+        count += 1;
+        bytes += f.len();
+    }
+    frames.reserve_exact(count, bytes);
+    for f in zmsg_frames(buf) {
+        frames.push(f.expect("checked above"));
     }
     Ok(())
 }
@@ -175,11 +229,22 @@ impl<W: Write> DumpWriter<W> {
         }
     }
 
-    /// Write one message given as its frames.
+    /// Write one message given as its frames. A message of no frames is
+    /// refused (`InvalidInput`): no ZeroMQ message has none, and the reader
+    /// refuses such a record.
     pub fn write<F: AsRef<[u8]>>(&mut self, frames: impl IntoIterator<Item = F>) -> io::Result<()> {
         self.scratch.clear();
         self.scratch.extend_from_slice(&[0u8; 8]);
         zmsg_encode(frames, &mut self.scratch);
+        if self.scratch.len() == 8 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "dump record {} would hold no frames; a ZeroMQ message has at least one",
+                    self.records
+                ),
+            ));
+        }
         let n = (self.scratch.len() - 8) as u64;
         self.scratch[..8].copy_from_slice(&n.to_le_bytes());
         self.out.write_all(&self.scratch)?;
@@ -246,46 +311,64 @@ impl<R: Read> DumpReader<R> {
 
     fn read_inner(&mut self, frames: &mut Frames) -> Result<bool, DumpError> {
         let start = self.offset;
-        let mut head = [0u8; 8];
-        let got = read_full(&mut self.input, &mut head).map_err(|source| DumpError::Io {
+        let record = self.records;
+        let io_err = |source| DumpError::Io {
+            record,
             offset: start,
             source,
-        })?;
+        };
+        let mut head = [0u8; 8];
+        let got = read_full(&mut self.input, &mut head).map_err(io_err)?;
         if got == 0 {
             return Ok(false);
         }
         if got < 8 {
             return Err(DumpError::Truncated {
+                record,
                 offset: start,
-                what: format!("record {} has {got} of its 8 length bytes", self.records),
+                what: format!("the file ends after {got} of the record's 8 length bytes"),
             });
         }
         let len = u64::from_le_bytes(head);
+        if len == 0 {
+            return Err(DumpError::Corrupt {
+                record,
+                offset: start,
+                what: "the record holds no frames; a ZeroMQ message has at least one".into(),
+            });
+        }
         if len > MAX_RECORD {
             return Err(DumpError::Corrupt {
+                record,
                 offset: start,
                 what: format!(
-                    "record {} claims {len} bytes (more than the {MAX_RECORD}-byte limit); not a dump file or damaged",
-                    self.records
+                    "the record claims {len} bytes (more than the {MAX_RECORD}-byte limit); not a dump file or damaged"
                 ),
             });
         }
-        self.record.resize(len as usize, 0);
-        let got = read_full(&mut self.input, &mut self.record).map_err(|source| DumpError::Io {
-            offset: start,
-            source,
-        })?;
-        if (got as u64) < len {
-            return Err(DumpError::Truncated {
-                offset: start,
-                what: format!(
-                    "record {} claims {len} bytes but the file ends after {got}",
-                    self.records
-                ),
-            });
+        // Read in chunks that start small and double, so memory follows the
+        // bytes actually in the file, not the length the record claims.
+        let len = len as usize;
+        self.record.clear();
+        while self.record.len() < len {
+            let at = self.record.len();
+            let chunk = (len - at).min(at.max(READ_CHUNK));
+            self.record.reserve_exact(chunk);
+            self.record.resize(at + chunk, 0);
+            let got = read_full(&mut self.input, &mut self.record[at..]).map_err(io_err)?;
+            if got < chunk {
+                return Err(DumpError::Truncated {
+                    record,
+                    offset: start,
+                    what: format!(
+                        "the record claims {len} bytes but the file ends after {}",
+                        at + got
+                    ),
+                });
+            }
         }
-        zmsg_decode(&self.record, frames, start + 8)?;
-        self.offset = start + 8 + len;
+        zmsg_decode(&self.record, frames, record, start + 8)?;
+        self.offset = start + 8 + len as u64;
         self.records += 1;
         Ok(true)
     }
@@ -342,7 +425,7 @@ mod tests {
         let msgs = vec![
             Frames::from_slices(&[&b"\0\0\0\0"[..], &b"\x08\x01\x10\x02\x18\x03\x20\x04"[..]]),
             Frames::from_slices(&[vec![9u8; 1000]]),
-            Frames::from_slices::<&[u8]>(&[]),
+            Frames::from_slices(&[&b""[..]]),
         ];
         let mut w = DumpWriter::new(Vec::new());
         for m in &msgs {
@@ -393,7 +476,10 @@ mod tests {
                 assert!(err.is_none(), "clean end at a record boundary, cut {cut}");
             } else {
                 let e = err.unwrap_or_else(|| panic!("cut {cut} must error"));
+                assert!(matches!(e, DumpError::Truncated { .. }), "cut {cut}: {e}");
                 assert_eq!(e.offset(), starts[complete], "cut {cut}: {e}");
+                assert_eq!(e.record(), complete as u64, "cut {cut}: {e}");
+                assert!(e.to_string().contains(&format!("record {complete} ")));
                 assert!(e
                     .to_string()
                     .contains(&format!("byte {}", starts[complete])));
@@ -414,5 +500,57 @@ mod tests {
         file.extend(u64::MAX.to_le_bytes());
         let e = DumpReader::new(&file[..]).next().unwrap().unwrap_err();
         assert!(matches!(e, DumpError::Corrupt { offset: 0, .. }), "{e}");
+    }
+
+    #[test]
+    fn a_record_of_zero_frames_is_refused_naming_record_and_offset() {
+        let mut file = Vec::new();
+        let mut w = DumpWriter::new(&mut file);
+        w.write([&b"a"[..]]).unwrap();
+        let e = w.write(Vec::<&[u8]>::new()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("record 1"), "{e}");
+        assert_eq!(w.records(), 1);
+        assert_eq!(file.len(), 10, "nothing written for the refused message");
+        // A file holding one anyway (written by hand): record 1 at byte 10.
+        file.extend(0u64.to_le_bytes());
+        file.extend(1u64.to_le_bytes());
+        file.push(0);
+        let mut r = DumpReader::new(&file[..]);
+        let mut f = Frames::new();
+        assert!(r.read_into(&mut f).unwrap());
+        assert_eq!(f, Frames::from_slices(&[&b"a"[..]]));
+        let e = r.read_into(&mut f).unwrap_err();
+        assert!(matches!(e, DumpError::Corrupt { .. }), "{e}");
+        assert_eq!((e.record(), e.offset()), (1, 10));
+        let msg = e.to_string();
+        assert!(
+            msg.contains("record 1 at byte 10") && msg.contains("no frames"),
+            "{msg}"
+        );
+        assert_eq!(r.records(), 1);
+        assert!(!r.read_into(&mut f).unwrap(), "nothing after an error");
+    }
+
+    #[test]
+    fn every_single_byte_corruption_is_an_error_or_a_record_never_a_panic() {
+        let (file, msgs) = sample_file();
+        for i in 0..file.len() {
+            for b in [0u8, 1, 0x7f, 0xfe, 0xff] {
+                let mut x = file.clone();
+                x[i] = b;
+                let mut n = 0u64;
+                for item in DumpReader::new(&x[..]) {
+                    match item {
+                        Ok(_) => n += 1,
+                        Err(e) => {
+                            assert_eq!(e.record(), n, "byte {i} = {b}: {e}");
+                            assert!(e.offset() < x.len() as u64 + 8);
+                        }
+                    }
+                }
+                assert!(n <= msgs.len() as u64 + 1);
+            }
+        }
     }
 }

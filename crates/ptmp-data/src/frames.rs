@@ -29,6 +29,13 @@ impl Frames {
         self.ends.clear();
     }
 
+    /// Make room for `frames` more frames holding `bytes` more bytes in all,
+    /// without the headroom ordinary growth leaves.
+    pub fn reserve_exact(&mut self, frames: usize, bytes: usize) {
+        self.ends.reserve_exact(frames);
+        self.data.reserve_exact(bytes);
+    }
+
     /// Append one frame.
     pub fn push(&mut self, frame: &[u8]) {
         self.data.extend_from_slice(frame);

@@ -68,3 +68,31 @@ fn every_required_field_is_required() {
         );
     }
 }
+
+/// Hand-built byte strings (unknown fields of every wire type, nested groups,
+/// long varints, over-long keys and lengths, deep nesting) and what protobuf's
+/// upb parser, which agrees with C++ protobuf, makes of each: ptmp must accept
+/// and decode exactly what it accepts, and refuse what it refuses.
+#[test]
+fn lenient_vectors_are_accepted_and_refused_as_protobuf_does() {
+    let text = include_str!("vectors/lenient.json");
+    let cases: Vec<Value> = serde_json::from_str(text).expect("lenient.json parses");
+    assert!(cases.len() >= 150, "{} cases", cases.len());
+    let (mut accepted, mut refused) = (0, 0);
+    let mut wrong = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let bytes = unhex(case["hex"].as_str().unwrap());
+        let want = &case["upb"];
+        match (decode_tpset(&bytes), want.as_str() == Some("error")) {
+            (Err(_), true) => refused += 1,
+            (Ok(got), false) if got == bridge::from_json(want) => accepted += 1,
+            (got, _) => wrong.push(format!("{name}: ptmp {got:?}, protobuf {want}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(
+        accepted > 50 && refused > 30,
+        "{accepted} accepted, {refused} refused"
+    );
+}
