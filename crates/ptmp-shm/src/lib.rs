@@ -43,7 +43,30 @@
 //!    and wakes sleepers when `waiters` is non-zero; a reader registers in
 //!    `waiters` and re-checks `next_seq` before sleeping. Both sides use
 //!    sequentially consistent operations, so a wake-up cannot be lost.
+//! 7. **Truncation.** A new segment has every page reserved when it is
+//!    created (`posix_fallocate`), so a full file system is an error then,
+//!    not a SIGBUS later. Every mapping of a segment is registered with a
+//!    process-wide SIGBUS handler (module `sigbus`) for as long as it is
+//!    mapped; a page that leaves the file while mapped is replaced at its
+//!    first touch by a private page of zeros and the mapping is marked
+//!    truncated. Readers check the mark before delivering a message and the
+//!    writer before and after each message, so a truncation is an error,
+//!    never a death by signal.
+//! 8. **Bounded loops.** Every loop over shared state ends: a reader that
+//!    finds a state no writer can produce (a stamp of another slot, a
+//!    `next_seq` going back or beyond [`MAX_SEQ`], header fields changed
+//!    after opening, a `writer_pid` above [`PID_MAX_LIMIT`]) reports
+//!    [`ShmError::Corrupt`] naming the field, and its deadline holds
+//!    whatever the segment says. The writer treats registry entries no
+//!    reader can have written the same way.
+//! 9. **Ownership.** A segment is opened with `O_NOFOLLOW` (never through a
+//!    symbolic link) and used only if it is a regular file owned by this
+//!    user with mode 0600, or, when the channel's [`Access`] is
+//!    [`Access::Group`], mode 0660 in one of this process's groups.
 
+mod sigbus;
+
+pub use sigbus::MAX_MAPPINGS;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -60,6 +83,12 @@ pub const HEADER_SIZE: usize = 8192;
 /// Readers a channel can register (the registry's size).
 pub const MAX_READERS: usize = 64;
 const REGISTRY_OFFSET: usize = 4096;
+/// Largest message number a channel may reach: stamps hold `2s + 2`, which
+/// must fit in 64 bits. A `next_seq` above it cannot have been written by a
+/// writer (at a billion messages a second it takes 146 years to get there).
+pub const MAX_SEQ: u64 = 1 << 62;
+/// Highest process ID Linux hands out (`PID_MAX_LIMIT` on 64-bit kernels).
+pub const PID_MAX_LIMIT: u32 = 1 << 22;
 /// Bytes at the start of each slot before the payload.
 pub const SLOT_HEADER: usize = 16;
 /// Largest `max_message` accepted (1 GiB).
@@ -74,6 +103,17 @@ pub enum ShmError {
     BadConfig { name: String, reason: String },
     #[error("shm segment {path}: {reason}")]
     BadSegment { path: PathBuf, reason: String },
+    /// The segment is not one this process may trust: a symbolic link, not
+    /// a regular file, another user's, or open to more than the channel's
+    /// [`Access`] allows.
+    #[error("shm segment {path} refused: {reason}")]
+    Untrusted { path: PathBuf, reason: String },
+    #[error("shm directory {dir} has no room for a new segment: it needs {needed} bytes and {free} are free (Docker gives containers a 64 MiB /dev/shm unless run with --shm-size; or set PTMP_SHM_DIR, or make the ring smaller)")]
+    NoSpace {
+        dir: PathBuf,
+        needed: u64,
+        free: u64,
+    },
     #[error("shm channel {name} already has a live writer (pid {pid})")]
     WriterBusy { name: String, pid: u32 },
     #[error("shm channel {name} does not exist ({path})")]
@@ -93,6 +133,22 @@ pub enum ShmError {
     },
     #[error("shm channel {name}: all {MAX_READERS} reader registry entries are taken")]
     RegistryFull { name: String },
+    /// The segment holds a state no ptmp process can have written: another
+    /// program (or a bug, or a bad disk) changed it under the channel.
+    #[error("shm channel {name}: corrupt segment: {field}: {detail} (remove it with `ptmp shm rm {name}`)")]
+    Corrupt {
+        name: String,
+        field: String,
+        detail: String,
+    },
+    /// The segment file was cut short while mapped (invariant 7).
+    #[error("shm channel {name}: segment {path} truncated while in use (size now {size}, needs {needs}): another program shortened it, or its file system had no memory for a page; recreate the channel")]
+    Truncated {
+        name: String,
+        path: PathBuf,
+        size: u64,
+        needs: u64,
+    },
     #[error("shm {op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -103,6 +159,78 @@ pub enum ShmError {
 }
 
 pub type Result<T, E = ShmError> = std::result::Result<T, E>;
+
+/// Who may use a channel's segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Access {
+    /// Only the user who created it: the file must be owned by this
+    /// process's effective user and have mode 0600.
+    #[default]
+    Private,
+    /// Shared with a group: segments are created with mode 0660, and a
+    /// segment of another user is accepted if its mode is 0660 and its group
+    /// is one of this process's groups. Any member of the group can then
+    /// read, write or corrupt the channel: use it only among trusted users.
+    Group,
+}
+
+impl Access {
+    /// The mode new segments get.
+    pub fn mode(self) -> u32 {
+        match self {
+            Access::Private => 0o600,
+            Access::Group => 0o660,
+        }
+    }
+}
+
+/// Whether this process is in group `gid` (effective or supplementary).
+fn in_group(gid: u32) -> bool {
+    // SAFETY: getegid has no preconditions (used for invariant 9).
+    if gid == unsafe { libc::getegid() } {
+        return true;
+    }
+    let mut groups = [0 as libc::gid_t; 256];
+    // SAFETY: the buffer holds `groups.len()` entries, as passed
+    // (invariant 9).
+    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+    n > 0 && groups[..n as usize].contains(&gid)
+}
+
+/// Check an opened segment's type, owner and mode against `access`.
+fn check_trust(path: &Path, meta: &std::fs::Metadata, access: Access) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |reason: String| ShmError::Untrusted {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if !meta.file_type().is_file() {
+        return Err(refuse(
+            "not a regular file (ptmp segments are plain files)".into(),
+        ));
+    }
+    // SAFETY: geteuid has no preconditions (invariant 9).
+    let me = unsafe { libc::geteuid() };
+    let (uid, gid, mode) = (meta.uid(), meta.gid(), meta.mode() & 0o7777);
+    let ok = match access {
+        Access::Private => uid == me && mode == 0o600,
+        Access::Group => {
+            (uid == me && (mode == 0o600 || mode == 0o660)) || (mode == 0o660 && in_group(gid))
+        }
+    };
+    if ok {
+        return Ok(());
+    }
+    let expected = match access {
+        Access::Private => format!(
+            "owner uid {me} and mode 0600 (to share a channel with a group, set the socket config key \"shm_mode\": \"group\")"
+        ),
+        Access::Group => format!("owner uid {me}, or mode 0660 and a group of this process"),
+    };
+    Err(refuse(format!(
+        "owner uid {uid}, group {gid}, mode {mode:04o}; expected {expected}"
+    )))
+}
 
 /// The shape of a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,14 +396,77 @@ pub fn pid_alive(pid: u32) -> bool {
     if pid == 0 || pid > i32::MAX as u32 {
         return false;
     }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
+    // SAFETY: kill with signal 0 only checks for existence and permission
+    // (invariants 2 and 5 use it to find dead writers and readers).
     let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Give a new segment file its size with every page allocated now, so a
+/// full file system is an error here, naming the size needed and the space
+/// free, not a SIGBUS at the first write to a page that has no memory.
+fn reserve(file: &File, path: &Path, total: u64) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    // Growing a file past the process's file size limit (`ulimit -f`)
+    // raises SIGXFSZ, which kills by default: refuse first.
+    // SAFETY: an all-zero rlimit is a valid value to be overwritten
+    // (invariant 7).
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: a pointer to an rlimit we own (invariant 7).
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY
+        && total > lim.rlim_cur as u64
+    {
+        return Err(io("reserve space for", path)(std::io::Error::other(format!(
+            "the segment needs {total} bytes but this process may not write files beyond {} bytes (its file size limit, `ulimit -f`)",
+            lim.rlim_cur
+        ))));
+    }
+    // SAFETY: a valid open descriptor and a non-negative range (invariant 7).
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, total as libc::off_t) };
+    match rc {
+        0 => Ok(()),
+        libc::EOPNOTSUPP | libc::EINVAL => {
+            // A file system without fallocate: size it the plain way.
+            file.set_len(total).map_err(io("resize", path))
+        }
+        libc::ENOSPC | libc::EFBIG => {
+            let dir = path.parent().unwrap_or(Path::new("/"));
+            let free = free_space(file);
+            Err(ShmError::NoSpace {
+                dir: dir.to_path_buf(),
+                needed: total,
+                free,
+            })
+        }
+        e => Err(io("reserve space for", path)(
+            std::io::Error::from_raw_os_error(e),
+        )),
+    }
+}
+
+/// Bytes an unprivileged user may still allocate on `file`'s file system.
+fn free_space(file: &File) -> u64 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero statvfs is a valid value to be overwritten
+    // (invariant 7 reports the space free).
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor and a pointer to a statvfs we own
+    // (invariant 7).
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 {
+        return 0;
+    }
+    (st.f_bavail as u64).saturating_mul(st.f_frsize as u64)
+}
+
 /// A mapped, validated segment.
 struct Segment {
+    /// The mapping's entry in the SIGBUS registry (invariant 7); declared
+    /// first so it is dropped, and unregistered, before the map is unmapped.
+    guard: sigbus::Guard,
     map: memmap2::MmapMut,
+    /// The open segment, to tell its size now.
+    file: File,
     path: PathBuf,
     name: String,
     slots: u64,
@@ -310,11 +501,13 @@ impl Segment {
         }
     }
 
-    /// Map an existing file and check invariant 1.
-    fn open(name: &str, path: PathBuf) -> Result<Segment> {
+    /// Map an existing file and check invariant 1. Never follows a
+    /// symbolic link; refuses a file `access` does not trust.
+    fn open(name: &str, path: PathBuf, access: Access) -> Result<Segment> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&path)
             .map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
@@ -322,14 +515,22 @@ impl Segment {
                         name: name.into(),
                         path: path.clone(),
                     }
+                } else if e.raw_os_error() == Some(libc::ELOOP) {
+                    ShmError::Untrusted {
+                        path: path.clone(),
+                        reason: "it is a symbolic link; ptmp never follows links at segment paths"
+                            .into(),
+                    }
                 } else {
                     io("open", &path)(e)
                 }
             })?;
-        Self::map_file(name, path, &file)
+        let meta = file.metadata().map_err(io("stat", &path))?;
+        check_trust(&path, &meta, access)?;
+        Self::map_file(name, path, file)
     }
 
-    fn map_file(name: &str, path: PathBuf, file: &File) -> Result<Segment> {
+    fn map_file(name: &str, path: PathBuf, file: File) -> Result<Segment> {
         let bad = |reason: String| ShmError::BadSegment {
             path: path.clone(),
             reason,
@@ -340,9 +541,18 @@ impl Segment {
                 "file is {len} bytes, shorter than the {HEADER_SIZE}-byte header: truncated or not a ptmp segment"
             )));
         }
-        // SAFETY: the file is a regular file we opened read-write; the map
-        // is shared with other processes by design (see the invariants).
-        let map = unsafe { memmap2::MmapMut::map_mut(file) }.map_err(io("mmap", &path))?;
+        // SAFETY: the file is a regular file of a trusted owner we opened
+        // read-write without following links (invariant 9); the map is
+        // shared with other processes by design, and registered with the
+        // SIGBUS guard before anything is read from it (invariant 7).
+        let map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(io("mmap", &path))?;
+        // Registered before the first read: the file may be cut short at any
+        // moment from now on (invariant 7).
+        let guard = sigbus::register(map.as_ptr() as usize, map.len()).ok_or_else(|| {
+            bad(format!(
+                "cannot guard the mapping against truncation: more than {MAX_MAPPINGS} segments mapped in this process, or no SIGBUS handler"
+            ))
+        })?;
         let mut h = [0u8; 64];
         h.copy_from_slice(&map[..64]);
         if h[..8] != MAGIC {
@@ -387,7 +597,9 @@ impl Segment {
             )));
         }
         Ok(Segment {
+            guard,
             map,
+            file,
             path,
             name: name.into(),
             slots: slots as u64,
@@ -395,6 +607,95 @@ impl Segment {
             max_message: maxm as usize,
             policy,
         })
+    }
+
+    /// Whether a page of the mapping was found beyond the end of the file
+    /// (invariant 7): one relaxed load.
+    #[inline]
+    fn truncated(&self) -> bool {
+        self.guard.truncated()
+    }
+
+    /// The file's size now if it is shorter than the mapping, or the
+    /// mapping met a page beyond its end.
+    fn truncation(&self) -> Option<ShmError> {
+        let size = self.file.metadata().map(|m| m.len()).unwrap_or(0);
+        let needs = self.map.len() as u64;
+        (self.truncated() || size < needs).then(|| ShmError::Truncated {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            size,
+            needs,
+        })
+    }
+
+    fn truncated_err(&self) -> ShmError {
+        self.truncation().unwrap_or_else(|| ShmError::Truncated {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            size: self.map.len() as u64,
+            needs: self.map.len() as u64,
+        })
+    }
+
+    /// A corruption error, or the truncation that explains it.
+    fn corrupt(&self, field: impl Into<String>, detail: String) -> ShmError {
+        if let Some(t) = self.truncation() {
+            return t;
+        }
+        ShmError::Corrupt {
+            name: self.name.clone(),
+            field: field.into(),
+            detail,
+        }
+    }
+
+    /// Check that the fields fixed at creation still hold what `open` found
+    /// (invariant 1), and that `writer_pid` is a possible PID. Called on slow
+    /// paths only (before sleeping, after an overrun), never per message.
+    fn check_layout(&self) -> Result<()> {
+        if self.truncated() {
+            return Err(self.truncated_err());
+        }
+        let p = self.map.as_ptr();
+        // SAFETY: offsets 0..48 lie in the header (invariant 1); the bytes
+        // are read with volatile loads because another process could write
+        // them (which is exactly what this check looks for); alignment is
+        // that of the Header fields.
+        let (magic, slots, maxm, stride, total) = unsafe {
+            (
+                std::ptr::read_volatile(p as *const [u8; 8]),
+                std::ptr::read_volatile(p.add(16) as *const u32),
+                std::ptr::read_volatile(p.add(24) as *const u64),
+                std::ptr::read_volatile(p.add(32) as *const u64),
+                std::ptr::read_volatile(p.add(40) as *const u64),
+            )
+        };
+        if magic != MAGIC {
+            return Err(self.corrupt("magic", format!("now {magic:02x?}")));
+        }
+        let fields = [
+            ("slot_count", u64::from(slots), self.slots),
+            ("max_message", maxm, self.max_message as u64),
+            ("slot_stride", stride, self.stride as u64),
+            ("total_size", total, self.map.len() as u64),
+        ];
+        for (field, now, was) in fields {
+            if now != was {
+                return Err(self.corrupt(
+                    field,
+                    format!("changed from {was} to {now} while the channel was open"),
+                ));
+            }
+        }
+        let pid = self.header().writer_pid.load(Ordering::Relaxed);
+        if pid > PID_MAX_LIMIT {
+            return Err(self.corrupt(
+                "writer_pid",
+                format!("{pid} is above the largest Linux PID {PID_MAX_LIMIT}"),
+            ));
+        }
+        Ok(())
     }
 
     fn wake(&self) {
@@ -434,9 +735,14 @@ impl Writer {
     /// Create channel `name` with `cfg`, or take over an existing one whose
     /// writer is gone (its layout must match `cfg`).
     pub fn create(name: &str, cfg: ChannelConfig) -> Result<Writer> {
+        Self::create_with(name, cfg, Access::Private)
+    }
+
+    /// As [`Self::create`], with the given [`Access`].
+    pub fn create_with(name: &str, cfg: ChannelConfig, access: Access) -> Result<Writer> {
         cfg.check(name)?;
         let path = segment_path(name)?;
-        let seg = match Segment::open(name, path.clone()) {
+        let seg = match Segment::open(name, path.clone(), access) {
             Ok(seg) => {
                 if seg.slots as usize != cfg.slots
                     || seg.max_message != cfg.max_message
@@ -450,9 +756,14 @@ impl Writer {
                         ),
                     });
                 }
+                // A segment made without its pages reserved (by an older
+                // ptmp, or copied in sparse): reserve them now, so a full file
+                // system is an error here and not a SIGBUS mid-message
+                // (invariant 7). Allocated pages are left as they are.
+                reserve(&seg.file, &seg.path, seg.map.len() as u64)?;
                 seg
             }
-            Err(ShmError::NotFound { .. }) => Self::create_new(name, &path, cfg)?,
+            Err(ShmError::NotFound { .. }) => Self::create_new(name, &path, cfg, access)?,
             Err(e) => return Err(e),
         };
         Self::take(seg)
@@ -460,20 +771,24 @@ impl Writer {
 
     /// Build a new segment in a temporary file, then link it into place, so
     /// no process ever sees a half-initialised header.
-    fn create_new(name: &str, path: &Path, cfg: ChannelConfig) -> Result<Segment> {
+    fn create_new(name: &str, path: &Path, cfg: ChannelConfig, access: Access) -> Result<Segment> {
         let dir = path.parent().expect("segment path has a directory");
         let tmp = dir.join(format!(".{FILE_PREFIX}{name}.{}.tmp", std::process::id()));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .mode(access.mode())
             .open(&tmp)
             .map_err(io("create", &tmp))?;
         let r = (|| {
-            file.set_len(cfg.total() as u64)
-                .map_err(io("resize", &tmp))?;
-            // SAFETY: as in map_file; nobody else knows this file yet.
+            // The mode asked for, whatever the umask.
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(access.mode()))
+                .map_err(io("chmod", &tmp))?;
+            reserve(&file, &tmp, cfg.total() as u64)?;
+            // SAFETY: as in map_file; nobody else knows this file yet, and
+            // its pages were all reserved just above (invariant 7).
             let mut map = unsafe { memmap2::MmapMut::map_mut(&file) }.map_err(io("mmap", &tmp))?;
             map[..8].copy_from_slice(&MAGIC);
             map[8..12].copy_from_slice(&LAYOUT_VERSION.to_ne_bytes());
@@ -489,11 +804,11 @@ impl Writer {
         })();
         let _ = std::fs::remove_file(&tmp);
         match r {
-            Ok(()) => Segment::open(name, path.to_path_buf()),
+            Ok(()) => Segment::open(name, path.to_path_buf(), access),
             Err(ShmError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::AlreadyExists =>
             {
-                Segment::open(name, path.to_path_buf())
+                Segment::open(name, path.to_path_buf(), access)
             }
             Err(e) => Err(e),
         }
@@ -502,8 +817,20 @@ impl Writer {
     fn take(seg: Segment) -> Result<Writer> {
         let pid = std::process::id();
         let h = seg.header();
+        seg.check_layout()?;
         let mut cur = h.writer_pid.load(Ordering::SeqCst);
+        // Each failed compare-and-swap means another process changed the
+        // field; a bounded number of rounds keeps a hostile one from holding
+        // this writer forever.
+        let mut rounds = 0;
         loop {
+            rounds += 1;
+            if rounds > 1000 {
+                return Err(seg.corrupt(
+                    "writer_pid",
+                    format!("keeps changing (now {cur}) while a writer takes the channel"),
+                ));
+            }
             if cur != 0 && cur != pid && pid_alive(cur) {
                 return Err(ShmError::WriterBusy {
                     name: seg.name.clone(),
@@ -527,6 +854,15 @@ impl Writer {
         }
         h.writer_epoch.fetch_add(1, Ordering::SeqCst);
         let seq = h.next_seq.load(Ordering::SeqCst);
+        if seq > MAX_SEQ {
+            let _ = h
+                .writer_pid
+                .compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+            return Err(seg.corrupt(
+                "next_seq",
+                format!("{seq} is beyond any possible message number ({MAX_SEQ})"),
+            ));
+        }
         Ok(Writer {
             seg,
             seq,
@@ -569,14 +905,22 @@ impl Writer {
     }
 
     /// The slowest live registered reader's position, dropping the entries
-    /// of readers whose process is gone when `reap` is set.
-    fn slowest(&self, reap: bool) -> Option<(u64, u32)> {
+    /// of readers whose process is gone when `reap` is set. An entry no
+    /// reader can have written (a PID above [`PID_MAX_LIMIT`], a position
+    /// beyond the message being written) is corruption.
+    fn slowest(&self, reap: bool) -> Result<Option<(u64, u32)>> {
         let mut min: Option<(u64, u32)> = None;
         for i in 0..MAX_READERS {
             let e = self.seg.entry(i);
             let pid = e.pid.load(Ordering::SeqCst);
             if pid == 0 {
                 continue;
+            }
+            if pid > PID_MAX_LIMIT {
+                return Err(self.seg.corrupt(
+                    format!("reader registry entry {i} pid"),
+                    format!("{pid} is above the largest Linux PID {PID_MAX_LIMIT}"),
+                ));
             }
             if reap && !pid_alive(pid) {
                 let _ = e
@@ -585,19 +929,29 @@ impl Writer {
                 continue;
             }
             let pos = e.pos.load(Ordering::SeqCst);
+            if pos > self.seq {
+                return Err(self.seg.corrupt(
+                    format!("reader registry entry {i} position"),
+                    format!(
+                        "{pos} (pid {pid}) is beyond message {}, the next to be written",
+                        self.seq
+                    ),
+                ));
+            }
             if min.is_none_or(|(m, _)| pos < m) {
                 min = Some((pos, pid));
             }
         }
-        min
+        Ok(min)
     }
 
     /// Policy::Block: wait until no live reader still needs the message that
     /// writing `s` would overwrite (`s - slots`).
     fn wait_for_space(&mut self, s: u64) -> Result<()> {
-        if s < self.min_pos + self.seg.slots || self.room(s, false).is_ok() {
+        if s < self.min_pos + self.seg.slots || self.room(s, false)?.is_ok() {
             return Ok(());
         }
+        self.seg.check_layout()?;
         let t0 = Instant::now();
         let r = loop {
             let seen = {
@@ -608,8 +962,9 @@ impl Writer {
                 h.space.load(Ordering::SeqCst)
             };
             let (pos, pid) = match self.room(s, true) {
-                Ok(()) => break Ok(()),
-                Err(slowest) => slowest,
+                Err(e) => break Err(e),
+                Ok(Ok(())) => break Ok(()),
+                Ok(Err(slowest)) => slowest,
             };
             let waited = t0.elapsed();
             if waited >= self.block_timeout {
@@ -639,20 +994,21 @@ impl Writer {
     /// Whether message `s` may be written now (updating the cached floor);
     /// if not, the position and PID of what holds it back (PID 0: the first
     /// reader, not yet come).
-    fn room(&mut self, s: u64, reap: bool) -> std::result::Result<(), (u64, u32)> {
-        let m = self.slowest(reap);
+    fn room(&mut self, s: u64, reap: bool) -> Result<std::result::Result<(), (u64, u32)>> {
+        let m = self.slowest(reap)?;
         self.had_reader |= m.is_some();
         let need = match m {
             Some((p, _)) => p,
             None if self.had_reader => s,
             None => self.min_pos,
         };
-        if s < need + self.seg.slots {
+        // need <= s (checked in `slowest`), so this cannot overflow.
+        Ok(if s < need + self.seg.slots {
             self.min_pos = need;
             Ok(())
         } else {
             Err(m.unwrap_or((need, 0)))
-        }
+        })
     }
 
     /// Copy `bytes` into the next slot and publish it; returns its sequence
@@ -661,7 +1017,18 @@ impl Writer {
     pub fn publish(&mut self, bytes: &[u8]) -> Result<u64> {
         let mut loan = self.loan(bytes.len())?;
         loan.copy_from_slice(bytes);
-        Ok(loan.commit())
+        let s = loan.commit();
+        self.check()?;
+        Ok(s)
+    }
+
+    /// An error if the segment was truncated under this writer (invariant
+    /// 7): then what was committed since went nowhere. One relaxed load.
+    pub fn check(&self) -> Result<()> {
+        if self.seg.truncated() {
+            return Err(self.seg.truncated_err());
+        }
+        Ok(())
     }
 
     /// Borrow the next slot to write a message of `len` bytes in place
@@ -673,6 +1040,9 @@ impl Writer {
                 len,
                 max: self.seg.max_message,
             });
+        }
+        if self.seg.truncated() {
+            return Err(self.seg.truncated_err());
         }
         let s = self.seq;
         if self.seg.policy == Policy::Block {
@@ -770,6 +1140,8 @@ pub struct Reader {
     spin: u32,
     /// This reader's registry entry, if it got one.
     entry: Option<usize>,
+    /// Highest `next_seq` seen: it must never go back.
+    seen_next: u64,
 }
 
 /// Default busy-poll iterations before a reader sleeps on the futex (a few
@@ -781,15 +1153,38 @@ pub const DEFAULT_SPIN: u32 = 2000;
 enum Try {
     Got(usize),
     NotYet,
-    Overrun,
+    /// The slot holds a later message: this stamp.
+    Overrun(u64),
 }
+
+/// Longest a reader sleeps without checking that its segment is intact.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// How long the `Option` receives pause on a broken segment when they
+/// have no timeout to wait out.
+const FAILED_PAUSE: Duration = Duration::from_millis(100);
+
+/// Overruns one receive handles before it returns empty-handed.
+const MAX_RESYNCS: usize = 64;
 
 impl Reader {
     /// Attach to channel `name`.
     pub fn attach(name: &str, start: StartAt) -> Result<Reader> {
+        Self::attach_with(name, start, Access::Private)
+    }
+
+    /// As [`Self::attach`], with the given [`Access`].
+    pub fn attach_with(name: &str, start: StartAt, access: Access) -> Result<Reader> {
         let path = segment_path(name)?;
-        let seg = Segment::open(name, path)?;
+        let seg = Segment::open(name, path, access)?;
+        seg.check_layout()?;
         let next = seg.header().next_seq.load(Ordering::SeqCst);
+        if next > MAX_SEQ {
+            return Err(seg.corrupt(
+                "next_seq",
+                format!("{next} is beyond any possible message number ({MAX_SEQ})"),
+            ));
+        }
         let pos = match start {
             StartAt::Newest => next.saturating_sub(1),
             StartAt::Next => next,
@@ -805,6 +1200,7 @@ impl Reader {
             lost_total: 0,
             spin: DEFAULT_SPIN,
             entry,
+            seen_next: next,
         })
     }
 
@@ -910,7 +1306,7 @@ impl Reader {
             return (Try::NotYet, None);
         }
         if s1 > want {
-            return (Try::Overrun, None);
+            return (Try::Overrun(s1), None);
         }
         let len = (sh.len.load(Ordering::Relaxed) as usize).min(self.seg.max_message);
         // SAFETY: the bytes lie inside the slot. The writer may be rewriting
@@ -918,31 +1314,127 @@ impl Reader {
         // stamp check below rejects whatever was read in that case
         // (invariant 3).
         let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
+        if let Some(last) = bytes.last() {
+            // Touch the message's last page before anything is handed out:
+            // if it has left the file, the mapping is marked truncated now
+            // (invariant 7) and the check below refuses the message, even
+            // when `f` (a view) reads nothing yet. One load.
+            // SAFETY: `last` is a valid reference into the slot (above,
+            // invariant 1); a page beyond the file is guarded (invariant 7).
+            unsafe { std::ptr::read_volatile(last) };
+        }
         let r = f(bytes);
         fence(Ordering::Acquire);
-        if sh.stamp.load(Ordering::Relaxed) != want {
-            return (Try::Overrun, None);
+        let s2 = sh.stamp.load(Ordering::Relaxed);
+        if s2 != want {
+            return (Try::Overrun(s2), None);
+        }
+        if self.seg.truncated() {
+            // Some of what was read may be the zeros put over a page that
+            // left the file (invariant 7): not a message.
+            return (Try::NotYet, None);
         }
         (Try::Got(len), Some(r))
     }
 
-    /// Skip ahead after an overrun: to half a ring behind the writer. Going
+    /// Load `next_seq` and check it against invariant 4: it never goes
+    /// back, and it stays below [`MAX_SEQ`].
+    fn load_next(&mut self) -> Result<u64> {
+        let n = self.seg.header().next_seq.load(Ordering::SeqCst);
+        if n > MAX_SEQ {
+            return Err(self.seg.corrupt(
+                "next_seq",
+                format!("{n} is beyond any possible message number ({MAX_SEQ})"),
+            ));
+        }
+        if n < self.seen_next {
+            return Err(self.seg.corrupt(
+                "next_seq",
+                format!("went back from {} to {n}", self.seen_next),
+            ));
+        }
+        self.seen_next = n;
+        Ok(n)
+    }
+
+    /// Whether `stamp` can be in the slot of message `seq`: 0 (never
+    /// written) or the stamp of a message that lives in that slot
+    /// (invariant 3).
+    fn stamp_fits(&self, seq: u64, stamp: u64) -> bool {
+        let m = self.seg.slots - 1;
+        stamp == 0 || ((stamp - 1) / 2) & m == seq & m
+    }
+
+    fn bad_stamp(&self, seq: u64, stamp: u64, why: &str) -> ShmError {
+        self.seg.corrupt(
+            format!("slot {} stamp", seq & (self.seg.slots - 1)),
+            format!(
+                "{stamp} {why} (reading message {seq}, {} published)",
+                self.seen_next
+            ),
+        )
+    }
+
+    /// Slow path after [`Try::NotYet`]: message `seq` is not complete in its
+    /// slot, which is only possible while `next_seq <= seq` (invariant 4).
+    fn check_not_yet(&mut self, seq: u64) -> Result<Try> {
+        if self.seg.truncated() {
+            return Err(self.seg.truncated_err());
+        }
+        let n = self.load_next()?;
+        let stamp = self.seg.slot(seq).0.stamp.load(Ordering::Acquire);
+        if !self.stamp_fits(seq, stamp) {
+            return Err(self.bad_stamp(seq, stamp, "belongs to no message of this slot"));
+        }
+        let want = 2 * seq + 2;
+        if stamp > want {
+            return Ok(Try::Overrun(stamp));
+        }
+        if stamp < want && seq < n {
+            return Err(self.bad_stamp(
+                seq,
+                stamp,
+                "is older than a message already published in this slot",
+            ));
+        }
+        Ok(Try::NotYet)
+    }
+
+    /// Skip ahead after an overrun, once the stamp found proves to be a real
+    /// later message of the slot: to half a ring behind the writer. Going
     /// to the oldest slot instead would be overwritten again at once by a
     /// writer that is faster than this reader, and the reader would spend
     /// its time resynchronising instead of reading.
-    fn resync(&mut self) {
-        let next = self.published();
-        let to = next.saturating_sub(self.seg.slots / 2).max(self.pos + 1);
-        self.lost_total += to - self.pos;
+    fn resync(&mut self, stamp: u64) -> Result<()> {
+        if self.seg.truncated() {
+            return Err(self.seg.truncated_err());
+        }
+        let seq = self.pos;
+        let next = self.load_next()?;
+        if stamp <= 2 * seq + 2 {
+            return Err(self.bad_stamp(seq, stamp, "went back while being read"));
+        }
+        if !self.stamp_fits(seq, stamp) {
+            return Err(self.bad_stamp(seq, stamp, "belongs to no message of this slot"));
+        }
+        if (stamp - 1) / 2 > next {
+            return Err(self.bad_stamp(seq, stamp, "names a message beyond next_seq"));
+        }
+        let to = next.saturating_sub(self.seg.slots / 2).max(seq + 1);
+        self.lost_total += to - seq;
         self.pos = to;
         Self::release_below(&self.seg, self.entry, self.pos);
+        Ok(())
     }
 
-    /// Copy the next message into `buf` without waiting. `None` when there
-    /// is nothing new.
-    pub fn try_recv_into(&mut self, buf: &mut Vec<u8>) -> Option<Received> {
+    /// Copy the next message into `buf` without waiting. `Ok(None)` when
+    /// there is nothing new; an error if the segment is corrupt.
+    pub fn try_recv(&mut self, buf: &mut Vec<u8>) -> Result<Option<Received>> {
         let lost0 = self.lost_total;
-        loop {
+        // Each round either delivers, stops, or moves `pos` forward after a
+        // checked overrun; the bound keeps an adversary who rewrites the ring
+        // continuously from holding the caller here.
+        for _ in 0..MAX_RESYNCS {
             let (t, _) = self.try_read(self.pos, |b| {
                 buf.clear();
                 buf.extend_from_slice(b);
@@ -952,27 +1444,61 @@ impl Reader {
                     let seq = self.pos;
                     self.pos += 1;
                     Self::release_below(&self.seg, self.entry, self.pos);
-                    return Some(Received {
+                    return Ok(Some(Received {
                         seq,
                         lost: self.lost_total - lost0,
-                    });
+                    }));
                 }
-                Try::NotYet => return None,
-                Try::Overrun => self.resync(),
+                Try::NotYet => match self.check_not_yet(self.pos)? {
+                    Try::Overrun(s) => self.resync(s)?,
+                    _ => return Ok(None),
+                },
+                Try::Overrun(s) => self.resync(s)?,
+            }
+        }
+        Ok(None)
+    }
+
+    /// As [`Self::try_recv`], but `None` also when the segment is corrupt
+    /// (then every later receive is `None` too; [`Self::try_recv`] says why).
+    pub fn try_recv_into(&mut self, buf: &mut Vec<u8>) -> Option<Received> {
+        self.try_recv(buf).ok().flatten()
+    }
+
+    /// Copy the next message into `buf`, waiting up to `timeout` (`None`:
+    /// forever). `Ok(None)` on timeout; an error if the segment is corrupt.
+    pub fn recv(
+        &mut self,
+        buf: &mut Vec<u8>,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Received>> {
+        let mut deadline = Deadline::new(timeout);
+        let mut empty = 0u32;
+        loop {
+            if let Some(r) = self.try_recv(buf)? {
+                return Ok(Some(r));
+            }
+            // Woken with nothing to read more than once: whatever the ring
+            // says, the deadline still holds.
+            empty += 1;
+            if empty > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            if !self.wait(deadline.instant())? {
+                return self.try_recv(buf);
             }
         }
     }
 
-    /// Copy the next message into `buf`, waiting up to `timeout` (`None`:
-    /// forever). `None` on timeout.
+    /// As [`Self::recv`], but `None` also when the segment is corrupt (after
+    /// the timeout, or 100 ms without one, so a caller that loops on `None`
+    /// does not spin; [`Self::recv`] says what is wrong).
     pub fn recv_into(&mut self, buf: &mut Vec<u8>, timeout: Option<Duration>) -> Option<Received> {
-        let mut deadline = Deadline::new(timeout);
-        loop {
-            if let Some(r) = self.try_recv_into(buf) {
-                return Some(r);
-            }
-            if !self.wait(deadline.instant()) {
-                return self.try_recv_into(buf);
+        match self.recv(buf, timeout) {
+            Ok(r) => r,
+            Err(_) => {
+                std::thread::sleep(timeout.unwrap_or(FAILED_PAUSE));
+                None
             }
         }
     }
@@ -980,17 +1506,25 @@ impl Reader {
     /// Look at the next message in place, without copying, waiting up to
     /// `timeout`. The view must be checked with [`View::valid`] after use:
     /// if the writer overwrote the slot meanwhile, what was read is void.
-    pub fn view(&mut self, timeout: Option<Duration>) -> Option<View<'_>> {
+    /// `Ok(None)` on timeout; an error if the segment is corrupt.
+    pub fn view_checked(&mut self, timeout: Option<Duration>) -> Result<Option<View<'_>>> {
         let mut deadline = Deadline::new(timeout);
         let lost0 = self.lost_total;
+        let mut rounds = 0usize;
+        let mut last_look = false;
         loop {
+            rounds += 1;
             let (t, _) = self.try_read(self.pos, |_| ());
+            let t = match t {
+                Try::NotYet => self.check_not_yet(self.pos)?,
+                t => t,
+            };
             match t {
                 Try::Got(len) => {
                     let seq = self.pos;
                     self.pos += 1;
                     let (sh, data) = self.seg.slot(seq);
-                    return Some(View {
+                    return Ok(Some(View {
                         seg: &self.seg,
                         entry: self.entry,
                         stamp: &sh.stamp,
@@ -1002,17 +1536,40 @@ impl Reader {
                             lost: self.lost_total - lost0,
                         },
                         _r: std::marker::PhantomData,
-                    });
+                    }));
                 }
-                Try::Overrun => self.resync(),
-                Try::NotYet => {
-                    if !self.wait(deadline.instant()) {
-                        // One last look after the deadline.
-                        if !matches!(self.try_read(self.pos, |_| ()).0, Try::Got(_)) {
-                            return None;
+                Try::Overrun(s) => {
+                    self.resync(s)?;
+                    if last_look || rounds.is_multiple_of(MAX_RESYNCS) {
+                        // Bounded, as in try_recv; then honour the deadline.
+                        if last_look || deadline.instant().is_some_and(|d| Instant::now() >= d) {
+                            return Ok(None);
                         }
                     }
                 }
+                Try::NotYet => {
+                    if last_look
+                        || (rounds > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d))
+                    {
+                        return Ok(None);
+                    }
+                    if !self.wait(deadline.instant())? {
+                        // One last look after the deadline.
+                        last_look = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// As [`Self::view_checked`], but `None` also when the segment is
+    /// corrupt (then after the timeout, as [`Self::recv_into`]).
+    pub fn view(&mut self, timeout: Option<Duration>) -> Option<View<'_>> {
+        match self.view_checked(timeout) {
+            Ok(v) => v,
+            Err(_) => {
+                std::thread::sleep(timeout.unwrap_or(FAILED_PAUSE));
+                None
             }
         }
     }
@@ -1020,6 +1577,10 @@ impl Reader {
     /// Copy message `seq` from the history into `buf`. `Ok(false)` if it is
     /// not published yet; an error if it has already left the ring.
     pub fn read_at(&self, seq: u64, buf: &mut Vec<u8>) -> std::result::Result<bool, u64> {
+        if seq > MAX_SEQ {
+            // No channel gets there (its stamp would not fit in 64 bits).
+            return Ok(false);
+        }
         let (t, _) = self.try_read(seq, |b| {
             buf.clear();
             buf.extend_from_slice(b);
@@ -1034,24 +1595,28 @@ impl Reader {
     }
 
     /// Sleep on the channel's futex until something is published or the
-    /// deadline passes; false when the deadline has passed.
-    fn wait(&self, deadline: Option<Instant>) -> bool {
+    /// deadline passes; false when the deadline has passed. Checks the
+    /// header before sleeping, so a corrupt segment is reported, not slept
+    /// or spun on.
+    fn wait(&self, deadline: Option<Instant>) -> Result<bool> {
         let h = self.seg.header();
         let mut i = 0u32;
         while i < self.spin {
             if h.next_seq.load(Ordering::Acquire) > self.pos {
-                return true;
+                return Ok(true);
             }
             std::hint::spin_loop();
             i = i.wrapping_add(1);
             if self.spin == u32::MAX && i.is_multiple_of(1 << 16) {
                 // Busy-poll forever, but still honour the deadline.
+                self.seg.check_layout()?;
                 if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return false;
+                    return Ok(false);
                 }
                 i = 0;
             }
         }
+        self.seg.check_layout()?;
         h.waiters.fetch_add(1, Ordering::SeqCst);
         let seen = h.notify.load(Ordering::SeqCst);
         let ready = h.next_seq.load(Ordering::SeqCst) > self.pos;
@@ -1061,20 +1626,29 @@ impl Reader {
             if left.is_some_and(|l| l.is_zero()) {
                 alive = false;
             } else {
-                let ts = left.map(|l| rustix::time::Timespec {
+                // Without a deadline, still look up once a second: a writer
+                // cannot wake a reader whose header page left the file.
+                let l = left.unwrap_or(IDLE_CHECK).min(IDLE_CHECK);
+                let ts = rustix::time::Timespec {
                     tv_sec: l.as_secs() as _,
                     tv_nsec: l.subsec_nanos() as _,
-                });
-                let _ = rustix::thread::futex::wait(
+                };
+                let r = rustix::thread::futex::wait(
                     &h.notify,
                     rustix::thread::futex::Flags::empty(),
                     seen,
-                    ts.as_ref(),
+                    Some(&ts),
                 );
+                if r == Err(rustix::io::Errno::TIMEDOUT) && l == IDLE_CHECK {
+                    if let Some(e) = self.seg.truncation() {
+                        h.waiters.fetch_sub(1, Ordering::SeqCst);
+                        return Err(e);
+                    }
+                }
             }
         }
         h.waiters.fetch_sub(1, Ordering::SeqCst);
-        alive && deadline.is_none_or(|d| Instant::now() < d)
+        Ok(alive && deadline.is_none_or(|d| Instant::now() < d))
     }
 }
 
@@ -1232,7 +1806,7 @@ impl View<'_> {
     /// everything read through [`Self::bytes`] so far was the whole message.
     pub fn valid(&self) -> bool {
         fence(Ordering::Acquire);
-        self.stamp.load(Ordering::Relaxed) == self.want
+        self.stamp.load(Ordering::Relaxed) == self.want && !self.seg.truncated()
     }
 }
 
@@ -1244,6 +1818,10 @@ pub struct ChannelInfo {
     pub bytes: u64,
     /// Layout and state, or why the segment is unreadable.
     pub state: std::result::Result<ChannelState, String>,
+    /// The segment was refused for who owns it or what it is (a link,
+    /// another user's file, a wider mode): not a ptmp channel of this user's
+    /// to clean up.
+    pub untrusted: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -1266,7 +1844,9 @@ pub fn list() -> Result<Vec<ChannelInfo>> {
         };
         let path = e.path();
         let bytes = e.metadata().map(|m| m.len()).unwrap_or(0);
-        let state = Segment::open(name, path.clone())
+        let seg = Segment::open(name, path.clone(), Access::Group);
+        let untrusted = matches!(seg, Err(ShmError::Untrusted { .. }));
+        let state = seg
             .map(|seg| {
                 let h = seg.header();
                 let pid = h.writer_pid.load(Ordering::SeqCst);
@@ -1287,6 +1867,7 @@ pub fn list() -> Result<Vec<ChannelInfo>> {
             path,
             bytes,
             state,
+            untrusted,
         });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -282,6 +282,9 @@ fn bad_segments_are_refused_with_a_clear_error() {
     ];
     for (bytes, want) in cases {
         std::fs::write(&path, &bytes).unwrap();
+        // Private, as ptmp makes them, so the content is what is refused.
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
         let e = Reader::attach(&c.0, StartAt::Next).err().unwrap();
         assert!(matches!(e, ShmError::BadSegment { .. }), "{e}");
         assert!(
