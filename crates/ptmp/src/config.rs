@@ -172,7 +172,13 @@ pub struct Endpoint {
 impl Endpoint {
     /// Validate `address` for binding or connecting; `key` names it in errors.
     pub fn parse(address: &str, attach: Attach, key: &str) -> Result<Endpoint> {
-        let bad = |reason: String| Error::config(key, format!("{address:?}"), reason);
+        // The value as JSON writes it, so control characters read as in the file.
+        let bad = |reason: String| Error::config(key, Value::from(address).to_string(), reason);
+        // libzmq takes endpoints as C strings: a NUL would cut the address
+        // short (and the zmq binding refuses it by panicking).
+        if address.contains('\0') {
+            return Err(bad("contains a NUL byte".into()));
+        }
         let (scheme, rest) = address.split_once("://").ok_or_else(|| {
             bad("not an endpoint: expected inproc://NAME, ipc://PATH, tcp://HOST:PORT or shm://NAME".into())
         })?;
@@ -254,6 +260,11 @@ fn validate_tcp(rest: &str, attach: Attach) -> std::result::Result<(), String> {
     }
 }
 
+/// Deepest nesting of objects and arrays a configuration may have: 127
+/// levels, what serde_json's recursion limit (128) lets through. Deeper
+/// JSON is refused, not parsed.
+pub const MAX_DEPTH: usize = 127;
+
 /// Default receive high-water mark, as PTMP.
 pub const DEFAULT_HWM: i32 = 1000;
 /// Default time a dropped sender waits for its queue to drain.
@@ -283,6 +294,9 @@ pub struct SocketConfig {
     pub shm_max_message: usize,
     /// shm:// PUSH: how long a send may wait for the slowest reader.
     pub shm_block_timeout_ms: u64,
+    /// shm:// channels: `"private"` (default: mode 0600, this user's only)
+    /// or `"group"` (mode 0660, shared with the segment's group).
+    pub shm_mode: ptmp_shm::Access,
 }
 
 /// Default ring size of an shm:// channel.
@@ -306,6 +320,7 @@ const KNOWN_KEYS: &[&str] = &[
     "shm_slots",
     "shm_max_message",
     "shm_block_timeout_ms",
+    "shm_mode",
 ];
 
 impl SocketConfig {
@@ -334,6 +349,7 @@ impl SocketConfig {
             shm_slots: DEFAULT_SHM_SLOTS,
             shm_max_message: DEFAULT_SHM_MAX_MESSAGE,
             shm_block_timeout_ms: DEFAULT_SHM_BLOCK_TIMEOUT_MS,
+            shm_mode: ptmp_shm::Access::Private,
         };
         c.check_endpoints()?;
         Ok(c)
@@ -342,7 +358,12 @@ impl SocketConfig {
     /// Parse a JSON text: `{"socket": {...}}`.
     pub fn from_json(text: &str) -> Result<Self> {
         let v: Value = serde_json::from_str(text).map_err(|e| {
-            Error::config("(config)", abbreviate(text), format!("not valid JSON: {e}"))
+            let reason = if e.to_string().starts_with("recursion limit exceeded") {
+                format!("nested deeper than {MAX_DEPTH} levels, the limit for configurations")
+            } else {
+                format!("not valid JSON: {e}")
+            };
+            Error::config("(config)", abbreviate(text), reason)
         })?;
         Self::from_value(&v)
     }
@@ -411,6 +432,18 @@ impl SocketConfig {
             int(s, "shm_max_message", 1, 1 << 30)?.map_or(DEFAULT_SHM_MAX_MESSAGE, |x| x as usize);
         let shm_block_timeout_ms = int(s, "shm_block_timeout_ms", 0, i64::MAX)?
             .map_or(DEFAULT_SHM_BLOCK_TIMEOUT_MS, |x| x as u64);
+        let shm_mode = match s.get("shm_mode") {
+            None => ptmp_shm::Access::Private,
+            Some(Value::String(m)) if m == "private" => ptmp_shm::Access::Private,
+            Some(Value::String(m)) if m == "group" => ptmp_shm::Access::Group,
+            Some(other) => {
+                return Err(Error::config(
+                    "socket.shm_mode",
+                    other.to_string(),
+                    "must be \"private\" (mode 0600, this user only) or \"group\" (mode 0660, shared with the segment's group)",
+                ))
+            }
+        };
         let subscribe = match s.get("subscribe") {
             None => vec![Vec::new()],
             Some(Value::String(p)) => vec![p.as_bytes().to_vec()],
@@ -462,6 +495,7 @@ impl SocketConfig {
             shm_slots,
             shm_max_message,
             shm_block_timeout_ms,
+            shm_mode,
         };
         c.check_endpoints()?;
         Ok(c)
@@ -543,6 +577,9 @@ impl SocketConfig {
         }
         if self.shm_max_message != DEFAULT_SHM_MAX_MESSAGE {
             s.insert("shm_max_message".into(), self.shm_max_message.into());
+        }
+        if self.shm_mode == ptmp_shm::Access::Group {
+            s.insert("shm_mode".into(), "group".into());
         }
         if self.shm_block_timeout_ms != DEFAULT_SHM_BLOCK_TIMEOUT_MS {
             s.insert(
@@ -680,6 +717,8 @@ mod tests {
             ("inproc://", "needs a name"),
             ("ipc://", "file path"),
             ("tcp://[zz]:1", "IPv6"),
+            ("tcp://a\\u0000b:1", "NUL byte"),
+            ("ipc:///tmp/a\\u0000b", "NUL byte"),
         ] {
             let e = err(&format!(
                 r#"{{"socket":{{"type":"PULL","connect":["tcp://ok:1","{ep}"]}}}}"#

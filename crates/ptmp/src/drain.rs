@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 const EVENT_CONNECTED: u16 = 0x0001;
-const EVENT_ACCEPTED: u16 = 0x0008;
+const EVENT_ACCEPTED: u16 = 0x0020;
 const EVENT_DISCONNECTED: u16 = 0x0200;
 
 /// How long every connection's send queue must stay empty to count as drained.
@@ -30,6 +30,8 @@ pub(crate) struct Drain {
     fds: Vec<i32>,
     /// Whether any connection was ever made.
     connected: bool,
+    /// Endpoints an outgoing connection was made to.
+    reached: Vec<Vec<u8>>,
     m: zmq::Message,
 }
 
@@ -54,8 +56,19 @@ impl Drain {
             mon,
             fds: Vec::new(),
             connected: false,
+            reached: Vec::new(),
             m: zmq::Message::new(),
         })
+    }
+
+    /// Whether any connection was ever made (events read so far).
+    pub(crate) fn ever_connected(&self) -> bool {
+        self.connected
+    }
+
+    /// How many distinct endpoints an outgoing connection reached.
+    pub(crate) fn connects(&self) -> usize {
+        self.reached.len()
     }
 
     /// Read the monitor events that have arrived.
@@ -67,7 +80,14 @@ impl Drain {
                     i32::from_ne_bytes([self.m[2], self.m[3], self.m[4], self.m[5]]),
                 )
             });
-            while self.m.get_more() && self.mon.recv(&mut self.m, zmq::DONTWAIT).is_ok() {}
+            // The second frame names the endpoint.
+            while self.m.get_more() && self.mon.recv(&mut self.m, zmq::DONTWAIT).is_ok() {
+                if matches!(ev, Some((EVENT_CONNECTED, _)))
+                    && !self.reached.iter().any(|e| e[..] == self.m[..])
+                {
+                    self.reached.push(self.m.to_vec());
+                }
+            }
             match ev {
                 Some((EVENT_CONNECTED | EVENT_ACCEPTED, fd)) => {
                     self.fds.push(fd);
@@ -84,7 +104,9 @@ impl Drain {
     /// first connection (messages queued before any peer connected). A
     /// connection that is lost is dropped from the watch: what its peer had
     /// not read is gone with it, and libzmq requeues nothing.
-    pub(crate) fn wait(&mut self, linger_ms: i32, need_connection: bool) {
+    ///
+    /// Returns how the wait ended.
+    pub(crate) fn wait(&mut self, linger_ms: i32, need_connection: bool) -> Drained {
         let deadline =
             (linger_ms >= 0).then(|| Instant::now() + Duration::from_millis(linger_ms as u64));
         let mut quiet = 0;
@@ -94,17 +116,33 @@ impl Drain {
             if pending == 0 && (!need_connection || self.connected) {
                 quiet += 1;
                 if quiet >= QUIET_CHECKS {
-                    return;
+                    return Drained::Yes;
                 }
             } else {
                 quiet = 0;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return;
+                return if self.connected {
+                    Drained::Pending { bytes: pending }
+                } else {
+                    Drained::NeverConnected
+                };
             }
             std::thread::sleep(CHECK_EVERY);
         }
     }
+}
+
+/// How [`Drain::wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drained {
+    /// Every connection's send queue stayed empty.
+    Yes,
+    /// No connection was ever made: nothing sent left the process.
+    NeverConnected,
+    /// The linger ran out with this many bytes still in kernel send queues
+    /// (0 when the data still sat in libzmq's own queues).
+    Pending { bytes: usize },
 }
 
 /// Bytes in a connection's kernel send queue (0 if it cannot be read).

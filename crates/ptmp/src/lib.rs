@@ -41,7 +41,7 @@ pub use config::{Attach, Endpoint, SocketConfig, SocketType, Transport};
 pub use error::{Error, Result};
 pub use ptmp_data::{self as data, Frames, TPSet, TrigPrim, WireError};
 pub use receiver::Receiver;
-pub use sender::Sender;
+pub use sender::{Delivery, Sender, Undelivered};
 
 #[cfg(test)]
 mod tests {

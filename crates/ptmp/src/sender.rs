@@ -1,7 +1,7 @@
 //! Sending TPSets (and raw frames).
 
 use crate::config::{SocketConfig, SocketType};
-use crate::drain::Drain;
+use crate::drain::{Drain, Drained};
 use crate::error::{Error, Result};
 use crate::shm::{self, ShmTx};
 use crate::socket::{build, Role};
@@ -31,6 +31,59 @@ pub struct Sender {
     /// Subscribers seen so far (PUB only), net of unsubscriptions.
     subscribers: usize,
     waited: bool,
+    /// Set once [`Sender::finish`] has waited for delivery.
+    finished: bool,
+}
+
+/// How many sent messages may not have reached a peer, as far as a sender
+/// can tell (see [`Sender::finish`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undelivered {
+    /// Every message left this process for a connected peer.
+    None,
+    /// Exactly this many were lost: no peer ever connected, so nothing left
+    /// (a PUB drops what it sends then).
+    Exactly(u64),
+    /// Some were still queued when the linger ran out: up to this many.
+    AtMost(u64),
+    /// Not tracked: PUB drops what no subscriber wants without telling,
+    /// inproc:// peers are not watched, and linger 0 does not wait.
+    Unknown,
+}
+
+impl Undelivered {
+    /// The count, when known exactly (0 for `None`).
+    pub fn exact(self) -> Option<u64> {
+        match self {
+            Undelivered::None => Some(0),
+            Undelivered::Exactly(n) => Some(n),
+            _ => Option::None,
+        }
+    }
+
+    /// Whether some messages were, or may have been, lost.
+    pub fn any(self) -> bool {
+        matches!(self, Undelivered::Exactly(n) | Undelivered::AtMost(n) if n > 0)
+    }
+}
+
+impl std::fmt::Display for Undelivered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Undelivered::None => f.write_str("0"),
+            Undelivered::Exactly(n) => write!(f, "{n}"),
+            Undelivered::AtMost(n) => write!(f, "at most {n}"),
+            Undelivered::Unknown => f.write_str("unknown"),
+        }
+    }
+}
+
+/// What [`Sender::finish`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    /// Messages accepted by `send`.
+    pub sent: u64,
+    pub undelivered: Undelivered,
 }
 
 impl Sender {
@@ -71,6 +124,7 @@ impl Sender {
             bound,
             subscribers: 0,
             waited: cfg.subscribers == 0,
+            finished: false,
         })
     }
 
@@ -150,9 +204,12 @@ impl Sender {
                             Err(e) => return Err(Error::zmq("send")(e)),
                         }
                         let ms = timeout.as_millis().min(i32::MAX as u128) as i64;
-                        let ready = sock.poll(zmq::POLLOUT, ms).map_err(Error::zmq("poll"))?;
-                        if ready == 0 {
-                            return Ok(false);
+                        // A signal ends the wait early: the caller checks
+                        // why and may try again.
+                        match sock.poll(zmq::POLLOUT, ms) {
+                            Ok(0) | Err(zmq::Error::EINTR) => return Ok(false),
+                            Ok(_) => {}
+                            Err(e) => return Err(Error::zmq("poll")(e)),
                         }
                         match sock.send(f, more | zmq::DONTWAIT) {
                             Ok(()) => {}
@@ -284,16 +341,55 @@ fn after_subscription(count: usize, msg: &[u8]) -> usize {
     }
 }
 
+impl Sender {
+    /// Wait, up to `linger_ms`, until what was sent has left this process,
+    /// and report what may not have: the count is exact when no peer ever
+    /// connected (nothing left), "at most" when the linger ran out with data
+    /// still queued, and unknown where it is not tracked (see
+    /// [`Undelivered`]). Dropping a sender does the same wait without the
+    /// report. libzmq's own queues are flushed when the sender is dropped
+    /// afterwards.
+    pub fn finish(mut self) -> Delivery {
+        self.settle()
+    }
+
+    fn settle(&mut self) -> Delivery {
+        self.finished = true;
+        let sent = self.sent;
+        let pubsub = matches!(self.cfg.stype, SocketType::Pub | SocketType::XPub);
+        let undelivered = match &mut self.link {
+            _ if sent == 0 => Undelivered::None,
+            // Written into the shared ring, which outlives this process.
+            Link::Shm(_) => Undelivered::None,
+            Link::Zmq { drain: None, .. } => Undelivered::Unknown,
+            Link::Zmq { .. } if self.cfg.linger_ms == 0 => Undelivered::Unknown,
+            Link::Zmq { drain: Some(d), .. } => {
+                match (d.wait(self.cfg.linger_ms, !pubsub), pubsub) {
+                    (Drained::NeverConnected, _) => Undelivered::Exactly(sent),
+                    (Drained::Pending { .. }, _) => Undelivered::AtMost(sent),
+                    // A PUB drops what it sends while nobody is connected.
+                    (Drained::Yes, true) if !d.ever_connected() => Undelivered::Exactly(sent),
+                    (Drained::Yes, true) => Undelivered::Unknown,
+                    // A connect endpoint never reached keeps its share of a
+                    // PUSH's round robin queued in libzmq.
+                    (Drained::Yes, false) if d.connects() < self.cfg.connect.len() => {
+                        Undelivered::AtMost(sent)
+                    }
+                    (Drained::Yes, false) => Undelivered::None,
+                }
+            }
+        };
+        Delivery { sent, undelivered }
+    }
+}
+
 impl Drop for Sender {
     /// Wait, up to `linger_ms`, until what was sent has left this process:
     /// first the kernel queues of the connections (see the `drain` module),
     /// then libzmq's own queues as its context terminates.
     fn drop(&mut self) {
-        if let Link::Zmq { drain: Some(d), .. } = &mut self.link {
-            if self.sent > 0 && self.cfg.linger_ms != 0 {
-                let need_connection = !matches!(self.cfg.stype, SocketType::Pub | SocketType::XPub);
-                d.wait(self.cfg.linger_ms, need_connection);
-            }
+        if !self.finished {
+            self.settle();
         }
     }
 }

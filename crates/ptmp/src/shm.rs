@@ -132,7 +132,7 @@ impl ShmTx {
             max_message: cfg.shm_max_message,
             policy,
         };
-        let mut w = Writer::create(name, cc).map_err(shm_err(key, name))?;
+        let mut w = Writer::create_with(name, cc, cfg.shm_mode).map_err(shm_err(key, name))?;
         w.set_block_timeout(Duration::from_millis(cfg.shm_block_timeout_ms));
         Ok(ShmTx {
             w,
@@ -162,6 +162,9 @@ impl ShmTx {
         };
         zmsg_write(frames, &mut loan);
         loan.commit();
+        // A segment truncated under the writer: what was committed went
+        // nowhere, so say so (one relaxed load).
+        self.w.check().map_err(shm_err("socket.bind", &self.name))?;
         Ok(())
     }
 }
@@ -291,6 +294,8 @@ struct Chan {
     /// takes what comes next.
     start: StartAt,
     subscribe: Vec<Vec<u8>>,
+    /// Who may own the segment (the `shm_mode` key).
+    access: ptmp_shm::Access,
     /// Messages seen overwritten while being read (counted as lost).
     torn: u64,
 }
@@ -304,6 +309,7 @@ impl Chan {
             reader: None,
             start: StartAt::Next,
             subscribe: cfg.subscribe.clone(),
+            access: cfg.shm_mode,
             torn: 0,
         };
         // Attach now if the channel exists; otherwise on first receive, as a
@@ -320,7 +326,7 @@ impl Chan {
         if self.reader.is_some() {
             return Ok(true);
         }
-        match Reader::attach(&self.name, self.start) {
+        match Reader::attach_with(&self.name, self.start, self.access) {
             Ok(r) if r.policy() != self.policy => Err(Error::Connect {
                 endpoint: format!("shm://{}", self.name),
                 reason: format!(
@@ -368,7 +374,10 @@ impl Chan {
         let mut left = timeout;
         loop {
             let reader = self.reader.as_mut().expect("attached");
-            let Some(view) = reader.view(left) else {
+            let view = reader
+                .view_checked(left)
+                .map_err(shm_err(&self.key, &self.name))?;
+            let Some(view) = view else {
                 return Ok(None);
             };
             let (mut f0, mut f1): (&[u8], &[u8]) = (&[], &[]);
@@ -402,7 +411,10 @@ impl Chan {
         let mut left = timeout;
         loop {
             let reader = self.reader.as_mut().expect("attached");
-            let Some(view) = reader.view(left) else {
+            let view = reader
+                .view_checked(left)
+                .map_err(shm_err(&self.key, &self.name))?;
+            let Some(view) = view else {
                 return Ok(false);
             };
             frames.clear();

@@ -358,3 +358,63 @@ fn sub_prefix_filters() {
         .unwrap()
         .is_none());
 }
+
+#[test]
+fn a_nul_in_an_endpoint_is_a_config_error_not_a_panic() {
+    for (stype, attach) in [("PUSH", "connect"), ("PUB", "bind"), ("PAIR", "bind")] {
+        for ep in [
+            "tcp://127.0.0.1\u{0}:5000",
+            "ipc:///tmp/a\u{0}b",
+            "inproc://a\u{0}b",
+        ] {
+            let cfg = json!({"socket": {"type": stype, attach: [ep]}}).to_string();
+            let e = Sender::new(&cfg).err().expect("refused");
+            assert!(matches!(e, Error::Config { .. }), "{e}");
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!("socket.{attach}[0]")) && e.contains("NUL byte"),
+                "{e}"
+            );
+        }
+    }
+    let cfg = json!({"socket": {"type": "PULL", "bind": "tcp://a\u{0}b:1"}}).to_string();
+    assert!(Receiver::new(&cfg).is_err());
+}
+
+#[test]
+fn finish_counts_what_no_peer_received() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let ep = format!("tcp://127.0.0.1:{port}");
+    let cfg = json!({"socket": {"type": "PUSH", "connect": [&ep], "linger_ms": 200}}).to_string();
+    let mut tx = Sender::new(&cfg).unwrap();
+    for c in 0..5 {
+        tx.send(&tpset(c, 2)).unwrap();
+    }
+    let d = tx.finish();
+    assert_eq!((d.sent, d.undelivered), (5, ptmp::Undelivered::Exactly(5)));
+    assert!(d.undelivered.any());
+    // With a peer: all delivered.
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [&ep]}}).to_string()).unwrap();
+    let mut tx = Sender::new(&cfg).unwrap();
+    for c in 0..5 {
+        tx.send(&tpset(c, 2)).unwrap();
+    }
+    let d = tx.finish();
+    assert_eq!((d.sent, d.undelivered), (5, ptmp::Undelivered::None));
+    for c in 0..5 {
+        assert_eq!(rx.recv(T).unwrap().unwrap().count, c);
+    }
+    // A PUB nobody ever connected to dropped everything.
+    let pubcfg = json!({"socket": {"type": "PUB", "bind": ["tcp://127.0.0.1:*"]}}).to_string();
+    let mut tx = Sender::new(&pubcfg).unwrap();
+    tx.send(&tpset(0, 1)).unwrap();
+    assert_eq!(tx.finish().undelivered, ptmp::Undelivered::Exactly(1));
+    // Nothing sent: nothing lost.
+    let tx = Sender::new(&cfg).unwrap();
+    assert_eq!(tx.finish().undelivered, ptmp::Undelivered::None);
+}

@@ -299,3 +299,76 @@ fn one_receiver_reads_several_channels() {
         .to_string();
     assert!(e.contains("mixing shm:// with other transports"), "{e}");
 }
+
+/// `shm_mode`: private by default (0600, a 0660 segment refused with the
+/// key to set); "group" makes and accepts 0660 segments.
+#[test]
+fn shm_mode_group_shares_and_private_refuses_wider_segments() {
+    use std::os::unix::fs::MetadataExt;
+    let c = Chan::new("mode");
+    let path = ptmp_shm::segment_path(&c.0).unwrap();
+    let mut tx = Sender::new(
+        &json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_mode": "group"}}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o7777, 0o660);
+    let e = Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+        .err()
+        .expect("a private receiver refuses a 0660 segment")
+        .to_string();
+    assert!(
+        e.contains("mode 0660") && e.contains("shm_mode") && e.contains(&c.0),
+        "{e}"
+    );
+    let mut rx = Receiver::new(
+        &json!({"socket": {"type": "SUB", "connect": [c.ep()], "shm_mode": "group"}}).to_string(),
+    )
+    .unwrap();
+    tx.send(&tpset(1, 3)).unwrap();
+    assert_eq!(rx.recv(T).unwrap().unwrap(), tpset(1, 3));
+    // A bad value names the key and the choices.
+    let e = Sender::new(
+        &json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_mode": "world"}}).to_string(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("socket.shm_mode") && e.contains("world") && e.contains("group"),
+        "{e}"
+    );
+}
+
+/// A channel whose shared state is corrupted under a receiver: the receive
+/// fails with the field named, within its timeout, instead of spinning.
+#[test]
+fn a_corrupt_channel_is_a_receive_error_not_a_spin() {
+    use std::os::unix::fs::FileExt;
+    let c = Chan::new("corrupt");
+    let mut tx = Sender::new(
+        &json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_slots": 8}}).to_string(),
+    )
+    .unwrap();
+    let mut rx =
+        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    tx.send(&tpset(0, 1)).unwrap();
+    assert!(rx.recv(T).unwrap().is_some());
+    // next_seq (offset 128) claims far more than was ever written.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(ptmp_shm::segment_path(&c.0).unwrap())
+        .unwrap();
+    f.write_all_at(&500u64.to_ne_bytes(), 128).unwrap();
+    let t0 = std::time::Instant::now();
+    let e = rx
+        .recv(Some(Duration::from_secs(10)))
+        .expect_err("an error");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t0.elapsed()
+    );
+    let e = e.to_string();
+    assert!(e.contains("corrupt") && e.contains(&c.0), "{e}");
+}
