@@ -11,7 +11,7 @@
 
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
-use crate::{Agent, Ctl, Report};
+use crate::{Agent, Ctl, Report, POLL};
 use ptmp::{Frames, Receiver, Sender, SocketConfig};
 use ptmp_data::dump::{DumpReader, DumpWriter};
 use std::fs::File;
@@ -77,7 +77,7 @@ impl Config {
         }
         // As in PTMP: number <= 0 copies everything, delayus <= 0 waits not.
         let number = c.int_or("number", -1, i64::MIN, i64::MAX)?;
-        let delayus = c.int_or("delayus", 0, i64::MIN, i64::MAX)?.max(0) as u64;
+        let delayus = c.int_or("delayus", 0, i64::MIN, MAX_DELAYUS)?.max(0) as u64;
         Ok(Config {
             input,
             ifile,
@@ -88,6 +88,9 @@ impl Config {
         })
     }
 }
+
+/// Longest accepted `delayus`: one day.
+pub const MAX_DELAYUS: i64 = 86_400_000_000;
 
 enum Source {
     Sock(Box<Receiver>),
@@ -176,12 +179,19 @@ impl Agent for CatAgent {
                     continue;
                 }
                 if !self.delay.is_zero() {
-                    next += self.delay;
-                    let now = Instant::now();
-                    if next > now {
-                        std::thread::sleep(next - now);
-                    } else {
-                        next = now;
+                    // Sleep in slices so a stop is noticed; once stopping,
+                    // what was read is written at once.
+                    next = next.checked_add(self.delay).unwrap_or(next);
+                    loop {
+                        let now = Instant::now();
+                        if next <= now {
+                            next = now;
+                            break;
+                        }
+                        if ctl.stopped() {
+                            break;
+                        }
+                        std::thread::sleep((next - now).min(POLL));
                     }
                 }
                 if let Some((w, path)) = &mut self.out {
@@ -214,5 +224,63 @@ impl Agent for CatAgent {
             r.lines.push("input file read to its end".into());
         }
         Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: &serde_json::Value) -> std::result::Result<Config, String> {
+        let c = Cfg::new("cat", v).unwrap();
+        Config::parse(&c).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn delays_over_a_day_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let ofile = d.path().join("o.dump").display().to_string();
+        let inp = json!({"socket": {"type": "PULL", "bind": "inproc://cat-x"}});
+        for bad in [MAX_DELAYUS + 1, i64::MAX] {
+            let e = parse(&json!({"input": inp, "ofile": ofile, "delayus": bad})).unwrap_err();
+            assert!(
+                e.starts_with(&format!("agent cat: delayus = {bad}: must be in")),
+                "{e}"
+            );
+        }
+        for ok in [i64::MIN, -1, 0, MAX_DELAYUS] {
+            parse(&json!({"input": inp, "ofile": ofile, "delayus": ok})).unwrap();
+        }
+    }
+
+    /// A day's delay per message ends at stop: what was read is written.
+    #[test]
+    fn a_long_delay_ends_at_stop() {
+        let d = tempfile::tempdir().unwrap();
+        let ifile = d.path().join("i.dump");
+        let mut w = DumpWriter::new(File::create(&ifile).unwrap());
+        for i in 0..3u8 {
+            w.write([&[i][..]]).unwrap();
+        }
+        w.flush().unwrap();
+        let ofile = d.path().join("o.dump");
+        let c = parse(&json!({"ifile": ifile.display().to_string(),
+            "ofile": ofile.display().to_string(), "delayus": MAX_DELAYUS}))
+        .unwrap();
+        let mut a = CatAgent::new("cat".into(), &c).unwrap();
+        let ctl = Ctl::default();
+        let c2 = ctl.clone();
+        let t0 = Instant::now();
+        let h = std::thread::spawn(move || a.run(&c2).unwrap());
+        std::thread::sleep(Duration::from_millis(300));
+        ctl.stop();
+        let r = h.join().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        assert_eq!(r.get("copied"), Some(1));
+        let mut rd = DumpReader::new(BufReader::new(File::open(&ofile).unwrap()));
+        let mut f = Frames::new();
+        assert!(rd.read_into(&mut f).unwrap());
+        assert_eq!(f.get(0), Some(&[0u8][..]));
     }
 }

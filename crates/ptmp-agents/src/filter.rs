@@ -107,7 +107,9 @@ impl Engine for Adjacency {
             while j < self.order.len() {
                 let prev = tps[self.order[j - 1]].channel;
                 let ch = tps[self.order[j]].channel;
-                if ch - prev > self.max_gap + 1 {
+                // Sorted by channel, so ch >= prev; ch - prev - 1 channels
+                // are missing between them (no overflow at max_gap u32::MAX).
+                if ch.saturating_sub(prev).saturating_sub(1) > self.max_gap {
                     break;
                 }
                 if ch != prev {
@@ -116,12 +118,14 @@ impl Engine for Adjacency {
                 j += 1;
             }
             let run = &self.order[i..j];
-            let adc: u64 = run.iter().map(|&k| tps[k].adcsum() as u64).sum();
+            let adc = run
+                .iter()
+                .fold(0u64, |a, &k| a.saturating_add(u64::from(tps[k].adcsum())));
             if distinct >= self.adjacency && adc >= self.min_adcsum {
                 let tstart = run.iter().map(|&k| tps[k].tstart).min().unwrap_or(0);
                 let tend = run
                     .iter()
-                    .map(|&k| tps[k].tstart + tps[k].tspan() as u64)
+                    .map(|&k| tps[k].tstart.saturating_add(u64::from(tps[k].tspan())))
                     .max()
                     .unwrap_or(tstart);
                 out.push(TPSet {
@@ -129,7 +133,7 @@ impl Engine for Adjacency {
                     detid: input.detid,
                     created: ptmp_data::now_us(),
                     tstart,
-                    tspan: Some((tend - tstart).min(u32::MAX as u64) as u32),
+                    tspan: Some(tend.saturating_sub(tstart).min(u32::MAX as u64) as u32),
                     chanbeg: Some(tps[run[0]].channel),
                     chanend: Some(tps[run[run.len() - 1]].channel),
                     totaladc: Some(adc.min(u32::MAX as u64) as u32),
@@ -256,7 +260,7 @@ impl Agent for FilterAgent {
                 }
             }
             for s in &mut out {
-                s.count = nout as u32;
+                s.count = nout as u32; // wraps, as PTMP's 32-bit count
                 if let Some(d) = self.detid {
                     s.detid = d;
                 }
@@ -332,6 +336,45 @@ mod tests {
         let mut e = Adjacency::new(4, 1, 11);
         e.process(&set, &mut out).unwrap();
         assert!(out.is_empty());
+    }
+
+    /// Channels, times and ADC at their extremes, with the widest and
+    /// narrowest gaps: no overflow, the run and its span as expected.
+    #[test]
+    fn adjacency_at_extreme_values() {
+        let mut cases = 0;
+        for &max_gap in &[0, 1, u32::MAX - 1, u32::MAX] {
+            for &t in &[0, 1, u64::MAX - 1, u64::MAX] {
+                cases += 1;
+                let mut e = Adjacency::new(2, max_gap, 0);
+                let ext = |channel| TrigPrim {
+                    channel,
+                    tstart: t,
+                    tspan: Some(u32::MAX),
+                    adcsum: Some(u32::MAX),
+                    adcpeak: Some(u32::MAX),
+                    flags: Some(u32::MAX),
+                };
+                let set = TPSet {
+                    detid: u32::MAX,
+                    tps: vec![ext(0), ext(u32::MAX), ext(u32::MAX - 1), ext(u32::MAX)],
+                    ..Default::default()
+                };
+                let mut out = Vec::new();
+                e.process(&set, &mut out).unwrap();
+                // u32::MAX - 1 and u32::MAX always neighbour; 0 joins them
+                // only when max_gap allows u32::MAX - 2 missing channels.
+                let joined = max_gap >= u32::MAX - 2;
+                assert_eq!(out.len(), 1, "{max_gap} {t}");
+                let c = &out[0];
+                assert_eq!(c.tps.len(), if joined { 4 } else { 3 });
+                assert_eq!(c.chanend(), u32::MAX);
+                assert_eq!(c.totaladc(), u32::MAX);
+                assert_eq!(c.tstart, t);
+                assert_eq!(c.tspan() as u64, (u64::MAX - t).min(u32::MAX as u64));
+            }
+        }
+        assert_eq!(cases, 16);
     }
 
     #[test]

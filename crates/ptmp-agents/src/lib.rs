@@ -24,6 +24,10 @@
 //!   ([`POLL`]) and check [`Ctl::stopped`]; on stop they flush what they hold
 //!   (the zipper's queue, the window's buffer) before returning a [`Report`]
 //!   of their counters, so nothing already accepted is silently lost.
+//!   [`Running::stop_in_order`] first tells every agent the pipeline is
+//!   stopping ([`Ctl::holding`]: merges stop releasing sets by timeout,
+//!   since their upstream is draining), then stops the agents one at a time
+//!   in topological order, each drained and flushed before the next.
 
 pub mod cfg;
 pub mod composer;
@@ -68,6 +72,7 @@ pub const DRAIN_MAX: Duration = Duration::from_secs(2);
 #[derive(Clone, Default)]
 pub struct Ctl {
     stop: Arc<AtomicBool>,
+    hold: Arc<AtomicBool>,
     since: Arc<std::sync::Mutex<Option<Instant>>>,
     pub verbose: bool,
     /// Messages the agent has taken in and sent out so far, readable while
@@ -119,6 +124,18 @@ impl Ctl {
     }
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+    /// Say the pipeline is stopping: the agents upstream are draining and
+    /// flushing into this one, which will be stopped after them. A merge
+    /// then stops releasing sets by timeout (a stream whose stage is still
+    /// flushing would otherwise see its sets dropped as tardy) and releases
+    /// only what is safe, flushing the rest in order when stopped itself.
+    pub fn hold(&self) {
+        self.hold.store(true, Ordering::Relaxed)
+    }
+    /// Whether [`Ctl::hold`] was called.
+    pub fn holding(&self) -> bool {
+        self.hold.load(Ordering::Relaxed)
     }
     pub fn stop(&self) {
         let mut s = self.since.lock().unwrap_or_else(|p| p.into_inner());
@@ -669,8 +686,16 @@ impl Running {
     /// Stop agents one at a time in `order` (indices in start order, each
     /// waited for before the next is stopped: upstream first, so what is in
     /// flight drains downstream); agents not listed are stopped last.
+    ///
+    /// First every agent is told the pipeline is stopping ([`Ctl::hold`]),
+    /// so a merge point keeps what its draining upstream stages flush into
+    /// it (instead of timing out one stream while another still flushes)
+    /// and sends it in order when its own turn to stop comes.
     pub fn stop_in_order(mut self, order: &[usize]) -> Vec<(String, Result<Report>)> {
         let n = self.slots.len();
+        for s in &self.slots {
+            s.ctl.hold();
+        }
         let rest = (0..n).filter(|i| !order.contains(i));
         for i in order.iter().copied().filter(|i| *i < n).chain(rest) {
             self.slots[i].ctl.stop();

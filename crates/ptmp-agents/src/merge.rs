@@ -16,6 +16,9 @@ pub trait Merge: Send {
     fn push(&mut self, set: TPSet, now_us: i64) -> Pushed;
     /// The next set to send at `now_us`, if any is ready.
     fn pop(&mut self, now_us: i64) -> Option<TPSet>;
+    /// The next set that is safe to send while the pipeline stops (see
+    /// [`Ctl::hold`]): never one released only because time passed.
+    fn pop_held(&mut self, now_us: i64) -> Option<TPSet>;
     /// The next held set regardless of the rules (shutdown flush).
     fn flush_one(&mut self, now_us: i64) -> Option<TPSet>;
     /// When the rules may next release something without new input.
@@ -78,7 +81,14 @@ impl<M: Merge> Agent for MergeAgent<M> {
         let mut n = Counts::default();
         loop {
             let now = ptmp_data::now_us();
-            while let Some(s) = self.core.pop(now) {
+            let hold = ctl.holding();
+            loop {
+                let next = if hold {
+                    self.core.pop_held(now)
+                } else {
+                    self.core.pop(now)
+                };
+                let Some(s) = next else { break };
                 self.send(&s, ctl, &mut n)?;
                 pool.push(s);
             }
@@ -86,8 +96,10 @@ impl<M: Merge> Agent for MergeAgent<M> {
                 break;
             }
             let wait = match self.core.next_due() {
-                Some(d) => Duration::from_micros((d - now).max(0) as u64).min(POLL),
-                None => POLL,
+                Some(d) if !hold => {
+                    Duration::from_micros(d.saturating_sub(now).max(0) as u64).min(POLL)
+                }
+                _ => POLL,
             };
             match recv_set(
                 &mut self.rx,

@@ -66,7 +66,16 @@ impl SourceConfig {
             output,
             done,
             count,
-            rate: c.num_or("rate", 0.0, 0.0, 1e9)?,
+            rate: match c.num_or("rate", 0.0, 0.0, 1e9)? {
+                r if r > 0.0 && r < MIN_RATE => {
+                    return Err(c.err(
+                        "rate",
+                        r.to_string(),
+                        format!("must be 0 (flat out) or in [{MIN_RATE}, 1e9] sets per second"),
+                    ))
+                }
+                r => r,
+            },
             tps: c.int_or("tps", 0, 0, 100_000)? as u32,
             detid: c.int_or("detid", 0, 0, u32::MAX as i64)? as u32,
         })
@@ -147,19 +156,26 @@ fn tx(name: &str, c: &SocketConfig) -> Result<Sender> {
     Sender::from_config(c).map_err(Error::socket(name))
 }
 
-/// Wait until `deadline`, sleeping or spinning.
-fn wait_until(deadline: Instant, spin: bool) {
-    if spin {
-        while Instant::now() < deadline {
-            std::hint::spin_loop();
-        }
-    } else {
+/// Wait until `deadline` (`None`: later than any instant), sleeping in
+/// slices of at most [`POLL`] or spinning, and return early once
+/// `ctl` is stopped, so a long wait never delays a stop.
+fn wait_until(deadline: Option<Instant>, spin: bool, ctl: &Ctl) {
+    loop {
         let now = Instant::now();
-        if deadline > now {
-            std::thread::sleep(deadline - now);
+        if deadline.is_some_and(|d| now >= d) || ctl.stopped() {
+            return;
+        }
+        if spin {
+            std::hint::spin_loop();
+        } else {
+            let left = deadline.map_or(POLL, |d| d - now);
+            std::thread::sleep(left.min(POLL));
         }
     }
 }
+
+/// Slowest `rate` of a source other than 0 (one set in about 11.6 days).
+pub const MIN_RATE: f64 = 1e-6;
 
 pub struct SourceAgent {
     name: String,
@@ -213,11 +229,17 @@ impl Agent for SourceAgent {
         let mut unsent = 0u64;
         while (self.c.count == 0 || sent < self.c.count) && !ctl.stopped() {
             if let Some(p) = period {
-                wait_until(t0 + p.mul_f64(sent as f64), false);
+                let due = Duration::try_from_secs_f64(p.as_secs_f64() * sent as f64)
+                    .ok()
+                    .and_then(|d| t0.checked_add(d));
+                wait_until(due, false, ctl);
+                if ctl.stopped() {
+                    break;
+                }
             }
-            set.count = sent as u32;
+            set.count = sent as u32; // wraps, as PTMP's 32-bit count
             set.created = ptmp_data::now_us();
-            set.tstart = set.created as u64 * 50;
+            set.tstart = (set.created.max(0) as u64).saturating_mul(50);
             for tp in &mut set.tps {
                 tp.tstart = set.tstart;
             }
@@ -327,7 +349,7 @@ impl Agent for SinkAgent {
         let mut n = 0u64;
         let mut first: Option<Instant> = None;
         let res: Result<()> = (|| {
-            while self.c.count.is_none_or(|c| n < c) {
+            while self.c.count.is_none_or(|c| n < c) && !ctl.done(false) {
                 match recv_frames(&mut self.rx, &mut f, ctl, &self.name)? {
                     Got::Set => {}
                     Got::Nothing => continue,
@@ -400,7 +422,8 @@ impl Agent for WorkerAgent {
         let mut f = Frames::new();
         let (mut n, mut unsent) = (0u64, 0u64);
         let mut busy = Duration::ZERO;
-        loop {
+        // done(false): a flood of input ends the drain after DRAIN_MAX.
+        while !ctl.done(false) {
             match recv_frames(&mut self.rx, &mut f, ctl, &self.name)? {
                 Got::Set => {}
                 Got::Nothing => continue,
@@ -409,7 +432,7 @@ impl Agent for WorkerAgent {
             n += 1;
             if !self.c.work.is_zero() {
                 let t = Instant::now();
-                wait_until(t + self.c.work, self.c.spin);
+                wait_until(t.checked_add(self.c.work), self.c.spin, ctl);
                 busy += t.elapsed();
             }
             if !send_frames(&mut self.tx, &f, ctl, &self.name)? {
@@ -454,6 +477,126 @@ mod tests {
         let w = WorkerConfig::parse(&cfg(&v), false).unwrap();
         assert_eq!(w.work, Duration::from_micros(1500));
         assert!(w.spin);
+    }
+
+    #[test]
+    fn source_rates_too_slow_to_represent_are_refused() {
+        let out = json!({"socket": {"type": "PUSH", "bind": "inproc://x"}});
+        for bad in [f64::MIN_POSITIVE, 1e-300, 9e-7] {
+            let v = json!({"output": out, "rate": bad});
+            let e = SourceConfig::parse(&cfg(&v)).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("agent n: rate = {bad}: must be 0")),
+                "{e}"
+            );
+        }
+        for ok in [0.0, MIN_RATE, 1e9] {
+            let v = json!({"output": out, "rate": ok});
+            SourceConfig::parse(&cfg(&v)).unwrap();
+        }
+    }
+
+    /// A worker doing an hour of work per set and a source sending one set
+    /// per 11 days both end soon after a stop (they used to sleep through
+    /// it), the worker still forwarding what it took in.
+    #[test]
+    fn long_waits_end_at_stop() {
+        for spin in [false, true] {
+            let tag = if spin { "spin" } else { "sleep" };
+            let v = json!({
+                "input": {"socket": {"type": "PULL", "bind": format!("inproc://long-{tag}-in")}},
+                "output": {"socket": {"type": "PUSH", "bind": format!("inproc://long-{tag}-out")}},
+                "work_us": 3.6e9, "wait": tag
+            });
+            let wk = WorkerConfig::parse(&cfg(&v), false).unwrap();
+            let mut w = WorkerAgent::new("w".into(), "worker", &wk).unwrap();
+            let v = json!({
+                "output": {"socket": {"type": "PUSH", "connect": format!("inproc://long-{tag}-in")}},
+                "rate": MIN_RATE, "count": 5
+            });
+            let src = SourceConfig::parse(&cfg(&v)).unwrap();
+            let mut a = SourceAgent::new("src".into(), &src).unwrap();
+            let mut out = Receiver::new(&format!(
+                r#"{{"socket": {{"type": "PULL", "connect": "inproc://long-{tag}-out"}}}}"#
+            ))
+            .unwrap();
+            let (cw, ca) = (Ctl::default(), Ctl::default());
+            let (cw2, ca2) = (cw.clone(), ca.clone());
+            let t0 = Instant::now();
+            let wt = std::thread::spawn(move || w.run(&cw2).unwrap());
+            let at = std::thread::spawn(move || a.run(&ca2).unwrap());
+            std::thread::sleep(Duration::from_millis(300));
+            ca.stop();
+            cw.stop();
+            let ra = at.join().unwrap();
+            let got = out.recv(Some(Duration::from_secs(20))).unwrap();
+            let rw = wt.join().unwrap();
+            assert!(t0.elapsed() < Duration::from_secs(20), "{tag}");
+            assert_eq!(ra.get("sent"), Some(1), "{tag}");
+            assert_eq!(rw.get("forwarded"), Some(1), "{tag}");
+            assert!(got.is_some(), "{tag}");
+        }
+    }
+
+    /// A worker and a sink whose input never stops coming still end within
+    /// the drain bound after a stop (they used to read on forever).
+    #[test]
+    fn a_flood_of_input_does_not_hold_off_a_stop() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        for kind in ["worker", "sink"] {
+            let inp = format!("inproc://flood-{kind}-in");
+            let v = json!({
+                "input": {"socket": {"type": "PULL", "bind": inp}},
+                "output": {"socket": {"type": "PUSH", "bind": format!("inproc://flood-{kind}-out")}},
+            });
+            let mut agent: Box<dyn Agent> = if kind == "worker" {
+                let wk = WorkerConfig::parse(&cfg(&v), true).unwrap();
+                Box::new(WorkerAgent::new("w".into(), "proxy", &wk).unwrap())
+            } else {
+                let sk = SinkConfig::parse(&cfg(&v)).unwrap();
+                Box::new(SinkAgent::new("s".into(), &sk).unwrap())
+            };
+            // The worker's output is read as fast as it comes.
+            let mut out = Receiver::new(&format!(
+                r#"{{"socket": {{"type": "PULL", "connect": "inproc://flood-{kind}-out"}}}}"#
+            ))
+            .unwrap();
+            let mut tx = Sender::new(&format!(
+                r#"{{"socket": {{"type": "PUSH", "connect": "{inp}"}}}}"#
+            ))
+            .unwrap();
+            let quit = std::sync::Arc::new(AtomicBool::new(false));
+            let (q1, q2) = (quit.clone(), quit.clone());
+            let flood = std::thread::spawn(move || {
+                let set = TPSet::default();
+                while !q1.load(Ordering::Relaxed) {
+                    let _ = tx.send_within(&set, Duration::from_millis(5));
+                }
+            });
+            let drain = std::thread::spawn(move || {
+                let mut f = Frames::new();
+                while !q2.load(Ordering::Relaxed) {
+                    let _ = out.recv_raw_into(&mut f, Some(Duration::from_millis(5)));
+                }
+            });
+            let ctl = Ctl::default();
+            let c2 = ctl.clone();
+            let h = std::thread::spawn(move || agent.run(&c2));
+            std::thread::sleep(Duration::from_millis(300));
+            ctl.stop();
+            let t0 = Instant::now();
+            while !h.is_finished() && t0.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let ended = h.is_finished();
+            quit.store(true, Ordering::Relaxed);
+            flood.join().unwrap();
+            drain.join().unwrap();
+            assert!(ended, "{kind} still running 20 s after stop under a flood");
+            let r = h.join().unwrap().unwrap();
+            let n = r.get("forwarded").or(r.get("received")).unwrap();
+            assert!(n > 0, "{kind}: {r}");
+        }
     }
 
     /// source -> worker -> sink over inproc, the sink saying done: every

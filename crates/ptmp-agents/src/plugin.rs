@@ -148,6 +148,13 @@ impl Plugins {
             library: name.to_string(),
             reason,
         };
+        // The loader takes a C string: a NUL would cut the name short.
+        if name.contains('\0') {
+            return Err(Error::Plugin {
+                library: serde_json::Value::from(name).to_string(),
+                reason: "the library name contains a NUL byte".into(),
+            });
+        }
         let candidates: Vec<String> = if name.contains('/') || name.ends_with(".so") {
             vec![name.to_string()]
         } else {
@@ -309,6 +316,12 @@ unsafe extern "C" fn emit_into(sink: *mut c_void, out: *const CTpSet) -> c_int {
         if o.ntps > 0 && o.tps.is_null() {
             return -1;
         }
+        // A count no array in memory can have (it would overflow the byte
+        // length of the slice): refused, not read.
+        let max = isize::MAX as u64 / std::mem::size_of::<CTp>() as u64;
+        if o.ntps > max {
+            return -1;
+        }
         let tps = if o.ntps == 0 {
             &[][..]
         } else {
@@ -391,5 +404,51 @@ impl Drop for CEngine {
             // SAFETY: once, with the state from create.
             unsafe { d(self.state) }
         }
+    }
+}
+
+#[cfg(test)]
+mod emit_tests {
+    use super::*;
+
+    /// What an engine emits is taken whole, extreme values unchanged; an
+    /// impossible TrigPrim count is refused (-1), not read.
+    #[test]
+    fn emit_takes_extremes_and_refuses_impossible_counts() {
+        let tp = CTp {
+            channel: u32::MAX,
+            tspan: u32::MAX,
+            tstart: u64::MAX,
+            adcsum: u32::MAX,
+            adcpeak: u32::MAX,
+            flags: u32::MAX,
+            reserved: 0,
+        };
+        let mk = |ntps: u64| CTpSet {
+            count: u32::MAX,
+            detid: u32::MAX,
+            created: i64::MIN,
+            tstart: u64::MAX,
+            tspan: u32::MAX,
+            chanbeg: u32::MAX,
+            chanend: 0,
+            totaladc: u32::MAX,
+            tps: &tp,
+            ntps,
+        };
+        let mut v: Vec<TPSet> = Vec::new();
+        let sink = &mut v as *mut Vec<TPSet> as *mut c_void;
+        for bad in [u64::MAX, u64::MAX / 2, isize::MAX as u64] {
+            assert_eq!(unsafe { emit_into(sink, &mk(bad)) }, -1, "{bad}");
+        }
+        assert_eq!(unsafe { emit_into(sink, &mk(1)) }, 0);
+        assert_eq!(v.len(), 1);
+        let s = &v[0];
+        assert_eq!(
+            (s.count, s.detid, s.created, s.tstart),
+            (u32::MAX, u32::MAX, i64::MIN, u64::MAX)
+        );
+        assert_eq!(s.tps[0].tstart, u64::MAX);
+        assert_eq!(s.tps[0].channel, u32::MAX);
     }
 }

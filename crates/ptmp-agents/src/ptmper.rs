@@ -16,9 +16,12 @@
 //! * `verbose`: non-zero for ticks, unused-key notes and per-agent detail;
 //! * `name`: a label for the log.
 //!
-//! Stopping: every agent is asked to stop, flushes what it holds (the
-//! zipper its queue, the window its last windows) and returns its counters,
-//! which are printed.
+//! Stopping (see [`crate::Running::stop_in_order`]): every agent is first
+//! told the pipeline is stopping, so merges stop releasing sets by timeout;
+//! then the agents are stopped one at a time, sources first and each after
+//! everything feeding it ([`crate::upstream_first`]); each drains its input,
+//! flushes what it holds (the window its last windows, the zipper its queue
+//! in order) and returns its counters, which are printed.
 
 use crate::cfg::Cfg;
 use crate::composer;

@@ -21,6 +21,15 @@ use crate::{Agent, Ctl, Report, POLL};
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
 use std::time::{Duration, Instant};
 
+/// Slowest accepted `speed`: u64::MAX ticks at it is about 585 million
+/// years, still a `Duration`.
+pub const MIN_SPEED: f64 = 1e-3;
+/// Fastest accepted `speed` (a tera-tick per microsecond).
+pub const MAX_SPEED: f64 = 1e12;
+/// Fastest `speed` with `rewrite_tstart`: u64::MAX / (microseconds from
+/// 1970 to 2100), rounded down.
+pub const MAX_REWRITE_SPEED: f64 = 4400.0;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub input: SocketConfig,
@@ -40,6 +49,31 @@ impl Config {
                 "must be positive (data ticks per real microsecond)",
             ));
         }
+        // Pacing divides data-time gaps by speed: the largest gap, u64::MAX
+        // ticks, must still be a wait a Duration can hold.
+        if !(MIN_SPEED..=MAX_SPEED).contains(&speed) {
+            return Err(c.err(
+                "speed",
+                speed.to_string(),
+                format!("must be in [{MIN_SPEED}, {MAX_SPEED}] data ticks per real microsecond"),
+            ));
+        }
+        let rewrite_tstart = c.bool_or("rewrite_tstart", false).or_else(|_| {
+            c.int_or("rewrite_tstart", 0, i64::MIN, i64::MAX)
+                .map(|v| v != 0)
+        })?;
+        // rewrite_tstart makes data times wall-clock microseconds * speed:
+        // that product must fit in 64-bit ticks for the next century.
+        if rewrite_tstart && speed > MAX_REWRITE_SPEED {
+            return Err(c.err(
+                "speed",
+                speed.to_string(),
+                format!(
+                    "with rewrite_tstart, wall-clock microseconds * speed must fit in 64-bit \
+                     ticks until the year 2100: speed at most {MAX_REWRITE_SPEED}"
+                ),
+            ));
+        }
         Ok(Config {
             input: c.req_socket("input")?,
             output: c.req_socket("output")?,
@@ -48,10 +82,7 @@ impl Config {
                 c.int_or("rewrite_count", 0, i64::MIN, i64::MAX)
                     .map(|v| v != 0)
             })?,
-            rewrite_tstart: c.bool_or("rewrite_tstart", false).or_else(|_| {
-                c.int_or("rewrite_tstart", 0, i64::MIN, i64::MAX)
-                    .map(|v| v != 0)
-            })?,
+            rewrite_tstart,
         })
     }
 }
@@ -74,6 +105,9 @@ pub enum Step {
     At(Instant),
     /// Drop it: its tstart is before the last sent.
     Drop,
+    /// Its due time is beyond any representable instant: send it only
+    /// when stopping.
+    Never,
 }
 
 impl Pacer {
@@ -98,15 +132,23 @@ impl Pacer {
         }
         self.last = Some(set.tstart);
         let (t0, ts0) = *self.anchor.get_or_insert((now, set.tstart));
-        let us = (set.tstart - ts0) as f64 / self.speed;
-        Step::At(t0 + Duration::from_secs_f64(us / 1e6))
+        // tstart >= last >= ts0 here. A due time past what an Instant can
+        // hold (a data-time jump of centuries) is "later than any stop".
+        let us = set.tstart.saturating_sub(ts0) as f64 / self.speed;
+        match Duration::try_from_secs_f64(us / 1e6)
+            .ok()
+            .and_then(|d| t0.checked_add(d))
+        {
+            Some(t) => Step::At(t),
+            None => Step::Never,
+        }
     }
 
     /// Rewrite the set just before sending it at wall time `now_us`.
     pub fn rewrite(&mut self, set: &mut TPSet, now_us: i64) {
         set.created = now_us;
         if self.rewrite_count {
-            set.count = self.sent as u32;
+            set.count = self.sent as u32; // wraps, as PTMP's 32-bit count
         }
         if self.rewrite_tstart {
             if self.sent == 0 {
@@ -119,7 +161,7 @@ impl Pacer {
                 tp.tstart = sh(tp.tstart);
             }
         }
-        self.sent += 1;
+        self.sent = self.sent.saturating_add(1);
     }
 }
 
@@ -159,13 +201,14 @@ impl Agent for ReplayAgent {
             nin += 1;
             let when = match self.pacer.step(&set, Instant::now()) {
                 Step::Drop => continue,
-                Step::At(t) => t,
+                Step::At(t) => Some(t),
+                Step::Never => None,
             };
             // Sleep in slices so a stop is noticed; once stopping, pacing
             // ends and what is accepted is sent at once (not dropped).
             loop {
                 let now = Instant::now();
-                if now >= when {
+                if let Some(when) = when.filter(|w| now >= *w) {
                     if now - when > Duration::from_millis(1) {
                         late += 1;
                     }
@@ -174,7 +217,8 @@ impl Agent for ReplayAgent {
                 if ctl.stopped() {
                     break;
                 }
-                std::thread::sleep((when - now).min(POLL));
+                let left = when.map_or(POLL, |w| w.saturating_duration_since(now));
+                std::thread::sleep(left.min(POLL));
             }
             self.pacer.rewrite(&mut set, ptmp_data::now_us());
             if !crate::send_set(&mut self.tx, &set, ctl, &self.name)? {
@@ -200,7 +244,7 @@ mod tests {
             count,
             tstart,
             tps: vec![ptmp::TrigPrim {
-                tstart: tstart + 5,
+                tstart: tstart.saturating_add(5),
                 ..Default::default()
             }],
             ..Default::default()
@@ -240,5 +284,62 @@ mod tests {
         let mut b = s(1, 1600);
         p.rewrite(&mut b, 5_300);
         assert_eq!(b.tstart, 10_600);
+    }
+
+    /// Extreme tstarts and speeds: no panic, due times never before the
+    /// anchor, order enforced; a jump beyond any instant is `Never`.
+    #[test]
+    fn extreme_times_and_speeds_never_panic() {
+        let ticks = [0, 1, 1 << 32, 1 << 63, u64::MAX - 1, u64::MAX];
+        let mut cases = 0;
+        for speed in [MIN_SPEED, 1e-3, 1.0, 50.0, MAX_REWRITE_SPEED, MAX_SPEED] {
+            for &a in &ticks {
+                for &b in &ticks {
+                    for now_us in [i64::MIN, -1, 0, 1_700_000_000_000_000, i64::MAX] {
+                        cases += 1;
+                        let mut p = Pacer::new(speed, true, speed <= MAX_REWRITE_SPEED);
+                        let t0 = Instant::now();
+                        let mut x = s(u32::MAX, a);
+                        assert!(matches!(p.step(&x, t0), Step::At(t) if t == t0));
+                        p.rewrite(&mut x, now_us);
+                        let mut y = s(0, b);
+                        match p.step(&y, t0) {
+                            Step::Drop => assert!(b < a),
+                            Step::At(t) => assert!(b >= a && t >= t0),
+                            Step::Never => assert!(b > a),
+                        }
+                        p.rewrite(&mut y, now_us);
+                        assert_eq!((x.count, y.count), (0, 1));
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 6 * 36 * 5);
+    }
+
+    #[test]
+    fn speeds_out_of_range_are_refused_naming_key_and_value() {
+        let sock = serde_json::json!({"socket": {"type": "PULL", "bind": ["inproc://x"]}});
+        let parse = |speed: f64, rewrite: bool| {
+            let d = serde_json::json!({"input": sock, "output": sock, "speed": speed,
+                "rewrite_tstart": rewrite});
+            let c = Cfg::new("r", &d).unwrap();
+            Config::parse(&c).map(|_| ()).map_err(|e| e.to_string())
+        };
+        for (speed, rewrite) in [
+            (f64::MIN_POSITIVE, false),
+            (1e-300, false),
+            (0.0009, false),
+            (1e13, false),
+            (f64::MAX, false),
+            (4401.0, true),
+            (1e12, true),
+        ] {
+            let e = parse(speed, rewrite).unwrap_err();
+            assert!(e.starts_with(&format!("agent r: speed = {speed}: ")), "{e}");
+        }
+        for (speed, rewrite) in [(MIN_SPEED, false), (MAX_SPEED, false), (4400.0, true)] {
+            parse(speed, rewrite).unwrap();
+        }
     }
 }

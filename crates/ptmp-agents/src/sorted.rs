@@ -59,7 +59,7 @@ pub struct Sorted {
 impl Sorted {
     pub fn new(tardy: Duration, policy: TardyPolicy) -> Self {
         Sorted {
-            tardy_us: tardy.as_micros() as i64,
+            tardy_us: i64::try_from(tardy.as_micros()).unwrap_or(i64::MAX),
             policy,
             streams: Vec::new(),
             last_out: None,
@@ -106,8 +106,18 @@ impl Sorted {
         let waiting = self
             .streams
             .iter()
-            .any(|s| s.q.is_empty() && now_us - s.last_seen <= self.tardy_us);
+            .any(|s| s.q.is_empty() && now_us.saturating_sub(s.last_seen) <= self.tardy_us);
         if waiting {
+            return None;
+        }
+        self.take(now_us)
+    }
+
+    /// [`Sorted::pop`] while the pipeline stops: every stream seen is
+    /// waited for, live or silent (a silent one may be a stage still
+    /// flushing upstream); the rest goes in order at stop.
+    pub fn pop_held(&mut self, now_us: i64) -> Option<TPSet> {
+        if self.streams.iter().any(|s| s.q.is_empty()) {
             return None;
         }
         self.take(now_us)
@@ -120,7 +130,7 @@ impl Sorted {
         let st = &mut self.streams[i];
         let (set, t) = st.q.pop_front()?;
         st.stats.sent += 1;
-        st.stats.held_us.add((now_us - t) as f64);
+        st.stats.held_us.add(now_us.saturating_sub(t) as f64);
         self.last_out = Some(self.last_out.map_or(set.tstart, |l| l.max(set.tstart)));
         Some(set)
     }
@@ -135,7 +145,7 @@ impl Sorted {
         self.streams
             .iter()
             .filter(|s| s.q.is_empty())
-            .map(|s| s.last_seen + self.tardy_us + 1)
+            .map(|s| s.last_seen.saturating_add(self.tardy_us).saturating_add(1))
             .min()
     }
 }
@@ -157,6 +167,9 @@ impl crate::merge::Merge for Sorted {
     }
     fn pop(&mut self, now_us: i64) -> Option<TPSet> {
         Sorted::pop(self, now_us)
+    }
+    fn pop_held(&mut self, now_us: i64) -> Option<TPSet> {
+        Sorted::pop_held(self, now_us)
     }
     fn flush_one(&mut self, now_us: i64) -> Option<TPSet> {
         Sorted::flush_one(self, now_us)
@@ -205,5 +218,44 @@ mod tests {
         ));
         let st = crate::merge::Merge::stream_stats(&z);
         assert_eq!((st[1].received, st[1].tardy), (2, 1));
+    }
+
+    #[test]
+    fn held_merge_waits_for_silent_streams_too() {
+        let mut z = Sorted::new(Duration::from_millis(10), TardyPolicy::Drop);
+        z.push(s(1, 100), 0);
+        z.push(s(2, 50), 0);
+        z.push(s(1, 300), 0);
+        assert_eq!(z.pop_held(0).map(|x| x.tstart), Some(50));
+        // Stream 2 silent for an hour: pop stops waiting, pop_held not.
+        let hour = 3_600_000 * MS;
+        assert!(z.pop_held(hour).is_none());
+        z.push(s(2, 200), hour);
+        let mut v = vec![];
+        while let Some(x) = z.pop_held(hour) {
+            v.push(x.tstart);
+        }
+        assert_eq!(v, vec![100, 200]);
+        assert_eq!(z.flush_one(hour).map(|x| x.tstart), Some(300));
+    }
+
+    #[test]
+    fn extreme_values_through_sorted() {
+        let mut cases = 0;
+        for &now in &[i64::MIN, -1, 0, i64::MAX] {
+            for &detid in &[0, u32::MAX] {
+                cases += 1;
+                let mut z = Sorted::new(Duration::from_secs(3600), TardyPolicy::Drop);
+                for &t in &[0, u64::MAX, 1 << 63, u64::MAX - 1] {
+                    z.push(s(detid, t), now);
+                    while z.pop(now).is_some() {}
+                    let _ = z.next_due();
+                }
+                while z.flush_one(now).is_some() {}
+                let st = crate::merge::Merge::stream_stats(&z);
+                assert_eq!(st[0].tardy, 2);
+            }
+        }
+        assert_eq!(cases, 8);
     }
 }

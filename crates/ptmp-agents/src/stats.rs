@@ -44,6 +44,11 @@ use std::time::{Duration, Instant};
 /// The first frame of a stats message.
 pub const JSON_TYPE_FRAME: &[u8] = b"1246973774";
 
+/// Smallest accepted `tick_per_us` (one tick per millisecond).
+pub const MIN_TICK_PER_US: f64 = 1e-3;
+/// Largest accepted `tick_per_us`.
+pub const MAX_TICK_PER_US: f64 = 1e12;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub input: SocketConfig,
@@ -58,6 +63,16 @@ pub struct Config {
 impl Config {
     pub fn parse(c: &Cfg) -> Result<Config> {
         let tick_per_us = c.num_or("tick_per_us", 50.0, f64::MIN, f64::MAX)?;
+        // Data times are ticks / tick_per_us and their squares are summed:
+        // below MIN_TICK_PER_US a u64::MAX tick count would make those
+        // figures infinite (emitted as null).
+        if tick_per_us > 0.0 && !(MIN_TICK_PER_US..=MAX_TICK_PER_US).contains(&tick_per_us) {
+            return Err(c.err(
+                "tick_per_us",
+                tick_per_us.to_string(),
+                format!("must be in [{MIN_TICK_PER_US}, {MAX_TICK_PER_US}] ticks per microsecond"),
+            ));
+        }
         if tick_per_us <= 0.0 {
             return Err(c.err(
                 "tick_per_us",
@@ -179,31 +194,33 @@ impl Stats {
     /// `nbytes` of payload.
     pub fn add(&mut self, s: &TPSet, recv_us: i64, nbytes: usize) {
         let data_us = self.data_us(s.tstart);
+        // Wire values (count, created, adc sums) may be anything: counters
+        // saturate and differences are taken in floating point.
         let dropped = match self.last_count.insert(s.detid, s.count) {
             Some(prev) if s.count > prev.wrapping_add(1) && s.count > prev => {
-                (s.count - prev - 1) as u64
+                u64::from(s.count - prev - 1)
             }
             _ => 0,
         };
         let l = self.links.entry(s.detid).or_default();
-        l.ntpsets += 1;
-        l.ntps += s.tps.len() as u64;
-        l.ndropped += dropped;
-        l.nbytes += nbytes as u64;
-        l.adc_tpsets += s.totaladc() as u64;
+        l.ntpsets = l.ntpsets.saturating_add(1);
+        l.ntps = l.ntps.saturating_add(s.tps.len() as u64);
+        l.ndropped = l.ndropped.saturating_add(dropped);
+        l.nbytes = l.nbytes.saturating_add(nbytes as u64);
+        l.adc_tpsets = l.adc_tpsets.saturating_add(u64::from(s.totaladc()));
         if l.first.is_none() {
             l.first = Some((recv_us, s.created, data_us));
         }
         l.lat_data.add(recv_us as f64 - data_us);
-        l.lat_trans.add((recv_us - s.created) as f64);
+        l.lat_trans.add(recv_us as f64 - s.created as f64);
         for tp in &s.tps {
-            l.adc_tps += tp.adcsum() as u64;
+            l.adc_tps = l.adc_tps.saturating_add(u64::from(tp.adcsum()));
             l.channels.insert(tp.channel);
             let c = self.chans.entry(tp.channel).or_default();
-            c.ntps += 1;
-            c.span_us += tp.tspan() as f64 / self.tick_per_us;
-            c.adcsum += tp.adcsum() as u64;
-            c.adcpeak += tp.adcpeak() as u64;
+            c.ntps = c.ntps.saturating_add(1);
+            c.span_us += f64::from(tp.tspan()) / self.tick_per_us;
+            c.adcsum = c.adcsum.saturating_add(u64::from(tp.adcsum()));
+            c.adcpeak = c.adcpeak.saturating_add(u64::from(tp.adcpeak()));
         }
     }
 
@@ -439,5 +456,63 @@ mod tests {
             e.starts_with("agent st: tick_per_us = 0: must be positive"),
             "{e}"
         );
+    }
+
+    /// Every field at its extremes, at the slowest and fastest clocks and
+    /// offsets accepted: no overflow panic, and every figure a number.
+    #[test]
+    fn extreme_wire_values_give_numbers_not_null() {
+        let mut cases = 0;
+        for tick in [MIN_TICK_PER_US, 1.0, 50.0, MAX_TICK_PER_US] {
+            for off in [i64::MIN, 0, i64::MAX] {
+                let mut st = Stats::new("x", tick, off);
+                for &recv in &[i64::MIN, 0, i64::MAX] {
+                    for &created in &[i64::MIN, -1, 0, i64::MAX] {
+                        for &tstart in &[0, 1, u64::MAX - 1, u64::MAX] {
+                            for &(count, detid) in &[(0, 0), (u32::MAX, u32::MAX), (0, u32::MAX)] {
+                                cases += 1;
+                                let mut x = set(count, detid, tstart, &[]);
+                                x.created = created;
+                                x.totaladc = Some(u32::MAX);
+                                x.tps = vec![
+                                    TrigPrim {
+                                        channel: u32::MAX,
+                                        tstart,
+                                        tspan: Some(u32::MAX),
+                                        adcsum: Some(u32::MAX),
+                                        adcpeak: Some(u32::MAX),
+                                        flags: Some(u32::MAX),
+                                    };
+                                    3
+                                ];
+                                st.add(&x, recv, usize::MAX);
+                            }
+                        }
+                    }
+                }
+                for m in [st.link_message(0), st.chan_message(u64::MAX)] {
+                    let t = m.to_string();
+                    assert!(!t.contains("null"), "{tick} {off}: {t}");
+                }
+            }
+        }
+        assert_eq!(cases, 4 * 3 * 3 * 4 * 4 * 3);
+    }
+
+    #[test]
+    fn tick_per_us_out_of_range_is_refused() {
+        for bad in [1e-300, f64::MIN_POSITIVE, 0.0009, 1e13, f64::MAX] {
+            let v = serde_json::json!({
+                "input": {"socket": {"type": "PULL", "connect": ["inproc://a"]}},
+                "output": {"socket": {"type": "PUB", "bind": ["inproc://b"]}},
+                "tick_per_us": bad
+            });
+            let c = Cfg::new("st", &v).unwrap();
+            let e = Config::parse(&c).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("agent st: tick_per_us = {bad}: must be in")),
+                "{e}"
+            );
+        }
     }
 }

@@ -14,7 +14,12 @@
 //! * After each input set, while the largest `tstart` seen is at least
 //!   `tspan + tbuf` past the current window's start, the window's TrigPrims
 //!   go out as one TPSet and the window moves to the one holding the next
-//!   buffered TrigPrim, so empty windows are never sent.
+//!   buffered TrigPrim, so empty windows are never sent: a jump of 2^63
+//!   ticks costs one window, not 2^63 / `tspan`. The last window of the
+//!   tick range (the one whose end would pass `u64::MAX`) holds everything
+//!   up to `u64::MAX`. Every `tstart` from 0 to `u64::MAX` is valid; a
+//!   configuration whose `tspan + max(tspan, tbuf)` overflows 64 bits is
+//!   refused.
 //! * An output set: `count` from 0, `detid` as configured, `created` now,
 //!   `tstart` the window start, `tspan` the window length, `chanbeg`/`chanend`
 //!   the lowest/highest channel, `totaladc` the sum of `adcsum`, TrigPrims
@@ -50,6 +55,18 @@ impl Config {
         }
         let toffset = c.u64_opt("toffset")?.unwrap_or(0);
         let tbuf = c.u64_opt("tbuf")?.unwrap_or(0);
+        // A window goes out once data tspan + max(tspan, tbuf) past its
+        // start is seen: that sum must be a tick count.
+        if tspan.checked_add(tbuf.max(tspan)).is_none() {
+            return Err(c.err(
+                "tbuf",
+                tbuf.to_string(),
+                format!(
+                    "tspan ({tspan}) + max(tspan, tbuf) overflows 64-bit ticks; \
+                     give a smaller tspan or tbuf"
+                ),
+            ));
+        }
         let detid = c.int_or("detid", -1, -1, u32::MAX as i64)?;
         c.num_or("tickperus", 50.0, f64::MIN_POSITIVE, f64::MAX)?;
         Ok(Config {
@@ -88,7 +105,10 @@ impl Ord for Held {
 pub struct Windower {
     tspan: u64,
     toffset: u64,
-    tbuf: u64,
+    /// Data past a window's start that must be seen before it goes:
+    /// `tspan + max(tspan, tbuf)` (saturated; [`Config::parse`] refuses a
+    /// sum that overflows).
+    need: u64,
     detid: Option<u32>,
     buf: BinaryHeap<Held>,
     /// Index of the current (not yet sent) window; `None` before any TP.
@@ -108,7 +128,7 @@ impl Windower {
         Windower {
             tspan,
             toffset: toffset % tspan,
-            tbuf: tbuf.max(tspan),
+            need: tspan.saturating_add(tbuf.max(tspan)),
             detid,
             buf: BinaryHeap::new(),
             cur: None,
@@ -167,19 +187,39 @@ impl Windower {
         self.drain(true, emit);
     }
 
+    /// Send the windows that are complete (or, with `all`, every window
+    /// holding something). Each pass sends one window holding at least the
+    /// earliest buffered TrigPrim, so this loops at most once per buffered
+    /// TrigPrim whatever the gaps in data time: no empty windows, even
+    /// across a jump of 2^63 ticks.
     fn drain(&mut self, all: bool, emit: &mut impl FnMut(&TPSet)) {
         let mut out = TPSet::default();
         while let Some(min) = self.buf.peek().map(|h| h.tp.tstart) {
+            // The window holding the earliest TrigPrim: never before the
+            // current one (buffered TPs are not tardy, so `min` lies in it
+            // or later).
             let idx = self.index(min).max(self.cur.unwrap_or(0));
             let begin = self.begin(idx);
-            let end = begin.saturating_add(self.tspan);
-            if !all && self.max_seen.saturating_sub(begin) < self.tspan + self.tbuf {
+            // The last window of the tick range has no end tick: it holds
+            // everything up to u64::MAX.
+            let end = begin.checked_add(self.tspan);
+            if !all && self.max_seen.saturating_sub(begin) < self.need {
                 self.cur = Some(idx);
                 break;
             }
             out.tps.clear();
-            while self.buf.peek().is_some_and(|h| h.tp.tstart < end) {
+            while self
+                .buf
+                .peek()
+                .is_some_and(|h| end.is_none_or(|e| h.tp.tstart < e))
+            {
                 out.tps.push(self.buf.pop().expect("peeked").tp);
+            }
+            if out.tps.is_empty() {
+                // Cannot happen (`min` is in window `idx`); never send an
+                // empty window nor loop if it did.
+                self.cur = Some(idx.saturating_add(1));
+                break;
             }
             out.count = self.count;
             self.count = self.count.wrapping_add(1);
@@ -189,11 +229,19 @@ impl Windower {
             out.tspan = Some(self.tspan.min(u32::MAX as u64) as u32);
             out.chanbeg = out.tps.iter().map(|t| t.channel).min();
             out.chanend = out.tps.iter().map(|t| t.channel).max();
-            let adc: u64 = out.tps.iter().map(|t| t.adcsum() as u64).sum();
+            let adc = out
+                .tps
+                .iter()
+                .fold(0u64, |a, t| a.saturating_add(u64::from(t.adcsum())));
             out.totaladc = Some(adc.min(u32::MAX as u64) as u32);
-            self.tps_out += out.tps.len() as u64;
+            self.tps_out = self.tps_out.saturating_add(out.tps.len() as u64);
             emit(&out);
-            self.cur = Some(idx + 1);
+            // After the last window of the tick range nothing can follow.
+            self.cur = Some(if end.is_some() {
+                idx.saturating_add(1)
+            } else {
+                idx
+            });
         }
     }
 
@@ -355,6 +403,159 @@ mod tests {
         assert_eq!((out[2].tstart, out[2].count), (500, 2));
         assert_eq!(w.tps_in, 5);
         assert_eq!(w.tps_out + w.tardy, 5);
+    }
+
+    /// One set per (detid, tstart); every TP field at an extreme.
+    fn extreme_set(detid: u32, tstart: u64) -> TPSet {
+        TPSet {
+            count: u32::MAX,
+            detid,
+            created: i64::MIN,
+            tstart,
+            tspan: Some(u32::MAX),
+            chanbeg: Some(u32::MAX),
+            chanend: Some(0),
+            totaladc: Some(u32::MAX),
+            tps: vec![
+                TrigPrim {
+                    channel: u32::MAX,
+                    tstart,
+                    tspan: Some(u32::MAX),
+                    adcsum: Some(u32::MAX),
+                    adcpeak: Some(u32::MAX),
+                    flags: Some(u32::MAX),
+                },
+                TrigPrim {
+                    channel: 0,
+                    tstart,
+                    adcsum: Some(u32::MAX),
+                    ..Default::default()
+                },
+            ],
+        }
+    }
+
+    const TICKS: [u64; 9] = [
+        0,
+        1,
+        2,
+        1 << 32,
+        1 << 63,
+        u64::MAX - 2,
+        u64::MAX - 1,
+        u64::MAX,
+        u64::MAX / 3,
+    ];
+
+    /// Every pair of extreme tstarts in turn, through windows of extreme
+    /// settings: no overflow panic (tests run with overflow checks), at
+    /// most one window per TrigPrim, every TrigPrim sent or counted tardy,
+    /// output in tstart order.
+    #[test]
+    fn extreme_tstarts_and_settings_never_overflow_nor_flood() {
+        let spans = [1, 2, 1000, u64::MAX / 2, u64::MAX - 1, u64::MAX];
+        let mut cases = 0;
+        for &tspan in &spans {
+            for &toffset in &[0, 1, u64::MAX - 1, u64::MAX] {
+                for &tbuf in &[0, 1, u64::MAX / 4] {
+                    if tspan.checked_add(tbuf.max(tspan)).is_none() {
+                        continue; // refused by Config::parse (tested below)
+                    }
+                    for &a in &TICKS {
+                        for &b in &TICKS {
+                            for &detid in &[0, 1, u32::MAX] {
+                                cases += 1;
+                                let mut w = Windower::new(tspan, toffset, tbuf, None);
+                                let mut out = Vec::new();
+                                for t in [a, b, a] {
+                                    w.add(&extreme_set(detid, t), &mut |o| out.push(o.clone()));
+                                }
+                                w.flush(&mut |o| out.push(o.clone()));
+                                assert!(out.len() <= 6, "{tspan} {toffset} {tbuf} {a} {b}");
+                                assert!(out.iter().all(|o| !o.tps.is_empty()));
+                                assert!(out.iter().all(|o| o.detid == detid));
+                                assert_eq!(w.tps_in, 6);
+                                assert_eq!(w.tps_out + w.tardy, 6);
+                                assert_eq!(w.buffered(), 0);
+                                let ts: Vec<u64> = out.iter().map(|o| o.tstart).collect();
+                                assert!(ts.windows(2).all(|p| p[0] <= p[1]), "{ts:?}");
+                                for o in &out {
+                                    assert!(o.tps.iter().all(|t| t.tstart >= o.tstart));
+                                    assert_eq!(o.totaladc(), u32::MAX);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 4000, "{cases}");
+    }
+
+    /// The case found: after a window near 0, a TrigPrim at u64::MAX - 1
+    /// made the old code send one empty window per tspan forever. Now the
+    /// jump costs exactly one window, sent at flush.
+    #[test]
+    fn a_jump_to_the_end_of_the_tick_range_sends_one_window() {
+        for last in [u64::MAX - 1, u64::MAX] {
+            let mut w = Windower::new(10, 0, 0, Some(1));
+            let mut out = Vec::new();
+            for t in [5, 40, last] {
+                w.add(&set(1, &[(1, t, 1)]), &mut |o| out.push(o.clone()));
+                assert!(out.len() <= 3);
+            }
+            // 5 and 40 went out once u64::MAX - 1 was seen; it waits for
+            // data past its window, which cannot come: held until flush.
+            assert_eq!(out.len(), 2);
+            assert_eq!(w.buffered(), 1);
+            w.flush(&mut |o| out.push(o.clone()));
+            assert_eq!(out.len(), 3);
+            assert_eq!(out[2].tps[0].tstart, last);
+            assert_eq!(out[2].tstart, u64::MAX - u64::MAX % 10);
+        }
+        // A window as long as the tick range: [0, u64::MAX) then the last
+        // window, holding u64::MAX alone.
+        let mut w = Windower::new(u64::MAX, 0, 0, Some(1));
+        let mut out = Vec::new();
+        for t in [0, 1, u64::MAX] {
+            w.add(&set(1, &[(1, t, 1)]), &mut |o| out.push(o.clone()));
+        }
+        w.flush(&mut |o| out.push(o.clone()));
+        let got: Vec<(u64, usize)> = out.iter().map(|o| (o.tstart, o.tps.len())).collect();
+        assert_eq!(got, vec![(0, 2), (u64::MAX, 1)]);
+    }
+
+    #[test]
+    fn settings_whose_sum_overflows_are_refused_naming_key_and_value() {
+        let sock = serde_json::json!({"socket": {"type": "PULL", "bind": ["inproc://x"]}});
+        let mk = |tspan: u64, tbuf: Option<u64>| {
+            let mut d = serde_json::json!({"input": sock, "output": sock, "tspan": tspan});
+            if let Some(b) = tbuf {
+                d["tbuf"] = b.into();
+            }
+            let c = Cfg::new("w", &d).unwrap();
+            Config::parse(&c).map(|_| ()).map_err(|e| e.to_string())
+        };
+        let half = u64::MAX / 2;
+        for (tspan, tbuf) in [
+            (u64::MAX, None),
+            (half + 1, None),
+            (1, Some(u64::MAX)),
+            (half, Some(half + 2)),
+            (u64::MAX, Some(u64::MAX)),
+        ] {
+            let e = mk(tspan, tbuf).unwrap_err();
+            let b = tbuf.unwrap_or(0);
+            assert!(e.starts_with(&format!("agent w: tbuf = {b}: ")), "{e}");
+            assert!(e.contains("overflows"), "{e}");
+        }
+        for (tspan, tbuf) in [
+            (half, None),
+            (1, Some(u64::MAX - 1)),
+            (half, Some(half + 1)),
+        ] {
+            mk(tspan, tbuf).unwrap();
+        }
     }
 
     #[test]

@@ -149,7 +149,7 @@ impl Zipper {
     /// `nstreams`: how many input streams to expect.
     pub fn new(nstreams: usize, sync: Duration, policy: TardyPolicy) -> Self {
         Zipper {
-            sync_us: sync.as_micros() as i64,
+            sync_us: i64::try_from(sync.as_micros()).unwrap_or(i64::MAX),
             policy,
             nstreams: nstreams.max(1),
             detids: Vec::new(),
@@ -198,7 +198,8 @@ impl Zipper {
         }
         self.queued[slot] += 1;
         self.seq += 1;
-        self.due.push_back((now_us + self.sync_us, set.tstart));
+        self.due
+            .push_back((now_us.saturating_add(self.sync_us), set.tstart));
         self.heap.push(Item {
             tstart: set.tstart,
             seq: self.seq,
@@ -218,7 +219,7 @@ impl Zipper {
         self.last_out = Some(self.last_out.map_or(it.tstart, |l| l.max(it.tstart)));
         let st = &mut self.streams[it.slot];
         st.sent += 1;
-        st.held_us.add((now_us - it.recv_us) as f64);
+        st.held_us.add(now_us.saturating_sub(it.recv_us) as f64);
         Some(it.set)
     }
 
@@ -231,6 +232,14 @@ impl Zipper {
             self.bound = Some(self.bound.map_or(ts, |b| b.max(ts)));
             self.due.pop_front();
         }
+        self.pop_held(now_us)
+    }
+
+    /// [`Zipper::pop`] without the timeout: while the pipeline stops, a
+    /// set goes only when every stream has one queued (or an earlier
+    /// overdue set already swept past it), so a stream whose upstream is
+    /// still flushing is waited for; the rest goes in order at stop.
+    pub fn pop_held(&mut self, now_us: i64) -> Option<TPSet> {
         let top = self.heap.peek()?.tstart;
         let swept = self.bound.is_some_and(|b| top <= b);
         let all = self.with_data >= self.nstreams.max(self.detids.len());
@@ -298,6 +307,9 @@ impl crate::merge::Merge for Zipper {
     }
     fn pop(&mut self, now_us: i64) -> Option<TPSet> {
         Zipper::pop(self, now_us)
+    }
+    fn pop_held(&mut self, now_us: i64) -> Option<TPSet> {
+        Zipper::pop_held(self, now_us)
     }
     fn flush_one(&mut self, now_us: i64) -> Option<TPSet> {
         Zipper::flush_one(self, now_us)
@@ -412,5 +424,66 @@ mod tests {
             v.push(x.tstart);
         }
         assert_eq!(v, vec![10, 20, 30, 40]);
+    }
+
+    /// While the pipeline stops, time does not release a set: one stream's
+    /// flushed sets wait for the other stream's, then all go in order.
+    #[test]
+    fn held_merge_waits_for_every_stream_then_goes_in_order() {
+        let mut z = Zipper::new(2, Duration::from_millis(10), TardyPolicy::Drop);
+        for t in [100, 200, 300] {
+            z.push(s(1, t), 0);
+        }
+        // An hour later, still nothing is released while holding; pop would
+        // release all three by timeout.
+        let hour = 3_600_000 * MS;
+        assert!(z.pop_held(hour).is_none());
+        for t in [150, 250] {
+            assert!(matches!(z.push(s(2, t), hour), Pushed::Queued));
+        }
+        let mut v = vec![];
+        while let Some(x) = z.pop_held(hour) {
+            v.push(x.tstart);
+        }
+        // 300 waits: stream 2 may still send something before it.
+        assert_eq!(v, vec![100, 150, 200, 250]);
+        while let Some(x) = z.flush_one(hour) {
+            v.push(x.tstart);
+        }
+        assert_eq!(v, vec![100, 150, 200, 250, 300]);
+        assert!(z.streams().iter().all(|s| s.tardy == 0));
+    }
+
+    /// Extreme tstarts, detids and clocks: no overflow, order kept, tardy
+    /// counted with the exact distance.
+    #[test]
+    fn extreme_values_through_the_zipper() {
+        let ticks = [0, 1, u64::MAX - 1, u64::MAX, 1 << 63];
+        let clocks = [i64::MIN, -1, 0, 1, i64::MAX - 1, i64::MAX];
+        let mut cases = 0;
+        for &now in &clocks {
+            for &detid in &[0, 1, u32::MAX] {
+                for policy in [TardyPolicy::Drop, TardyPolicy::Send] {
+                    cases += 1;
+                    let mut z = Zipper::new(2, Duration::from_secs(3600), policy);
+                    for &t in &ticks {
+                        z.push(s(detid, t), now);
+                        z.push(s(detid ^ 1, t), now);
+                        while z.pop(now).is_some() {}
+                        let _ = z.pop_held(now);
+                    }
+                    let mut last = 0;
+                    while let Some(x) = z.flush_one(now) {
+                        assert!(x.tstart >= last);
+                        last = x.tstart;
+                    }
+                    let st = z.streams();
+                    // 1 << 63 after u64::MAX: tardy by 2^63 - 1 ticks.
+                    assert_eq!(st[0].tardy, 1);
+                    assert_eq!(st[0].tardy_ticks.max, ((1u64 << 63) - 1) as f64);
+                }
+            }
+        }
+        assert_eq!(cases, 36);
     }
 }
