@@ -48,6 +48,7 @@
 pub mod dot;
 pub mod part;
 pub mod plan;
+pub mod soak;
 pub mod status;
 pub mod supervise;
 
@@ -370,7 +371,7 @@ impl Graph {
                             ))
                         })?
                         .to_string();
-                    if address.is_empty() || address.contains(['/', ' ', ':']) {
+                    if address.is_empty() || address.contains(['/', ' ', ':', '\0']) {
                         return Err(p.err(format!(
                             "host {name}: address = {address:?}: give an IPv4 address or a host name"
                         )));
@@ -491,6 +492,9 @@ impl Graph {
                     let k = find(&nodes, &n).ok_or_else(|| {
                         p.err(format!("process {name}: nodes: no node named {n:?}"))
                     })?;
+                    if nodes[k].process == processes.len() {
+                        return Err(p.err(format!("process {name}: nodes: {n:?} is listed twice")));
+                    }
                     if nodes[k].process != usize::MAX {
                         return Err(p.err(format!(
                             "node {n}: placed in two processes, {} and {name}",

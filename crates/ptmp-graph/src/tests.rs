@@ -163,6 +163,10 @@ fn pinned_transport_and_address() {
 fn errors_name_node_port_and_edge() {
     let cases: Vec<(Value, &[&str])> = vec![
         (
+            edit(|v| v["processes"] = json!([{"name": "p1", "nodes": ["src", "w", "w"]}])),
+            &["process p1", "\"w\" is listed twice"],
+        ),
+        (
             edit(|v| v["nodes"][1]["type"] = json!("wokrer")),
             &["node w", "wokrer", "unknown node type"],
         ),
