@@ -1,4 +1,5 @@
-//! `ptmp bench baseline`: the writer/reader workload of seed 003, one writer
+//! `ptmp bench baseline`: a classic writer/reader comparison of ZeroMQ with
+//! POSIX message queues and plain sockets, one writer
 //! process and one reader process per transport, in one run: 2,000,000
 //! messages of 1,032 bytes (an 8-byte index and 1,024 bytes of text). The
 //! reader times from its first receive to the last index and reports its CPU

@@ -23,18 +23,39 @@ pub struct BenchArgs {
 pub enum BenchCmd {
     /// Pattern x transport x TPSet size, ptmp and raw libzmq, sender and
     /// receiver in two processes (ipc, tcp, shm): rate, loss, CPU %, RSS.
+    ///
+    /// The -r -w -a -s -l options are those of smx_perf, Informatica's
+    /// benchmark of Ultra Messaging's shared-memory transport
+    /// (https://github.com/UltraMessaging/smx_perf).
     Throughput(crate::throughput::ThroughputArgs),
     /// PTMP's tuning table: ptmp vs raw libzmq, pattern x transport.
     Tuning(TuningArgs),
     /// One-way latency percentiles per transport (shm, inproc, ipc, tcp).
+    ///
+    /// Measured and optioned as smx_perf does, Informatica's benchmark of
+    /// Ultra Messaging's shared-memory transport
+    /// (https://github.com/UltraMessaging/smx_perf).
     Latency(crate::latency::LatencyArgs),
     /// The shared-memory ring's own throughput, writer and readers contending.
     Ring(crate::ring::RingArgs),
     /// The Babus profile: imu, 6 MB images and medium messages to five consumers.
+    ///
+    /// Babus is a shared-memory message bus in C++ whose benchmark sends this
+    /// mix and compares it with Redis streams
+    /// (https://github.com/steplee/babus).
     Babus(crate::babus::BabusArgs),
-    /// Writer/reader processes over POSIX MQ, sockets, zmq and ptmp (seed 003).
+    /// Writer/reader processes over POSIX MQ, sockets, zmq and ptmp.
+    ///
+    /// One writer process sends 2,000,000 messages of 1,032 bytes to one
+    /// reader process over each transport in turn: a classic comparison of
+    /// ZeroMQ with POSIX message queues and plain sockets.
     Baseline(crate::baseline::BaselineArgs),
-    /// smx_perf's jitter loop: two clock reads back to back, min and max gap.
+    /// Two clock reads back to back, min and max gap: how long the machine
+    /// takes the core away.
+    ///
+    /// smx_perf's jitter loop (-j); smx_perf is Informatica's benchmark of
+    /// Ultra Messaging's shared-memory transport
+    /// (https://github.com/UltraMessaging/smx_perf).
     Jitter(crate::latency::JitterArgs),
     /// One PUB to 1-3 SUBs and one PUSH to 1-3 PULLs: per-receiver rate and loss.
     Fanout(crate::fanout::FanoutArgs),

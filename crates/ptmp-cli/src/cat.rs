@@ -137,6 +137,9 @@ pub fn run(a: &CatArgs) -> CliResult {
     let mut not_tpsets = 0u64;
     let mut last = Instant::now();
     let mut failure: Option<CliError> = None;
+    // Set when stdout is closed by its reader (`ptmp cat ... | head`): the
+    // reader wanted no more, so stop quietly, as a success.
+    let mut closed = false;
     while copied < limit && !stopping() {
         let offset = match &input {
             Input::File(r, _) => Some(r.offset()),
@@ -182,10 +185,17 @@ pub fn run(a: &CatArgs) -> CliResult {
                 .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display()))),
             Output::Sock(tx) => tx.send_frames(&frames).map_err(Into::into),
             Output::Text(out) => {
-                if !print_text(out, copied, offset, &frames, &mut tpset, a.tps)? {
-                    not_tpsets += 1;
+                match print_text(out, copied, offset, &frames, &mut tpset, a.tps) {
+                    Ok(valid) => {
+                        not_tpsets += u64::from(!valid);
+                        Ok(())
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                        closed = true;
+                        break;
+                    }
+                    Err(e) => Err(e.into()),
                 }
-                Ok(())
             }
         };
         if let Err(e) = r {
@@ -206,7 +216,11 @@ pub fn run(a: &CatArgs) -> CliResult {
         Output::File(w, p) => w
             .flush()
             .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display()))),
-        Output::Text(out) => out.flush().map_err(Into::into),
+        Output::Text(_) if closed => Ok(()),
+        Output::Text(out) => match out.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.map_err(Into::into),
+        },
         Output::Sock(_) => Ok(()),
     };
     std::thread::sleep(Duration::from_millis(a.end_wait));
@@ -231,7 +245,7 @@ fn print_text(
     frames: &Frames,
     t: &mut TPSet,
     tps: bool,
-) -> CliResult<bool> {
+) -> std::io::Result<bool> {
     let at = offset.map(|o| format!(" @{o}")).unwrap_or_default();
     let parts: Vec<&[u8]> = frames.iter().collect();
     match ptmp_data::wire::decode_message(&parts, t) {

@@ -92,7 +92,8 @@ pub struct SockArgs {
     /// Bind or connect the endpoints.
     #[arg(short = 'a', long = "attach", value_enum, default_value = "bind")]
     pub attach: AttachArg,
-    /// Endpoints (inproc://, ipc://, tcp://); repeat or list several.
+    /// Endpoints (inproc://, ipc://, tcp://, shm://NAME); repeat or list
+    /// several. Quote a tcp://* endpoint so the shell leaves the * alone.
     #[arg(short = 'e', long = "endpoints", num_args = 1..)]
     pub endpoints: Vec<String>,
     /// Receive high-water mark (PTMP's "hwm").

@@ -1,5 +1,8 @@
-//! `ptmp graph check|dot|run|status` and the hidden `graph part`, and
-//! `ptmp butterfly`, the seed's butterfly experiment as one command.
+//! `ptmp graph check|dot|run|status|soak` and the hidden `graph part`, and
+//! `ptmp butterfly`, the butterfly experiment of early
+//! ZeroMQ's tutorial (two stages of parallel workers) as one command.
+
+mod soak;
 
 use crate::common::{stopping, CliError, CliResult};
 use clap::{Args, Subcommand};
@@ -29,6 +32,9 @@ pub struct GraphSource {
     /// Jsonnet library search path (repeatable).
     #[arg(short = 'J', long = "jpath", value_name = "DIR")]
     jpath: Vec<PathBuf>,
+    /// Give up evaluating the Jsonnet after this many seconds (exit 2).
+    #[arg(long, value_name = "SECS", value_parser = crate::run::parse_timeout)]
+    config_timeout: Option<Duration>,
     /// Run directory (ipc sockets, plans, status files); default
     /// $TMPDIR/ptmp-graph-NAME.
     #[arg(long)]
@@ -48,15 +54,36 @@ fn kv(list: &[String], flag: &str) -> CliResult<Vec<(String, String)>> {
 impl GraphSource {
     /// Load, validate and wire the graph.
     pub fn load(&self) -> CliResult<(Graph, Plan)> {
+        let v = self.value()?;
+        load_value(&v, &self.stem(), self.run_dir.as_deref())
+    }
+
+    /// Load, let `edit` change the configuration (given the run
+    /// directory), then validate and wire it.
+    pub fn load_edited(
+        &self,
+        edit: impl FnOnce(&mut Value, &Path) -> CliResult<()>,
+    ) -> CliResult<(Graph, Plan)> {
+        let mut v = self.value()?;
+        let (_, p) = load_value(&v, &self.stem(), self.run_dir.as_deref())?;
+        edit(&mut v, &p.run_dir)?;
+        load_value(&v, &self.stem(), Some(&p.run_dir))
+    }
+
+    fn stem(&self) -> String {
+        ptmp_graph::name_from_path(&self.file)
+    }
+
+    /// The configuration, evaluated.
+    fn value(&self) -> CliResult<Value> {
         let opts = Options {
             ext_str: kv(&self.ext_str, "-V")?,
             tla_str: kv(&self.tla_str, "-A")?,
             tla_code: kv(&self.tla_code, "--tla-code")?,
             jpath: self.jpath.clone(),
+            timeout: self.config_timeout,
         };
-        let v = jsonnet::load(&self.file, &opts).map_err(|e| CliError::usage(e.to_string()))?;
-        let stem = ptmp_graph::name_from_path(&self.file);
-        load_value(&v, &stem, self.run_dir.as_deref())
+        crate::run::load_config(&self.file, &opts)
     }
 }
 
@@ -80,6 +107,9 @@ pub enum GraphCmd {
     Run(RunArgs),
     /// Show every node's counts and rates of a running graph.
     Status(GraphSource),
+    /// Run a graph while its processes are killed and stopped at random;
+    /// report messages sent, received, lost and duplicated.
+    Soak(soak::SoakArgs),
     /// One process of a graph (internal; started by `graph run`).
     #[command(hide = true)]
     Part { plan: PathBuf },
@@ -114,6 +144,24 @@ fn secs(v: Option<f64>, flag: &str) -> CliResult<Option<Duration>> {
     }
 }
 
+pub(crate) fn supervise_options(
+    host: Option<String>,
+    status_every: Option<Duration>,
+    ttl: Option<Duration>,
+) -> CliResult<supervise::Options> {
+    Ok(supervise::Options {
+        part_command: vec![
+            std::env::current_exe()?.into(),
+            "graph".into(),
+            "part".into(),
+        ],
+        host,
+        status_every,
+        ttl,
+        ..Default::default()
+    })
+}
+
 fn supervise_graph(
     g: &Graph,
     p: &Plan,
@@ -128,17 +176,7 @@ fn supervise_graph(
             on_usr1 as extern "C" fn(libc::c_int) as libc::sighandler_t,
         );
     }
-    let opts = supervise::Options {
-        part_command: vec![
-            std::env::current_exe()?.into(),
-            "graph".into(),
-            "part".into(),
-        ],
-        host,
-        status_every,
-        ttl,
-        ..Default::default()
-    };
+    let opts = supervise_options(host, status_every, ttl)?;
     let mut log = std::io::stderr();
     let out = supervise::run(
         g,
@@ -189,6 +227,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
             print!("{}", status::table(&all));
             Ok(())
         }
+        GraphCmd::Soak(a) => soak::run(a),
         GraphCmd::Run(a) => {
             let (g, p) = a.src.load()?;
             let out = supervise_graph(

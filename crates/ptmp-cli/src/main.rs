@@ -52,6 +52,10 @@ enum Cmd {
     Graph(graph::GraphCmd),
     /// The ZeroMQ tutorial's butterfly (pipeline + parallel), timed against
     /// theory.
+    ///
+    /// The butterfly is a tutorial of early ZeroMQ (1.x): requests pass
+    /// through two stages of parallel workers, load-balanced, and the
+    /// throughput is the slowest stage's instances over its time per request.
     Butterfly(graph::ButterflyArgs),
     /// List and remove shared-memory channels.
     #[command(subcommand)]

@@ -1,6 +1,6 @@
 //! Redis streams as a baseline: a redis-server started and stopped by the
 //! harness on loopback (TCP and a Unix socket in a private directory), and
-//! the Babus scenario over XADD / XREAD BLOCK.
+//! the Babus scenario (see babus.rs) over XADD / XREAD BLOCK.
 
 use crate::babus::{mono_ns, producers, run_producers, BabusArgs, Outcome, Stats, CONSUMERS};
 use crate::common::{CliError, CliResult};

@@ -6,7 +6,29 @@ use crate::common::{stopping, CliError};
 use clap::Args;
 use ptmp_agents::jsonnet::{self, Options};
 use ptmp_agents::ptmper::{self, RunConfig};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Parse a `--config-timeout` value: positive seconds.
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t > 0.0 && t <= 1e9 => Ok(Duration::from_secs_f64(t)),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
+/// Load a JSON/Jsonnet configuration, stopping a Jsonnet evaluation on
+/// SIGINT/SIGTERM (exit 1) or at its time limit; any other failure
+/// (including the nesting limits) is a bad configuration (exit 2).
+pub fn load_config(file: &Path, opts: &Options) -> Result<serde_json::Value, CliError> {
+    jsonnet::load_until(file, opts, &stopping).map_err(|e| {
+        if stopping() {
+            CliError::fail(format!("{e} (by a signal)"))
+        } else {
+            CliError::usage(e.to_string())
+        }
+    })
+}
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -24,6 +46,10 @@ pub struct RunArgs {
     /// Jsonnet library search path (repeatable).
     #[arg(short = 'J', long = "jpath", value_name = "DIR")]
     jpath: Vec<PathBuf>,
+    /// Give up evaluating the Jsonnet after this many seconds (exit 2).
+    /// SIGINT/SIGTERM stop an evaluation at any time (exit 1).
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    config_timeout: Option<Duration>,
     /// Override the config's ttl, seconds (negative: until interrupted).
     #[arg(long, allow_hyphen_values = true)]
     ttl: Option<f64>,
@@ -35,6 +61,7 @@ pub struct RunArgs {
 pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let mut opts = Options {
         jpath: a.jpath.clone(),
+        timeout: a.config_timeout,
         ..Default::default()
     };
     for kv in &a.ext_str {
@@ -43,7 +70,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
             .ok_or_else(|| CliError::usage(format!("-V {kv:?}: expected KEY=VALUE")))?;
         opts.ext_str.push((k.to_string(), v.to_string()));
     }
-    let mut v = jsonnet::load(&a.file, &opts).map_err(|e| CliError::usage(e.to_string()))?;
+    let mut v = load_config(&a.file, &opts)?;
     if a.dump {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(());

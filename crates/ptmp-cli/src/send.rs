@@ -1,10 +1,30 @@
 //! `ptmp send`: PTMP's check_send / check_send_rates.
 
 use crate::common::{progress, stopping, CliError, CliResult, SockArgs};
-use ptmp::{Sender, SocketType, TPSet, TrigPrim};
+use ptmp::{Sender, SocketType, TPSet, TrigPrim, Undelivered};
 use std::time::{Duration, Instant};
 
+/// Exit status of `ptmp send` when messages were, or may have been, lost.
+pub const EXIT_UNDELIVERED: i32 = 3;
+
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit status: 0 when every TPSet left for a connected peer (or, \
+for PUB and inproc://, when delivery is not tracked: \"undelivered: unknown\"); \
+3 when some were not delivered (exactly N when no peer ever connected, \"at most N\" \
+when the linger ran out with data queued); 2 for bad arguments; 1 for other failures.
+
+On a data clock (--clock 50: PTMP's 50 MHz hardware clock, 50 ticks per microsecond),
+each TPSet's tstart is the wall clock in ticks when it is due, and it is sent then: set i
+has tstart T0 + i x STEP, where T0 is the clock at start rounded up to a multiple of STEP,
+and STEP is --tspan ticks, or the clock's ticks per 1/--rate seconds with --rate. Two
+independent senders on the same clock interleave in time order, as a zipper expects.",
+    mut_arg("hwm", |a| a.help(
+        "High-water mark: how many TPSets may queue on the socket (per peer) before a \
+send waits (PUSH) or drops them (PUB); sets both the send and the receive mark (PTMP's \
+\"hwm\" sets only the receive mark, which a sender does not use)"
+    ))
+)]
 pub struct SendArgs {
     /// Number of TPSets to send.
     #[arg(short = 'n', long = "ntpsets", default_value_t = 10000)]
@@ -17,9 +37,14 @@ pub struct SendArgs {
     /// Detector id of the sets.
     #[arg(short = 'd', long, default_value_t = 0)]
     pub detid: u32,
-    /// Ticks between the tstart of consecutive sets.
+    /// Ticks between the tstart of consecutive sets (each set's tspan).
     #[arg(long, default_value_t = 25)]
     pub tspan: u32,
+    /// Stamp tstart from the wall clock at this many ticks per microsecond
+    /// (50 for PTMP's 50 MHz clock) and send each set when the clock reaches
+    /// it; without --rate, one set per --tspan ticks.
+    #[arg(long, value_name = "TICKS_PER_US")]
+    pub clock: Option<u32>,
     /// Milliseconds to wait after creating the socket before sending.
     #[arg(short = 'B', long = "begin-wait", default_value_t = 0)]
     pub begin_wait: u64,
@@ -39,14 +64,21 @@ pub struct SendArgs {
     /// How long closing waits for queued messages to be delivered (ms, -1 forever).
     #[arg(long)]
     pub linger: Option<i32>,
-    /// Print a JSON summary as the last line on stdout.
+    /// Print a JSON summary as the last line on stdout: sent, elapsed_s,
+    /// rate_hz, drain_s, undelivered (a count, or null when unknown) and
+    /// undelivered_is ("exact", "at_most" or "unknown").
     #[arg(long)]
     pub json: bool,
 }
 
 /// Fill `t` for message `i` (count, created, tstart and TPs), reusing its storage.
 pub fn fill(t: &mut TPSet, i: u64, detid: u32, ntps: u32, tspan: u32) {
-    let tstart = i * u64::from(tspan);
+    fill_at(t, i, i * u64::from(tspan), detid, ntps, tspan);
+}
+
+/// Fill `t` for message `i` with the given set tstart (TrigPrims' tstarts
+/// are within `tspan` of it), reusing its storage.
+pub fn fill_at(t: &mut TPSet, i: u64, tstart: u64, detid: u32, ntps: u32, tspan: u32) {
     t.count = i as u32;
     t.detid = detid;
     t.created = ptmp::data::now_us();
@@ -95,6 +127,15 @@ pub fn run(a: &SendArgs) -> CliResult {
             )));
         }
     }
+    if let Some(h) = a.sock.hwm {
+        // A sender's queue is bounded by the send mark; the receive mark
+        // alone (all PTMP's "hwm" sets) would leave --hwm doing nothing.
+        cfg.sndhwm = Some(h);
+    }
+    let clock = match a.clock {
+        None => None,
+        Some(c) => Some(Clock::new(c, a.tspan, a.rate)?),
+    };
     let mut tx = Sender::from_config(&cfg)?;
     std::thread::sleep(Duration::from_millis(a.begin_wait));
     if cfg.subscribers > 0 {
@@ -105,42 +146,127 @@ pub fn run(a: &SendArgs) -> CliResult {
     let mut t = TPSet::default();
     let period = a.rate.map(|r| Duration::from_secs_f64(1.0 / r));
     let start = Instant::now();
+    // On a data clock: where the grid starts, in ticks, and the Instant it
+    // corresponds to (wall-clock ticks are turned into Instants once).
+    let grid = clock.map(|c| c.start(start));
     let mut sent = 0u64;
-    for i in 0..a.count {
-        if let Some(p) = period {
-            let due = start + p.mul_f64(i as f64);
-            pace_until(due);
-        }
+    'sending: for i in 0..a.count {
+        let tstart = if let Some((c, t0, at)) = grid {
+            let tstart = t0 + i * c.step;
+            pace_until(at + c.after(tstart - t0));
+            tstart
+        } else {
+            if let Some(p) = period {
+                let due = start + p.mul_f64(i as f64);
+                pace_until(due);
+            }
+            i * u64::from(a.tspan)
+        };
         if i & 1023 == 0 {
             if stopping() {
                 break;
             }
             pb.set_position(i);
         }
-        fill(&mut t, i, a.detid, a.ntps, a.tspan);
-        tx.send(&t)?;
+        fill_at(&mut t, i, tstart, a.detid, a.ntps, a.tspan);
+        // Bounded waits, so that a PUSH nobody connects to still stops on
+        // SIGINT/SIGTERM instead of blocking forever.
+        while !tx.send_within(&t, Duration::from_millis(100))? {
+            if stopping() {
+                break 'sending;
+            }
+        }
         sent += 1;
     }
     let elapsed = start.elapsed().as_secs_f64();
     pb.finish_and_clear();
     std::thread::sleep(Duration::from_millis(a.end_wait));
-    // Dropping the sender waits (up to linger) until the queue has drained.
+    // Finishing waits (up to linger) until the queue has drained and says
+    // what may not have been delivered.
     let drain = Instant::now();
-    drop(tx);
+    let report = tx.finish();
     let drain_s = drain.elapsed().as_secs_f64();
     let rate = if elapsed > 0.0 {
         sent as f64 / elapsed
     } else {
         0.0
     };
-    eprintln!("sent {sent} TPSets in {elapsed:.3} s ({rate:.0} Hz), drained in {drain_s:.3} s");
+    let und = report.undelivered;
+    eprintln!(
+        "sent {sent} TPSets in {elapsed:.3} s ({rate:.0} Hz), drained in {drain_s:.3} s, undelivered: {und}"
+    );
     if a.json {
+        let (n, how) = match und {
+            Undelivered::None => (Some(0), "exact"),
+            Undelivered::Exactly(n) => (Some(n), "exact"),
+            Undelivered::AtMost(n) => (Some(n), "at_most"),
+            Undelivered::Unknown => (None, "unknown"),
+        };
         println!(
             "{}",
-            serde_json::json!({"sent": sent, "elapsed_s": elapsed, "rate_hz": rate, "drain_s": drain_s})
+            serde_json::json!({"sent": sent, "elapsed_s": elapsed, "rate_hz": rate,
+                "drain_s": drain_s, "undelivered": n, "undelivered_is": how})
         );
     }
+    if und.any() {
+        let why = match und {
+            Undelivered::Exactly(_) => "no peer connected before the linger ran out",
+            _ => "still queued when the linger ran out",
+        };
+        return Err(CliError {
+            code: EXIT_UNDELIVERED,
+            msg: format!("{und} of {sent} TPSets not delivered: {why}"),
+        });
+    }
     Ok(())
+}
+
+/// A data clock: `per_us` ticks per microsecond of wall-clock time, and a
+/// grid of `step` ticks between consecutive sets.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    per_us: u64,
+    step: u64,
+}
+
+impl Clock {
+    fn new(per_us: u32, tspan: u32, rate: Option<f64>) -> Result<Clock, CliError> {
+        if per_us == 0 {
+            return Err(CliError::usage(
+                "--clock 0: must be at least 1 tick per microsecond",
+            ));
+        }
+        let step = match rate {
+            Some(r) => (f64::from(per_us) * 1e6 / r).round(),
+            None => f64::from(tspan),
+        };
+        if step < 1.0 {
+            return Err(CliError::usage(format!(
+                "--clock {per_us} with {}: sets would be less than one tick apart \
+                 (lower --rate, or raise --tspan or --clock)",
+                match rate {
+                    Some(r) => format!("--rate {r}"),
+                    None => format!("--tspan {tspan}"),
+                }
+            )));
+        }
+        Ok(Clock {
+            per_us: u64::from(per_us),
+            step: step as u64,
+        })
+    }
+
+    /// The first grid tick at or after now, and the Instant it falls due.
+    fn start(self, now: Instant) -> (Clock, u64, Instant) {
+        let ticks = (ptmp::data::now_us().max(0) as u64).saturating_mul(self.per_us);
+        let t0 = ticks.div_ceil(self.step).saturating_mul(self.step);
+        (self, t0, now + self.after(t0.saturating_sub(ticks)))
+    }
+
+    /// Wall-clock time `ticks` ticks take.
+    fn after(self, ticks: u64) -> Duration {
+        Duration::from_nanos(ticks.saturating_mul(1000) / self.per_us)
+    }
 }
 
 /// Wait until `due`: sleep while far, then spin for precision.

@@ -16,7 +16,8 @@ pub enum ShmCmd {
     Rm {
         /// Channel names (as in shm://NAME).
         names: Vec<String>,
-        /// Remove every channel whose writer is gone, and unreadable segments.
+        /// Remove every channel whose writer is gone, and unreadable segments
+        /// (but not links or segments of other users: name those to remove them).
         #[arg(long, conflicts_with = "names")]
         stale: bool,
     },
@@ -69,7 +70,17 @@ pub fn run(cmd: &ShmCmd) -> CliResult {
                 ptmp_shm::list()
                     .map_err(fail)?
                     .into_iter()
-                    .filter(|c| c.state.as_ref().map_or(true, |s| !s.writer_alive))
+                    .filter(|c| {
+                        // Another user's segment, or a link: not ours to
+                        // clean up (remove it by name if it really must go).
+                        if c.untrusted {
+                            if let Err(e) = &c.state {
+                                eprintln!("kept {}: {e}", c.name);
+                            }
+                            return false;
+                        }
+                        c.state.as_ref().map_or(true, |s| !s.writer_alive)
+                    })
                     .map(|c| c.name)
                     .collect()
             } else if names.is_empty() {

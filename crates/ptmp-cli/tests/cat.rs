@@ -150,7 +150,7 @@ fn corrupt_frame_length_is_reported() {
     let out = run(&["cat", "--ifile", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let e = text(&out.stderr);
-    assert!(e.contains("corrupt at byte 8"), "{e}");
+    assert!(e.contains("corrupt in record 0 at byte 8"), "{e}");
 }
 
 #[test]
@@ -287,4 +287,48 @@ fn bad_arguments_exit_2_and_name_the_value() {
     let out = run(&["cat", "--ifile", "/nonexistent/file.dump"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("/nonexistent/file.dump"));
+}
+
+/// `ptmp cat FILE | head`: the reader closes the pipe after a few lines; cat
+/// stops quietly with status 0 instead of failing on the closed pipe.
+#[test]
+fn text_into_a_pipe_closed_by_its_reader_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("big.dump");
+    let mut w = DumpWriter::new(Vec::new());
+    let mut buf = Vec::new();
+    // Far more text than a pipe and the output buffer hold (about 4 MB).
+    for i in 0..10_000 {
+        encode_tpset(&tpset(i, 10), &mut buf);
+        w.write([&VERSION_FRAME[..], &buf[..]]).unwrap();
+    }
+    std::fs::write(&f, w.into_inner()).unwrap();
+    let mut c = Command::new(PTMP)
+        .args(["cat", "--ifile", f.to_str().unwrap(), "--tps"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(c.stdout.take().unwrap());
+    let mut line = String::new();
+    for _ in 0..3 {
+        line.clear();
+        out.read_line(&mut line).unwrap();
+    }
+    assert!(line.starts_with("    channel="), "{line}");
+    drop(out); // as `head -n 3` does
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = c.kill();
+            panic!("ptmp cat did not end after its reader closed the pipe");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = c.wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("error"), "{err}");
+    assert!(!err.to_lowercase().contains("broken pipe"), "{err}");
 }
