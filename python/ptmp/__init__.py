@@ -15,7 +15,9 @@ Blocking calls release the GIL and honour Ctrl-C. Shared memory:
 slot; ``memoryview(v)`` or ``v.numpy()``). Dump files: ``read_dump``,
 ``read_tpsets``, ``DumpWriter``. Agents: ``run(config)``. Graphs:
 ``graph_check(config)`` and ``run_graph(config)`` (each process a
-``python -m ptmp._part`` child).
+``python -m ptmp._part`` child); Jsonnet files take ``tla_str``,
+``tla_code``, ``ext_str`` and ``jpath``. Shared-memory channels:
+``shm_list()`` and ``shm_remove(name)``. Guide: docs/python.md.
 """
 
 from ._ptmp import (  # noqa: F401
@@ -38,6 +40,8 @@ from ._ptmp import (  # noqa: F401
     read_tpsets,
     run,
     run_graph,
+    shm_list,
+    shm_remove,
 )
 
 __all__ = [
@@ -60,4 +64,6 @@ __all__ = [
     "read_tpsets",
     "run",
     "run_graph",
+    "shm_list",
+    "shm_remove",
 ]

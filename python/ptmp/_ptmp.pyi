@@ -1,7 +1,7 @@
 """Type stubs of the native module ptmp._ptmp."""
 
 from os import PathLike
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 Config = Union[str, dict]
 BytesLike = Union[bytes, bytearray, memoryview, Any]
@@ -57,6 +57,9 @@ class Sender:
     def send_many(self, tpsets: Sequence[TPSet]) -> None: ...
     def send_frames(self, frames: Sequence[bytes]) -> None: ...
     def close(self) -> None: ...
+    # close(), then {"sent", "undelivered" (int or None), "undelivered_is":
+    # "exact" | "at_most" | "unknown"}.
+    def finish(self) -> dict: ...
     def __enter__(self) -> "Sender": ...
     def __exit__(self, *a: Any) -> None: ...
 
@@ -89,6 +92,8 @@ class ShmWriter:
     max_message: int
     def __init__(self, name: str, slots: int = 1024, max_message: int = 65536,
                  policy: str = "overwrite") -> None: ...
+    # Any C-contiguous buffer (bytes, bytearray, a NumPy array of any item
+    # type, sent as its bytes); ValueError for a non-contiguous one.
     def publish(self, data: BytesLike) -> int: ...
 
 class ShmView:
@@ -98,6 +103,7 @@ class ShmView:
     def valid(self) -> bool: ...
     def __len__(self) -> int: ...
     def tobytes(self) -> bytes: ...
+    # A read-only 1-D uint8 NumPy array of the slot (reshape or .view() it).
     def numpy(self) -> Any: ...
     def release(self) -> None: ...
     def __enter__(self) -> "ShmView": ...
@@ -114,12 +120,53 @@ class ShmReader:
     def view(self, timeout: Optional[float] = None) -> Optional[ShmView]: ...
     def read_at(self, seq: int) -> Optional[bytes]: ...
 
-def run(config: Union[str, PathLike, dict], ttl: Optional[float] = None) -> list[dict]: ...
-def graph_check(config: Union[str, PathLike, dict], run_dir: Optional[Union[str, PathLike]] = None) -> str: ...
+# config_timeout: give up evaluating a Jsonnet file after this many seconds
+# (ConfigError); Ctrl-C stops the evaluation too. Configurations nest at most
+# 127 levels of objects and arrays (ConfigError beyond).
+# Jsonnet files only (ValueError for a dict or JSON text): tla_str and
+# tla_code call a file that evaluates to a function with these top-level
+# arguments (tla_code values are Jsonnet code, e.g. {"c1": "3"}), ext_str
+# sets std.extVar strings, jpath adds library search paths: the CLI's
+# --tla-str, --tla-code, -V and -J.
+def run(
+    config: Union[str, PathLike, dict],
+    ttl: Optional[float] = None,
+    config_timeout: Optional[float] = None,
+    *,
+    tla_str: Optional[Mapping[str, str]] = None,
+    tla_code: Optional[Mapping[str, str]] = None,
+    ext_str: Optional[Mapping[str, str]] = None,
+    jpath: Optional[Sequence[Union[str, PathLike]]] = None,
+) -> list[dict]: ...
+def graph_check(
+    config: Union[str, PathLike, dict],
+    run_dir: Optional[Union[str, PathLike]] = None,
+    config_timeout: Optional[float] = None,
+    *,
+    tla_str: Optional[Mapping[str, str]] = None,
+    tla_code: Optional[Mapping[str, str]] = None,
+    ext_str: Optional[Mapping[str, str]] = None,
+    jpath: Optional[Sequence[Union[str, PathLike]]] = None,
+) -> str: ...
 def run_graph(
     config: Union[str, PathLike, dict],
     host: Optional[str] = None,
     ttl: Optional[float] = None,
     run_dir: Optional[Union[str, PathLike]] = None,
+    config_timeout: Optional[float] = None,
+    *,
+    tla_str: Optional[Mapping[str, str]] = None,
+    tla_code: Optional[Mapping[str, str]] = None,
+    ext_str: Optional[Mapping[str, str]] = None,
+    jpath: Optional[Sequence[Union[str, PathLike]]] = None,
 ) -> dict: ...
+
+# Shared-memory channels in PTMP_SHM_DIR (else /dev/shm), as `ptmp shm ls
+# --json`: {"name", "path", "bytes", "slots", "max_message", "policy",
+# "published", "writer_pid", "writer_alive", "untrusted"}, or for an
+# unreadable segment {"name", "path", "bytes", "error", "untrusted"}.
+def shm_list() -> list[dict]: ...
+# Remove one channel by name, or (stale=True) every channel without a live
+# writer and every unreadable segment of this user; returns the names removed.
+def shm_remove(name: Optional[str] = None, *, stale: bool = False) -> list[str]: ...
 def _graph_part(plan: Union[str, PathLike]) -> int: ...

@@ -154,6 +154,27 @@ def test_dump_files(tmp_path):
         ptmp.read_dump(tmp_path / "z.dump")
 
 
+
+def test_dump_message_of_no_frames_is_refused_both_ways(tmp_path):
+    p = tmp_path / "e.dump"
+    with ptmp.DumpWriter(p) as w:
+        w.write([b"a"])
+        with pytest.raises(ptmp.PtmpError, match="no frames"):
+            w.write([])
+    assert p.read_bytes() == (2).to_bytes(8, "little") + b"\x01a"
+    # One written by other means: an error naming file, record and byte.
+    p.write_bytes(p.read_bytes() + (0).to_bytes(8, "little"))
+    with pytest.raises(ptmp.WireError, match=r"e\.dump: .*record 1 at byte 10: .*no frames"):
+        ptmp.read_dump(p)
+
+
+def test_dump_claiming_more_than_it_holds_fails_naming_record_and_byte(tmp_path):
+    # 13 bytes whose record claims 1 GiB: an error, not a 1 GiB allocation.
+    p = tmp_path / "short.dump"
+    p.write_bytes((1 << 30).to_bytes(8, "little") + b"\x03abc\x00")
+    with pytest.raises(ptmp.WireError, match=r"short\.dump: .*record 0 at byte 0: .*ends after 5"):
+        ptmp.read_dump(p)
+
 def test_config_errors_name_key_and_value():
     with pytest.raises(ptmp.ConfigError, match=r"socket.type = \"PUL\""):
         ptmp.Sender({"socket": {"type": "PUL", "bind": ["tcp://127.0.0.1:*"]}})

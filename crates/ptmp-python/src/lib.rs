@@ -81,8 +81,141 @@ fn config_text(cfg: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(s) = cfg.extract::<String>() {
         return Ok(s);
     }
-    let json = cfg.py().import("json")?;
-    json.call_method1("dumps", (cfg,))?.extract()
+    let py = cfg.py();
+    let json = py.import("json")?;
+    match json.call_method1("dumps", (cfg,)) {
+        Ok(t) => t.extract(),
+        // Python's own recursion limit stopped json.dumps: far deeper than
+        // a configuration may nest.
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
+            Err(ConfigError::new_err(format!(
+                "(config): nested deeper than {} levels, the limit for configurations",
+                ptmp::config::MAX_DEPTH
+            )))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Jsonnet top-level arguments, external variables and library paths, as
+/// the keywords `tla_str`, `tla_code`, `ext_str` and `jpath` of `run`,
+/// `graph_check` and `run_graph` give them (the CLI's `--tla-str`,
+/// `--tla-code`, `-V` and `-J`).
+#[derive(Default)]
+struct JsonnetArgs {
+    tla_str: Vec<(String, String)>,
+    tla_code: Vec<(String, String)>,
+    ext_str: Vec<(String, String)>,
+    jpath: Vec<std::path::PathBuf>,
+}
+
+impl JsonnetArgs {
+    fn new(
+        tla_str: Option<&Bound<'_, PyDict>>,
+        tla_code: Option<&Bound<'_, PyDict>>,
+        ext_str: Option<&Bound<'_, PyDict>>,
+        jpath: Option<Vec<std::path::PathBuf>>,
+    ) -> PyResult<Self> {
+        fn pairs(d: Option<&Bound<'_, PyDict>>, what: &str) -> PyResult<Vec<(String, String)>> {
+            let Some(d) = d else { return Ok(Vec::new()) };
+            d.iter()
+                .map(|(k, v)| {
+                    let key: String = k.extract().map_err(|_| {
+                        PyValueError::new_err(format!("{what}: key {k:?} is not a str"))
+                    })?;
+                    if key.is_empty() {
+                        return Err(PyValueError::new_err(format!("{what}: empty name")));
+                    }
+                    let val: String = v.extract().map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "{what}[{key:?}] = {v}: give a str (Jsonnet code as text for tla_code)"
+                        ))
+                    })?;
+                    Ok((key, val))
+                })
+                .collect()
+        }
+        Ok(JsonnetArgs {
+            tla_str: pairs(tla_str, "tla_str")?,
+            tla_code: pairs(tla_code, "tla_code")?,
+            ext_str: pairs(ext_str, "ext_str")?,
+            jpath: jpath.unwrap_or_default(),
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tla_str.is_empty()
+            && self.tla_code.is_empty()
+            && self.ext_str.is_empty()
+            && self.jpath.is_empty()
+    }
+
+    /// Refuse the arguments for a configuration given as a dict or JSON
+    /// text, which has no Jsonnet to apply them to.
+    fn only_for_files(&self) -> PyResult<()> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(
+                "tla_str, tla_code, ext_str and jpath apply to a Jsonnet file; \
+                 this configuration is a dict or JSON text",
+            ))
+        }
+    }
+}
+
+/// A time limit in seconds: more than 0; infinity, or more than a century,
+/// is no limit (None), as None is.
+fn time_limit(t: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
+    match t {
+        None => Ok(None),
+        Some(t) if t.is_nan() || t <= 0.0 => Err(PyValueError::new_err(format!(
+            "{what} {t}: must be more than 0 (None: no limit)"
+        ))),
+        Some(t) if t > 100.0 * 365.0 * 86400.0 => Ok(None),
+        Some(t) => Ok(Some(Duration::from_secs_f64(t))),
+    }
+}
+
+/// Load a JSON/Jsonnet file with the GIL released, stopping a Jsonnet
+/// evaluation on Ctrl-C (which then raises) or after `timeout` seconds
+/// (ConfigError). The evaluation thread is told to stop too (see
+/// `ptmp_agents::jsonnet`), so it does not compute on in the background.
+fn load_file(
+    py: Python<'_>,
+    p: &std::path::Path,
+    timeout: Option<f64>,
+    args: JsonnetArgs,
+) -> PyResult<serde_json::Value> {
+    let opts = ptmp_agents::jsonnet::Options {
+        timeout: time_limit(timeout, "config_timeout")?,
+        ext_str: args.ext_str,
+        jpath: args.jpath,
+        tla_str: args.tla_str,
+        tla_code: args.tla_code,
+    };
+    let signal: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+    let r = py.detach(|| {
+        ptmp_agents::jsonnet::load_until(p, &opts, &|| {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *signal.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                    true
+                }
+            })
+        })
+    });
+    if let Some(e) = signal.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    r.map_err(aerr)
+}
+
+/// Parse a configuration given as JSON text (or a dict made JSON).
+fn parse_config(text: &str) -> PyResult<serde_json::Value> {
+    ptmp_agents::jsonnet::parse_json(text)
+        .map_err(|e| ConfigError::new_err(format!("(config): {e}")))
 }
 
 /// Wait in slices of at most 100 ms with the GIL released, checking for
@@ -92,9 +225,18 @@ where
     T: Send,
     F: FnMut(Duration) -> PyResult<Option<T>> + Send,
 {
+    // None, a negative value, infinity or a time too far to represent:
+    // wait for ever. NaN is refused (it is no amount of time).
     let deadline = match timeout {
+        Some(t) if t.is_nan() => {
+            return Err(PyValueError::new_err(
+                "timeout nan: give seconds, or None to wait for ever",
+            ))
+        }
         Some(t) if t < 0.0 => None,
-        Some(t) => Some(Instant::now() + Duration::from_secs_f64(t)),
+        Some(t) => Duration::try_from_secs_f64(t)
+            .ok()
+            .and_then(|d| Instant::now().checked_add(d)),
         None => None,
     };
     loop {
@@ -565,6 +707,30 @@ impl PySender {
         });
     }
 
+    /// Close like `close()`, and report what may not have reached a peer:
+    /// `{"sent": n, "undelivered": n or None, "undelivered_is": "exact",
+    /// "at_most" or "unknown"}` (unknown for PUB and inproc://, which do
+    /// not track delivery). A closed sender reports nothing sent.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = &self.tx;
+        let d = py.detach(|| {
+            let tx = m.lock().unwrap_or_else(|p| p.into_inner()).take();
+            tx.map(Sender::finish)
+        });
+        let (sent, und) = d.map_or((0, ptmp::Undelivered::None), |d| (d.sent, d.undelivered));
+        let (n, how) = match und {
+            ptmp::Undelivered::None => (Some(0), "exact"),
+            ptmp::Undelivered::Exactly(n) => (Some(n), "exact"),
+            ptmp::Undelivered::AtMost(n) => (Some(n), "at_most"),
+            ptmp::Undelivered::Unknown => (None, "unknown"),
+        };
+        let out = PyDict::new(py);
+        out.set_item("sent", sent)?;
+        out.set_item("undelivered", n)?;
+        out.set_item("undelivered_is", how)?;
+        Ok(out)
+    }
+
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
@@ -822,6 +988,28 @@ fn policy(p: &str) -> PyResult<Policy> {
     }
 }
 
+/// The bytes of any C-contiguous buffer, whatever its item type (a NumPy
+/// array of uint16 or float32 is published as its bytes), without a copy.
+fn byte_buffer(data: &Bound<'_, PyAny>) -> PyResult<PyBuffer<u8>> {
+    let contiguous = |ok: bool| {
+        if ok {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(
+                "publish needs a C-contiguous buffer (numpy.ascontiguousarray makes one)",
+            ))
+        }
+    };
+    if let Ok(b) = PyBuffer::<u8>::get(data) {
+        contiguous(b.is_c_contiguous())?;
+        return Ok(b);
+    }
+    // Another item type: view the same memory as bytes.
+    let mv = pyo3::types::PyMemoryView::from(data)?;
+    contiguous(mv.getattr("c_contiguous")?.extract()?)?;
+    PyBuffer::<u8>::get(&mv.call_method1("cast", ("B",))?)
+}
+
 /// The writer of a shared-memory channel (the one process that publishes).
 #[pyclass(module = "ptmp._ptmp", name = "ShmWriter", unsendable)]
 pub struct PyShmWriter {
@@ -847,10 +1035,7 @@ impl PyShmWriter {
     /// NumPy array ...), copied once into the ring; returns its sequence
     /// number.
     fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let buf = PyBuffer::<u8>::get(data)?;
-        if !buf.is_c_contiguous() {
-            return Err(PyValueError::new_err("publish needs a contiguous buffer"));
-        }
+        let buf = byte_buffer(data)?;
         let (ptr, len) = (buf.buf_ptr() as usize, buf.len_bytes());
         let w = &mut self.w;
         // SAFETY: the buffer stays exported (`buf` alive) for the call; the
@@ -946,7 +1131,9 @@ impl PyShmReader {
         let r = &mut self.r;
         let mut buf = Vec::new();
         let got = blocking(py, timeout, |slice| {
-            Ok(r.recv_into(&mut buf, Some(slice)).map(|_| ()))
+            r.recv(&mut buf, Some(slice))
+                .map(|got| got.map(|_| ()))
+                .map_err(serr)
         })?;
         Ok(got.map(|()| PyBytes::new(py, &buf)))
     }
@@ -984,7 +1171,7 @@ impl PyShmReader {
         // before it; `viewing` forbids any other use of the reader until the
         // view is released, so the borrow is never aliased.
         let v: Option<View<'static>> =
-            unsafe { std::mem::transmute((*r).view(Some(Duration::ZERO))) };
+            unsafe { std::mem::transmute((*r).view_checked(Some(Duration::ZERO)).map_err(serr)?) };
         let Some(v) = v else {
             return Ok(None);
         };
@@ -1182,6 +1369,76 @@ impl Drop for PyShmView {
     }
 }
 
+/// One channel of `shm_list()` as a dict, with the fields `ptmp shm ls
+/// --json` prints.
+fn channel_dict<'py>(py: Python<'py>, c: &ptmp_shm::ChannelInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &c.name)?;
+    d.set_item("path", c.path.to_string_lossy())?;
+    d.set_item("bytes", c.bytes)?;
+    match &c.state {
+        Ok(s) => {
+            d.set_item("slots", s.config.slots)?;
+            d.set_item("max_message", s.config.max_message)?;
+            d.set_item(
+                "policy",
+                match s.config.policy {
+                    Policy::Overwrite => "overwrite",
+                    Policy::Block => "block",
+                },
+            )?;
+            d.set_item("published", s.published)?;
+            d.set_item("writer_pid", s.writer_pid)?;
+            d.set_item("writer_alive", s.writer_alive)?;
+        }
+        Err(e) => d.set_item("error", e)?,
+    }
+    d.set_item("untrusted", c.untrusted)?;
+    Ok(d)
+}
+
+/// The shared-memory channels in the shm directory (`PTMP_SHM_DIR`, else
+/// /dev/shm), as `ptmp shm ls --json` lists them: one dict per channel,
+/// sorted by name.
+#[pyfunction]
+fn shm_list(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let chans = py.detach(ptmp_shm::list).map_err(serr)?;
+    chans.iter().map(|c| channel_dict(py, c)).collect()
+}
+
+/// Remove channel `name`, or with `stale=True` every channel whose writer
+/// is gone and every unreadable segment (not links nor other users'
+/// segments: name those), as `ptmp shm rm` does. Returns the names removed.
+/// Processes attached keep their mapping; new ones no longer find it.
+#[pyfunction]
+#[pyo3(signature = (name=None, *, stale=false))]
+fn shm_remove(py: Python<'_>, name: Option<String>, stale: bool) -> PyResult<Vec<String>> {
+    let names: Vec<String> = match (name, stale) {
+        (Some(_), true) => {
+            return Err(PyValueError::new_err(
+                "give a channel name or stale=True, not both",
+            ))
+        }
+        (None, false) => {
+            return Err(PyValueError::new_err(
+                "name the channel to remove, or give stale=True",
+            ))
+        }
+        (Some(n), false) => vec![n],
+        (None, true) => py
+            .detach(ptmp_shm::list)
+            .map_err(serr)?
+            .into_iter()
+            .filter(|c| !c.untrusted && c.state.as_ref().map_or(true, |s| !s.writer_alive))
+            .map(|c| c.name)
+            .collect(),
+    };
+    for n in &names {
+        ptmp_shm::remove(n).map_err(serr)?;
+    }
+    Ok(names)
+}
+
 // ---------------------------------------------------------------- agents
 
 /// Run `f` on a thread of its own while this one, GIL released, checks for
@@ -1216,15 +1473,22 @@ fn interruptible<T: Send + 'static>(
 /// ttl (or `ttl` given here), until every agent ends, or Ctrl-C; returns
 /// each agent's final counters as dicts.
 #[pyfunction]
-#[pyo3(signature = (config, ttl=None))]
+#[pyo3(signature = (config, ttl=None, config_timeout=None, *, tla_str=None, tla_code=None, ext_str=None, jpath=None))]
+#[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
     config: &Bound<'py, PyAny>,
     ttl: Option<f64>,
+    config_timeout: Option<f64>,
+    tla_str: Option<&Bound<'py, PyDict>>,
+    tla_code: Option<&Bound<'py, PyDict>>,
+    ext_str: Option<&Bound<'py, PyDict>>,
+    jpath: Option<Vec<std::path::PathBuf>>,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let args = JsonnetArgs::new(tla_str, tla_code, ext_str, jpath)?;
     let mut v: serde_json::Value = if let Ok(p) = config.extract::<std::path::PathBuf>() {
         if config.is_instance_of::<pyo3::types::PyString>() || p.exists() {
-            ptmp_agents::jsonnet::load(&p, &Default::default()).map_err(aerr)?
+            load_file(py, &p, config_timeout, args)?
         } else {
             return Err(ConfigError::new_err(format!(
                 "{}: no such file",
@@ -1232,10 +1496,18 @@ fn run<'py>(
             )));
         }
     } else {
+        args.only_for_files()?;
         let text = config_text(config)?;
-        serde_json::from_str(&text).map_err(|e| ConfigError::new_err(e.to_string()))?
+        parse_config(&text)?
     };
     if let (Some(t), Some(o)) = (ttl, v.as_object_mut()) {
+        if t.is_nan() {
+            return Err(PyValueError::new_err(
+                "ttl nan: give seconds, or None for the config's own",
+            ));
+        }
+        // Infinity: run until stopped, which ptmper spells as a negative ttl.
+        let t = if t.is_infinite() && t > 0.0 { -1.0 } else { t };
         o.insert("ttl".into(), serde_json::json!(t));
     }
     let rc = ptmp_agents::ptmper::RunConfig::parse(&v).map_err(aerr)?;
@@ -1267,6 +1539,8 @@ fn run<'py>(
 fn load_graph(
     config: &Bound<'_, PyAny>,
     run_dir: Option<std::path::PathBuf>,
+    config_timeout: Option<f64>,
+    args: JsonnetArgs,
 ) -> PyResult<(ptmp_graph::Graph, ptmp_graph::plan::Plan)> {
     let (v, stem) = if let Ok(p) = config.extract::<std::path::PathBuf>() {
         if !p.exists() {
@@ -1275,13 +1549,13 @@ fn load_graph(
                 p.display()
             )));
         }
-        let v = ptmp_agents::jsonnet::load(&p, &Default::default()).map_err(aerr)?;
+        let v = load_file(config.py(), &p, config_timeout, args)?;
         let stem = ptmp_graph::name_from_path(&p);
         (v, stem)
     } else {
+        args.only_for_files()?;
         let text = config_text(config)?;
-        let v = serde_json::from_str(&text).map_err(|e| ConfigError::new_err(e.to_string()))?;
-        (v, "graph".to_string())
+        (parse_config(&text)?, "graph".to_string())
     };
     ptmp_graph::load(&v, &stem, run_dir.as_deref()).map_err(|e| ConfigError::new_err(e.to_string()))
 }
@@ -1289,9 +1563,18 @@ fn load_graph(
 /// Validate a graph (a path to JSON/Jsonnet, or a dict) and describe its
 /// processes, transports and addresses, as `ptmp graph check` does.
 #[pyfunction]
-#[pyo3(signature = (config, run_dir=None))]
-fn graph_check(config: &Bound<'_, PyAny>, run_dir: Option<std::path::PathBuf>) -> PyResult<String> {
-    let (g, p) = load_graph(config, run_dir)?;
+#[pyo3(signature = (config, run_dir=None, config_timeout=None, *, tla_str=None, tla_code=None, ext_str=None, jpath=None))]
+fn graph_check(
+    config: &Bound<'_, PyAny>,
+    run_dir: Option<std::path::PathBuf>,
+    config_timeout: Option<f64>,
+    tla_str: Option<&Bound<'_, PyDict>>,
+    tla_code: Option<&Bound<'_, PyDict>>,
+    ext_str: Option<&Bound<'_, PyDict>>,
+    jpath: Option<Vec<std::path::PathBuf>>,
+) -> PyResult<String> {
+    let args = JsonnetArgs::new(tla_str, tla_code, ext_str, jpath)?;
+    let (g, p) = load_graph(config, run_dir, config_timeout, args)?;
     Ok(ptmp_graph::plan::describe(&g, &p))
 }
 
@@ -1302,28 +1585,27 @@ fn graph_check(config: &Bound<'_, PyAny>, run_dir: Option<std::path::PathBuf>) -
 /// `{"reason", "ok", "restarts": {process: n}, "processes": [final status
 /// of each process, with its nodes' counts and reports]}`.
 #[pyfunction]
-#[pyo3(signature = (config, host=None, ttl=None, run_dir=None))]
+#[pyo3(signature = (config, host=None, ttl=None, run_dir=None, config_timeout=None, *, tla_str=None, tla_code=None, ext_str=None, jpath=None))]
+#[allow(clippy::too_many_arguments)]
 fn run_graph<'py>(
     py: Python<'py>,
     config: &Bound<'py, PyAny>,
     host: Option<String>,
     ttl: Option<f64>,
     run_dir: Option<std::path::PathBuf>,
+    config_timeout: Option<f64>,
+    tla_str: Option<&Bound<'py, PyDict>>,
+    tla_code: Option<&Bound<'py, PyDict>>,
+    ext_str: Option<&Bound<'py, PyDict>>,
+    jpath: Option<Vec<std::path::PathBuf>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (g, p) = load_graph(config, run_dir)?;
+    let args = JsonnetArgs::new(tla_str, tla_code, ext_str, jpath)?;
+    let (g, p) = load_graph(config, run_dir, config_timeout, args)?;
     let exe: std::path::PathBuf = py.import("sys")?.getattr("executable")?.extract()?;
     let opts = ptmp_graph::supervise::Options {
         part_command: vec![exe.into(), "-m".into(), "ptmp._part".into()],
         host,
-        ttl: match ttl {
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-            Some(t) => {
-                return Err(PyValueError::new_err(format!(
-                    "ttl {t}: must be more than 0"
-                )))
-            }
-            None => None,
-        },
+        ttl: time_limit(ttl, "ttl")?,
         ..Default::default()
     };
     let run_dir = p.run_dir.clone();
@@ -1410,6 +1692,8 @@ fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_graph, m)?)?;
     m.add_function(wrap_pyfunction!(_graph_part, m)?)?;
     m.add_function(wrap_pyfunction!(now_us, m)?)?;
+    m.add_function(wrap_pyfunction!(shm_list, m)?)?;
+    m.add_function(wrap_pyfunction!(shm_remove, m)?)?;
     m.add("VERSION_FRAME", PyBytes::new(py, &ptmp_data::VERSION_FRAME))?;
     Ok(())
 }
