@@ -1,4 +1,5 @@
-// The butterfly of the ZeroMQ tutorial (seed 002), as a ptmp graph:
+// The butterfly of early ZeroMQ's tutorial (a request fan-out and fan-in
+// measured against theory), as a ptmp graph:
 //
 //   send_requests -> component1 x c1 -> intermediate -> component2 x c2
 //                 -> receive_replies -> (done) -> send_requests

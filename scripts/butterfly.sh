@@ -6,7 +6,7 @@ set -euo pipefail
 PTMP=${1:-target/release/ptmp}
 N=${2:-300}
 row() { "$PTMP" butterfly --json "$@" 2>/dev/null | tail -1; }
-echo "# seed experiments: n=$N"
+echo "# the tutorial's experiments: n=$N"
 for args in "--c1 1 --c2 1 --t1 50 --t2 50" "--c1 2 --c2 2 --t1 50 --t2 50" \
             "--c1 3 --c2 3 --t1 50 --t2 50" "--c1 2 --c2 1 --t1 50 --t2 50" \
             "--c1 1 --c2 1 --t1 25 --t2 75"; do

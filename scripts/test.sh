@@ -2,7 +2,10 @@
 # Every test of the project: formatting, lints, the Rust tests (unit,
 # integration, multi-process), the Python cross-checks of the wire format and
 # the Python bindings' tests (the package is built and installed first).
-# Needs: cargo, python3 with the packages in tests/python/requirements.txt.
+# Needs: cargo, a C++ compiler, python3 with its venv module. The Python
+# packages (tests/python/requirements.txt) go into a virtual environment of
+# the project's own, .venv at the repository root (or $PTMP_VENV), made on the
+# first run and reused after; the system Python is never changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,8 +18,20 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
 
-echo "== Python bindings: build and install (maturin, release)"
-python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation ./python
+venv="${PTMP_VENV:-.venv}"
+echo "== Python: virtual environment $venv"
+# Made again (--clear) if an earlier attempt left it without pip.
+if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+  if ! python3 -m venv --clear "$venv"; then
+    echo "error: python3 -m venv failed; on Debian or Ubuntu install python3-venv" >&2
+    exit 1
+  fi
+fi
+py="$venv/bin/python"
+"$py" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+
+echo "== Python bindings: build and install into $venv (maturin, release)"
+"$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation ./python
 
 echo "== pytest (wire format vs an independent protobuf; the Python bindings)"
-python3 -m pytest tests/python python/tests -q
+"$py" -m pytest tests/python python/tests -q
