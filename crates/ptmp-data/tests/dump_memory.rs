@@ -5,8 +5,8 @@
 use ptmp_data::dump::{DumpError, DumpReader, MAX_RECORD};
 use ptmp_data::Frames;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::Write;
 use std::cell::Cell;
+use std::io::Write;
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
