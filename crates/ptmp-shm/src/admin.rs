@@ -1,0 +1,97 @@
+//! Looking after the segment directory: listing channels and removing
+//! them (`ptmp shm ls`, `ptmp shm rm`).
+
+use crate::error::{io, Result, ShmError};
+use crate::layout::ChannelConfig;
+use crate::name::ChannelName;
+use crate::segment::{pid_alive, shm_dir, Access, Segment, FILE_PREFIX};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+/// A channel found in [`shm_dir`].
+#[derive(Debug, Clone)]
+pub struct ChannelInfo {
+    /// The channel's name.
+    pub name: String,
+    /// Its segment file.
+    pub path: PathBuf,
+    /// The file's size.
+    pub bytes: u64,
+    /// Layout and state, or why the segment is unreadable.
+    pub state: std::result::Result<ChannelState, String>,
+    /// The segment was refused for who owns it or what it is (a link,
+    /// another user's file, a wider mode): not a ptmp channel of this user's
+    /// to clean up.
+    pub untrusted: bool,
+}
+
+/// What a readable segment's header says.
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelState {
+    /// The channel's shape.
+    pub config: ChannelConfig,
+    /// Messages published so far.
+    pub published: u64,
+    /// The PID recorded as its writer (0: none).
+    pub writer_pid: u32,
+    /// Whether that process exists.
+    pub writer_alive: bool,
+}
+
+/// List the channels in [`shm_dir`].
+pub fn list() -> Result<Vec<ChannelInfo>> {
+    let dir = shm_dir();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).map_err(io("list", &dir))? {
+        let e = e.map_err(io("list", &dir))?;
+        let fname = e.file_name().to_string_lossy().into_owned();
+        let Some(name) = fname.strip_prefix(FILE_PREFIX) else {
+            continue;
+        };
+        let path = e.path();
+        let bytes = e.metadata().map(|m| m.len()).unwrap_or(0);
+        let seg = Segment::open(name, path.clone(), Access::Group);
+        let untrusted = matches!(seg, Err(ShmError::Untrusted { .. }));
+        let state = seg
+            .map(|seg| {
+                let h = seg.header();
+                let pid = h.writer_pid.load(Ordering::SeqCst);
+                ChannelState {
+                    config: ChannelConfig {
+                        slots: seg.slots as usize,
+                        max_message: seg.max_message,
+                        policy: seg.policy,
+                    },
+                    published: h.next_seq.load(Ordering::SeqCst),
+                    writer_pid: pid,
+                    writer_alive: pid_alive(pid),
+                }
+            })
+            .map_err(|e| e.to_string());
+        out.push(ChannelInfo {
+            name: name.into(),
+            path,
+            bytes,
+            state,
+            untrusted,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Remove channel `name`'s segment. Attached processes keep their mapping;
+/// new ones no longer find it.
+pub fn remove(name: &str) -> Result<()> {
+    let path = ChannelName::new(name)?.path();
+    std::fs::remove_file(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ShmError::NotFound {
+                name: name.into(),
+                path: path.clone(),
+            }
+        } else {
+            io("remove", &path)(e)
+        }
+    })
+}

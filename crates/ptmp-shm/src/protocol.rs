@@ -1,0 +1,262 @@
+//! The ring's synchronisation steps, each a small function generic over the
+//! atomic word it works on.
+//!
+//! The ring uses them on the `std` atomics of a mapped segment; the model
+//! test (`tests/loom.rs`, built with `--cfg loom`) runs the very same
+//! functions on `loom` atomics and explores every interleaving and every
+//! weak-memory outcome the orderings allow. Nothing else in the crate
+//! touches a stamp, `next_seq`, `notify`, `waiters`, `space`,
+//! `writer_waiting`, `writer_needs` or a registry position in a way that
+//! matters to another process. Using a channel needs none of this module.
+//!
+//! Futex calls are passed in as closures, so the model can put a
+//! lock-and-condition-variable futex in their place.
+
+use std::sync::atomic::Ordering;
+
+/// An atomic word the protocol can run on: the `std` atomics, or the model
+/// checker's.
+pub trait Word: Sync {
+    /// The value held.
+    type Value: Copy + Ord;
+    /// Atomic load.
+    fn load(&self, order: Ordering) -> Self::Value;
+    /// Atomic store.
+    fn store(&self, v: Self::Value, order: Ordering);
+    /// Atomic add, returning the value before.
+    fn fetch_add(&self, v: Self::Value, order: Ordering) -> Self::Value;
+    /// Atomic subtract, returning the value before.
+    fn fetch_sub(&self, v: Self::Value, order: Ordering) -> Self::Value;
+    /// A memory fence of the same family as this word's atomics.
+    fn fence(order: Ordering);
+}
+
+macro_rules! word {
+    ($atomic:ty, $value:ty, $fence:path) => {
+        impl Word for $atomic {
+            type Value = $value;
+            #[inline]
+            fn load(&self, order: Ordering) -> $value {
+                <$atomic>::load(self, order)
+            }
+            #[inline]
+            fn store(&self, v: $value, order: Ordering) {
+                <$atomic>::store(self, v, order)
+            }
+            #[inline]
+            fn fetch_add(&self, v: $value, order: Ordering) -> $value {
+                <$atomic>::fetch_add(self, v, order)
+            }
+            #[inline]
+            fn fetch_sub(&self, v: $value, order: Ordering) -> $value {
+                <$atomic>::fetch_sub(self, v, order)
+            }
+            #[inline]
+            fn fence(order: Ordering) {
+                $fence(order)
+            }
+        }
+    };
+}
+
+word!(std::sync::atomic::AtomicU32, u32, std::sync::atomic::fence);
+word!(std::sync::atomic::AtomicU64, u64, std::sync::atomic::fence);
+#[cfg(loom)]
+word!(
+    loom::sync::atomic::AtomicU32,
+    u32,
+    loom::sync::atomic::fence
+);
+#[cfg(loom)]
+word!(
+    loom::sync::atomic::AtomicU64,
+    u64,
+    loom::sync::atomic::fence
+);
+
+/// The stamp of message `seq` once it is complete (invariant 3).
+#[inline]
+pub fn done_stamp(seq: u64) -> u64 {
+    2 * seq + 2
+}
+
+/// Writer, before touching message `seq`'s slot: mark it odd (being
+/// written). The release fence keeps the payload writes that follow from
+/// being seen before the odd stamp (invariant 3).
+#[inline]
+pub fn begin_write<W: Word<Value = u64>>(stamp: &W, seq: u64) {
+    stamp.store(2 * seq + 1, Ordering::Relaxed);
+    W::fence(Ordering::Release);
+}
+
+/// Writer, once the payload is in place: store its length, then the even
+/// stamp, with release so a reader that sees the stamp sees the payload.
+#[inline]
+pub fn end_write<W: Word<Value = u64>>(stamp: &W, len: &W, seq: u64, n: u64) {
+    len.store(n, Ordering::Relaxed);
+    stamp.store(done_stamp(seq), Ordering::Release);
+}
+
+/// Writer, after [`end_write`]: publish that `seq + 1` messages exist
+/// (invariant 4).
+#[inline]
+pub fn publish<W: Word<Value = u64>>(next_seq: &W, seq: u64) {
+    next_seq.store(seq + 1, Ordering::SeqCst);
+}
+
+/// What a reader found in a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read<R> {
+    /// The message, whole, and what the read closure made of it.
+    Got(R),
+    /// The message is not complete in the slot yet.
+    NotYet,
+    /// The slot holds a later message (or was rewritten while being read):
+    /// this stamp.
+    Overrun(u64),
+}
+
+/// Reader: read message `seq` out of its slot with the seqlock. `read`
+/// gets the recorded length and reads the payload; its result is returned
+/// only if the stamp was `seq`'s final stamp both before and after, so a
+/// torn message is never accepted (invariant 3).
+#[inline]
+pub fn read<W: Word<Value = u64>, R>(
+    stamp: &W,
+    len: &W,
+    seq: u64,
+    read: impl FnOnce(u64) -> R,
+) -> Read<R> {
+    let want = done_stamp(seq);
+    let s1 = stamp.load(Ordering::Acquire);
+    if s1 < want {
+        return Read::NotYet;
+    }
+    if s1 > want {
+        return Read::Overrun(s1);
+    }
+    let r = read(len.load(Ordering::Relaxed));
+    match still(stamp, seq) {
+        Ok(()) => Read::Got(r),
+        Err(s2) => Read::Overrun(s2),
+    }
+}
+
+/// Reader, after reading message `seq`'s payload: whether its slot still
+/// holds it (its stamp, if not). The acquire fence orders the payload reads
+/// before the stamp load, so a rewrite that began during them shows.
+#[inline]
+pub fn still<W: Word<Value = u64>>(stamp: &W, seq: u64) -> Result<(), u64> {
+    W::fence(Ordering::Acquire);
+    let s2 = stamp.load(Ordering::Relaxed);
+    if s2 == done_stamp(seq) {
+        Ok(())
+    } else {
+        Err(s2)
+    }
+}
+
+/// Writer, after [`publish`]: wake sleeping readers if there are any
+/// (invariant 6). `wake` is the futex wake on `notify`.
+#[inline]
+pub fn notify_readers<W: Word<Value = u32>>(waiters: &W, notify: &W, wake: impl FnOnce(&W)) {
+    if waiters.load(Ordering::SeqCst) > 0 {
+        notify.fetch_add(1, Ordering::SeqCst);
+        wake(notify);
+    }
+}
+
+/// Reader with nothing to read: register as a waiter, then look once more
+/// with `ready`, and only if still nothing call `sleep` with the `notify`
+/// value seen before that look (the futex wait sleeps only while `notify`
+/// still holds it). Returns `ready`'s answer and `sleep`'s result.
+/// Invariant 6: a publish between the look and the sleep changes `notify`
+/// first, so the sleep returns at once; no wake-up is lost.
+#[inline]
+pub fn reader_sleep<W: Word<Value = u32>, T>(
+    waiters: &W,
+    notify: &W,
+    ready: impl FnOnce() -> bool,
+    sleep: impl FnOnce(u32) -> T,
+) -> (bool, Option<T>) {
+    waiters.fetch_add(1, Ordering::SeqCst);
+    let seen = notify.load(Ordering::SeqCst);
+    let ready = ready();
+    let slept = (!ready).then(|| sleep(seen));
+    waiters.fetch_sub(1, Ordering::SeqCst);
+    (ready, slept)
+}
+
+/// A registry position, as the writer reads it when deciding whether it
+/// may overwrite (invariant 5).
+#[inline]
+pub fn reader_pos<W: Word<Value = u64>>(pos: &W) -> u64 {
+    pos.load(Ordering::SeqCst)
+}
+
+/// Blocked writer, one round of its wait (invariant 5): announce what it
+/// needs (`need`: the position every reader must reach), then look with
+/// `check`; if that settles the wait, return its result, else `sleep` with
+/// the `space` value seen before the look. A reader that frees the space
+/// after the look changes `space` first, so the sleep returns at once.
+#[inline]
+pub fn writer_wait_round<W32, W64, T>(
+    needs: &W64,
+    waiting: &W32,
+    space: &W32,
+    need: u64,
+    check: impl FnOnce() -> Option<T>,
+    sleep: impl FnOnce(u32),
+) -> Option<T>
+where
+    W32: Word<Value = u32>,
+    W64: Word<Value = u64>,
+{
+    needs.store(need, Ordering::SeqCst);
+    waiting.store(1, Ordering::SeqCst);
+    let seen = space.load(Ordering::SeqCst);
+    let done = check();
+    if done.is_none() {
+        sleep(seen);
+    }
+    done
+}
+
+/// Blocked writer, when its wait is over: no longer ask readers for
+/// wake-ups.
+#[inline]
+pub fn writer_wait_end<W: Word<Value = u32>>(waiting: &W) {
+    waiting.store(0, Ordering::SeqCst);
+}
+
+/// Reader under [`crate::Policy::Block`]: tell the writer it no longer
+/// needs messages below `to`, and wake the writer if it waits for exactly
+/// that (not on every message). `wake` is the futex wake on `space`.
+#[inline]
+pub fn release<W32, W64>(
+    pos: &W64,
+    waiting: &W32,
+    needs: &W64,
+    space: &W32,
+    to: u64,
+    wake: impl FnOnce(&W32),
+) where
+    W32: Word<Value = u32>,
+    W64: Word<Value = u64>,
+{
+    pos.store(to, Ordering::SeqCst);
+    if waiting.load(Ordering::SeqCst) != 0 && to >= needs.load(Ordering::SeqCst) {
+        space.fetch_add(1, Ordering::SeqCst);
+        wake(space);
+    }
+}
+
+/// A reader leaving a [`crate::Policy::Block`] channel: if the writer
+/// waits, wake it, so it looks at the registry again.
+#[inline]
+pub fn leave<W: Word<Value = u32>>(waiting: &W, space: &W, wake: impl FnOnce(&W)) {
+    if waiting.load(Ordering::SeqCst) != 0 {
+        space.fetch_add(1, Ordering::SeqCst);
+        wake(space);
+    }
+}

@@ -1,0 +1,380 @@
+//! The single writer of a channel: taking the channel, loaning a slot,
+//! committing it, and (under [`Policy::Block`]) waiting for slow readers.
+
+use crate::error::{Result, ShmError};
+use crate::layout::{ChannelConfig, Policy, MAX_READERS, MAX_SEQ, PID_MAX_LIMIT};
+use crate::name::ChannelName;
+use crate::protocol;
+use crate::segment::{pid_alive, reserve, Access, Segment};
+use crate::wait::{futex_wait, notify_readers};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// The single writer of a channel.
+pub struct Writer {
+    seg: Segment,
+    seq: u64,
+    pid: u32,
+    floor: Floor,
+    block_timeout: Duration,
+}
+
+/// What a [`Policy::Block`] writer remembers of its readers.
+struct Floor {
+    /// The lowest position a reader may still need. Until a first reader
+    /// registers it stays where this writer started, so the first `slots`
+    /// messages wait in the ring for that reader (as a zmq PUSH queues until
+    /// its peer connects); once readers have come and all gone, nobody needs
+    /// anything and the writer no longer waits, so a reader that dies never
+    /// stalls it.
+    min_pos: u64,
+    /// Whether any reader has been seen registered.
+    had_reader: bool,
+}
+
+/// Default bound on a blocked writer's wait for its slowest reader.
+pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a blocked writer sleeps at most before it looks for readers
+/// that died without waking it.
+const REAP_PAUSE: Duration = Duration::from_millis(1);
+
+impl Writer {
+    /// Create channel `name` with `cfg`, or take over an existing one whose
+    /// writer is gone (its layout must match `cfg`).
+    pub fn create(name: &str, cfg: ChannelConfig) -> Result<Writer> {
+        Self::create_with(name, cfg, Access::Private)
+    }
+
+    /// As [`Self::create`], with the given [`Access`].
+    pub fn create_with(name: &str, cfg: ChannelConfig, access: Access) -> Result<Writer> {
+        cfg.check(name)?;
+        let path = ChannelName::new(name)?.path();
+        let seg = match Segment::open(name, path.clone(), access) {
+            Ok(seg) => {
+                if seg.slots as usize != cfg.slots
+                    || seg.max_message != cfg.max_message
+                    || seg.policy != cfg.policy
+                {
+                    return Err(ShmError::BadConfig {
+                        name: name.into(),
+                        reason: format!(
+                            "exists with {} slots of {} bytes ({:?}), asked for {} of {} ({:?}) (remove it with `ptmp shm rm {name}`)",
+                            seg.slots, seg.max_message, seg.policy, cfg.slots, cfg.max_message, cfg.policy
+                        ),
+                    });
+                }
+                // A segment made without its pages reserved (by an older
+                // ptmp, or copied in sparse): reserve them now, so a full file
+                // system is an error here and not a SIGBUS mid-message
+                // (invariant 7). Allocated pages are left as they are.
+                reserve(&seg.file, &seg.path, seg.map.len() as u64)?;
+                seg
+            }
+            Err(ShmError::NotFound { .. }) => Segment::create(name, &path, cfg, access)?,
+            Err(e) => return Err(e),
+        };
+        Self::take(seg)
+    }
+
+    /// Become the channel's one writer (invariant 2).
+    fn take(seg: Segment) -> Result<Writer> {
+        let pid = std::process::id();
+        let h = seg.header();
+        seg.check_layout()?;
+        let mut cur = h.writer_pid.load(Ordering::SeqCst);
+        // Each failed compare-and-swap means another process changed the
+        // field; a bounded number of rounds keeps a hostile one from holding
+        // this writer forever.
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            if rounds > 1000 {
+                return Err(seg.corrupt(
+                    "writer_pid",
+                    format!("keeps changing (now {cur}) while a writer takes the channel"),
+                ));
+            }
+            if cur != 0 && cur != pid && pid_alive(cur) {
+                return Err(ShmError::WriterBusy {
+                    name: seg.name.clone(),
+                    pid: cur,
+                });
+            }
+            if cur == pid {
+                // A second writer in this very process is as wrong as one elsewhere.
+                return Err(ShmError::WriterBusy {
+                    name: seg.name.clone(),
+                    pid: cur,
+                });
+            }
+            match h
+                .writer_pid
+                .compare_exchange(cur, pid, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
+        }
+        h.writer_epoch.fetch_add(1, Ordering::SeqCst);
+        let seq = h.next_seq.load(Ordering::SeqCst);
+        if seq > MAX_SEQ {
+            let _ = h
+                .writer_pid
+                .compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+            return Err(seg.corrupt(
+                "next_seq",
+                format!("{seq} is beyond any possible message number ({MAX_SEQ})"),
+            ));
+        }
+        Ok(Writer {
+            seg,
+            seq,
+            pid,
+            floor: Floor {
+                min_pos: seq,
+                had_reader: false,
+            },
+            block_timeout: DEFAULT_BLOCK_TIMEOUT,
+        })
+    }
+
+    /// Channel name.
+    pub fn name(&self) -> &str {
+        &self.seg.name
+    }
+
+    /// The segment file.
+    pub fn path(&self) -> &Path {
+        &self.seg.path
+    }
+
+    /// Largest message this channel carries.
+    pub fn max_message(&self) -> usize {
+        self.seg.max_message
+    }
+
+    /// Sequence number the next message will get.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The channel's overflow policy.
+    pub fn policy(&self) -> Policy {
+        self.seg.policy
+    }
+
+    /// Under [`Policy::Block`], how long a publish may wait for the slowest
+    /// reader before failing with [`ShmError::Timeout`].
+    pub fn set_block_timeout(&mut self, t: Duration) {
+        self.block_timeout = t;
+    }
+
+    /// The slowest live registered reader's position, dropping the entries
+    /// of readers whose process is gone when `reap` is set. An entry no
+    /// reader can have written (a PID above [`PID_MAX_LIMIT`], a position
+    /// beyond the message being written) is corruption.
+    fn slowest(seg: &Segment, seq: u64, reap: bool) -> Result<Option<(u64, u32)>> {
+        let mut min: Option<(u64, u32)> = None;
+        for i in 0..MAX_READERS {
+            let e = seg.entry(i);
+            let pid = e.pid.load(Ordering::SeqCst);
+            if pid == 0 {
+                continue;
+            }
+            if pid > PID_MAX_LIMIT {
+                return Err(seg.corrupt(
+                    format!("reader registry entry {i} pid"),
+                    format!("{pid} is above the largest Linux PID {PID_MAX_LIMIT}"),
+                ));
+            }
+            if reap && !pid_alive(pid) {
+                let _ = e
+                    .pid
+                    .compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+                continue;
+            }
+            let pos = protocol::reader_pos(&e.pos);
+            if pos > seq {
+                return Err(seg.corrupt(
+                    format!("reader registry entry {i} position"),
+                    format!(
+                        "{pos} (pid {pid}) is beyond message {}, the next to be written",
+                        seq
+                    ),
+                ));
+            }
+            if min.is_none_or(|(m, _)| pos < m) {
+                min = Some((pos, pid));
+            }
+        }
+        Ok(min)
+    }
+
+    /// Policy::Block: wait until no live reader still needs the message that
+    /// writing `s` would overwrite (`s - slots`).
+    fn wait_for_space(&mut self, s: u64) -> Result<()> {
+        let (seg, floor, timeout) = (&self.seg, &mut self.floor, self.block_timeout);
+        if s < floor.min_pos + seg.slots || Self::room(seg, floor, s, false)?.is_ok() {
+            return Ok(());
+        }
+        seg.check_layout()?;
+        let t0 = Instant::now();
+        let h = seg.header();
+        let (needs, waiting, space) = (&h.writer_needs, &h.writer_waiting, &h.space);
+        let r = loop {
+            let need = (s + 1).saturating_sub(seg.slots);
+            let check = || match Self::room(seg, floor, s, true) {
+                Err(e) => Some(Err(e)),
+                Ok(Ok(())) => Some(Ok(())),
+                Ok(Err((pos, pid))) => {
+                    let waited = t0.elapsed();
+                    (waited >= timeout).then(|| {
+                        Err(ShmError::Timeout {
+                            name: seg.name.clone(),
+                            waited_ms: waited.as_millis() as u64,
+                            pid,
+                            pos,
+                        })
+                    })
+                }
+            };
+            // Sleep until a reader advances, or 1 ms to look for dead ones.
+            let sleep = |seen| {
+                let _ = futex_wait(space, seen, REAP_PAUSE);
+            };
+            if let Some(r) = protocol::writer_wait_round(needs, waiting, space, need, check, sleep)
+            {
+                break r;
+            }
+        };
+        protocol::writer_wait_end(waiting);
+        r
+    }
+
+    /// Whether message `s` may be written now (updating the cached floor);
+    /// if not, the position and PID of what holds it back (PID 0: the first
+    /// reader, not yet come).
+    fn room(
+        seg: &Segment,
+        floor: &mut Floor,
+        s: u64,
+        reap: bool,
+    ) -> Result<std::result::Result<(), (u64, u32)>> {
+        let m = Self::slowest(seg, s, reap)?;
+        floor.had_reader |= m.is_some();
+        let need = match m {
+            Some((p, _)) => p,
+            None if floor.had_reader => s,
+            None => floor.min_pos,
+        };
+        // need <= s (checked in `slowest`), so this cannot overflow.
+        Ok(if s < need + seg.slots {
+            floor.min_pos = need;
+            Ok(())
+        } else {
+            Err(m.unwrap_or((need, 0)))
+        })
+    }
+
+    /// Copy `bytes` into the next slot and publish it; returns its sequence
+    /// number. Under [`Policy::Overwrite`] it never waits; under
+    /// [`Policy::Block`] it may wait for the slowest reader.
+    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64> {
+        let mut loan = self.loan(bytes.len())?;
+        loan.copy_from_slice(bytes);
+        let s = loan.commit();
+        self.check()?;
+        Ok(s)
+    }
+
+    /// An error if the segment was truncated under this writer (invariant
+    /// 7): then what was committed since went nowhere. One relaxed load.
+    pub fn check(&self) -> Result<()> {
+        if self.seg.truncated() {
+            return Err(self.seg.truncated_err());
+        }
+        Ok(())
+    }
+
+    /// Borrow the next slot to write a message of `len` bytes in place
+    /// (zero-copy); nothing is visible to readers until [`Loan::commit`].
+    pub fn loan(&mut self, len: usize) -> Result<Loan<'_>> {
+        if len > self.seg.max_message {
+            return Err(ShmError::TooLarge {
+                name: self.seg.name.clone(),
+                len,
+                max: self.seg.max_message,
+            });
+        }
+        if self.seg.truncated() {
+            return Err(self.seg.truncated_err());
+        }
+        let s = self.seq;
+        if self.seg.policy == Policy::Block {
+            self.wait_for_space(s)?;
+        }
+        let (sh, data) = self.seg.slot(s);
+        protocol::begin_write(&sh.stamp, s);
+        Ok(Loan { w: self, data, len })
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.seg.header().writer_pid.compare_exchange(
+            self.pid,
+            0,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+}
+
+/// A slot being written in place.
+pub struct Loan<'a> {
+    w: &'a mut Writer,
+    data: *mut u8,
+    len: usize,
+}
+
+impl Loan<'_> {
+    /// Publish the message; returns its sequence number.
+    pub fn commit(self) -> u64 {
+        let s = self.w.seq;
+        let seg = &self.w.seg;
+        let (sh, _) = seg.slot(s);
+        protocol::end_write(&sh.stamp, &sh.len, s, self.len as u64);
+        protocol::publish(&seg.header().next_seq, s);
+        notify_readers(seg);
+        self.w.seq = s + 1;
+        std::mem::forget(self);
+        s
+    }
+}
+
+impl Drop for Loan<'_> {
+    /// A loan dropped without commit publishes nothing; the slot keeps its
+    /// odd stamp until the next message overwrites it.
+    fn drop(&mut self) {}
+}
+
+impl std::ops::Deref for Loan<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: data..data+len lies in this writer's slot (len <=
+        // max_message <= stride - SLOT_HEADER, invariant 1); only this
+        // writer writes it (invariant 2), and readers only read it under
+        // the stamp check (invariant 3).
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Loan<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in deref (invariants 1 to 3), and the loan borrows the
+        // writer mutably, so no other reference of this process aliases it.
+        unsafe { std::slice::from_raw_parts_mut(self.data, self.len) }
+    }
+}
