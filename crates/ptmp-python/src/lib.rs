@@ -17,7 +17,7 @@
 
 use ptmp::{Frames, Receiver, Sender, TPSet, TrigPrim};
 use ptmp_data::dump::{DumpReader, DumpWriter};
-use ptmp_shm::{ChannelConfig, Policy, Reader, StartAt, View, Writer};
+use ptmp_shm::{ChannelConfig, OwnedView, Policy, Reader, StartAt, View, Writer};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -1146,10 +1146,9 @@ impl PyShmReader {
         let py = slf.py();
         let mut me = slf.borrow_mut();
         me.check_free()?;
-        let r: *mut Reader = &mut me.r;
         // Wait for data without holding a view, then take the view at once.
         let ready = {
-            let rr = unsafe { &*r };
+            let rr = &me.r;
             blocking(py, timeout, |slice| {
                 let t0 = Instant::now();
                 loop {
@@ -1166,12 +1165,13 @@ impl PyShmReader {
         if ready.is_none() {
             return Ok(None);
         }
-        // SAFETY: the view borrows the Reader inside this Python object. The
-        // PyShmView keeps the object alive (`owner`) and drops the view
-        // before it; `viewing` forbids any other use of the reader until the
-        // view is released, so the borrow is never aliased.
-        let v: Option<View<'static>> =
-            unsafe { std::mem::transmute((*r).view_checked(Some(Duration::ZERO)).map_err(serr)?) };
+        // An owned view holds the mapping itself; `viewing` still keeps the
+        // reader from reading on (and releasing the slot) while it is held.
+        let v = me
+            .r
+            .view_checked(Some(Duration::ZERO))
+            .map_err(serr)?
+            .map(View::into_owned);
         let Some(v) = v else {
             return Ok(None);
         };
@@ -1222,14 +1222,13 @@ impl PyShmReader {
 /// A zero-copy view of one message in a shared-memory ring.
 #[pyclass(module = "ptmp._ptmp", name = "ShmView", unsendable)]
 pub struct PyShmView {
-    // Field order matters: the view is dropped before its owner.
-    view: Option<View<'static>>,
+    view: Option<OwnedView>,
     exports: usize,
     owner: Py<PyShmReader>,
 }
 
 impl PyShmView {
-    fn v(&self) -> PyResult<&View<'static>> {
+    fn v(&self) -> PyResult<&OwnedView> {
         self.view
             .as_ref()
             .ok_or_else(|| ShmError::new_err("the view was released"))
