@@ -4,7 +4,7 @@
 
 use crate::cfg::Cfg;
 use crate::error::Result;
-use crate::plugin::Plugins;
+use crate::filter::plugin::Plugins;
 use crate::Proxy;
 
 /// Validate the `proxies` list of a composer (or of ptmper).

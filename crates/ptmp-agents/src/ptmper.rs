@@ -3,7 +3,7 @@
 //!
 //! Top-level keys (PTMP's, with its units):
 //! * `proxies`: the agents, each `{name, type, data}` (required);
-//! * `plugins`: libraries of filter engines (see [`crate::plugin`]);
+//! * `plugins`: libraries of filter engines (see [`crate::filter::plugin`]);
 //! * `ttl`: seconds to run; negative (the default -1) runs until SIGINT or
 //!   SIGTERM, or until every agent has ended by itself (file replays done);
 //!   0 stops at once, as the C++ ptmper does;
@@ -26,7 +26,7 @@
 use crate::cfg::Cfg;
 use crate::composer;
 use crate::error::{Error, Result};
-use crate::plugin::Plugins;
+use crate::filter::plugin::Plugins;
 use crate::{Ctl, Proxy, Report, Running};
 use serde_json::Value;
 use std::io::Write;

@@ -1,46 +1,16 @@
-//! `filter` (PTMP's TPFilter): runs an *engine* on each input TPSet; the
-//! engine turns it into zero or more output TPSets (trigger candidates,
-//! decisions ...).
-//!
-//! Keys: `input`, `output` (sockets, required), `engine` (the engine's name;
-//! PTMP's generated configs call it `method`, which is accepted too),
-//! `detid` (default -1: keep the engine's). The whole `data` object is
-//! handed to the engine, which reads its own keys.
-//!
-//! As PTMP's later TPFilter: input sets with no TrigPrims are counted and
-//! not given to the engine; outputs get `count` numbered from 0 by the
-//! agent, `detid` when configured, and `created` = now when the engine left
-//! it 0.
-//!
-//! Built-in engines:
-//! * `passthrough` (alias `pass`): outputs each input unchanged.
-//! * `adjacency` (alias `pdune-adjacency-tc`, the engine of PTMP's `ptmp-tcs`
-//!   plugin): a channel-adjacency trigger-candidate finder. Within each input
-//!   set (a time window, as `window` makes), TPs are grouped into runs of
-//!   channels where neighbours differ by at most `max_gap` + 1 (default
-//!   `max_gap` 1); a run touching at least `adjacency` distinct channels
-//!   (default 5) with an ADC sum of at least `min_adcsum` (default 0) becomes
-//!   one output TPSet holding its TPs, with `tstart`/`tspan` covering them,
-//!   `chanbeg`/`chanend` its channel range, `totaladc` its ADC sum, the input's
-//!   `detid`, and `count` numbering the candidates from 0.
-//!
-//! Plugin engines come through the C ABI of [`crate::plugin`].
+//! The engines built into ptmp (see the [`crate::filter`] module docs for
+//! what each does).
 
+use super::Engine;
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
-use crate::plugin::Plugins;
-use crate::{Agent, Ctl, Report, POLL};
-use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use ptmp::TPSet;
 use serde_json::Value;
 
-/// A filter engine: input TPSet in, output TPSets appended to `out`.
-pub trait Engine: Send {
-    fn process(&mut self, input: &TPSet, out: &mut Vec<TPSet>) -> std::result::Result<(), String>;
-}
+pub(super) const BUILTIN_ENGINES: &[&str] =
+    &["passthrough", "pass", "adjacency", "pdune-adjacency-tc"];
 
-pub const BUILTIN_ENGINES: &[&str] = &["passthrough", "pass", "adjacency", "pdune-adjacency-tc"];
-
-pub(crate) fn builtin_engine(agent: &str, name: &str, config: &Value) -> Result<Box<dyn Engine>> {
+pub(super) fn builtin_engine(agent: &str, name: &str, config: &Value) -> Result<Box<dyn Engine>> {
     match name {
         "passthrough" | "pass" => Ok(Box::new(Passthrough)),
         "adjacency" | "pdune-adjacency-tc" => Ok(Box::new(Adjacency::from_config(agent, config)?)),
@@ -147,143 +117,6 @@ impl Engine for Adjacency {
     }
 }
 
-/// A validated filter configuration.
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub input: SocketConfig,
-    pub output: SocketConfig,
-    pub engine: String,
-    pub detid: Option<u32>,
-    /// The whole data object, given to the engine.
-    pub data: Value,
-    pub plugins: Plugins,
-}
-
-impl Config {
-    pub fn parse(c: &Cfg, data: &Value, plugins: &Plugins) -> Result<Config> {
-        let input = c.req_socket("input")?;
-        let output = c.req_socket("output")?;
-        let engine = match (c.str_opt("engine")?, c.str_opt("method")?) {
-            (Some(e), Some(m)) if e != m => {
-                return Err(c.err(
-                    "method",
-                    format!("{m:?}"),
-                    format!("disagrees with engine {e:?}; give one"),
-                ))
-            }
-            (Some(e), _) | (None, Some(e)) => e.to_string(),
-            (None, None) => {
-                return Err(c.err(
-                    "engine",
-                    "(missing)",
-                    "a filter needs an engine (or PTMP's key, method)",
-                ))
-            }
-        };
-        if !plugins.has(&engine) {
-            return Err(c.err(
-                "engine",
-                format!("{engine:?}"),
-                format!(
-                    "no such engine (load its library with \"plugins\" or PTMP_PLUGINS); known: {}",
-                    plugins.engine_names().join(", ")
-                ),
-            ));
-        }
-        let detid = c.int_or("detid", -1, -1, u32::MAX as i64)?;
-        // Let the engine check its own keys now, before anything starts.
-        drop(plugins.create(&c.agent, &engine, data)?);
-        // Keys the built-in engines read are not "unread".
-        for k in ["adjacency", "max_gap", "min_adcsum"] {
-            let _ = c.get(k);
-        }
-        Ok(Config {
-            input,
-            output,
-            engine,
-            detid: (detid >= 0).then_some(detid as u32),
-            data: data.clone(),
-            plugins: plugins.clone(),
-        })
-    }
-}
-
-pub struct FilterAgent {
-    name: String,
-    rx: Receiver,
-    tx: Sender,
-    engine: Box<dyn Engine>,
-    detid: Option<u32>,
-}
-
-impl FilterAgent {
-    pub fn new(name: String, c: &Config) -> Result<Self> {
-        let engine = c.plugins.create(&name, &c.engine, &c.data)?;
-        let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
-        Ok(FilterAgent {
-            name,
-            rx,
-            tx,
-            engine,
-            detid: c.detid,
-        })
-    }
-}
-
-impl Agent for FilterAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn run(&mut self, ctl: &Ctl) -> Result<Report> {
-        let mut input = TPSet::default();
-        let mut out = Vec::new();
-        let (mut nin, mut nout, mut engine_errors, mut bad, mut empty) =
-            (0u64, 0u64, 0u64, 0u64, 0u64);
-        let mut unsent = 0u64;
-        while !ctl.done(false) {
-            match crate::recv_set(&mut self.rx, &mut input, POLL, ctl, &mut bad, &self.name)? {
-                crate::Got::Set => {}
-                crate::Got::Nothing => continue,
-                crate::Got::Done => break,
-            }
-            nin += 1;
-            if input.tps.is_empty() {
-                empty += 1;
-                continue;
-            }
-            out.clear();
-            if let Err(e) = self.engine.process(&input, &mut out) {
-                engine_errors += 1;
-                if ctl.verbose {
-                    eprintln!("{}: engine error on set {}: {e}", self.name, input.count);
-                }
-            }
-            for s in &mut out {
-                s.count = nout as u32; // wraps, as PTMP's 32-bit count
-                if let Some(d) = self.detid {
-                    s.detid = d;
-                }
-                if s.created == 0 {
-                    s.created = ptmp_data::now_us();
-                }
-                if crate::send_set(&mut self.tx, s, ctl, &self.name)? {
-                    nout += 1;
-                } else {
-                    unsent += 1;
-                }
-            }
-        }
-        Ok(Report::new(&self.name, "filter")
-            .count("in", nin)
-            .count("out", nout)
-            .count("empty_inputs", empty)
-            .count("unsent_at_stop", unsent)
-            .count("engine_errors", engine_errors)
-            .count("bad_messages", bad))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,23 +208,5 @@ mod tests {
             }
         }
         assert_eq!(cases, 16);
-    }
-
-    #[test]
-    fn unknown_engine_names_the_known_ones() {
-        let data = serde_json::json!({
-            "input": {"socket": {"type": "PULL", "connect": ["inproc://x"]}},
-            "output": {"socket": {"type": "PUSH", "bind": ["inproc://y"]}},
-            "engine": "nosuch"
-        });
-        let c = Cfg::new("f1", &data).unwrap();
-        let e = Config::parse(&c, &data, &Plugins::builtin())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("agent f1: engine = \"nosuch\": no such engine"),
-            "{e}"
-        );
-        assert!(e.contains("passthrough"), "{e}");
     }
 }

@@ -20,29 +20,17 @@
 //! tardy, how late the tardy ones were in data time (ticks behind the last
 //! sent `tstart`), and how long sets were held in real time (microseconds).
 
+// Paths other crates use for the zipper's types, from before the merges
+// shared a module.
+pub use super::{Pushed, TardyPolicy};
+
+use super::{Merge, MergeAgent, StreamStats};
 use crate::cfg::Cfg;
 use crate::error::Result;
-use crate::stats::Moments;
 use ptmp::{SocketConfig, TPSet};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
-
-/// What to do with a tardy set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TardyPolicy {
-    Drop,
-    Send,
-}
-
-impl TardyPolicy {
-    pub(crate) fn parse(c: &Cfg) -> Result<TardyPolicy> {
-        Ok(match c.choice("tardy_policy", "drop", &["drop", "send"])? {
-            "send" => TardyPolicy::Send,
-            _ => TardyPolicy::Drop,
-        })
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -103,30 +91,6 @@ impl Ord for Item {
     fn cmp(&self, o: &Self) -> Ordering {
         (o.tstart, o.seq).cmp(&(self.tstart, self.seq))
     }
-}
-
-/// Per-stream statistics.
-#[derive(Debug, Clone, Default)]
-pub struct StreamStats {
-    pub detid: u32,
-    pub received: u64,
-    pub sent: u64,
-    pub tardy: u64,
-    /// Ticks behind the last sent tstart, of tardy sets.
-    pub tardy_ticks: Moments,
-    /// Real time held in the queue, microseconds.
-    pub held_us: Moments,
-}
-
-/// What [`Zipper::push`] did with a set.
-pub enum Pushed {
-    Queued,
-    /// Tardy: the set is handed back; `send` says whether the policy wants
-    /// it sent now.
-    Tardy {
-        set: TPSet,
-        send: bool,
-    },
 }
 
 /// The zipper's queue and release rules, fed with a clock.
@@ -270,7 +234,7 @@ impl Zipper {
 }
 
 /// The zipper between its sockets.
-pub type ZipperAgent = crate::merge::MergeAgent<Zipper>;
+pub type ZipperAgent = MergeAgent<Zipper>;
 
 impl ZipperAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
@@ -280,27 +244,7 @@ impl ZipperAgent {
     }
 }
 
-/// Per-stream report lines shared by zipper and sorted.
-pub(crate) fn stream_lines(streams: &[StreamStats]) -> Vec<String> {
-    streams
-        .iter()
-        .map(|s| {
-            format!(
-                "detid {}: received {} sent {} tardy {} (ticks late mean {:.0} max {:.0}); held us mean {:.1} max {:.0}",
-                s.detid,
-                s.received,
-                s.sent,
-                s.tardy,
-                s.tardy_ticks.mean(),
-                if s.tardy_ticks.n > 0 { s.tardy_ticks.max } else { 0.0 },
-                s.held_us.mean(),
-                if s.held_us.n > 0 { s.held_us.max } else { 0.0 },
-            )
-        })
-        .collect()
-}
-
-impl crate::merge::Merge for Zipper {
+impl Merge for Zipper {
     const KIND: &'static str = "zipper";
     fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
         Zipper::push(self, set, now_us)

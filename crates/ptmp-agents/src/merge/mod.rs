@@ -1,12 +1,77 @@
-//! The agent loop shared by the two merges, [`crate::zipper`] and
-//! [`crate::sorted`]: they differ only in their release rules, which each
-//! core implements as [`Merge`].
+//! The two merges of time-ordered streams, [`zipper`] and [`sorted`], and
+//! what they share: the agent loop ([`MergeAgent`]), the tardy-set policy,
+//! and per-stream statistics. They differ only in their release rules, which
+//! each core implements as [`Merge`].
 
+pub mod sorted;
+pub mod zipper;
+
+use crate::cfg::Cfg;
 use crate::error::Result;
-use crate::zipper::{stream_lines, Pushed, StreamStats};
+use crate::stats::Moments;
 use crate::{recv_set, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
 use std::time::Duration;
+
+/// What to do with a tardy set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TardyPolicy {
+    Drop,
+    Send,
+}
+
+impl TardyPolicy {
+    pub(crate) fn parse(c: &Cfg) -> Result<TardyPolicy> {
+        Ok(match c.choice("tardy_policy", "drop", &["drop", "send"])? {
+            "send" => TardyPolicy::Send,
+            _ => TardyPolicy::Drop,
+        })
+    }
+}
+
+/// What [`Zipper::push`] did with a set.
+pub enum Pushed {
+    Queued,
+    /// Tardy: the set is handed back; `send` says whether the policy wants
+    /// it sent now.
+    Tardy {
+        set: TPSet,
+        send: bool,
+    },
+}
+
+/// Per-stream statistics.
+#[derive(Debug, Clone, Default)]
+pub struct StreamStats {
+    pub detid: u32,
+    pub received: u64,
+    pub sent: u64,
+    pub tardy: u64,
+    /// Ticks behind the last sent tstart, of tardy sets.
+    pub tardy_ticks: Moments,
+    /// Real time held in the queue, microseconds.
+    pub held_us: Moments,
+}
+
+/// Per-stream report lines shared by zipper and sorted.
+pub(crate) fn stream_lines(streams: &[StreamStats]) -> Vec<String> {
+    streams
+        .iter()
+        .map(|s| {
+            format!(
+                "detid {}: received {} sent {} tardy {} (ticks late mean {:.0} max {:.0}); held us mean {:.1} max {:.0}",
+                s.detid,
+                s.received,
+                s.sent,
+                s.tardy,
+                s.tardy_ticks.mean(),
+                if s.tardy_ticks.n > 0 { s.tardy_ticks.max } else { 0.0 },
+                s.held_us.mean(),
+                if s.held_us.n > 0 { s.held_us.max } else { 0.0 },
+            )
+        })
+        .collect()
+}
 
 /// A merge core: queues sets and says which to send when.
 pub trait Merge: Send {

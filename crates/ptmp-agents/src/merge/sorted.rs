@@ -16,9 +16,9 @@
 //! dropped (counted) or sent at once with "send". On stop every held set is
 //! flushed in order.
 
+use super::{Merge, MergeAgent, Pushed, StreamStats, TardyPolicy};
 use crate::cfg::Cfg;
 use crate::error::Result;
-use crate::zipper::{Pushed, StreamStats, TardyPolicy};
 use ptmp::{SocketConfig, TPSet};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -151,7 +151,7 @@ impl Sorted {
 }
 
 /// The head-of-line merge between its sockets.
-pub type SortedAgent = crate::merge::MergeAgent<Sorted>;
+pub type SortedAgent = MergeAgent<Sorted>;
 
 impl SortedAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
@@ -160,7 +160,7 @@ impl SortedAgent {
     }
 }
 
-impl crate::merge::Merge for Sorted {
+impl Merge for Sorted {
     const KIND: &'static str = "sorted";
     fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
         Sorted::push(self, set, now_us)
@@ -216,7 +216,7 @@ mod tests {
             z.push(s(2, 250), 13 * MS),
             Pushed::Tardy { send: false, .. }
         ));
-        let st = crate::merge::Merge::stream_stats(&z);
+        let st = Merge::stream_stats(&z);
         assert_eq!((st[1].received, st[1].tardy), (2, 1));
     }
 
@@ -252,7 +252,7 @@ mod tests {
                     let _ = z.next_due();
                 }
                 while z.flush_one(now).is_some() {}
-                let st = crate::merge::Merge::stream_stats(&z);
+                let st = Merge::stream_stats(&z);
                 assert_eq!(st[0].tardy, 2);
             }
         }

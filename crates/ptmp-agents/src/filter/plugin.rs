@@ -14,8 +14,9 @@
 //! `pdune-adjacency-tc` is our [`crate::filter`] adjacency engine, so
 //! configurations naming it run unmodified.
 
+use super::engines::{builtin_engine, BUILTIN_ENGINES};
+use super::Engine;
 use crate::error::{Error, Result};
-use crate::filter::{builtin_engine, Engine, BUILTIN_ENGINES};
 use libloading::Library;
 use ptmp_data::{TPSet, TrigPrim};
 use serde_json::Value;

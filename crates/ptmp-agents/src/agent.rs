@@ -1,0 +1,159 @@
+//! What every agent is: the [`Agent`] trait, its run control ([`Ctl`]),
+//! its live counters ([`Counts`]) and its final [`Report`].
+
+use crate::error::Result;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long an agent waits on its input before checking for stop.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// How long a stopped agent keeps reading a busy input before it gives up
+/// draining it.
+pub const DRAIN_MAX: Duration = Duration::from_secs(2);
+
+/// Run control of one agent: its stop request and verbosity.
+///
+/// Stopping drains: a stopped agent goes on reading its input until a read
+/// finds nothing (or [`DRAIN_MAX`] passes), then flushes and returns. The
+/// runner stops agents upstream first, so what a source sent before it
+/// stopped flows through the whole chain.
+#[derive(Clone, Default)]
+pub struct Ctl {
+    stop: Arc<AtomicBool>,
+    hold: Arc<AtomicBool>,
+    since: Arc<Mutex<Option<Instant>>>,
+    pub verbose: bool,
+    /// Messages the agent has taken in and sent out so far, readable while
+    /// it runs (the graph runner's per-node counts and rates).
+    pub counts: Arc<Counts>,
+}
+
+/// Live message counters of one agent. An increment is a plain load and
+/// store, not a locked read-modify-write, to keep the hot path cheap: exact
+/// when one thread writes (every agent but a monitor with several taps,
+/// whose tap threads may lose an increment now and then); readers on other
+/// threads see a recent value.
+#[derive(Default, Debug)]
+pub struct Counts {
+    input: AtomicU64,
+    output: AtomicU64,
+}
+
+impl Counts {
+    #[inline]
+    pub fn add_in(&self) {
+        let v = self.input.load(Ordering::Relaxed);
+        self.input.store(v + 1, Ordering::Relaxed);
+    }
+    #[inline]
+    pub fn add_out(&self) {
+        let v = self.output.load(Ordering::Relaxed);
+        self.output.store(v + 1, Ordering::Relaxed);
+    }
+    /// (messages in, messages out).
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.input.load(Ordering::Relaxed),
+            self.output.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Ctl {
+    pub fn new(verbose: bool) -> Self {
+        Ctl {
+            verbose,
+            ..Default::default()
+        }
+    }
+    /// A new, independent control with the same verbosity.
+    pub fn fresh(&self) -> Self {
+        Ctl::new(self.verbose)
+    }
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+    /// Say the pipeline is stopping: the agents upstream are draining and
+    /// flushing into this one, which will be stopped after them. A merge
+    /// then stops releasing sets by timeout (a stream whose stage is still
+    /// flushing would otherwise see its sets dropped as tardy) and releases
+    /// only what is safe, flushing the rest in order when stopped itself.
+    pub fn hold(&self) {
+        self.hold.store(true, Ordering::Relaxed)
+    }
+    /// Whether [`Ctl::hold`] was called.
+    pub fn holding(&self) -> bool {
+        self.hold.load(Ordering::Relaxed)
+    }
+    pub fn stop(&self) {
+        let mut s = self.since.lock().unwrap_or_else(|p| p.into_inner());
+        s.get_or_insert_with(Instant::now);
+        self.stop.store(true, Ordering::Relaxed)
+    }
+    /// Whether the agent should end now: stopped, and its input was `idle`
+    /// (a read found nothing) or draining has gone on for [`DRAIN_MAX`].
+    pub fn done(&self, idle: bool) -> bool {
+        if !self.stopped() {
+            return false;
+        }
+        idle || self
+            .since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|t| t.elapsed() >= DRAIN_MAX)
+    }
+}
+
+/// An agent's final counters.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub name: String,
+    pub kind: &'static str,
+    pub counters: Vec<(String, u64)>,
+    /// Free-form lines (per-input statistics and the like).
+    pub lines: Vec<String>,
+}
+
+impl Report {
+    pub fn new(name: &str, kind: &'static str) -> Self {
+        Report {
+            name: name.to_string(),
+            kind,
+            ..Default::default()
+        }
+    }
+    pub fn count(mut self, key: &str, n: u64) -> Self {
+        self.counters.push((key.to_string(), n));
+        self
+    }
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.counters
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name, self.kind)?;
+        for (k, v) in &self.counters {
+            write!(f, " {k}={v}")?;
+        }
+        for l in &self.lines {
+            write!(f, "\n    {l}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A runnable agent: owns its sockets, runs on one thread.
+pub trait Agent: Send {
+    fn name(&self) -> &str;
+    /// Run until `ctl` says stop or the input is exhausted (a file read to
+    /// its end, `number` messages copied), flush, and report.
+    fn run(&mut self, ctl: &Ctl) -> Result<Report>;
+}

@@ -1,0 +1,114 @@
+//! An agent's socket I/O: opening its sockets and the reads and writes
+//! that count messages and honour its stop request.
+
+use crate::agent::{Ctl, POLL};
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// Open the input and output sockets of a one-in, one-out agent; errors
+/// name the agent.
+pub fn open_io(
+    agent: &str,
+    input: &ptmp::SocketConfig,
+    output: &ptmp::SocketConfig,
+) -> Result<(ptmp::Receiver, ptmp::Sender)> {
+    let rx = ptmp::Receiver::from_config(input).map_err(Error::socket(agent))?;
+    let tx = ptmp::Sender::from_config(output).map_err(Error::socket(agent))?;
+    Ok((rx, tx))
+}
+
+/// What one read of an agent's input gave.
+pub enum Got {
+    /// A set arrived.
+    Set,
+    /// Nothing this time (a timeout, a signal, or a message that is not a
+    /// TPSet, which is counted).
+    Nothing,
+    /// Nothing, and the agent is stopping: time to flush and return.
+    Done,
+}
+
+/// Read one TPSet from an agent's input, waiting at most `wait`.
+pub fn recv_set(
+    rx: &mut ptmp::Receiver,
+    set: &mut ptmp::TPSet,
+    wait: Duration,
+    ctl: &Ctl,
+    bad: &mut u64,
+    agent: &str,
+) -> Result<Got> {
+    match rx.recv_into(set, Some(wait)) {
+        Ok(true) => {
+            ctl.counts.add_in();
+            Ok(Got::Set)
+        }
+        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(if ctl.done(true) {
+            Got::Done
+        } else {
+            Got::Nothing
+        }),
+        Err(ptmp::Error::Wire(_)) => {
+            *bad += 1;
+            Ok(Got::Nothing)
+        }
+        Err(e) => Err(Error::socket(agent)(e)),
+    }
+}
+
+/// [`recv_set`] for raw frames (agents that pass messages without parsing
+/// them): `Got::Set` when a message arrived, counted as input.
+pub fn recv_frames(
+    rx: &mut ptmp::Receiver,
+    f: &mut ptmp::Frames,
+    ctl: &Ctl,
+    agent: &str,
+) -> Result<Got> {
+    match rx.recv_raw_into(f, Some(POLL)) {
+        Ok(true) => {
+            ctl.counts.add_in();
+            Ok(Got::Set)
+        }
+        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(if ctl.done(true) {
+            Got::Done
+        } else {
+            Got::Nothing
+        }),
+        Err(e) => Err(Error::socket(agent)(e)),
+    }
+}
+
+/// Send `set` on `tx`, waiting for room as long as the agent is not done
+/// (see [`Ctl::done`]). `Ok(false)`: the agent is stopping and nobody took
+/// the set within [`DRAIN_MAX`], so it was not sent (callers count it).
+pub fn send_set(tx: &mut ptmp::Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
+    loop {
+        if tx.send_within(set, POLL).map_err(Error::socket(agent))? {
+            ctl.counts.add_out();
+            return Ok(true);
+        }
+        if ctl.done(false) {
+            return Ok(false);
+        }
+    }
+}
+
+/// [`send_set`] for raw frames.
+pub fn send_frames(
+    tx: &mut ptmp::Sender,
+    f: &ptmp::Frames,
+    ctl: &Ctl,
+    agent: &str,
+) -> Result<bool> {
+    loop {
+        if tx
+            .send_frames_within(f, POLL)
+            .map_err(Error::socket(agent))?
+        {
+            ctl.counts.add_out();
+            return Ok(true);
+        }
+        if ctl.done(false) {
+            return Ok(false);
+        }
+    }
+}
