@@ -55,22 +55,31 @@ pub fn from_json(d: &Value) -> TPSet {
     }
 }
 
+/// Add the optional fields that are set; an unset one has no key, as in
+/// protobuf's JSON mapping.
+fn insert_set(m: &mut Map<String, Value>, fields: [(&str, Option<u32>); 4]) {
+    for (k, v) in fields {
+        if let Some(v) = v {
+            m.insert(k.into(), v.into());
+        }
+    }
+}
+
 fn to_json(t: &TPSet) -> Value {
     let mut m = Map::new();
     m.insert("count".into(), t.count.into());
     m.insert("detid".into(), t.detid.into());
     m.insert("created".into(), t.created.into());
     m.insert("tstart".into(), t.tstart.into());
-    for (k, v) in [
-        ("tspan", t.tspan),
-        ("chanbeg", t.chanbeg),
-        ("chanend", t.chanend),
-        ("totaladc", t.totaladc),
-    ] {
-        if let Some(v) = v {
-            m.insert(k.into(), v.into());
-        }
-    }
+    insert_set(
+        &mut m,
+        [
+            ("tspan", t.tspan),
+            ("chanbeg", t.chanbeg),
+            ("chanend", t.chanend),
+            ("totaladc", t.totaladc),
+        ],
+    );
     if !t.tps.is_empty() {
         let tps: Vec<Value> = t
             .tps
@@ -79,16 +88,15 @@ fn to_json(t: &TPSet) -> Value {
                 let mut o = Map::new();
                 o.insert("channel".into(), tp.channel.into());
                 o.insert("tstart".into(), tp.tstart.into());
-                for (k, v) in [
-                    ("tspan", tp.tspan),
-                    ("adcsum", tp.adcsum),
-                    ("adcpeak", tp.adcpeak),
-                    ("flags", tp.flags),
-                ] {
-                    if let Some(v) = v {
-                        o.insert(k.into(), v.into());
-                    }
-                }
+                insert_set(
+                    &mut o,
+                    [
+                        ("tspan", tp.tspan),
+                        ("adcsum", tp.adcsum),
+                        ("adcpeak", tp.adcpeak),
+                        ("flags", tp.flags),
+                    ],
+                );
                 Value::Object(o)
             })
             .collect();

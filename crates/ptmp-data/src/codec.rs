@@ -32,37 +32,93 @@ use crate::{TPSet, TrigPrim};
 /// Why a payload is not a valid `ptmp.data.TPSet`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
+    /// A value, key, length-delimited field or group runs past the end of the
+    /// payload.
     #[error("payload truncated at byte {offset}: {what} runs past the end")]
-    Truncated { offset: usize, what: &'static str },
+    Truncated {
+        /// Byte offset in the payload where the cut-off item (or the key of the
+        /// cut-off group) starts.
+        offset: usize,
+        /// What was being read there, e.g. "a varint" or "a TrigPrim".
+        what: &'static str,
+    },
+    /// A varint longer than protobuf's 10-byte maximum.
     #[error("malformed varint at byte {offset}")]
-    BadVarint { offset: usize },
+    BadVarint {
+        /// Byte offset in the payload where the varint starts.
+        offset: usize,
+    },
+    /// A field key with field number 0 or wire type 6 or 7, none of which
+    /// protobuf defines.
     #[error("invalid field key at byte {offset}: field number {field}, wire type {wire_type}")]
     BadKey {
+        /// Byte offset in the payload where the key starts.
         offset: usize,
+        /// The field number the key carries.
         field: u64,
+        /// The wire type the key carries (its low 3 bits).
         wire_type: u8,
     },
+    /// A field key or length prefix written in more than 5 bytes, or a field
+    /// key above 32 bits: the reference parsers refuse both even though a
+    /// varint may take 10 bytes.
     #[error("over-long {what} at byte {offset}: protobuf allows at most 5 bytes")]
-    TooLong { offset: usize, what: &'static str },
+    TooLong {
+        /// Byte offset in the payload where the varint starts.
+        offset: usize,
+        /// Which of the two it was: "field key" or "length prefix".
+        what: &'static str,
+    },
+    /// A length prefix of 2^31 bytes or more.
     #[error("length {len} at byte {offset} is beyond protobuf's 2 GiB limit")]
-    BadLength { offset: usize, len: u64 },
+    BadLength {
+        /// Byte offset in the payload where the length prefix starts.
+        offset: usize,
+        /// The length it declares, in bytes.
+        len: u64,
+    },
+    /// An end-group tag with no group open.
     #[error("end-group tag for field {field} at byte {offset} closes no group")]
-    StrayEndGroup { offset: usize, field: u64 },
+    StrayEndGroup {
+        /// Byte offset in the payload of the end-group tag.
+        offset: usize,
+        /// The field number in the end-group tag.
+        field: u64,
+    },
+    /// An end-group tag whose field number differs from the open group's.
     #[error("end-group tag for field {field} at byte {offset} closes the group of field {open}")]
     EndGroupMismatch {
+        /// Byte offset in the payload of the end-group tag.
         offset: usize,
+        /// The field number in the end-group tag.
         field: u64,
+        /// The field number of the innermost open group.
         open: u64,
     },
+    /// Groups and messages nested deeper than [`MAX_DEPTH`], refused so a
+    /// hostile payload cannot exhaust the stack.
     #[error("groups and messages nested more than {MAX_DEPTH} deep at byte {offset}")]
-    TooDeep { offset: usize },
+    TooDeep {
+        /// Byte offset in the payload where the level too many starts.
+        offset: usize,
+    },
+    /// The TPSet lacks one of its required fields (count, detid, created,
+    /// tstart).
     #[error("{message} is missing required field '{field}'")]
     MissingRequired {
+        /// The protobuf message name ("TPSet").
         message: &'static str,
+        /// The name of the first missing field, as in the .proto.
         field: &'static str,
     },
+    /// A TrigPrim inside the set lacks a required field (channel or tstart).
     #[error("TrigPrim #{index} in the TPSet is missing required field '{field}'")]
-    MissingRequiredTp { index: usize, field: &'static str },
+    MissingRequiredTp {
+        /// Zero-based position of the TrigPrim in the set's `tps`.
+        index: usize,
+        /// The name of the first missing field, as in the .proto.
+        field: &'static str,
+    },
 }
 
 /// Serialize `tpset` into `buf`, replacing its contents.
@@ -719,7 +775,12 @@ mod tests {
             let mut w = Writer { out: &mut b, n: 0 };
             w.varint(v);
             let n = w.n;
-            let bytes: Vec<u8> = b[..n].iter().map(|x| unsafe { x.assume_init() }).collect();
+            let bytes: Vec<u8> = b[..n]
+                .iter()
+                // SAFETY: every element of `b` was made with
+                // `MaybeUninit::new`, so all of them are initialised.
+                .map(|x| unsafe { x.assume_init() })
+                .collect();
             // The reference: prost's varint encoding.
             let mut want = Vec::new();
             prost::encoding::encode_varint(v, &mut want);

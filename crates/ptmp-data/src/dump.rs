@@ -38,22 +38,37 @@ const READ_CHUNK: usize = 64 * 1024;
 /// record or a bad length, the frame's length byte for a bad frame).
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
+    /// The file ends inside a record: in its 8-byte length, or before the
+    /// bytes the length promises.
     #[error("dump file truncated in record {record} at byte {offset}: {what}")]
     Truncated {
+        /// Number of the record, from 0.
         record: u64,
+        /// Byte of the file where the cut-off record starts.
         offset: u64,
+        /// What was cut off and how much of it the file holds.
         what: String,
     },
+    /// A record whose length exceeds [`MAX_RECORD`], or whose bytes are not a
+    /// valid `zmsg_encode` form of at least one frame.
     #[error("dump file corrupt in record {record} at byte {offset}: {what}")]
     Corrupt {
+        /// Number of the record, from 0.
         record: u64,
+        /// Byte of the file where the problem is: the record's start for a
+        /// bad length, the frame's length byte for a bad frame.
         offset: u64,
+        /// What is wrong, in words.
         what: String,
     },
+    /// Reading the underlying input failed.
     #[error("dump file I/O error in record {record} at byte {offset}: {source}")]
     Io {
+        /// Number of the record being read, from 0.
         record: u64,
+        /// Byte of the file where the record being read starts.
         offset: u64,
+        /// The error the reader returned.
         source: io::Error,
     },
 }
@@ -122,6 +137,7 @@ pub struct ZmsgError {
     pub pos: usize,
     /// Index of the frame.
     pub frame: usize,
+    /// What is wrong with the frame, e.g. that its length runs past the end.
     pub what: String,
 }
 
@@ -221,6 +237,9 @@ pub struct DumpWriter<W: Write> {
 }
 
 impl<W: Write> DumpWriter<W> {
+    /// Start a dump file at the current position of `out`. Nothing is
+    /// buffered here: each record goes to `out` in one `write_all`, so wrap a
+    /// file in a `BufWriter` when writing many small records.
     pub fn new(out: W) -> Self {
         Self {
             out,
@@ -257,10 +276,12 @@ impl<W: Write> DumpWriter<W> {
         self.records
     }
 
+    /// Flush the underlying writer, so every record written so far reaches it.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
 
+    /// Give back the underlying writer, without flushing it.
     pub fn into_inner(self) -> W {
         self.out
     }
@@ -276,6 +297,8 @@ pub struct DumpReader<R: Read> {
 }
 
 impl<R: Read> DumpReader<R> {
+    /// Read records from `input`, which must be positioned at the start of a
+    /// record (offsets in errors count from there).
     pub fn new(input: R) -> Self {
         Self {
             input,

@@ -10,6 +10,7 @@ pub struct Frames {
 }
 
 impl Frames {
+    /// An empty message holding no allocation until the first frame.
     pub fn new() -> Self {
         Self::default()
     }
@@ -42,7 +43,7 @@ impl Frames {
         self.ends.push(self.data.len());
     }
 
-    /// Append an empty frame of `len` bytes and return it for filling.
+    /// Append a zero-filled frame of `len` bytes and return it for filling.
     pub fn push_uninit(&mut self, len: usize) -> &mut [u8] {
         let start = self.data.len();
         self.data.resize(start + len, 0);
@@ -55,6 +56,7 @@ impl Frames {
         self.ends.len()
     }
 
+    /// True when there are no frames (a message of empty frames is not empty).
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }

@@ -21,7 +21,8 @@ pub mod dump;
 pub mod frames;
 pub mod wire;
 
-/// Code generated from `proto/ptmp.proto`.
+/// The messages prost generates from `proto/ptmp.proto`; their documentation
+/// comes from the comments in that file.
 pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/ptmp.data.rs"));
 }
@@ -41,12 +42,7 @@ pub use wire::{WireError, VERSION_FRAME};
 /// going through `SystemTime`, and this runs once per message sent.
 #[inline]
 pub fn now_us() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec; CLOCK_REALTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
     ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
 

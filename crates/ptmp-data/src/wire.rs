@@ -1,7 +1,7 @@
 //! PTMP's data message: exactly two frames, `[version, payload]`.
 //!
 //! `version` is a 4-byte native-endian C `int` holding 0; `payload` is a
-//! serialized [`TPSet`](crate::TPSet). There is no topic frame: on PUB/SUB the
+//! serialized [`TPSet`]. There is no topic frame: on PUB/SUB the
 //! version frame serves as the topic and subscribers subscribe to "".
 
 use crate::codec::{decode_tpset_into, DecodeError};
@@ -16,17 +16,22 @@ pub const VERSION_FRAME: [u8; 4] = VERSION.to_ne_bytes();
 /// Why a received message is not a PTMP data message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
+    /// The message has this many frames instead of 2.
     #[error("message has {0} frame(s); a PTMP message has exactly 2 (version, payload)")]
     FrameCount(usize),
+    /// The first frame has this many bytes instead of the 4 of a C `int`.
     #[error("version frame is {0} byte(s); it must be a 4-byte int")]
     VersionSize(usize),
+    /// The version frame holds this number instead of [`VERSION`].
     #[error("message version is {0}; only version 0 is known")]
     Version(i32),
+    /// The second frame is not a valid serialized TPSet.
     #[error("payload is not a TPSet: {0}")]
     Payload(#[from] DecodeError),
 }
 
-/// Check a version frame.
+/// Check that `frame` is a 4-byte native-endian [`VERSION`], the first frame
+/// of every PTMP data message.
 #[inline]
 pub fn check_version(frame: &[u8]) -> Result<(), WireError> {
     let v: [u8; 4] = frame
@@ -38,7 +43,8 @@ pub fn check_version(frame: &[u8]) -> Result<(), WireError> {
     }
 }
 
-/// Decode a whole message given as its frames.
+/// Decode a whole message given as its frames into `out`, reusing its
+/// storage; fails on anything but exactly `[VERSION_FRAME, valid TPSet]`.
 pub fn decode_message<F: AsRef<[u8]>>(frames: &[F], out: &mut TPSet) -> Result<(), WireError> {
     if frames.len() != 2 {
         return Err(WireError::FrameCount(frames.len()));

@@ -43,6 +43,8 @@ fn shrank(n: usize) {
 // wrapper only keeps counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: our caller upholds `alloc`'s contract (a non-zero-size
+        // layout), which is all `System.alloc` asks.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             grew(l.size());
@@ -50,6 +52,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`: the caller's layout is passed on unchanged.
         let p = unsafe { System.alloc_zeroed(l) };
         if !p.is_null() {
             grew(l.size());
@@ -57,10 +60,16 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from this allocator, i.e. from `System` (every
+        // allocation is forwarded there), with layout `l`, as the caller
+        // guarantees.
         unsafe { System.dealloc(p, l) };
         shrank(l.size());
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: `p` was allocated by `System` with layout `l` (see
+        // `dealloc`), and the caller guarantees `new` is a valid non-zero size
+        // for `l`'s alignment.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             if new > l.size() {
