@@ -198,14 +198,8 @@ impl Endpoint {
                 if rest.is_empty() {
                     return Err(bad(format!("{scheme}:// needs a name")));
                 }
-                if transport == Transport::Shm
-                    && !rest
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-                {
-                    return Err(bad(
-                        "shm names may hold only letters, digits, '.', '_' and '-'".into(),
-                    ));
+                if transport == Transport::Shm && ptmp_shm::ChannelName::new(rest).is_err() {
+                    return Err(bad(format!("shm names are {}", ptmp_shm::NAME_RULE)));
                 }
             }
             Transport::Ipc => {
@@ -299,12 +293,13 @@ pub struct SocketConfig {
     pub shm_mode: ptmp_shm::Access,
 }
 
-/// Default ring size of an shm:// channel.
-pub const DEFAULT_SHM_SLOTS: usize = 1024;
+/// Default ring size of an shm:// channel (ptmp-shm's default).
+pub const DEFAULT_SHM_SLOTS: usize = ptmp_shm::DEFAULT_SLOTS;
 /// Default largest message of an shm:// channel (a TPSet of about 1500 TPs).
 pub const DEFAULT_SHM_MAX_MESSAGE: usize = 65536;
-/// Default bound on an shm:// PUSH waiting for its slowest reader.
-pub const DEFAULT_SHM_BLOCK_TIMEOUT_MS: u64 = 10_000;
+/// Default bound on an shm:// PUSH waiting for its slowest reader
+/// (ptmp-shm's default).
+pub const DEFAULT_SHM_BLOCK_TIMEOUT_MS: u64 = ptmp_shm::DEFAULT_BLOCK_TIMEOUT.as_millis() as u64;
 
 const KNOWN_KEYS: &[&str] = &[
     "type",
@@ -420,7 +415,13 @@ impl SocketConfig {
         let subscribers_timeout_ms = int(s, "subscribers_timeout_ms", 0, i64::MAX)?
             .map(|x| x as u64)
             .unwrap_or(DEFAULT_SUBSCRIBERS_TIMEOUT_MS);
-        let shm_slots = int(s, "shm_slots", 2, 1 << 24)?.map_or(DEFAULT_SHM_SLOTS, |x| x as usize);
+        let shm_slots = int(
+            s,
+            "shm_slots",
+            ptmp_shm::MIN_SLOTS as i64,
+            ptmp_shm::MAX_SLOTS as i64,
+        )?
+        .map_or(DEFAULT_SHM_SLOTS, |x| x as usize);
         if !shm_slots.is_power_of_two() {
             return Err(Error::config(
                 "socket.shm_slots",
@@ -428,8 +429,8 @@ impl SocketConfig {
                 "must be a power of two",
             ));
         }
-        let shm_max_message =
-            int(s, "shm_max_message", 1, 1 << 30)?.map_or(DEFAULT_SHM_MAX_MESSAGE, |x| x as usize);
+        let shm_max_message = int(s, "shm_max_message", 1, ptmp_shm::MAX_MESSAGE_LIMIT as i64)?
+            .map_or(DEFAULT_SHM_MAX_MESSAGE, |x| x as usize);
         let shm_block_timeout_ms = int(s, "shm_block_timeout_ms", 0, i64::MAX)?
             .map_or(DEFAULT_SHM_BLOCK_TIMEOUT_MS, |x| x as u64);
         let shm_mode = match s.get("shm_mode") {

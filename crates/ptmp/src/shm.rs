@@ -20,7 +20,7 @@ use ptmp_data::codec::decode_tpset_into;
 use ptmp_data::dump::{zmsg_frames, zmsg_len, zmsg_write};
 use ptmp_data::wire::check_version;
 use ptmp_data::{Frames, TPSet, WireError};
-use ptmp_shm::{ChannelConfig, Deadline, Policy, Reader, ShmError, StartAt, Writer};
+use ptmp_shm::{ChannelConfig, ChannelName, Deadline, Policy, Reader, ShmError, StartAt, Writer};
 use std::time::{Duration, Instant};
 
 fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
@@ -111,13 +111,18 @@ pub(crate) fn channel(
             "waiting for subscribers is not available over shm:// yet (readers can read the ring's history instead)",
         ));
     }
-    Ok(Some((
-        key,
-        shm.iter()
-            .map(|(_, e)| e.address["shm://".len()..].to_string())
-            .collect(),
-        policy,
-    )))
+    // The channel-name rule is ptmp-shm's; an endpoint built without
+    // parsing is held to it here too.
+    let names = shm
+        .iter()
+        .map(|(_, e)| {
+            let name = &e.address["shm://".len()..];
+            ChannelName::new(name)
+                .map(|n| n.to_string())
+                .map_err(shm_err(&key, name))
+        })
+        .collect::<Result<_>>()?;
+    Ok(Some((key, names, policy)))
 }
 
 pub(crate) struct ShmTx {
