@@ -1167,11 +1167,10 @@ impl PyShmReader {
         }
         // An owned view holds the mapping itself; `viewing` still keeps the
         // reader from reading on (and releasing the slot) while it is held.
-        let v = me
-            .r
-            .view_checked(Some(Duration::ZERO))
-            .map_err(serr)?
-            .map(View::into_owned);
+        let v =
+            me.r.view_checked(Some(Duration::ZERO))
+                .map_err(serr)?
+                .map(View::into_owned);
         let Some(v) = v else {
             return Ok(None);
         };
