@@ -12,7 +12,13 @@
  * with a '/' or ending in ".so" is a path), and a filter agent whose
  * "engine" names one of these descriptors runs it.
  *
- * Life of an engine, all calls from the filter agent's one thread:
+ * Life of an engine. All calls on one engine state (its create, every
+ * process, its destroy) come from one thread: the filter agent's own,
+ * which holds the state until it stops. Before anything starts, ptmp also
+ * checks a configuration by creating an engine and destroying it at once
+ * (no process calls), on the thread that reads the configuration; so a
+ * plugin may see creates from several threads, but never a state used
+ * from a thread other than the one that created it.
  *   state = create(config_json, err, errlen)   once; config_json is the
  *           filter agent's whole "data" object as JSON text (valid for the
  *           call only). Return NULL and write a NUL-terminated reason into

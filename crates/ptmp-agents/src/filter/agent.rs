@@ -69,24 +69,28 @@ impl Config {
     }
 }
 
+/// The filter between its sockets.
+///
+/// The agent keeps what it needs to make its engine, not the engine: the
+/// engine is made when [`Agent::run`] starts and dropped when it returns,
+/// so a plugin engine is created, used and destroyed on the agent's own
+/// thread, as `include/ptmp_filter.h` promises.
 pub struct FilterAgent {
     name: String,
     rx: Receiver,
     tx: Sender,
-    engine: Box<dyn Engine>,
-    detid: Option<u32>,
+    config: Config,
 }
 
 impl FilterAgent {
+    /// Open the filter's sockets; its engine is made later, by `run`.
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let engine = c.plugins.create(&name, &c.engine, &c.data)?;
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(FilterAgent {
             name,
             rx,
             tx,
-            engine,
-            detid: c.detid,
+            config: c.clone(),
         })
     }
 }
@@ -97,6 +101,8 @@ impl Agent for FilterAgent {
     }
 
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let c = &self.config;
+        let mut engine: Box<dyn Engine> = c.plugins.create(&self.name, &c.engine, &c.data)?;
         let mut input = TPSet::default();
         let mut out = Vec::new();
         let (mut nin, mut nout, mut engine_errors, mut bad, mut empty) =
@@ -114,7 +120,7 @@ impl Agent for FilterAgent {
                 continue;
             }
             out.clear();
-            if let Err(e) = self.engine.process(&input, &mut out) {
+            if let Err(e) = engine.process(&input, &mut out) {
                 engine_errors += 1;
                 if ctl.verbose {
                     eprintln!("{}: engine error on set {}: {e}", self.name, input.count);
@@ -122,7 +128,7 @@ impl Agent for FilterAgent {
             }
             for s in &mut out {
                 s.count = nout as u32; // wraps, as PTMP's 32-bit count
-                if let Some(d) = self.detid {
+                if let Some(d) = self.config.detid {
                     s.detid = d;
                 }
                 if s.created == 0 {

@@ -36,6 +36,12 @@ pub use engines::{Adjacency, Passthrough};
 use ptmp::TPSet;
 
 /// A filter engine: input TPSet in, output TPSets appended to `out`.
-pub trait Engine: Send {
+///
+/// Not `Send`: a filter agent makes its engine on its own thread and keeps
+/// it there (a plugin engine must not change threads, see [`plugin`]).
+pub trait Engine {
+    /// Turn `input` (a set with at least one TrigPrim) into zero or more
+    /// sets appended to `out`; an `Err` is counted by the agent, which goes
+    /// on with the next input.
     fn process(&mut self, input: &TPSet, out: &mut Vec<TPSet>) -> std::result::Result<(), String>;
 }

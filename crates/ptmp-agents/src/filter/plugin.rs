@@ -80,10 +80,16 @@ struct CSource {
     desc: *const CEngineDesc,
 }
 
-// SAFETY: the descriptor is immutable static data of the library, which the
-// Arc keeps loaded; its functions are called from one thread at a time per
-// engine state (see `CEngine`).
+// SAFETY: `desc` is the only field that is not already Send and Sync. It
+// points to a descriptor the library returned as immutable data that lives
+// as long as the library (ptmp_filter.h), and `_lib` keeps the library
+// loaded as long as this value exists; we only ever read through it, so
+// reading it from any thread, or from several at once, is sound. What the
+// header ties to one thread is an engine *state*, and a state is held by a
+// `CEngine`, which is neither Send nor Sync: whichever thread calls
+// `create` is the one that calls `process` and `destroy` on that state.
 unsafe impl Send for CSource {}
+// SAFETY: as for Send above: shared access only reads immutable data.
 unsafe impl Sync for CSource {}
 
 /// Where an engine comes from.
@@ -260,15 +266,14 @@ impl Plugins {
     }
 }
 
-/// An engine state inside a plugin.
+/// An engine state inside a plugin. Its raw `state` pointer makes it
+/// neither Send nor Sync, which is what the C ABI asks: the thread that
+/// creates it is the only one that uses and destroys it.
 struct CEngine {
     src: CSource,
     state: *mut c_void,
     tps: Vec<CTp>,
 }
-
-// SAFETY: the state is used from the one thread that owns this value.
-unsafe impl Send for CEngine {}
 
 impl CEngine {
     fn create(agent: &str, src: CSource, config: &Value) -> Result<Box<dyn Engine>> {
