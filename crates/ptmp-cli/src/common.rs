@@ -48,6 +48,16 @@ impl From<ptmp::Error> for CliError {
     }
 }
 
+#[cfg(feature = "bench")]
+impl From<ptmp_bench::BenchError> for CliError {
+    fn from(e: ptmp_bench::BenchError) -> Self {
+        CliError {
+            code: e.code,
+            msg: e.msg,
+        }
+    }
+}
+
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         CliError::fail(e.to_string())
@@ -144,7 +154,11 @@ pub fn stopping() -> bool {
 }
 
 pub fn install_signal_handler() {
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
+    let _ = ctrlc::set_handler(|| {
+        STOP.store(true, Ordering::Relaxed);
+        #[cfg(feature = "bench")]
+        ptmp_bench::sys::request_stop();
+    });
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and the
@@ -162,31 +176,4 @@ pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
         .expect("valid template"),
     );
     pb
-}
-
-/// Reap our child `child` with wait4: its exit status and CPU seconds (user
-/// plus system). Peak RSS is not taken from here: wait4's ru_maxrss survives
-/// exec and so reports at least this parent's size; children report their
-/// own VmHWM instead.
-pub fn reap(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, f64)> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut status = 0;
-    // SAFETY: wait4 on our own child's pid, filling a zeroed rusage.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    loop {
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut u) };
-        if rc == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    Ok((
-        std::process::ExitStatus::from_raw(status),
-        t(u.ru_utime) + t(u.ru_stime),
-    ))
 }

@@ -2,24 +2,17 @@
 //! programs (check_send, check_recv, check_sendrecv, czmqat) with the same
 //! option letters where they exist.
 
-mod agents_bench;
-mod babus;
-mod baseline;
-mod bench;
 mod cat;
 mod common;
-mod fanout;
 mod graph;
-mod latency;
+#[cfg(not(feature = "bench"))]
+mod no_bench;
 mod recv;
-mod redis_bench;
-mod report;
-mod ring;
 mod run;
 mod send;
+#[cfg(feature = "bench")]
 mod sendrecv;
 mod shm;
-mod throughput;
 
 use clap::{Parser, Subcommand};
 use common::CliError;
@@ -46,7 +39,11 @@ enum Cmd {
     /// Run agents from a PTMP configuration, JSON or Jsonnet (ptmper).
     Run(run::RunArgs),
     /// Send and receive in one process and print the rate (check_sendrecv).
+    #[cfg(feature = "bench")]
     Sendrecv(sendrecv::SendRecvArgs),
+    /// Send and receive in one process and print the rate (check_sendrecv).
+    #[cfg(not(feature = "bench"))]
+    Sendrecv(no_bench::NoBenchArgs),
     /// Data-flow graphs: check, draw, run and watch them.
     #[command(subcommand)]
     Graph(graph::GraphCmd),
@@ -61,13 +58,15 @@ enum Cmd {
     #[command(subcommand)]
     Shm(shm::ShmCmd),
     /// Benchmarks: ptmp beside the alternatives, in one run.
-    Bench(bench::BenchArgs),
-    /// One side of a `bench throughput` row (internal).
-    #[command(hide = true, name = "tput-child")]
-    TputChild(throughput::ChildArgs),
-    /// One side of a `bench baseline` run (internal).
-    #[command(hide = true, name = "bench-child")]
-    BenchChild(baseline::ChildArgs),
+    #[cfg(feature = "bench")]
+    Bench(ptmp_bench::BenchArgs),
+    /// Benchmarks: ptmp beside the alternatives, in one run.
+    #[cfg(not(feature = "bench"))]
+    Bench(no_bench::NoBenchArgs),
+    /// The sides of two-process benchmark rows (hidden).
+    #[cfg(feature = "bench")]
+    #[command(flatten)]
+    BenchChild(ptmp_bench::ChildCmd),
 }
 
 fn main() {
@@ -77,11 +76,17 @@ fn main() {
         Cmd::Cat(a) => cat::run(&a),
         Cmd::Send(a) => send::run(&a),
         Cmd::Recv(a) => recv::run(&a),
+        #[cfg(feature = "bench")]
         Cmd::Sendrecv(a) => sendrecv::run(&a),
+        #[cfg(not(feature = "bench"))]
+        Cmd::Sendrecv(_) => no_bench::run("sendrecv"),
         Cmd::Run(a) => run::run(&a),
-        Cmd::Bench(c) => bench::run(&c),
-        Cmd::BenchChild(a) => baseline::child(&a),
-        Cmd::TputChild(a) => throughput::child(&a),
+        #[cfg(feature = "bench")]
+        Cmd::Bench(c) => ptmp_bench::run(&c).map_err(Into::into),
+        #[cfg(not(feature = "bench"))]
+        Cmd::Bench(_) => no_bench::run("bench"),
+        #[cfg(feature = "bench")]
+        Cmd::BenchChild(c) => ptmp_bench::run_child(&c).map_err(Into::into),
         Cmd::Shm(c) => shm::run(&c),
         Cmd::Graph(c) => graph::run(&c),
         Cmd::Butterfly(a) => graph::butterfly(&a),

@@ -71,11 +71,6 @@ pub struct SendArgs {
     pub json: bool,
 }
 
-/// Fill `t` for message `i` (count, created, tstart and TPs), reusing its storage.
-pub fn fill(t: &mut TPSet, i: u64, detid: u32, ntps: u32, tspan: u32) {
-    fill_at(t, i, i * u64::from(tspan), detid, ntps, tspan);
-}
-
 /// Fill `t` for message `i` with the given set tstart (TrigPrims' tstarts
 /// are within `tspan` of it), reusing its storage.
 pub fn fill_at(t: &mut TPSet, i: u64, tstart: u64, detid: u32, ntps: u32, tspan: u32) {

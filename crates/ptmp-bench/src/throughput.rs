@@ -13,8 +13,8 @@
 //! receipt (raw libzmq with the same decoder), so the rows compare the
 //! messaging, not whether a payload is parsed.
 
-use crate::common::{progress, CliError, CliResult};
-use crate::send::fill;
+use crate::error::{BenchError, BenchResult};
+use crate::report::progress;
 use crate::sendrecv::{Pattern, TransportArg};
 use clap::ValueEnum;
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
@@ -102,39 +102,24 @@ fn types(p: Pattern) -> (&'static str, &'static str) {
 /// The message every row sends (the count changes, so sizes match within
 /// a byte or two of varint growth).
 fn payload(ntps: u32) -> (TPSet, usize) {
-    let mut t = TPSet::default();
-    fill(&mut t, 0, 1, ntps, 25);
+    let mut t = crate::tpset::tpset(ntps);
     t.count = u32::MAX / 2;
     let mut b = Vec::new();
     ptmp::data::encode_tpset(&t, &mut b);
     (t, b.len() + 4)
 }
 
-fn zerr(op: &'static str) -> impl FnOnce(zmq::Error) -> CliError {
-    move |e| CliError::fail(format!("zmq {op}: {e}"))
-}
-
-/// This process's peak resident set, MB (VmHWM: unlike wait4's ru_maxrss,
-/// it starts afresh at exec, so a child does not inherit its parent's).
-pub fn vm_hwm_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+fn zerr(op: &'static str) -> impl FnOnce(zmq::Error) -> BenchError {
+    move |e| BenchError::fail(format!("zmq {op}: {e}"))
 }
 
 /// Receiver side: counts by the TPSet count. `ready` is called once the
 /// socket is bound; `ctx` is the zmq context to share for raw inproc.
-fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> CliResult<Value> {
+fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> BenchResult<Value> {
     let (_, rt) = types(c.pattern);
     let shm = c.addr.starts_with("shm://");
     let attach = if shm { "connect" } else { "bind" };
-    crate::latency::pin(c.cpu)?;
+    crate::sys::pin(c.cpu)?;
     let (mut got, mut gaps, mut next) = (0u64, 0u64, 0u32);
     let (mut first, mut last) = (None, Instant::now());
     let idle = Duration::from_secs(3);
@@ -212,7 +197,7 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> C
                 rx.recv(&mut m1, 0).map_err(zerr("recv"))?;
                 // Decode as ptmp does, so both sides do the same work.
                 ptmp::data::decode_tpset_into(&m1, &mut t)
-                    .map_err(|e| CliError::fail(format!("raw payload: {e}")))?;
+                    .map_err(|e| BenchError::fail(format!("raw payload: {e}")))?;
                 note(t.count, &mut got);
             }
         }
@@ -220,13 +205,13 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> C
     let span = first.map_or(0.0, |f| (last - f).as_secs_f64());
     Ok(
         json!({"received": got, "timed": got.saturating_sub(warmup), "gaps": gaps,
-        "span_s": span, "hwm_mb": vm_hwm_mb()}),
+        "span_s": span, "hwm_mb": crate::sys::peak_rss_mb()}),
     )
 }
 
 /// Sender side.
-fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> CliResult {
-    crate::latency::pin(c.cpu)?;
+fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult {
+    crate::sys::pin(c.cpu)?;
     let (st, _) = types(c.pattern);
     let shm = c.addr.starts_with("shm://");
     let attach = if shm { "bind" } else { "connect" };
@@ -235,7 +220,7 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> CliResult {
     let period = c.rate.map(|r| Duration::from_secs_f64(1.0 / r));
     let pace = |i: u64| {
         if let Some(p) = period {
-            crate::send::pace_until(start + p.mul_f64(i as f64));
+            crate::tpset::pace_until(start + p.mul_f64(i as f64));
         }
     };
     match c.implementation {
@@ -286,7 +271,7 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> CliResult {
     Ok(())
 }
 
-pub fn child(c: &ChildArgs) -> CliResult {
+pub fn child(c: &ChildArgs) -> BenchResult {
     if c.role == "recv" {
         let j = receive(c, None, || {
             println!("ready");
@@ -295,7 +280,7 @@ pub fn child(c: &ChildArgs) -> CliResult {
         println!("{j}");
     } else {
         send(c, None)?;
-        println!("{}", json!({"hwm_mb": vm_hwm_mb()}));
+        println!("{}", json!({"hwm_mb": crate::sys::peak_rss_mb()}));
     }
     Ok(())
 }
@@ -312,7 +297,7 @@ struct RowOut {
     procs: bool,
 }
 
-fn address(tr: TransportArg, tag: &str) -> CliResult<String> {
+fn address(tr: TransportArg, tag: &str) -> BenchResult<String> {
     Ok(match tr {
         TransportArg::Inproc => format!("inproc://tput-{tag}"),
         TransportArg::Ipc => format!(
@@ -331,14 +316,6 @@ fn address(tr: TransportArg, tag: &str) -> CliResult<String> {
     })
 }
 
-fn self_usage() -> (f64, f64) {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(u.ru_utime) + t(u.ru_stime), 0.0)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn one_row(
     a: &ThroughputArgs,
@@ -348,7 +325,7 @@ fn one_row(
     ntps: u32,
     tag: &str,
     cpus: (Option<usize>, Option<usize>),
-) -> CliResult<RowOut> {
+) -> BenchResult<RowOut> {
     let addr = address(tr, tag)?;
     let side = |cpu: Option<usize>| ChildArgs {
         role: String::new(),
@@ -369,9 +346,9 @@ fn one_row(
         // processes; CPU is the whole process's (both sides together).
         let (cs, cr) = (side(cpus.0), side(cpus.1));
         let ctx = zmq::Context::new();
-        let (c0, _) = self_usage();
+        let c0 = crate::sys::cpu_seconds();
         let (tx_ready, rx_ready) = std::sync::mpsc::channel();
-        let j = std::thread::scope(|sc| -> CliResult<Value> {
+        let j = std::thread::scope(|sc| -> BenchResult<Value> {
             let recv = sc.spawn(|| {
                 receive(&cr, Some(&ctx), move || {
                     let _ = tx_ready.send(());
@@ -381,19 +358,19 @@ fn one_row(
                 // A scoped thread, so pinning it does not pin this one.
                 sc.spawn(|| send(&cs, Some(&ctx)))
                     .join()
-                    .map_err(|_| CliError::fail("sender thread panicked"))??;
+                    .map_err(|_| BenchError::fail("sender thread panicked"))??;
             }
             recv.join()
-                .map_err(|_| CliError::fail("receiver thread panicked"))?
+                .map_err(|_| BenchError::fail("receiver thread panicked"))?
         })?;
-        let (c1, _) = self_usage();
+        let c1 = crate::sys::cpu_seconds();
         return Ok(RowOut {
             received: j["received"].as_u64().unwrap_or(0),
             timed: j["timed"].as_u64().unwrap_or(0),
             span_s: j["span_s"].as_f64().unwrap_or(0.0),
             send_cpu_s: c1 - c0,
             recv_cpu_s: f64::NAN,
-            send_rss: vm_hwm_mb(),
+            send_rss: crate::sys::peak_rss_mb(),
             recv_rss: f64::NAN,
             procs: false,
         });
@@ -432,7 +409,7 @@ fn one_row(
     if line.trim() != "ready" {
         let _ = rx.kill();
         let _ = rx.wait();
-        return Err(CliError::fail(format!(
+        return Err(BenchError::fail(format!(
             "{} {} {}: receiver did not start",
             p.name(),
             tr.name(),
@@ -442,7 +419,7 @@ fn one_row(
     let mut tx = spawn("send")?;
     let mut tx_out = String::new();
     let _ = std::io::Read::read_to_string(&mut tx.stdout.take().expect("piped"), &mut tx_out);
-    let (st, send_cpu_s) = crate::common::reap(&mut tx)?;
+    let (st, send_cpu_s) = crate::sys::reap(&mut tx)?;
     let send_rss = tx_out
         .lines()
         .last()
@@ -451,7 +428,7 @@ fn one_row(
         .unwrap_or(f64::NAN);
     line.clear();
     out.read_line(&mut line)?;
-    let (_, recv_cpu_s) = crate::common::reap(&mut rx)?;
+    let (_, recv_cpu_s) = crate::sys::reap(&mut rx)?;
     if let Some(p) = addr.strip_prefix("shm://") {
         let _ = ptmp_shm::remove(p);
     }
@@ -459,7 +436,7 @@ fn one_row(
         let _ = std::fs::remove_file(p);
     }
     let j: Value = serde_json::from_str(line.trim()).map_err(|_| {
-        CliError::fail(format!(
+        BenchError::fail(format!(
             "{} {}: the receiver gave no result (sender {st})",
             p.name(),
             tr.name()
@@ -477,19 +454,19 @@ fn one_row(
     })
 }
 
-pub fn run(a: &ThroughputArgs) -> CliResult {
+pub fn run(a: &ThroughputArgs) -> BenchResult {
     if a.count == 0 || a.warmup >= a.count {
-        return Err(CliError::usage(format!(
+        return Err(BenchError::usage(format!(
             "-n {} -w {}: need at least one TPSet after the warmup",
             a.count, a.warmup
         )));
     }
     if let Some(r) = a.rate {
         if !(r.is_finite() && r > 0.0) {
-            return Err(CliError::usage(format!("--rate {r}: must be positive")));
+            return Err(BenchError::usage(format!("--rate {r}: must be positive")));
         }
     }
-    let cpus = crate::latency::parse_affinity(&a.affinity)?;
+    let cpus = crate::sys::parse_affinity(&a.affinity)?;
     crate::report::out!("| pattern | transport | ntps | impl | processes | msg/s | MB/s | lost | sender CPU % | receiver CPU % | sender peak RSS MB | receiver peak RSS MB |");
     crate::report::out!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();

@@ -4,7 +4,7 @@
 //! (https://github.com/UltraMessaging/smx_perf) measures Ultra Messaging's
 //! shared-memory transport.
 
-use crate::common::{CliError, CliResult};
+use crate::error::{BenchError, BenchResult};
 use ptmp_shm::{ChannelConfig, Policy, Reader, StartAt, Writer};
 use std::time::{Duration, Instant};
 
@@ -27,14 +27,14 @@ pub struct RingArgs {
     pub block: bool,
 }
 
-pub fn run(a: &RingArgs) -> CliResult {
-    let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
+pub fn run(a: &RingArgs) -> BenchResult {
+    let fail = |e: ptmp_shm::ShmError| BenchError::fail(e.to_string());
     crate::report::out!("| size B | readers | policy | writer M msg/s | per-reader received M msg/s | per-reader lost % |");
     crate::report::out!("|---|---|---|---|---|---|");
     for &size in &a.sizes {
         for &nr in &a.readers {
             if size == 0 || nr == 0 {
-                return Err(CliError::usage(
+                return Err(BenchError::usage(
                     "sizes and reader counts must be at least 1",
                 ));
             }
@@ -71,7 +71,7 @@ pub fn run(a: &RingArgs) -> CliResult {
                         (got, r.lost(), secs)
                     }))
                 })
-                .collect::<CliResult<_>>()?;
+                .collect::<BenchResult<_>>()?;
             let msg = vec![0x5au8; size];
             let t0 = Instant::now();
             for _ in 0..n {
@@ -81,7 +81,7 @@ pub fn run(a: &RingArgs) -> CliResult {
             let mut rates = Vec::new();
             let mut lost = Vec::new();
             for h in readers {
-                let (got, l, secs) = h.join().map_err(|_| CliError::fail("reader panicked"))?;
+                let (got, l, secs) = h.join().map_err(|_| BenchError::fail("reader panicked"))?;
                 rates.push(if secs > 0.0 {
                     got as f64 / secs / 1e6
                 } else {

@@ -12,7 +12,8 @@
 //! Issue targets: zipper with 10 inputs at >= 1,000,000 TPSets/s aggregate,
 //! window at >= 1,000,000 TrigPrims/s, zipper added latency <= sync_time.
 
-use crate::common::{stopping, CliError, CliResult};
+use crate::error::{BenchError, BenchResult};
+use crate::sys::stopping;
 use hdrhistogram::Histogram;
 use ptmp::{Receiver, Sender, SocketConfig, TPSet, TrigPrim};
 use ptmp_agents::window::Windower;
@@ -157,22 +158,22 @@ fn flow(
     rate_each: f64,
     make: impl Fn(usize, u64, &mut TPSet) + Sync,
     expect: u64,
-) -> Result<Flow, CliError> {
+) -> Result<Flow, BenchError> {
     let p = Proxy::parse("bench", &proxy, &ptmp_agents::plugin::Plugins::builtin())
-        .map_err(|e| CliError::fail(e.to_string()))?;
+        .map_err(|e| BenchError::fail(e.to_string()))?;
     let mut sink = Receiver::from_config(
         &SocketConfig::from_value(&sock("PULL", "connect", &[out_ep.to_string()], 100_000))
-            .map_err(CliError::from)?,
+            .map_err(BenchError::from)?,
     )?;
-    let agents = p.build().map_err(|e| CliError::fail(e.to_string()))?;
+    let agents = p.build().map_err(|e| BenchError::fail(e.to_string()))?;
     let ctl = Ctl::new(false);
-    let running = Running::start(agents, &ctl).map_err(|e| CliError::fail(e.to_string()))?;
+    let running = Running::start(agents, &ctl).map_err(|e| BenchError::fail(e.to_string()))?;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
     let mut got = TPSet::default();
     let (mut received, mut order_errors, mut last) = (0u64, 0u64, 0u64);
     let t_start = Instant::now();
     let mut t_last = t_start;
-    std::thread::scope(|sc| -> Result<(), CliError> {
+    std::thread::scope(|sc| -> Result<(), BenchError> {
         if rate_each == 0.0 {
             // Flat out: one thread sends round-robin over all inputs, so the
             // streams stay in step as live links do (free-running threads on
@@ -246,7 +247,7 @@ fn flow(
     })?;
     let mut reports = Vec::new();
     for (n, r) in running.stop() {
-        reports.push(r.map_err(|e| CliError::fail(format!("{n}: {e}")))?);
+        reports.push(r.map_err(|e| BenchError::fail(format!("{n}: {e}")))?);
     }
     // From the senders' start to the last set at the sink.
     let secs = (t_last - t_start).as_secs_f64();
@@ -259,15 +260,15 @@ fn flow(
     })
 }
 
-pub fn run(a: &AgentsArgs) -> CliResult {
+pub fn run(a: &AgentsArgs) -> BenchResult {
     if !["inproc", "ipc", "tcp"].contains(&a.transport.as_str()) {
-        return Err(CliError::usage(format!(
+        return Err(BenchError::usage(format!(
             "--transport {:?}: use inproc, ipc or tcp",
             a.transport
         )));
     }
     if a.inputs == 0 || a.inputs > 10 {
-        return Err(CliError::usage("--inputs: 1 to 10"));
+        return Err(BenchError::usage("--inputs: 1 to 10"));
     }
     let t = a.transport.as_str();
     crate::report::out!("| bench | figure | value | target |");

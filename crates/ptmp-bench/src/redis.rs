@@ -2,8 +2,9 @@
 //! harness on loopback (TCP and a Unix socket in a private directory), and
 //! the Babus scenario (see babus.rs) over XADD / XREAD BLOCK.
 
-use crate::babus::{mono_ns, producers, run_producers, BabusArgs, Outcome, Stats, CONSUMERS};
-use crate::common::{CliError, CliResult};
+use crate::babus::{producers, run_producers, BabusArgs, Outcome, Stats, CONSUMERS};
+use crate::error::{BenchError, BenchResult};
+use crate::sys::mono_ns;
 use redis::streams::StreamReadReply;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,14 +75,14 @@ impl Drop for RedisServer {
     }
 }
 
-pub fn conn(url: &str) -> CliResult<redis::Connection> {
+pub fn conn(url: &str) -> BenchResult<redis::Connection> {
     redis::Client::open(url)
         .and_then(|c| c.get_connection())
-        .map_err(|e| CliError::fail(format!("redis {url}: {e}")))
+        .map_err(|e| BenchError::fail(format!("redis {url}: {e}")))
 }
 
 /// The Babus scenario over Redis streams at `url`.
-pub fn run_babus(a: &BabusArgs, url: &str) -> CliResult<Outcome> {
+pub fn run_babus(a: &BabusArgs, url: &str) -> BenchResult<Outcome> {
     let id = std::process::id();
     let key = |p: &str| format!("babus:{id}:{p}");
     let prods = producers(a.image_bytes);
@@ -91,7 +92,7 @@ pub fn run_babus(a: &BabusArgs, url: &str) -> CliResult<Outcome> {
             let _: i64 = redis::cmd("DEL")
                 .arg(key(p.name))
                 .query(&mut c)
-                .map_err(|e| CliError::fail(format!("redis DEL: {e}")))?;
+                .map_err(|e| BenchError::fail(format!("redis DEL: {e}")))?;
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -170,14 +171,18 @@ pub fn run_babus(a: &BabusArgs, url: &str) -> CliResult<Outcome> {
         producers: Vec::new(),
     };
     for h in prod {
-        out.producers
-            .push(h.join().map_err(|_| CliError::fail("producer panicked"))?);
+        out.producers.push(
+            h.join()
+                .map_err(|_| BenchError::fail("producer panicked"))?,
+        );
     }
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::Relaxed);
     for h in consumers {
-        out.consumers
-            .push(h.join().map_err(|_| CliError::fail("consumer panicked"))?);
+        out.consumers.push(
+            h.join()
+                .map_err(|_| BenchError::fail("consumer panicked"))?,
+        );
     }
     Ok(out)
 }

@@ -11,7 +11,7 @@
 //! child processes are this binary run again with the hidden `bench-child`
 //! subcommand.
 
-use crate::common::{CliError, CliResult};
+use crate::error::{BenchError, BenchResult};
 use clap::ValueEnum;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -78,14 +78,6 @@ pub struct ChildArgs {
     pub size: usize,
 }
 
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(u.ru_utime) + t(u.ru_stime)
-}
-
 /// What a child process cost: CPU seconds and wall seconds from spawn.
 /// (Peak RSS comes from the child itself: wait4's ru_maxrss survives exec,
 /// so it would report this parent's size.)
@@ -109,7 +101,7 @@ fn wait_cost(
     child: &mut std::process::Child,
     spawned: Instant,
 ) -> std::io::Result<(std::process::ExitStatus, Cost)> {
-    let (st, cpu_s) = crate::common::reap(child)?;
+    let (st, cpu_s) = crate::sys::reap(child)?;
     Ok((
         st,
         Cost {
@@ -119,9 +111,9 @@ fn wait_cost(
     ))
 }
 
-pub fn run(a: &BaselineArgs) -> CliResult {
+pub fn run(a: &BaselineArgs) -> BenchResult {
     if a.size < 8 || a.count == 0 {
-        return Err(CliError::usage("-m must be at least 8 and -n at least 1"));
+        return Err(BenchError::usage("-m must be at least 8 and -n at least 1"));
     }
     let all = Base::value_variants().to_vec();
     let which = if a.transports.is_empty() {
@@ -158,7 +150,7 @@ pub fn run(a: &BaselineArgs) -> CliResult {
                 format!("tcp://127.0.0.1:{port}")
             }
             Base::PtmpShm => format!("shm://baseline-{}", std::process::id()),
-            Base::RedisStreams => match crate::redis_bench::RedisServer::start() {
+            Base::RedisStreams => match crate::redis::RedisServer::start() {
                 Ok(srv) => {
                     let url = srv.tcp_url();
                     _redis = Some(srv);
@@ -193,7 +185,7 @@ pub fn run(a: &BaselineArgs) -> CliResult {
         out.read_line(&mut line)?;
         if line.trim() != "ready" {
             let _ = reader.kill();
-            return Err(CliError::fail(format!(
+            return Err(BenchError::fail(format!(
                 "{}: reader failed to start",
                 t.name()
             )));
@@ -218,7 +210,7 @@ pub fn run(a: &BaselineArgs) -> CliResult {
             let _ = ptmp_shm::remove(p);
         }
         let j: Value = serde_json::from_str(line.trim()).map_err(|_| {
-            CliError::fail(format!(
+            BenchError::fail(format!(
                 "{}: reader gave no result (writer {wst})",
                 t.name()
             ))
@@ -280,17 +272,17 @@ impl Tally {
 
 /// One side of a row; the writer then reports its peak RSS on stdout (the
 /// reader includes it in its result line).
-pub fn child(c: &ChildArgs) -> CliResult {
+pub fn child(c: &ChildArgs) -> BenchResult {
     child_side(c)?;
     if c.role != "reader" {
-        println!("{}", json!({"hwm_mb": crate::throughput::vm_hwm_mb()}));
+        println!("{}", json!({"hwm_mb": crate::sys::peak_rss_mb()}));
     }
     Ok(())
 }
 
-fn child_side(c: &ChildArgs) -> CliResult {
+fn child_side(c: &ChildArgs) -> BenchResult {
     let fail =
-        |e: std::io::Error| CliError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
+        |e: std::io::Error| BenchError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
     let (n, size) = (c.count, c.size);
     let mut msg = vec![b'x'; size];
     let reader = c.role == "reader";
@@ -427,7 +419,7 @@ fn child_side(c: &ChildArgs) -> CliResult {
         }
         Base::ZmqIpc | Base::ZmqTcp => {
             let ctx = zmq::Context::new();
-            let zf = |e: zmq::Error| CliError::fail(format!("zmq: {e}"));
+            let zf = |e: zmq::Error| BenchError::fail(format!("zmq: {e}"));
             if reader {
                 let s = ctx.socket(zmq::PULL).map_err(zf)?;
                 s.set_linger(2000).map_err(zf)?;
@@ -453,9 +445,9 @@ fn child_side(c: &ChildArgs) -> CliResult {
             }
         }
         Base::RedisStreams => {
-            let mut con = crate::redis_bench::conn(&c.addr)?;
+            let mut con = crate::redis::conn(&c.addr)?;
             let key = "ptmp-baseline";
-            let rerr = |e: redis::RedisError| CliError::fail(format!("redis {}: {e}", c.role));
+            let rerr = |e: redis::RedisError| BenchError::fail(format!("redis {}: {e}", c.role));
             if reader {
                 ready();
                 let mut last = "0".to_string();
@@ -542,8 +534,8 @@ fn child_side(c: &ChildArgs) -> CliResult {
     let el = t.first.map_or(0.0, |f| (t.last - f).as_secs_f64());
     println!(
         "{}",
-        json!({"received": t.got, "elapsed_s": el, "cpu_s": cpu_seconds(),
-               "hwm_mb": crate::throughput::vm_hwm_mb()})
+        json!({"received": t.got, "elapsed_s": el, "cpu_s": crate::sys::cpu_seconds(),
+               "hwm_mb": crate::sys::peak_rss_mb()})
     );
     Ok(())
 }

@@ -9,7 +9,9 @@
 //! taken before copying the message out, "view+copy" after. A plain memcpy of
 //! an image is measured beside.
 
-use crate::common::{stopping, CliError, CliResult};
+use crate::error::{BenchError, BenchResult};
+use crate::sys::mono_ns;
+use crate::sys::stopping;
 use hdrhistogram::Histogram;
 use ptmp_shm::{wait_any, ChannelConfig, Policy, Reader, StartAt, Writer};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,16 +31,6 @@ pub struct BabusArgs {
     /// socket; skipped with a note when redis-server is not installed.
     #[arg(long)]
     pub redis: bool,
-}
-
-pub(crate) fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 pub(crate) struct Producer {
@@ -155,21 +147,21 @@ where
         .collect()
 }
 
-pub fn run(a: &BabusArgs) -> CliResult {
+pub fn run(a: &BabusArgs) -> BenchResult {
     if !(a.seconds > 0.0 && a.seconds.is_finite()) || a.image_bytes < 8 {
-        return Err(CliError::usage(
+        return Err(BenchError::usage(
             "--seconds must be positive and --image-bytes at least 8",
         ));
     }
     let mut runs: Vec<(String, Outcome)> = vec![("ptmp shm".into(), run_shm(a)?)];
     if a.redis {
-        match crate::redis_bench::RedisServer::start() {
+        match crate::redis::RedisServer::start() {
             Ok(server) => {
                 for (label, url) in [
                     ("redis tcp", server.tcp_url()),
                     ("redis unix", server.unix_url()),
                 ] {
-                    runs.push((label.into(), crate::redis_bench::run_babus(a, &url)?));
+                    runs.push((label.into(), crate::redis::run_babus(a, &url)?));
                 }
             }
             Err(note) => eprintln!("note: Redis rows skipped: {note}"),
@@ -179,11 +171,11 @@ pub fn run(a: &BabusArgs) -> CliResult {
     Ok(())
 }
 
-fn run_shm(a: &BabusArgs) -> CliResult<Outcome> {
+fn run_shm(a: &BabusArgs) -> BenchResult<Outcome> {
     let id = std::process::id();
     let prods = producers(a.image_bytes);
     let chan = |p: &str| format!("babus-{id}-{p}");
-    let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
+    let fail = |e: ptmp_shm::ShmError| BenchError::fail(e.to_string());
     let mut writers = Vec::new();
     for p in &prods {
         let cfg = ChannelConfig {
@@ -249,14 +241,18 @@ fn run_shm(a: &BabusArgs) -> CliResult<Outcome> {
         producers: Vec::new(),
     };
     for h in prod {
-        out.producers
-            .push(h.join().map_err(|_| CliError::fail("producer panicked"))?);
+        out.producers.push(
+            h.join()
+                .map_err(|_| BenchError::fail("producer panicked"))?,
+        );
     }
     std::thread::sleep(Duration::from_millis(200));
     stop.store(true, Ordering::Relaxed);
     for h in consumers {
-        out.consumers
-            .push(h.join().map_err(|_| CliError::fail("consumer panicked"))?);
+        out.consumers.push(
+            h.join()
+                .map_err(|_| BenchError::fail("consumer panicked"))?,
+        );
     }
     for p in ["imu", "image", "med01", "med02", "med03", "med04", "med05"] {
         let _ = ptmp_shm::remove(&chan(p));

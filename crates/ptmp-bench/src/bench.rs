@@ -3,8 +3,10 @@
 //! process for each pattern and transport, ptmp and raw libzmq moving the
 //! identical frames, alternating, repeated, medians reported.
 
-use crate::common::{progress, stopping, CliError, CliResult};
+use crate::error::{BenchError, BenchResult};
+use crate::report::progress;
 use crate::sendrecv::{run_ptmp, run_raw, Outcome, Pattern, TransportArg};
+use crate::sys::stopping;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -14,9 +16,9 @@ pub struct BenchArgs {
     /// Also save each suite's results as DIR/SUITE.json (tables, command,
     /// machine) and DIR/SUITE.svg (a bar chart per numeric column).
     #[arg(long, global = true, value_name = "DIR")]
-    pub out: Option<std::path::PathBuf>,
+    out: Option<std::path::PathBuf>,
     #[command(subcommand)]
-    pub cmd: BenchCmd,
+    cmd: BenchCmd,
 }
 
 #[derive(Debug, Subcommand)]
@@ -84,7 +86,7 @@ fn args<T: clap::Args>(words: &[&str]) -> T {
         .inner
 }
 
-fn all(a: &AllArgs) -> CliResult {
+fn all(a: &AllArgs) -> BenchResult {
     let q = |quick: &'static [&'static str]| if a.quick { quick } else { &[][..] };
     println!("## tuning\n");
     suite("tuning", || {
@@ -124,7 +126,7 @@ fn all(a: &AllArgs) -> CliResult {
 }
 
 /// Run one suite, saving its tables when `--out` was given.
-fn suite(name: &str, f: impl FnOnce() -> CliResult) -> CliResult {
+fn suite(name: &str, f: impl FnOnce() -> BenchResult) -> BenchResult {
     crate::report::begin(name);
     // tuning and throughput draw a bar of their own.
     if name != "tuning" && name != "throughput" {
@@ -134,7 +136,7 @@ fn suite(name: &str, f: impl FnOnce() -> CliResult) -> CliResult {
     match crate::report::end() {
         Ok(Some((j, s))) => eprintln!("ptmp bench: wrote {} and {}", j.display(), s.display()),
         Ok(None) => {}
-        Err(e) => return Err(CliError::fail(format!("--out: {e}"))),
+        Err(e) => return Err(BenchError::fail(format!("--out: {e}"))),
     }
     r
 }
@@ -161,10 +163,12 @@ pub struct TuningArgs {
     pub json_out: Option<std::path::PathBuf>,
 }
 
-pub fn run(b: &BenchArgs) -> CliResult {
+/// Run the suite (or every suite) `b` names, printing its tables on
+/// stdout and, with `--out`, saving them.
+pub fn run(b: &BenchArgs) -> BenchResult {
     if let Some(d) = &b.out {
         crate::report::set_dir(d)
-            .map_err(|e| CliError::usage(format!("--out {}: {e}", d.display())))?;
+            .map_err(|e| BenchError::usage(format!("--out {}: {e}", d.display())))?;
     }
     match &b.cmd {
         BenchCmd::Tuning(a) => suite("tuning", || tuning(a)),
@@ -193,9 +197,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn tuning(a: &TuningArgs) -> CliResult {
+fn tuning(a: &TuningArgs) -> BenchResult {
     if a.reps == 0 || a.count == 0 {
-        return Err(CliError::usage("--reps and -n must be at least 1"));
+        return Err(BenchError::usage("--reps and -n must be at least 1"));
     }
     let rows: Vec<(Pattern, TransportArg, u32)> = a
         .patterns
@@ -217,7 +221,7 @@ fn tuning(a: &TuningArgs) -> CliResult {
         let mut raw = Vec::new();
         for rep in 0..a.reps {
             if stopping() {
-                return Err(CliError::fail("interrupted"));
+                return Err(BenchError::fail("interrupted"));
             }
             // Alternate which goes first so drift favours neither.
             let order = if rep % 2 == 0 {
@@ -279,7 +283,7 @@ fn tuning(a: &TuningArgs) -> CliResult {
     if let Some(path) = &a.json_out {
         let runs: Vec<_> = all.iter().map(|o| o.to_json()).collect();
         std::fs::write(path, json!({"suite": "tuning", "runs": runs}).to_string())
-            .map_err(|e| CliError::fail(format!("{}: {e}", path.display())))?;
+            .map_err(|e| BenchError::fail(format!("{}: {e}", path.display())))?;
     }
     Ok(())
 }

@@ -8,8 +8,10 @@
 //! second channel and the sender record the round trip (one message in
 //! flight). `--sizes` sweeps the message size.
 
-use crate::common::{stopping, CliError, CliResult};
-use crate::send::pace_until;
+use crate::error::{BenchError, BenchResult};
+use crate::sys::mono_ns;
+use crate::sys::stopping;
+use crate::tpset::pace_until;
 use clap::ValueEnum;
 use hdrhistogram::Histogram;
 use ptmp::{Frames, Receiver, Sender, SocketConfig};
@@ -93,12 +95,12 @@ fn round_trip(
     a: &LatencyArgs,
     size: usize,
     cpus: (Option<usize>, Option<usize>),
-) -> CliResult<Row> {
+) -> BenchResult<Row> {
     let total = a.count + a.warmup;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
-        .map_err(|e| CliError::fail(format!("histogram: {e}")))?;
+        .map_err(|e| BenchError::fail(format!("histogram: {e}")))?;
     let shm = matches!(t, LatTransport::ShmSpin | LatTransport::ShmFutex);
-    let leg = |tag: &str| -> CliResult<String> {
+    let leg = |tag: &str| -> BenchResult<String> {
         Ok(match t {
             LatTransport::ShmSpin | LatTransport::ShmFutex => format!("shm://{}", unique(tag)),
             LatTransport::Inproc => format!("inproc://{}", unique(tag)),
@@ -131,8 +133,8 @@ fn round_trip(
     let (send_cpu, recv_cpu) = cpus;
     let mut rx = Receiver::from_config(&c_rx)?;
     let mut tx = Sender::from_config(&c_tx)?;
-    let echo = std::thread::spawn(move || -> CliResult<u64> {
-        pin(recv_cpu)?;
+    let echo = std::thread::spawn(move || -> BenchResult<u64> {
+        crate::sys::pin(recv_cpu)?;
         let mut rx = Receiver::from_config(&e_rx)?;
         let mut tx = Sender::from_config(&e_tx)?;
         let mut f = Frames::new();
@@ -143,7 +145,7 @@ fn round_trip(
         }
         Ok(n)
     });
-    pin(send_cpu)?;
+    crate::sys::pin(send_cpu)?;
     let mut msg = vec![0u8; size];
     let mut f = Frames::new();
     let (mut seen, mut got) = (0u64, 0u64);
@@ -164,7 +166,7 @@ fn round_trip(
     }
     drop(tx);
     echo.join()
-        .map_err(|_| CliError::fail("echo thread panicked"))??;
+        .map_err(|_| BenchError::fail("echo thread panicked"))??;
     for ep in [&go, &back] {
         if let Some(p) = ep.strip_prefix("shm://") {
             let _ = ptmp_shm::remove(p);
@@ -177,62 +179,6 @@ fn round_trip(
         hist,
         lost: total - got,
     })
-}
-
-/// Pin the calling thread to `cpu`.
-pub(crate) fn pin(cpu: Option<usize>) -> CliResult {
-    let Some(cpu) = cpu else {
-        return Ok(());
-    };
-    // SAFETY: a zeroed cpu_set_t with one bit set, passed by pointer.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 {
-        return Err(CliError::fail(format!(
-            "-a: cannot pin to CPU {cpu}: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(())
-}
-
-/// Parse `-a SEND,RECV`, checking the CPUs exist.
-pub(crate) fn parse_affinity(a: &Option<String>) -> CliResult<(Option<usize>, Option<usize>)> {
-    let Some(s) = a else {
-        return Ok((None, None));
-    };
-    // All CPUs online, not this thread's (possibly pinned) mask.
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    let one = |x: &str| -> CliResult<usize> {
-        let c: usize = x
-            .trim()
-            .parse()
-            .map_err(|_| CliError::usage(format!("-a {s:?}: expected SEND,RECV CPU numbers")))?;
-        if c >= n {
-            return Err(CliError::usage(format!(
-                "-a {s:?}: CPU {c} does not exist (this machine has {n})"
-            )));
-        }
-        Ok(c)
-    };
-    let (x, y) = s
-        .split_once(',')
-        .ok_or_else(|| CliError::usage(format!("-a {s:?}: expected SEND,RECV CPU numbers")))?;
-    Ok((Some(one(x)?), Some(one(y)?)))
-}
-
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 struct Row {
@@ -255,8 +201,8 @@ fn sender_loop(
     total: u64,
     size: usize,
     rate: f64,
-    mut send: impl FnMut(&[u8]) -> CliResult,
-) -> CliResult {
+    mut send: impl FnMut(&[u8]) -> BenchResult,
+) -> BenchResult {
     let mut msg = vec![0u8; size];
     let period = Duration::from_secs_f64(1.0 / rate);
     let start = Instant::now();
@@ -283,17 +229,17 @@ fn measure(
     a: &LatencyArgs,
     size: usize,
     cpus: (Option<usize>, Option<usize>),
-) -> CliResult<Row> {
+) -> BenchResult<Row> {
     if a.round_trip {
         return round_trip(t, a, size, cpus);
     }
     let total = a.count + a.warmup;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
-        .map_err(|e| CliError::fail(format!("histogram: {e}")))?;
+        .map_err(|e| BenchError::fail(format!("histogram: {e}")))?;
     let mut seen = 0u64;
     let rate = a.rate;
     let (send_cpu, recv_cpu) = cpus;
-    pin(recv_cpu)?;
+    crate::sys::pin(recv_cpu)?;
     match t {
         LatTransport::ShmSpin | LatTransport::ShmFutex => {
             let name = unique("latency");
@@ -302,7 +248,7 @@ fn measure(
                 max_message: size.max(8),
                 policy: ptmp_shm::Policy::Overwrite,
             };
-            let fail = |e: ptmp_shm::ShmError| CliError::fail(e.to_string());
+            let fail = |e: ptmp_shm::ShmError| BenchError::fail(e.to_string());
             let mut w = ptmp_shm::Writer::create(&name, cfg).map_err(fail)?;
             let mut r = ptmp_shm::Reader::attach(&name, ptmp_shm::StartAt::Next).map_err(fail)?;
             r.set_spin(if t == LatTransport::ShmSpin {
@@ -311,11 +257,11 @@ fn measure(
                 a.spin.unwrap_or(0)
             });
             let h = std::thread::spawn(move || {
-                pin(send_cpu)?;
+                crate::sys::pin(send_cpu)?;
                 sender_loop(total, size, rate, |m| {
                     w.publish(m)
                         .map(drop)
-                        .map_err(|e| CliError::fail(e.to_string()))
+                        .map_err(|e| BenchError::fail(e.to_string()))
                 })
             });
             while seen < total && !stopping() {
@@ -329,7 +275,8 @@ fn measure(
                     None => break,
                 }
             }
-            h.join().map_err(|_| CliError::fail("sender panicked"))??;
+            h.join()
+                .map_err(|_| BenchError::fail("sender panicked"))??;
             let _ = ptmp_shm::remove(&name);
             Ok(Row {
                 hist,
@@ -352,8 +299,8 @@ fn measure(
             let scfg = SocketConfig::from_value(
                 &json!({"socket": {"type": "PUSH", "connect": [ep], "linger_ms": a.linger_ms}}),
             )?;
-            let h = std::thread::spawn(move || -> CliResult {
-                pin(send_cpu)?;
+            let h = std::thread::spawn(move || -> BenchResult {
+                crate::sys::pin(send_cpu)?;
                 let mut tx = Sender::from_config(&scfg)?;
                 sender_loop(total, size, rate, |m| tx.send_raw(&[m]).map_err(Into::into))
             });
@@ -375,7 +322,8 @@ fn measure(
                     record(&mut hist, b, a.warmup, &mut seen);
                 }
             }
-            h.join().map_err(|_| CliError::fail("sender panicked"))??;
+            h.join()
+                .map_err(|_| BenchError::fail("sender panicked"))??;
             if let Some(p) = ep.strip_prefix("ipc://") {
                 let _ = std::fs::remove_file(p);
             }
@@ -387,24 +335,24 @@ fn measure(
     }
 }
 
-pub fn run(a: &LatencyArgs) -> CliResult {
+pub fn run(a: &LatencyArgs) -> BenchResult {
     let sizes = if a.sizes.is_empty() {
         vec![a.size]
     } else {
         a.sizes.clone()
     };
     if let Some(bad) = sizes.iter().find(|s| **s < 8 || **s > 64 << 20) {
-        return Err(CliError::usage(format!(
+        return Err(BenchError::usage(format!(
             "--size {bad}: from 8 bytes (the timestamp) to 64 MiB"
         )));
     }
     if !(a.rate.is_finite() && a.rate > 0.0) {
-        return Err(CliError::usage(format!(
+        return Err(BenchError::usage(format!(
             "--rate {}: must be positive",
             a.rate
         )));
     }
-    let cpus = parse_affinity(&a.affinity)?;
+    let cpus = crate::sys::parse_affinity(&a.affinity)?;
     crate::report::out!(
         "| transport | size B | p50 us | p90 us | p99 us | p99.9 us | max us | lost |"
     );
@@ -453,7 +401,7 @@ pub fn run(a: &LatencyArgs) -> CliResult {
     );
     if let Some(p) = &a.json_out {
         std::fs::write(p, json!({"suite": "latency", "rows": out}).to_string())
-            .map_err(|e| CliError::fail(format!("{}: {e}", p.display())))?;
+            .map_err(|e| BenchError::fail(format!("{}: {e}", p.display())))?;
     }
     Ok(())
 }
@@ -469,9 +417,9 @@ pub struct JitterArgs {
 /// keep the smallest and largest difference; large ones are the machine
 /// taking the core away (interrupts, preemption), the floor under every
 /// latency figure.
-pub fn jitter(a: &JitterArgs) -> CliResult {
+pub fn jitter(a: &JitterArgs) -> BenchResult {
     if a.loops == 0 {
-        return Err(CliError::usage("-j must be at least 1"));
+        return Err(BenchError::usage("-j must be at least 1"));
     }
     let (mut min, mut max) = (u64::MAX, 0u64);
     let mut over = [0u64; 4]; // > 1 us, > 10 us, > 100 us, > 1 ms

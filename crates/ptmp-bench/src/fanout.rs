@@ -2,8 +2,7 @@
 //! PULLs (PTMP's observation: more SUBs, more loss; PULLs share the stream
 //! round-robin). Per-receiver rate and loss, measured from sequence numbers.
 
-use crate::common::{CliError, CliResult};
-use crate::send::fill;
+use crate::error::{BenchError, BenchResult};
 use ptmp::{Receiver, Sender, TPSet};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -21,13 +20,13 @@ pub struct FanoutArgs {
     pub transport: String,
 }
 
-pub fn run(a: &FanoutArgs) -> CliResult {
+pub fn run(a: &FanoutArgs) -> BenchResult {
     crate::report::out!("| pattern | receivers | per-receiver kHz | per-receiver received | per-receiver lost | total received |");
     crate::report::out!("|---|---|---|---|---|---|");
     for (st, rt) in [("PUB", "SUB"), ("PUSH", "PULL")] {
         for &k in &a.receivers {
             if k == 0 {
-                return Err(CliError::usage("receiver counts must be at least 1"));
+                return Err(BenchError::usage("receiver counts must be at least 1"));
             }
             let addr = match a.transport.as_str() {
                 "tcp" => "tcp://127.0.0.1:*".to_string(),
@@ -39,7 +38,7 @@ pub fn run(a: &FanoutArgs) -> CliResult {
                 ),
                 "inproc" => format!("inproc://fanout-{st}-{k}"),
                 t => {
-                    return Err(CliError::usage(format!(
+                    return Err(BenchError::usage(format!(
                         "--transport {t}: use tcp, ipc or inproc"
                     )))
                 }
@@ -72,7 +71,7 @@ pub fn run(a: &FanoutArgs) -> CliResult {
                         (got, secs)
                     }))
                 })
-                .collect::<CliResult<_>>()?;
+                .collect::<BenchResult<_>>()?;
             if st == "PUB" {
                 tx.wait_configured()?;
             } else {
@@ -80,8 +79,7 @@ pub fn run(a: &FanoutArgs) -> CliResult {
                 // to connect takes the whole start of the stream.
                 std::thread::sleep(Duration::from_millis(200));
             }
-            let mut t = TPSet::default();
-            fill(&mut t, 0, 1, 0, 25);
+            let mut t = crate::tpset::tpset(0);
             for i in 0..n {
                 t.count = i as u32;
                 t.created = ptmp::data::now_us();
@@ -91,7 +89,9 @@ pub fn run(a: &FanoutArgs) -> CliResult {
             let mut rates = Vec::new();
             let mut gots = Vec::new();
             for h in rxs {
-                let (got, secs) = h.join().map_err(|_| CliError::fail("receiver panicked"))?;
+                let (got, secs) = h
+                    .join()
+                    .map_err(|_| BenchError::fail("receiver panicked"))?;
                 rates.push(if secs > 0.0 {
                     got as f64 / secs / 1e3
                 } else {

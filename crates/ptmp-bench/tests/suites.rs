@@ -1,0 +1,442 @@
+//! The suites run as real processes through this crate's `ptmp-bench`
+//! binary, with the arguments `ptmp bench` takes: the tables they print,
+//! the files `--out` writes, and the argument errors.
+
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BENCH: &str = env!("CARGO_BIN_EXE_ptmp-bench");
+
+/// Run the binary (killed after a minute), returning what it printed.
+fn run(args: &[&str]) -> Output {
+    let mut c = Command::new(BENCH)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ptmp-bench");
+    let limit = Duration::from_secs(60);
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = c.kill();
+            let out = c.wait_with_output().unwrap();
+            panic!(
+                "ptmp-bench did not finish within {limit:?}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.wait_with_output().unwrap()
+}
+
+#[test]
+fn bench_out_writes_json_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("results");
+    let out = run(&[
+        "bench",
+        "--out",
+        d.to_str().unwrap(),
+        "jitter",
+        "-j",
+        "100000",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("jitter.json")).unwrap()).unwrap();
+    assert_eq!(j["suite"], "jitter");
+    assert!(j["command"].as_str().unwrap().contains("--out"));
+    let t = &j["tables"][0];
+    assert_eq!(t["headers"][0], "loops");
+    assert_eq!(t["rows"][0]["loops"]["value"], 100000.0);
+    let svg = std::fs::read_to_string(d.join("jitter.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("max ns"), "{svg}");
+    // A directory that cannot be made is a usage error naming it.
+    let out = run(&["bench", "--out", "/proc/nope/x", "jitter", "-j", "1000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--out /proc/nope/x"));
+}
+
+#[test]
+fn bench_latency_affinity_and_spin() {
+    let out = run(&[
+        "bench",
+        "latency",
+        "-n",
+        "500",
+        "-r",
+        "5000",
+        "-w",
+        "10",
+        "-a",
+        "0,1",
+        "-s",
+        "50",
+        "-l",
+        "100",
+        "--transports",
+        "shm-futex",
+        "tcp",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.contains("pinned to CPUs 0,1, receiver spin 50"), "{s}");
+    assert!(
+        s.contains("| shm (futex) |") && s.contains("| zmq tcp |"),
+        "{s}"
+    );
+    // Round trip, echoed, over a size sweep: every message comes back.
+    let out = run(&[
+        "bench",
+        "latency",
+        "--round-trip",
+        "-n",
+        "300",
+        "-w",
+        "10",
+        "-r",
+        "5000",
+        "--sizes",
+        "16,5000",
+        "--transports",
+        "shm-futex",
+        "ipc",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.contains("round trip (echoed)"), "{s}");
+    for row in [
+        "| shm (futex) | 16 |",
+        "| shm (futex) | 5000 |",
+        "| zmq ipc | 16 |",
+        "| zmq ipc | 5000 |",
+    ] {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("{row}: {s}"));
+        assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
+    }
+    let out = run(&["bench", "latency", "--sizes", "64,4"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["bench", "latency", "-a", "0,4096"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("CPU 4096 does not exist"), "{e}");
+    assert!(out.stdout.is_empty(), "nothing measured before the error");
+}
+
+#[test]
+fn bench_throughput_two_processes_smoke() {
+    let out = run(&[
+        "bench",
+        "throughput",
+        "-n",
+        "3000",
+        "--ntps",
+        "0",
+        "10",
+        "--patterns",
+        "pushpull",
+        "pipe",
+        "--transports",
+        "inproc",
+        "ipc",
+        "tcp",
+        "shm",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = s
+        .lines()
+        .filter(|l| l.starts_with("| pushpull |") || l.starts_with("| pipe |"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    // pushpull: 4 transports x 2 sizes x (ptmp, raw) minus raw shm = 14;
+    // pipe: no shm: 3 x 2 x 2 = 12.
+    assert_eq!(rows.len(), 26, "{s}");
+    for r in &rows {
+        assert_eq!(r[8], "0", "lossless patterns lose nothing: {r:?}");
+        let procs = if r[2] == "inproc" { "1" } else { "2" };
+        assert_eq!(r[5], procs, "{r:?}");
+        if procs == "2" {
+            let rss: f64 = r[12].parse().unwrap();
+            assert!(rss > 1.0, "receiver peak RSS measured: {r:?}");
+        }
+    }
+    assert!(!s.contains("| pipe | shm"), "{s}");
+    // smx_perf's options on this suite too.
+    let out = run(&[
+        "bench",
+        "throughput",
+        "-n",
+        "3000",
+        "-w",
+        "500",
+        "-r",
+        "100000",
+        "-a",
+        "0,1",
+        "-s",
+        "5",
+        "-l",
+        "100",
+        "--patterns",
+        "pushpull",
+        "--ntps",
+        "0",
+        "--transports",
+        "inproc",
+        "ipc",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        s.contains("500 warmup, paced at 100000/s, pinned to CPUs 0,1, receiver spin 5"),
+        "{s}"
+    );
+    for l in s.lines().filter(|l| l.starts_with("| pushpull |")) {
+        let c: Vec<&str> = l.split('|').map(str::trim).collect();
+        assert_eq!(c[8], "0", "{l}");
+        let rate: f64 = c[6].parse().unwrap();
+        assert!(rate < 150_000.0, "paced at 100k/s: {l}");
+    }
+    let out = run(&["bench", "throughput", "-n", "5", "-w", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bench_agents_smoke() {
+    let out = run(&[
+        "bench", "agents", "-n", "3000", "-d", "0.3", "-r", "2000", "--reps", "1",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for row in [
+        "| zipper core, 10 streams | TPSets/s |",
+        "| window core, 10 TPs/set |",
+        "; 30000 of 30000 received, 0 tardy, 0 out of order)",
+        "| window agent, 10 TPs/set over inproc |",
+        "(600 of 600 received, 0 tardy)",
+        "(540 of 540 received, 0 tardy)",
+    ] {
+        assert!(s.contains(row), "{row:?} missing in:\n{s}");
+    }
+}
+
+#[test]
+fn bench_suites_smoke() {
+    let out = run(&[
+        "bench",
+        "tuning",
+        "-n",
+        "3000",
+        "--reps",
+        "1",
+        "--patterns",
+        "pushpull",
+        "pubsub",
+        "--transports",
+        "inproc",
+        "shm",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("| pushpull | inproc | 0 |"), "{s}");
+    assert!(s.contains("| pubsub | shm | 0 |"), "{s}");
+    assert!(
+        !s.contains("| pushpull | shm"),
+        "shm carries pubsub only: {s}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let js = dir.path().join("lat.json");
+    let out = run(&[
+        "bench",
+        "latency",
+        "-n",
+        "300",
+        "-w",
+        "10",
+        "-r",
+        "20000",
+        "--json-out",
+        js.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    for t in [
+        "shm (busy-poll)",
+        "shm (futex)",
+        "zmq inproc",
+        "zmq ipc",
+        "zmq tcp",
+    ] {
+        assert!(s.contains(&format!("| {t} |")), "{t} missing: {s}");
+    }
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    for row in j["rows"].as_array().unwrap() {
+        assert_eq!(
+            row["samples"].as_u64().unwrap() + row["lost"].as_u64().unwrap(),
+            300,
+            "{row}"
+        );
+        assert!(row["p50_us"].as_f64().unwrap() > 0.0);
+    }
+    let out = run(&["bench", "latency", "-m", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "bench",
+        "babus",
+        "-d",
+        "0.5",
+        "--image-bytes",
+        "100000",
+        "--redis",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let s = String::from_utf8_lossy(&out.stdout);
+    let rows = |t: &str| {
+        s.lines()
+            .filter(|l| l.starts_with(&format!("| {t} | imu+image+med0[1-5] |")))
+            .count()
+    };
+    assert_eq!(rows("ptmp shm"), 7, "{s}");
+    if err.contains("Redis rows skipped") {
+        // No redis-server here: the harness says so and goes on.
+        assert_eq!(rows("redis tcp"), 0);
+    } else {
+        assert_eq!((rows("redis tcp"), rows("redis unix")), (7, 7), "{s}");
+    }
+    assert!(s.contains("plain memcpy of 100000 bytes"), "{s}");
+    let out = run(&["bench", "fanout", "-n", "5000", "--receivers", "1", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    let pp = s
+        .lines()
+        .find(|l| l.starts_with("| pushpull | 2 |"))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        pp.ends_with("| 0 | 5000 |"),
+        "PULLs share every set, none lost: {pp}"
+    );
+    assert!(s.lines().any(|l| l.starts_with("| pubsub | 2 |")), "{s}");
+    let out = run(&["bench", "jitter", "-j", "100000"]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    let row: Vec<&str> = s
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let (min, max): (u64, u64) = (row[2].parse().unwrap(), row[3].parse().unwrap());
+    assert!(min <= max, "{s}");
+    let out = run(&["bench", "baseline", "-n", "3000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    for t in [
+        "posix-mq",
+        "unix-stream",
+        "unix-dgram",
+        "udp",
+        "tcp",
+        "zmq-ipc",
+        "zmq-tcp",
+        "ptmp-ipc",
+        "ptmp-tcp",
+        "ptmp-shm",
+    ] {
+        let row = s
+            .lines()
+            .find(|l| l.starts_with(&format!("| {t} |")))
+            .unwrap_or_else(|| panic!("{t}: {s}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (got, lost): (u64, u64) = (cells[3].parse().unwrap(), cells[4].parse().unwrap());
+        assert_eq!(got + lost, 3000, "{row}");
+        if t != "udp" {
+            assert_eq!(lost, 0, "only UDP may lose: {row}");
+        }
+        // CPU % and peak RSS of both processes are measured.
+        let rss: f64 = cells[11].parse().unwrap();
+        assert!(rss > 0.0, "{row}");
+    }
+    // Redis streams on a redis-server the harness runs, when installed
+    // (.ci/run installs it); otherwise a note says why the row is missing.
+    let have_redis = std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let redis_row = s.lines().find(|l| l.starts_with("| redis-streams |"));
+    if have_redis {
+        let row = redis_row.unwrap_or_else(|| panic!("no redis row: {s}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!((cells[3], cells[4]), ("3000", "0"), "{row}");
+    } else {
+        assert!(redis_row.is_none());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("redis-streams row skipped"));
+    }
+    for extra in [&[][..], &["--block"][..]] {
+        let mut args = vec!["bench", "ring", "-n", "20000", "--slots", "64"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            s.lines()
+                .filter(|l| l.starts_with("| 64 |") || l.starts_with("| 1024 |"))
+                .count(),
+            4,
+            "{s}"
+        );
+    }
+}
