@@ -29,10 +29,19 @@ pub trait Word: Sync {
     fn fetch_sub(&self, v: Self::Value, order: Ordering) -> Self::Value;
     /// A memory fence of the same family as this word's atomics.
     fn fence(order: Ordering);
+    /// Where a side stores one word and then loads another that the other
+    /// side stores (the store-buffering pattern of invariants 5 and 6):
+    /// make the sequentially consistent accesses around this point one
+    /// total order. Nothing to do for the `std` atomics, whose `SeqCst`
+    /// accesses already are totally ordered; the model checker treats
+    /// `SeqCst` accesses as acquire/release only (a documented limit of
+    /// loom), so its words put the `SeqCst` fence that gives the same order
+    /// here.
+    fn seq_cst_point();
 }
 
 macro_rules! word {
-    ($atomic:ty, $value:ty, $fence:path) => {
+    ($atomic:ty, $value:ty, $fence:path, $point:expr) => {
         impl Word for $atomic {
             type Value = $value;
             #[inline]
@@ -55,23 +64,39 @@ macro_rules! word {
             fn fence(order: Ordering) {
                 $fence(order)
             }
+            #[inline]
+            fn seq_cst_point() {
+                $point
+            }
         }
     };
 }
 
-word!(std::sync::atomic::AtomicU32, u32, std::sync::atomic::fence);
-word!(std::sync::atomic::AtomicU64, u64, std::sync::atomic::fence);
+word!(
+    std::sync::atomic::AtomicU32,
+    u32,
+    std::sync::atomic::fence,
+    ()
+);
+word!(
+    std::sync::atomic::AtomicU64,
+    u64,
+    std::sync::atomic::fence,
+    ()
+);
 #[cfg(loom)]
 word!(
     loom::sync::atomic::AtomicU32,
     u32,
-    loom::sync::atomic::fence
+    loom::sync::atomic::fence,
+    loom::sync::atomic::fence(Ordering::SeqCst)
 );
 #[cfg(loom)]
 word!(
     loom::sync::atomic::AtomicU64,
     u64,
-    loom::sync::atomic::fence
+    loom::sync::atomic::fence,
+    loom::sync::atomic::fence(Ordering::SeqCst)
 );
 
 /// The stamp of message `seq` once it is complete (invariant 3).
@@ -160,6 +185,8 @@ pub fn still<W: Word<Value = u64>>(stamp: &W, seq: u64) -> Result<(), u64> {
 /// (invariant 6). `wake` is the futex wake on `notify`.
 #[inline]
 pub fn notify_readers<W: Word<Value = u32>>(waiters: &W, notify: &W, wake: impl FnOnce(&W)) {
+    // Between the store of `next_seq` and the load of `waiters`.
+    W::seq_cst_point();
     if waiters.load(Ordering::SeqCst) > 0 {
         notify.fetch_add(1, Ordering::SeqCst);
         wake(notify);
@@ -180,6 +207,9 @@ pub fn reader_sleep<W: Word<Value = u32>, T>(
     sleep: impl FnOnce(u32) -> T,
 ) -> (bool, Option<T>) {
     waiters.fetch_add(1, Ordering::SeqCst);
+    // Between the store of `waiters` and the loads of `notify` and
+    // `next_seq`.
+    W::seq_cst_point();
     let seen = notify.load(Ordering::SeqCst);
     let ready = ready();
     let slept = (!ready).then(|| sleep(seen));
@@ -214,6 +244,9 @@ where
 {
     needs.store(need, Ordering::SeqCst);
     waiting.store(1, Ordering::SeqCst);
+    // Between the store of `writer_waiting` and the loads of `space` and
+    // the registry.
+    W32::seq_cst_point();
     let seen = space.load(Ordering::SeqCst);
     let done = check();
     if done.is_none() {
@@ -245,6 +278,8 @@ pub fn release<W32, W64>(
     W64: Word<Value = u64>,
 {
     pos.store(to, Ordering::SeqCst);
+    // Between the store of the position and the load of `writer_waiting`.
+    W32::seq_cst_point();
     if waiting.load(Ordering::SeqCst) != 0 && to >= needs.load(Ordering::SeqCst) {
         space.fetch_add(1, Ordering::SeqCst);
         wake(space);
@@ -255,6 +290,9 @@ pub fn release<W32, W64>(
 /// waits, wake it, so it looks at the registry again.
 #[inline]
 pub fn leave<W: Word<Value = u32>>(waiting: &W, space: &W, wake: impl FnOnce(&W)) {
+    // Between the release of the registry entry and the load of
+    // `writer_waiting`.
+    W::seq_cst_point();
     if waiting.load(Ordering::SeqCst) != 0 {
         space.fetch_add(1, Ordering::SeqCst);
         wake(space);
