@@ -13,6 +13,8 @@ fn q(s: &str) -> String {
     )
 }
 
+/// The graph as Graphviz source: hosts and processes as nested clusters,
+/// nodes as boxes, each edge labelled with its pattern and planned transport.
 pub fn dot(g: &Graph, plan: &Plan) -> String {
     let mut s = format!(
         "digraph {} {{\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n",

@@ -61,25 +61,40 @@ use std::time::Duration;
 /// A graph error: what is wrong and where (node and port, edge, process).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The graph's configuration is wrong; found before anything starts.
     #[error("graph {graph}: {msg}")]
-    Invalid { graph: String, msg: String },
+    Invalid {
+        /// The graph's name.
+        graph: String,
+        /// What is wrong, naming the node and port, edge or process.
+        msg: String,
+    },
+    /// A node's agent configuration (its `data`) was refused by the agent.
     #[error("graph {graph}: node {node}: {source}")]
     Agent {
+        /// The graph's name.
         graph: String,
+        /// The node whose configuration was refused.
         node: String,
+        /// The agent's own error.
         #[source]
         source: Box<ptmp_agents::Error>,
     },
+    /// Running the graph failed (run directory, processes, another
+    /// supervisor); the text names the graph and what failed.
     #[error("{0}")]
     Run(String),
 }
 
+/// Result with this crate's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Direction of a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
+    /// Messages arrive at the node through it (a receiving socket).
     In,
+    /// The node sends through it.
     Out,
 }
 
@@ -89,10 +104,15 @@ pub enum Dir {
 /// per stream).
 #[derive(Debug, Clone, Copy)]
 pub struct PortSpec {
+    /// The port's name after the dot in an edge's `"node.port"`.
     pub name: &'static str,
+    /// The key in the agent's configuration that the planned socket fills.
     pub key: &'static str,
+    /// Whether the node receives or sends through it.
     pub dir: Dir,
+    /// Whether a graph is refused when no edge connects it.
     pub required: bool,
+    /// Whether several edges may end at it, each a separate endpoint.
     pub multi: bool,
 }
 
@@ -133,12 +153,17 @@ pub fn ports(kind: Kind) -> Option<&'static [PortSpec]> {
 /// Messaging pattern of an edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pattern {
+    /// PUB to SUB: every receiver gets a copy; a slow one loses messages.
     PubSub,
+    /// PUSH to PULL: messages are dealt round-robin, with back-pressure.
     PushPull,
+    /// PAIR to PAIR: exactly one sender and one receiver.
     Pair,
 }
 
 impl Pattern {
+    /// The name the configuration uses for it (`"pubsub"`, `"pushpull"`,
+    /// `"pair"`).
     pub fn name(self) -> &'static str {
         match self {
             Pattern::PubSub => "pubsub",
@@ -156,18 +181,23 @@ impl Pattern {
     }
 }
 
+/// A node of the graph: one agent, placed in one process.
 #[derive(Debug, Clone)]
 pub struct Node {
+    /// Unique name, used in edges, logs and status.
     pub name: String,
+    /// The agent type `type` names.
     pub kind: Kind,
     /// `type` as written.
     pub type_name: String,
+    /// The agent's configuration, without the sockets the planner adds.
     pub data: Map<String, Value>,
     /// Index into [`Graph::processes`].
     pub process: usize,
 }
 
 impl Node {
+    /// The node's port called `name`; `None` when its type has no such port.
     pub fn port(&self, name: &str) -> Option<&'static PortSpec> {
         ports(self.kind)?.iter().find(|p| p.name == name)
     }
@@ -176,30 +206,48 @@ impl Node {
 /// One end of an edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PortRef {
+    /// Index into [`Graph::nodes`].
     pub node: usize,
+    /// Name of one of that node's ports.
     pub port: &'static str,
 }
 
+/// A connection from output ports to input ports: one to one, fan-out or
+/// fan-in (never many to many).
 #[derive(Debug, Clone)]
 pub struct Edge {
+    /// The sending ports.
     pub from: Vec<PortRef>,
+    /// The receiving ports.
     pub to: Vec<PortRef>,
+    /// How messages are distributed between the ends.
     pub pattern: Pattern,
+    /// The transport the edge pins; `None` lets the planner choose.
     pub transport: Option<Transport>,
+    /// The address the edge pins; `None` lets the planner assign one.
     pub address: Option<String>,
+    /// Socket high-water mark in messages for the edge's sockets; `None`
+    /// keeps the agent's default.
     pub hwm: Option<i64>,
 }
 
+/// An operating-system process running some of the graph's nodes.
 #[derive(Debug, Clone)]
 pub struct Process {
+    /// Unique name, used in logs, status and plan files.
     pub name: String,
+    /// Index into [`Graph::hosts`] of the host it runs on.
     pub host: usize,
+    /// Indices into [`Graph::nodes`] of the nodes it runs.
     pub nodes: Vec<usize>,
 }
 
+/// A machine the graph runs processes on.
 #[derive(Debug, Clone)]
 pub struct Host {
+    /// The name `--host` selects it by.
     pub name: String,
+    /// The address other hosts reach its tcp endpoints at.
     pub address: String,
 }
 
@@ -208,17 +256,27 @@ pub struct Host {
 pub struct Restart {
     /// Restarts of one process before the graph gives up.
     pub max: u32,
+    /// Wait between a process's exit and its restart.
     pub backoff: Duration,
 }
 
+/// A validated graph: nodes, edges and their placement, as
+/// [`Graph::parse`] reads them from the configuration.
 #[derive(Debug, Clone)]
 pub struct Graph {
+    /// The graph's name, in every message about it.
     pub name: String,
+    /// Every node, in configuration order.
     pub nodes: Vec<Node>,
+    /// Every edge, in configuration order.
     pub edges: Vec<Edge>,
+    /// Every process, the implicit one-node processes included.
     pub processes: Vec<Process>,
+    /// Every host; at least one.
     pub hosts: Vec<Host>,
+    /// First TCP port assigned to tcp edges on each host.
     pub port_base: u16,
+    /// What to do when a process crashes.
     pub restart: Restart,
     /// Filter-engine libraries every process loads (as ptmper's `plugins`).
     pub plugins: Vec<String>,
@@ -800,6 +858,8 @@ impl Graph {
         ptmp_agents::upstream_order(&feeds)
     }
 
+    /// Index into [`Graph::hosts`] of the host called `name`; the error
+    /// lists the hosts there are.
     pub fn host_index(&self, name: &str) -> Result<usize> {
         self.hosts
             .iter()
@@ -807,13 +867,18 @@ impl Graph {
             .ok_or_else(|| {
                 self.err(format!(
                     "no host named {name:?}; hosts: {}",
-                    self.hosts
-                        .iter()
-                        .map(|h| h.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    self.host_names()
                 ))
             })
+    }
+
+    /// The hosts' names, comma-separated, for error messages.
+    fn host_names(&self) -> String {
+        self.hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

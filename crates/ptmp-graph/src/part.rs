@@ -19,18 +19,27 @@ use std::time::{Duration, Instant};
 /// How often a part rewrites its status file.
 pub const STATUS_EVERY: Duration = Duration::from_millis(250);
 
+/// What one process of a graph runs: the file the supervisor writes and
+/// `ptmp graph part` reads.
 pub struct PartPlan {
+    /// The graph's name.
     pub graph: String,
+    /// The process's name, which names its status file.
     pub process: String,
+    /// The run directory, where the status file goes.
     pub run_dir: PathBuf,
+    /// The ptmper configuration `{name, proxies}` with every socket filled in.
     pub config: Value,
 }
 
 impl PartPlan {
+    /// The plan as the JSON object [`PartPlan::read`] reads back.
     pub fn to_json(&self) -> Value {
         json!({"graph": self.graph, "process": self.process,
                "run_dir": self.run_dir, "config": self.config})
     }
+    /// Read a plan file; the error names the file and what is missing or
+    /// malformed.
     pub fn read(path: &Path) -> Result<PartPlan, String> {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("plan {}: {e}", path.display()))?;

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 /// An edge with its transport and addresses.
 #[derive(Debug, Clone)]
 pub struct Link {
+    /// The transport the edge uses, pinned or chosen.
     pub transport: Transport,
     /// The ports that bind, each with its address; the edge's other ports
     /// connect to all of them.
@@ -47,11 +48,13 @@ pub struct Link {
 /// The wiring of a whole graph and each process's agent configuration.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// Per edge, in [`Graph::edges`](crate::Graph::edges) order.
     pub links: Vec<Link>,
     /// Per process (graph order): a ptmper configuration `{name, proxies}`.
     pub configs: Vec<Value>,
     /// Per process: whether it ends by itself (has a finite node).
     pub finite: Vec<bool>,
+    /// Where ipc sockets, plan files and status files go.
     pub run_dir: PathBuf,
 }
 

@@ -32,8 +32,10 @@
 
 use crate::plan::Plan;
 use crate::{part, status, supervise, Graph, Result};
+use ptmp::data::now_us;
 use ptmp::Transport;
 use ptmp_agents::Kind;
+use rustix::process::Signal;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -52,6 +54,7 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The name `--faults` and the report use for it.
     pub fn name(self) -> &'static str {
         match self {
             Fault::Kill => "kill",
@@ -80,11 +83,13 @@ pub fn parse_faults(s: &str) -> std::result::Result<Vec<Fault>, String> {
     Ok(out)
 }
 
+/// How a soak run injects faults and judges recovery.
 pub struct Options {
     /// How long faults are injected.
     pub duration: Duration,
     /// Mean time between faults.
     pub every: Duration,
+    /// The kinds of fault to choose from, each time at random.
     pub faults: Vec<Fault>,
     /// How long a stopped process stays stopped.
     pub stop_for: Duration,
@@ -272,8 +277,11 @@ impl Track {
 /// One injected fault.
 #[derive(Debug, Clone)]
 pub struct Injected {
+    /// What was done.
     pub kind: Fault,
+    /// The graph process it was done to.
     pub process: String,
+    /// That process's pid at the time.
     pub pid: i32,
     /// Wall-clock microseconds when the signal was sent.
     pub at_us: i64,
@@ -293,13 +301,14 @@ struct Shared {
 /// The soak's result.
 #[derive(Debug)]
 pub struct Report {
+    /// Everything measured (faults, counts, losses, recovery times), as the
+    /// JSON report the command writes.
     pub json: Value,
+    /// True when the graph recovered from every fault and `failures` is
+    /// empty.
     pub ok: bool,
+    /// One sentence per check that failed.
     pub failures: Vec<String>,
-}
-
-fn now_us() -> i64 {
-    ptmp::data::now_us()
 }
 
 fn read_u64(path: &str) -> Option<u64> {
@@ -412,17 +421,16 @@ pub fn run(
                             std::thread::sleep(Duration::from_millis(2));
                         }
                         lock().track.poll(&dir);
-                        // SAFETY: a live child of ours (checked just now);
-                        // only the supervisor reaps it, so the pid is ours.
-                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        // A live child of ours (checked just now); only the
+                        // supervisor reaps it, so the pid is ours.
+                        supervise::send_signal(pid, Signal::KILL);
                         // After the kill: whatever the killed process
                         // created is older, its successor's sets newer.
                         at_us = now_us();
                         say(format!("SIGKILL to process {process} (pid {pid})"));
                     }
                     Fault::Stop => {
-                        // SAFETY: as above.
-                        unsafe { libc::kill(pid, libc::SIGSTOP) };
+                        supervise::send_signal(pid, Signal::STOP);
                         say(format!(
                             "SIGSTOP to process {process} (pid {pid}) for {} ms",
                             opts.stop_for.as_millis()
@@ -432,9 +440,9 @@ pub fn run(
                             lock().track.poll(&dir);
                             std::thread::sleep(Duration::from_millis(20));
                         }
-                        // SAFETY: as above; a pid that died meanwhile is
-                        // still our unreaped child or already gone.
-                        unsafe { libc::kill(pid, libc::SIGCONT) };
+                        // A pid that died meanwhile is still our unreaped
+                        // child or already gone.
+                        supervise::send_signal(pid, Signal::CONT);
                     }
                 }
                 lock().injected.push(Injected {

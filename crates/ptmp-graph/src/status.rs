@@ -12,10 +12,12 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The directory under `run_dir` holding one status file per process.
 pub fn status_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("status")
 }
 
+/// The status file process `process` rewrites while it runs.
 pub fn status_file(run_dir: &Path, process: &str) -> PathBuf {
     status_dir(run_dir).join(format!("{process}.json"))
 }
@@ -32,6 +34,8 @@ impl Default for Rates {
 }
 
 impl Rates {
+    /// No snapshots yet: the first [`Rates::update`] has nothing earlier to
+    /// compare with, so its rates are zero.
     pub fn new() -> Self {
         Rates {
             snaps: VecDeque::new(),

@@ -19,6 +19,7 @@ use crate::part::PartPlan;
 use crate::plan::Plan;
 use crate::status;
 use crate::{Error, Graph, Result};
+use rustix::process::{Pid, Signal};
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 /// starts the next one anyway.
 pub const READY_WAIT: Duration = Duration::from_secs(5);
 
+/// How [`run`] starts, watches and stops the processes.
 pub struct Options {
     /// The command that runs one part, the plan's path appended: `ptmp
     /// graph part` for the CLI, `python -m ptmp._part` for Python.
@@ -39,6 +41,8 @@ pub struct Options {
     pub host: Option<String>,
     /// Print the status table this often.
     pub status_every: Option<Duration>,
+    /// Stop the graph after this long; `None` runs until interrupted or
+    /// until every finite process has finished.
     pub ttl: Option<Duration>,
     /// How long a stopped part may take before it is killed.
     pub stop_timeout: Duration,
@@ -56,8 +60,10 @@ impl Default for Options {
     }
 }
 
+/// How a [`run`] ended.
 #[derive(Debug, Default)]
 pub struct Outcome {
+    /// Why the graph stopped, e.g. "interrupted" or "ttl reached".
     pub reason: String,
     /// Restarts per process (this host's processes).
     pub restarts: Vec<(String, u32)>,
@@ -82,12 +88,15 @@ fn spawn(cmd: &[OsString], plan: &Path) -> std::io::Result<Child> {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty part command")
     })?;
     let mut c = Command::new(prog);
-    c.args(args).arg(plan);
-    // SAFETY: only async-signal-safe calls between fork and exec.
+    c.args(args).arg(plan).process_group(0);
+    // SAFETY: the hook runs in the forked child before exec, where only
+    // async-signal-safe work is allowed: it makes one prctl system call
+    // (rustix issues it directly, with no allocation or lock) and touches no
+    // state shared with the parent.
     unsafe {
         c.pre_exec(|| {
-            libc::setpgid(0, 0);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            // Best effort, as before: a part that cannot have it still runs.
+            let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
             Ok(())
         });
     }
@@ -103,9 +112,19 @@ fn describe(s: ExitStatus) -> String {
     }
 }
 
+/// Whether a process `pid` exists and we may signal it (`kill(pid, 0)`).
+/// Zero and negative numbers name process groups, not a process: false.
 fn pid_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(pid, 0) == 0 }
+    pid > 0 && Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
+}
+
+/// Send `sig` to process `pid` (a child of ours), ignoring failure: a child
+/// that has exited meanwhile needs no signal. Non-positive pids, which would
+/// name process groups, are ignored.
+pub(crate) fn send_signal(pid: i32, sig: Signal) {
+    if let Some(p) = Pid::from_raw(pid.max(0)) {
+        let _ = rustix::process::kill_process(p, sig);
+    }
 }
 
 /// Run this host's part of `g` as wired by `plan`. `stop` and `status_now`
@@ -122,17 +141,10 @@ pub fn run(
         Some(h) => g.host_index(h)?,
         None if g.hosts.len() == 1 => 0,
         None => {
-            return Err(Error::Invalid {
-                graph: g.name.clone(),
-                msg: format!(
-                    "the graph spans hosts {}: say which this is with --host",
-                    g.hosts
-                        .iter()
-                        .map(|h| h.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })
+            return Err(g.err(format!(
+                "the graph spans hosts {}: say which this is with --host",
+                g.host_names()
+            )))
         }
     };
     let run_err =
@@ -314,8 +326,8 @@ pub fn run(
             continue;
         };
         let pid = c.id() as i32;
-        // SAFETY: our own child, still unreaped.
-        unsafe { libc::kill(pid, libc::SIGINT) };
+        // Our own child, still unreaped, so the pid cannot have been reused.
+        send_signal(pid, Signal::INT);
         let t = Instant::now();
         let status = loop {
             match c.try_wait() {
