@@ -8,6 +8,7 @@ use crate::layout::{
 };
 use crate::name::ChannelName;
 use crate::sigbus::{self, MAX_MAPPINGS};
+use rustix::fs::OFlags;
 use std::fs::{File, OpenOptions};
 use std::mem::{offset_of, size_of};
 use std::os::unix::fs::OpenOptionsExt;
@@ -226,7 +227,7 @@ impl Segment {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
             .open(&path)
             .map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
@@ -234,7 +235,7 @@ impl Segment {
                         name: name.into(),
                         path: path.clone(),
                     }
-                } else if e.raw_os_error() == Some(libc::ELOOP) {
+                } else if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
                     ShmError::Untrusted {
                         path: path.clone(),
                         reason: "it is a symbolic link; ptmp never follows links at segment paths"

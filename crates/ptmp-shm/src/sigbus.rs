@@ -48,8 +48,8 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The SIGBUS action found when ours was installed; written once, before
 /// the handler that reads it can run.
 struct Prev(UnsafeCell<std::mem::MaybeUninit<libc::sigaction>>);
-// SAFETY: written once inside `INSTALL` before the handler is installed,
-// only read afterwards.
+// SAFETY: (invariant 7) written once inside `INSTALL` before the handler
+// is installed, only read afterwards.
 unsafe impl Sync for Prev {}
 static PREV: Prev = Prev(UnsafeCell::new(std::mem::MaybeUninit::uninit()));
 
@@ -101,14 +101,12 @@ pub fn register(start: usize, len: usize) -> Option<Guard> {
 
 fn install() {
     INSTALL.call_once(|| {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if page > 0 {
-            PAGE.store(page as usize, Ordering::SeqCst);
-        }
-        // SAFETY: an all-zero sigaction is a valid value; `PREV` is written
-        // here, once, before our handler (its only reader) is installed; the
-        // sigaction calls get valid pointers.
+        PAGE.store(rustix::param::page_size(), Ordering::SeqCst);
+        // Installing a signal handler is one of the few calls rustix leaves
+        // to the C library.
+        // SAFETY: (invariant 7) an all-zero sigaction is a valid value;
+        // `PREV` is written here, once, before our handler (its only reader)
+        // is installed; the sigaction calls get valid pointers.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_sigbus as *const () as usize;
@@ -126,7 +124,8 @@ fn install() {
 }
 
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler
+    // (installed for invariant 7).
     let addr = unsafe { (*info).si_addr() } as usize;
     let page = PAGE.load(Ordering::Relaxed);
     for s in SLOTS.iter() {
@@ -139,18 +138,17 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
         // SAFETY: `at` is a page of a live registered mapping (its owner
         // holds it mapped while registered, invariant 7); replacing that page
         // with private zeros changes only memory this library owns. mmap is
-        // async-signal-safe.
+        // async-signal-safe (rustix makes the system call directly, with no
+        // errno and no allocation).
         let p = unsafe {
-            libc::mmap(
-                at as *mut libc::c_void,
+            rustix::mm::mmap_anonymous(
+                at as *mut std::ffi::c_void,
                 page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_FIXED | libc::MAP_ANONYMOUS | libc::MAP_PRIVATE,
-                -1,
-                0,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::FIXED | rustix::mm::MapFlags::PRIVATE,
             )
         };
-        if p != libc::MAP_FAILED {
+        if p.is_ok() {
             s.truncated.store(true, Ordering::SeqCst);
             return;
         }
@@ -158,7 +156,8 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     }
     // Not ours (or the page could not be replaced): what would have happened
     // without this handler.
-    // SAFETY: PREV was written before this handler was installed; calling
+    // SAFETY: (invariant 7) PREV was written before this handler was
+    // installed; calling
     // the previous handler with the kernel's arguments, or restoring the
     // default action so the faulting access re-faults and ends the process
     // as it would have, are both what the previous disposition asked for.
