@@ -13,6 +13,7 @@
 //! window at >= 1,000,000 TrigPrims/s, zipper added latency <= sync_time.
 
 use crate::error::{BenchError, BenchResult};
+use crate::report::{Cell, Row};
 use crate::sys::stopping;
 use hdrhistogram::Histogram;
 use ptmp::{Receiver, Sender, SocketConfig, TPSet, TrigPrim};
@@ -50,8 +51,53 @@ pub struct AgentsArgs {
     pub transport: String,
 }
 
-fn row(what: &str, figure: &str, value: String, target: &str) {
-    crate::report::out!("| {what} | {figure} | {value} | {target} |");
+/// One agents figure: what was measured, its headline number and the
+/// details printed beside it, and the figure aimed for.
+#[derive(Debug, Clone)]
+pub struct AgentsRow {
+    /// What ran.
+    pub bench: String,
+    /// What the number is.
+    pub figure: &'static str,
+    /// The headline number (a rate, or a median latency in ms).
+    pub value: f64,
+    /// The number as printed, with the runs or counts behind it.
+    pub text: String,
+    /// The figure aimed for.
+    pub target: String,
+}
+
+impl Row for AgentsRow {
+    fn headers() -> &'static [&'static str] {
+        &["bench", "figure", "value", "target"]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        vec![
+            Cell::label(&self.bench),
+            Cell::label(self.figure),
+            Cell::measure(self.value, self.text.clone()),
+            Cell::label(&self.target),
+        ]
+    }
+}
+
+/// Print a row and keep it.
+fn row(
+    out: &mut Vec<AgentsRow>,
+    bench: String,
+    figure: &'static str,
+    (value, text): (f64, String),
+    target: &str,
+) {
+    let r = AgentsRow {
+        bench,
+        figure,
+        value,
+        text,
+        target: target.to_string(),
+    };
+    crate::report::row(&r);
+    out.push(r);
 }
 
 /// An endpoint; inproc and ipc names are new on every call (a closed
@@ -260,7 +306,9 @@ fn flow(
     })
 }
 
-pub fn run(a: &AgentsArgs) -> BenchResult {
+/// Run the agents suite: the cores, the running agents flat out, the
+/// zipper's latency.
+pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
     if !["inproc", "ipc", "tcp"].contains(&a.transport.as_str()) {
         return Err(BenchError::usage(format!(
             "--transport {:?}: use inproc, ipc or tcp",
@@ -271,20 +319,22 @@ pub fn run(a: &AgentsArgs) -> BenchResult {
         return Err(BenchError::usage("--inputs: 1 to 10"));
     }
     let t = a.transport.as_str();
-    crate::report::out!("| bench | figure | value | target |");
-    crate::report::out!("|---|---|---|---|");
+    crate::report::table::<AgentsRow>();
+    let mut rows = Vec::new();
     let r = zipper_core(a.inputs, a.count);
     row(
-        &format!("zipper core, {} streams", a.inputs),
+        &mut rows,
+        format!("zipper core, {} streams", a.inputs),
         "TPSets/s",
-        format!("{:.0}", r),
+        (r, format!("{:.0}", r)),
         ">= 1,000,000",
     );
     let r = window_core(a.ntps, a.count);
     row(
-        &format!("window core, {} TPs/set", a.ntps),
+        &mut rows,
+        format!("window core, {} TPs/set", a.ntps),
         "TrigPrims/s",
-        format!("{:.0}", r),
+        (r, format!("{:.0}", r)),
         ">= 1,000,000",
     );
 
@@ -316,14 +366,18 @@ pub fn run(a: &AgentsArgs) -> BenchResult {
     }
     let n = a.reps.max(1) as u64;
     row(
-        &format!("zipper agent, {} inputs over {t}", a.inputs),
+        &mut rows,
+        format!("zipper agent, {} inputs over {t}", a.inputs),
         "TPSets/s aggregate, median",
-        format!(
-            "{:.0} (runs {}; {} of {} received, {tardy} tardy, {disorder} out of order)",
+        (
             median(&rates),
-            spread(&rates),
-            received,
-            total * n
+            format!(
+                "{:.0} (runs {}; {} of {} received, {tardy} tardy, {disorder} out of order)",
+                median(&rates),
+                spread(&rates),
+                received,
+                total * n
+            ),
         ),
         ">= 1,000,000",
     );
@@ -343,16 +397,20 @@ pub fn run(a: &AgentsArgs) -> BenchResult {
     )?;
     let pct = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
     row(
-        &format!("zipper latency, {} live inputs at {} /s", a.inputs, a.rate),
+        &mut rows,
+        format!("zipper latency, {} live inputs at {} /s", a.inputs, a.rate),
         "ms p50 / p99 / max",
-        format!(
-            "{:.3} / {:.3} / {:.3} ({} of {} received, {} tardy)",
+        (
             pct(&f.hist, 0.5),
-            pct(&f.hist, 0.99),
-            f.hist.max() as f64 / 1000.0,
-            f.received,
-            per.max(1) * a.inputs as u64,
-            f.reports.first().and_then(|r| r.get("tardy")).unwrap_or(0)
+            format!(
+                "{:.3} / {:.3} / {:.3} ({} of {} received, {} tardy)",
+                pct(&f.hist, 0.5),
+                pct(&f.hist, 0.99),
+                f.hist.max() as f64 / 1000.0,
+                f.received,
+                per.max(1) * a.inputs as u64,
+                f.reports.first().and_then(|r| r.get("tardy")).unwrap_or(0)
+            ),
         ),
         &format!("<= sync_time {} ms", a.sync_ms),
     );
@@ -372,16 +430,20 @@ pub fn run(a: &AgentsArgs) -> BenchResult {
         per.max(1) * live as u64,
     )?;
     row(
-        &format!("zipper latency, {live} of {} inputs live", a.inputs),
+        &mut rows,
+        format!("zipper latency, {live} of {} inputs live", a.inputs),
         "ms p50 / p99 / max",
-        format!(
-            "{:.3} / {:.3} / {:.3} ({} of {} received, {} tardy)",
+        (
             pct(&f.hist, 0.5),
-            pct(&f.hist, 0.99),
-            f.hist.max() as f64 / 1000.0,
-            f.received,
-            per.max(1) * live as u64,
-            f.reports.first().and_then(|r| r.get("tardy")).unwrap_or(0)
+            format!(
+                "{:.3} / {:.3} / {:.3} ({} of {} received, {} tardy)",
+                pct(&f.hist, 0.5),
+                pct(&f.hist, 0.99),
+                f.hist.max() as f64 / 1000.0,
+                f.received,
+                per.max(1) * live as u64,
+                f.reports.first().and_then(|r| r.get("tardy")).unwrap_or(0)
+            ),
         ),
         &format!("~ sync_time {} ms", a.sync_ms),
     );
@@ -420,15 +482,19 @@ pub fn run(a: &AgentsArgs) -> BenchResult {
         rates.push((f.received * 25 * a.ntps as u64) as f64 / f.secs.max(1e-9));
     }
     row(
-        &format!("window agent, {} TPs/set over {t}", a.ntps),
+        &mut rows,
+        format!("window agent, {} TPs/set over {t}", a.ntps),
         "TrigPrims/s, median",
-        format!(
-            "{:.0} (runs {}; {windows} of {} windows)",
+        (
             median(&rates),
-            spread(&rates),
-            expect_windows * a.reps.max(1) as u64
+            format!(
+                "{:.0} (runs {}; {windows} of {} windows)",
+                median(&rates),
+                spread(&rates),
+                expect_windows * a.reps.max(1) as u64
+            ),
         ),
         ">= 1,000,000",
     );
-    Ok(())
+    Ok(rows)
 }

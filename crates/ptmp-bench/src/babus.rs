@@ -10,6 +10,7 @@
 //! an image is measured beside.
 
 use crate::error::{BenchError, BenchResult};
+use crate::report::{Cell, Row};
 use crate::sys::mono_ns;
 use crate::sys::stopping;
 use hdrhistogram::Histogram;
@@ -147,7 +148,108 @@ where
         .collect()
 }
 
-pub fn run(a: &BabusArgs) -> BenchResult {
+/// One consumer's latencies on one of its channels, microseconds.
+#[derive(Debug, Clone)]
+pub struct ConsumerRow {
+    /// "ptmp shm", "redis tcp" or "redis unix".
+    pub transport: String,
+    /// The consumer, named by the channels it waits on.
+    pub consumer: &'static str,
+    /// The channel.
+    pub channel: &'static str,
+    /// Messages received.
+    pub received: u64,
+    /// Stamp to view, median.
+    pub view_p50_us: f64,
+    /// Stamp to view, 99th percentile.
+    pub view_p99_us: f64,
+    /// Stamp to copied out, median.
+    pub copy_p50_us: f64,
+    /// Stamp to copied out, 99th percentile.
+    pub copy_p99_us: f64,
+    /// Messages overwritten before the consumer read them.
+    pub lost: u64,
+}
+
+impl Row for ConsumerRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "transport",
+            "consumer",
+            "channel",
+            "received",
+            "view p50 us",
+            "view p99 us",
+            "view+copy p50 us",
+            "view+copy p99 us",
+            "lost",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let us = |x: f64| Cell::measure(x, format!("{x:.1}"));
+        vec![
+            Cell::label(&self.transport),
+            Cell::label(self.consumer),
+            Cell::label(self.channel),
+            Cell::count(self.received),
+            us(self.view_p50_us),
+            us(self.view_p99_us),
+            us(self.copy_p50_us),
+            us(self.copy_p99_us),
+            Cell::count(self.lost),
+        ]
+    }
+}
+
+/// One producer's publishing cost, microseconds.
+#[derive(Debug, Clone)]
+pub struct ProducerRow {
+    /// "ptmp shm", "redis tcp" or "redis unix".
+    pub transport: String,
+    /// The producer (its channel).
+    pub producer: String,
+    /// Messages published.
+    pub published: u64,
+    /// Time to publish one, median.
+    pub write_p50_us: f64,
+    /// Time to publish one, 99th percentile.
+    pub write_p99_us: f64,
+}
+
+impl Row for ProducerRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "transport",
+            "producer",
+            "published",
+            "write p50 us",
+            "write p99 us",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let us = |x: f64| Cell::measure(x, format!("{x:.1}"));
+        vec![
+            Cell::label(&self.transport),
+            Cell::label(&self.producer),
+            Cell::param(self.published as f64),
+            us(self.write_p50_us),
+            us(self.write_p99_us),
+        ]
+    }
+}
+
+/// The Babus suite's two tables.
+#[derive(Debug, Clone, Default)]
+pub struct BabusRows {
+    /// Per consumer and channel.
+    pub consumers: Vec<ConsumerRow>,
+    /// Per producer.
+    pub producers: Vec<ProducerRow>,
+}
+
+/// Run the Babus scenario over ptmp's shared memory, and over Redis
+/// streams when asked.
+pub fn run(a: &BabusArgs) -> BenchResult<BabusRows> {
     if !(a.seconds > 0.0 && a.seconds.is_finite()) || a.image_bytes < 8 {
         return Err(BenchError::usage(
             "--seconds must be positive and --image-bytes at least 8",
@@ -167,8 +269,7 @@ pub fn run(a: &BabusArgs) -> BenchResult {
             Err(note) => eprintln!("note: Redis rows skipped: {note}"),
         }
     }
-    report(a, &runs);
-    Ok(())
+    Ok(report(a, &runs))
 }
 
 fn run_shm(a: &BabusArgs) -> BenchResult<Outcome> {
@@ -264,33 +365,41 @@ fn us(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
 }
 
-fn report(a: &BabusArgs, runs: &[(String, Outcome)]) {
-    crate::report::out!("| transport | consumer | channel | received | view p50 us | view p99 us | view+copy p50 us | view+copy p99 us | lost |");
-    crate::report::out!("|---|---|---|---|---|---|---|---|---|");
+fn report(a: &BabusArgs, runs: &[(String, Outcome)]) -> BabusRows {
+    let mut rows = BabusRows::default();
+    crate::report::table::<ConsumerRow>();
     for (t, o) in runs {
         for (cname, chans, stats) in &o.consumers {
             for (c, s) in chans.iter().zip(stats) {
-                crate::report::out!(
-                    "| {t} | {cname} | {c} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
-                    s.view.len(),
-                    us(&s.view, 0.5),
-                    us(&s.view, 0.99),
-                    us(&s.copy, 0.5),
-                    us(&s.copy, 0.99),
-                    s.lost
-                );
+                let row = ConsumerRow {
+                    transport: t.clone(),
+                    consumer: cname,
+                    channel: c,
+                    received: s.view.len(),
+                    view_p50_us: us(&s.view, 0.5),
+                    view_p99_us: us(&s.view, 0.99),
+                    copy_p50_us: us(&s.copy, 0.5),
+                    copy_p99_us: us(&s.copy, 0.99),
+                    lost: s.lost,
+                };
+                crate::report::row(&row);
+                rows.consumers.push(row);
             }
         }
     }
-    crate::report::out!("\n| transport | producer | published | write p50 us | write p99 us |");
-    crate::report::out!("|---|---|---|---|---|");
+    crate::report::note(String::new());
+    crate::report::table::<ProducerRow>();
     for (t, o) in runs {
         for (name, wh, n) in &o.producers {
-            crate::report::out!(
-                "| {t} | {name} | {n} | {:.1} | {:.1} |",
-                us(wh, 0.5),
-                us(wh, 0.99)
-            );
+            let row = ProducerRow {
+                transport: t.clone(),
+                producer: name.clone(),
+                published: *n,
+                write_p50_us: us(wh, 0.5),
+                write_p99_us: us(wh, 0.99),
+            };
+            crate::report::row(&row);
+            rows.producers.push(row);
         }
     }
     // The floor for view+copy of an image: a plain memcpy of the same size.
@@ -303,12 +412,13 @@ fn report(a: &BabusArgs, runs: &[(String, Outcome)]) {
         std::hint::black_box(&dst);
         let _ = mh.record(mono_ns().saturating_sub(t).max(1));
     }
-    crate::report::out!(
+    crate::report::note(format!(
         "\nplain memcpy of {} bytes: p50 {:.1} us, p99 {:.1} us ({} s per transport{})",
         a.image_bytes,
         us(&mh, 0.5),
         us(&mh, 0.99),
         a.seconds,
         if stopping() { ", interrupted" } else { "" }
-    );
+    ));
+    rows
 }

@@ -12,6 +12,7 @@
 //! subcommand.
 
 use crate::error::{BenchError, BenchResult};
+use crate::report::{Cell, Row};
 use clap::ValueEnum;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -111,7 +112,72 @@ fn wait_cost(
     ))
 }
 
-pub fn run(a: &BaselineArgs) -> BenchResult {
+/// One transport's writer-to-reader run.
+#[derive(Debug, Clone)]
+pub struct BaselineRow {
+    /// The transport.
+    pub transport: Base,
+    /// Messages written.
+    pub messages: u64,
+    /// Messages the reader got.
+    pub received: u64,
+    /// The reader's time from its first receive to the last, seconds.
+    pub elapsed_s: f64,
+    /// The reader's own CPU time over that span, seconds.
+    pub reader_cpu_s: f64,
+    /// Messages per second over the reader's span.
+    pub rate: f64,
+    /// Bytes per second over the same span, millions.
+    pub mb_s: f64,
+    /// The writer's CPU time over its life, %.
+    pub writer_cpu_pct: f64,
+    /// The reader's, likewise.
+    pub reader_cpu_pct: f64,
+    /// The writer's peak RSS, MB.
+    pub writer_rss_mb: f64,
+    /// The reader's peak RSS, MB.
+    pub reader_rss_mb: f64,
+}
+
+impl Row for BaselineRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "transport",
+            "messages",
+            "received",
+            "lost",
+            "reader elapsed s",
+            "reader CPU s",
+            "M msg/s",
+            "MB/s",
+            "writer CPU %",
+            "reader CPU %",
+            "writer peak RSS MB",
+            "reader peak RSS MB",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let f = |x: f64, d: usize| Cell::measure(x, format!("{x:.d$}"));
+        vec![
+            Cell::label(self.transport.name()),
+            Cell::param(self.messages as f64),
+            Cell::count(self.received),
+            Cell::count(self.messages - self.received.min(self.messages)),
+            f(self.elapsed_s, 3),
+            f(self.reader_cpu_s, 3),
+            f(self.rate / 1e6, 2),
+            f(self.mb_s, 0),
+            f(self.writer_cpu_pct, 0),
+            f(self.reader_cpu_pct, 0),
+            f(self.writer_rss_mb, 1),
+            f(self.reader_rss_mb, 1),
+        ]
+    }
+}
+
+/// Run the baseline suite: each transport with a writer and a reader
+/// process.
+pub fn run(a: &BaselineArgs) -> BenchResult<Vec<BaselineRow>> {
     if a.size < 8 || a.count == 0 {
         return Err(BenchError::usage("-m must be at least 8 and -n at least 1"));
     }
@@ -124,8 +190,8 @@ pub fn run(a: &BaselineArgs) -> BenchResult {
     let exe = std::env::current_exe()?;
     let dir = std::env::temp_dir().join(format!("ptmp-baseline-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    crate::report::out!("| transport | messages | received | lost | reader elapsed s | reader CPU s | M msg/s | MB/s | writer CPU % | reader CPU % | writer peak RSS MB | reader peak RSS MB |");
-    crate::report::out!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    crate::report::table::<BaselineRow>();
+    let mut rows = Vec::new();
     for t in which {
         // Held for the row: the server is stopped (by its PID) on drop.
         let mut _redis = None;
@@ -218,29 +284,28 @@ pub fn run(a: &BaselineArgs) -> BenchResult {
         let got = j["received"].as_u64().unwrap_or(0);
         let el = j["elapsed_s"].as_f64().unwrap_or(0.0);
         let rate = if el > 0.0 { got as f64 / el } else { 0.0 };
-        crate::report::out!(
-            "| {} | {} | {} | {} | {:.3} | {:.3} | {:.2} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} |",
-            t.name(),
-            a.count,
-            got,
-            a.count - got.min(a.count),
-            el,
-            j["cpu_s"].as_f64().unwrap_or(0.0),
-            rate / 1e6,
-            rate * a.size as f64 / 1e6,
-            wcost.cpu_pct(),
-            rcost.cpu_pct(),
-            writer_rss,
-            j["hwm_mb"].as_f64().unwrap_or(0.0)
-        );
+        let row = BaselineRow {
+            transport: t,
+            messages: a.count,
+            received: got,
+            elapsed_s: el,
+            reader_cpu_s: j["cpu_s"].as_f64().unwrap_or(0.0),
+            rate,
+            mb_s: rate * a.size as f64 / 1e6,
+            writer_cpu_pct: wcost.cpu_pct(),
+            reader_cpu_pct: rcost.cpu_pct(),
+            writer_rss_mb: writer_rss,
+            reader_rss_mb: j["hwm_mb"].as_f64().unwrap_or(0.0),
+        };
+        crate::report::row(&row);
+        rows.push(row);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    crate::report::out!(
+    crate::report::note(format!(
         "\n{} messages of {} bytes, one writer process and one reader process per row; CPU % = a process's CPU time over its life (spawn to exit), peak RSS = each process's VmHWM.",
-        a.count,
-        a.size
-    );
-    Ok(())
+        a.count, a.size
+    ));
+    Ok(rows)
 }
 
 /// Messages the reader handles: checks the index, keeps counts.

@@ -5,6 +5,7 @@
 
 use crate::error::{BenchError, BenchResult};
 use crate::report::progress;
+use crate::report::{Cell, Row};
 use crate::sendrecv::{run_ptmp, run_raw, Outcome, Pattern, TransportArg};
 use crate::sys::stopping;
 use clap::Subcommand;
@@ -125,8 +126,9 @@ fn all(a: &AllArgs) -> BenchResult {
     suite("babus", || crate::babus::run(&args(babus)))
 }
 
-/// Run one suite, saving its tables when `--out` was given.
-fn suite(name: &str, f: impl FnOnce() -> BenchResult) -> BenchResult {
+/// Run one suite, saving its tables when `--out` was given. The rows were
+/// printed and recorded as they came; the front needs no more of them.
+fn suite<T>(name: &str, f: impl FnOnce() -> BenchResult<T>) -> BenchResult {
     crate::report::begin(name);
     // tuning and throughput draw a bar of their own.
     if name != "tuning" && name != "throughput" {
@@ -138,7 +140,7 @@ fn suite(name: &str, f: impl FnOnce() -> BenchResult) -> BenchResult {
         Ok(None) => {}
         Err(e) => return Err(BenchError::fail(format!("--out: {e}"))),
     }
-    r
+    r.map(drop)
 }
 
 #[derive(Debug, clap::Args)]
@@ -197,7 +199,62 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn tuning(a: &TuningArgs) -> BenchResult {
+/// One row of the tuning table: medians over the runs of ptmp and of raw
+/// libzmq for a pattern, transport and size.
+#[derive(Debug, Clone)]
+pub struct TuningRow {
+    /// The socket types.
+    pub pattern: Pattern,
+    /// The transport.
+    pub transport: TransportArg,
+    /// TrigPrims per TPSet.
+    pub ntps: u32,
+    /// ptmp's median rate, TPSets per second.
+    pub ptmp_hz: f64,
+    /// Raw libzmq's, when it ran (not over shm).
+    pub raw_hz: Option<f64>,
+    /// ptmp's median count of TPSets not received.
+    pub ptmp_lost: f64,
+    /// Raw libzmq's, when it ran.
+    pub raw_lost: Option<f64>,
+}
+
+impl Row for TuningRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "pattern",
+            "transport",
+            "ntps",
+            "ptmp kHz",
+            "raw libzmq kHz",
+            "ptmp/raw",
+            "ptmp lost",
+            "raw lost",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let f0 = |x: f64| Cell::measure(x, format!("{x:.0}"));
+        let ratio = match self.raw_hz {
+            Some(r) if r > 0.0 => {
+                let q = self.ptmp_hz / r;
+                Cell::measure(q, format!("{q:.2}"))
+            }
+            _ => Cell::none(),
+        };
+        vec![
+            Cell::label(self.pattern.name()),
+            Cell::label(self.transport.name()),
+            Cell::param(f64::from(self.ntps)),
+            f0(self.ptmp_hz / 1e3),
+            self.raw_hz.map_or(Cell::none(), |r| f0(r / 1e3)),
+            ratio,
+            f0(self.ptmp_lost),
+            self.raw_lost.map_or(Cell::none(), f0),
+        ]
+    }
+}
+
+fn tuning(a: &TuningArgs) -> BenchResult<Vec<TuningRow>> {
     if a.reps == 0 || a.count == 0 {
         return Err(BenchError::usage("--reps and -n must be at least 1"));
     }
@@ -212,10 +269,8 @@ fn tuning(a: &TuningArgs) -> BenchResult {
         .collect();
     let pb = progress((rows.len() * a.reps * 2) as u64 * 100_000, "bench");
     let mut all: Vec<Outcome> = Vec::new();
-    crate::report::out!(
-        "| pattern | transport | ntps | ptmp kHz | raw libzmq kHz | ptmp/raw | ptmp lost | raw lost |"
-    );
-    crate::report::out!("|---|---|---|---|---|---|---|---|");
+    crate::report::table::<TuningRow>();
+    let mut out = Vec::new();
     for (p, t, ntps) in rows {
         let mut mine = Vec::new();
         let mut raw = Vec::new();
@@ -248,42 +303,28 @@ fn tuning(a: &TuningArgs) -> BenchResult {
         if mine.is_empty() && raw.is_empty() {
             continue;
         }
-        let (rm, rr) = (rate(&mine), rate(&raw));
-        pb.suspend(|| {
-            crate::report::out!(
-                "| {} | {} | {} | {:.0} | {} | {} | {:.0} | {} |",
-                p.name(),
-                t.name(),
-                ntps,
-                rm / 1e3,
-                if raw.is_empty() {
-                    "-".into()
-                } else {
-                    format!("{:.0}", rr / 1e3)
-                },
-                if rr > 0.0 {
-                    format!("{:.2}", rm / rr)
-                } else {
-                    "-".into()
-                },
-                lost(&mine),
-                if raw.is_empty() {
-                    "-".into()
-                } else {
-                    format!("{:.0}", lost(&raw))
-                }
-            )
-        });
+        let ran = |v: &[Outcome], x: f64| (!v.is_empty()).then_some(x);
+        let row = TuningRow {
+            pattern: p,
+            transport: t,
+            ntps,
+            ptmp_hz: rate(&mine),
+            raw_hz: ran(&raw, rate(&raw)),
+            ptmp_lost: lost(&mine),
+            raw_lost: ran(&raw, lost(&raw)),
+        };
+        pb.suspend(|| crate::report::row(&row));
+        out.push(row);
     }
     pb.finish_and_clear();
-    crate::report::out!(
+    crate::report::note(format!(
         "\n{} TPSets per run, median of {} runs each; kHz = TPSets received per ms of the run; lost = median count not received (only PUB drops).",
         a.count, a.reps
-    );
+    ));
     if let Some(path) = &a.json_out {
         let runs: Vec<_> = all.iter().map(|o| o.to_json()).collect();
         std::fs::write(path, json!({"suite": "tuning", "runs": runs}).to_string())
             .map_err(|e| BenchError::fail(format!("{}: {e}", path.display())))?;
     }
-    Ok(())
+    Ok(out)
 }

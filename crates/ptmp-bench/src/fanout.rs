@@ -3,6 +3,7 @@
 //! round-robin). Per-receiver rate and loss, measured from sequence numbers.
 
 use crate::error::{BenchError, BenchResult};
+use crate::report::{Cell, Row};
 use ptmp::{Receiver, Sender, TPSet};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -20,9 +21,55 @@ pub struct FanoutArgs {
     pub transport: String,
 }
 
-pub fn run(a: &FanoutArgs) -> BenchResult {
-    crate::report::out!("| pattern | receivers | per-receiver kHz | per-receiver received | per-receiver lost | total received |");
-    crate::report::out!("|---|---|---|---|---|---|");
+/// One fan-out run: a pattern, a number of receivers, what each got.
+#[derive(Debug, Clone)]
+pub struct FanoutRow {
+    /// PUB/SUB or PUSH/PULL.
+    pub pubsub: bool,
+    /// Receivers.
+    pub receivers: usize,
+    /// Each receiver's rate, thousands of TPSets per second.
+    pub khz: Vec<f64>,
+    /// TPSets each receiver got.
+    pub received: Vec<u64>,
+    /// TPSets each SUB missed; for PULLs, one figure for all of them.
+    pub lost: Vec<u64>,
+    /// TPSets received by all receivers together.
+    pub total: u64,
+}
+
+impl Row for FanoutRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "pattern",
+            "receivers",
+            "per-receiver kHz",
+            "per-receiver received",
+            "per-receiver lost",
+            "total received",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let counts = |v: &[u64]| {
+            let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+            Cell::list(&f, |x| x.to_string())
+        };
+        vec![
+            Cell::label(if self.pubsub { "pubsub" } else { "pushpull" }),
+            Cell::param(self.receivers as f64),
+            Cell::list(&self.khz, |r| format!("{r:.0}")),
+            counts(&self.received),
+            counts(&self.lost),
+            Cell::count(self.total),
+        ]
+    }
+}
+
+/// Run the fan-out suite: PUB to each number of SUBs, PUSH to each number
+/// of PULLs.
+pub fn run(a: &FanoutArgs) -> BenchResult<Vec<FanoutRow>> {
+    crate::report::table::<FanoutRow>();
+    let mut out = Vec::new();
     for (st, rt) in [("PUB", "SUB"), ("PUSH", "PULL")] {
         for &k in &a.receivers {
             if k == 0 {
@@ -109,20 +156,21 @@ pub fn run(a: &FanoutArgs) -> BenchResult {
             if let Some(p) = ep.strip_prefix("ipc://") {
                 let _ = std::fs::remove_file(p);
             }
-            let list = |v: &[String]| v.join(", ");
-            crate::report::out!(
-                "| {} | {k} | {} | {} | {} | {total} |",
-                if st == "PUB" { "pubsub" } else { "pushpull" },
-                list(&rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>()),
-                list(&gots.iter().map(|g| g.to_string()).collect::<Vec<_>>()),
-                list(&lost.iter().map(|l| l.to_string()).collect::<Vec<_>>()),
-            );
+            let row = FanoutRow {
+                pubsub: st == "PUB",
+                receivers: k,
+                khz: rates,
+                received: gots,
+                lost,
+                total,
+            };
+            crate::report::row(&row);
+            out.push(row);
         }
     }
-    crate::report::out!(
+    crate::report::note(format!(
         "\n{} TPSets per run over zmq {}; pushpull 'lost' is for all PULLs together.",
-        a.count,
-        a.transport
-    );
-    Ok(())
+        a.count, a.transport
+    ));
+    Ok(out)
 }

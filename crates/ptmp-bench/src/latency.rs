@@ -9,6 +9,7 @@
 //! flight). `--sizes` sweeps the message size.
 
 use crate::error::{BenchError, BenchResult};
+use crate::report::{Cell, Row};
 use crate::sys::mono_ns;
 use crate::sys::stopping;
 use crate::tpset::pace_until;
@@ -95,7 +96,7 @@ fn round_trip(
     a: &LatencyArgs,
     size: usize,
     cpus: (Option<usize>, Option<usize>),
-) -> BenchResult<Row> {
+) -> BenchResult<Measured> {
     let total = a.count + a.warmup;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
         .map_err(|e| BenchError::fail(format!("histogram: {e}")))?;
@@ -175,13 +176,13 @@ fn round_trip(
             let _ = std::fs::remove_file(p);
         }
     }
-    Ok(Row {
+    Ok(Measured {
         hist,
         lost: total - got,
     })
 }
 
-struct Row {
+struct Measured {
     hist: Histogram<u64>,
     /// Messages sent but not recorded (overrun, torn, or never arrived).
     lost: u64,
@@ -229,7 +230,7 @@ fn measure(
     a: &LatencyArgs,
     size: usize,
     cpus: (Option<usize>, Option<usize>),
-) -> BenchResult<Row> {
+) -> BenchResult<Measured> {
     if a.round_trip {
         return round_trip(t, a, size, cpus);
     }
@@ -278,7 +279,7 @@ fn measure(
             h.join()
                 .map_err(|_| BenchError::fail("sender panicked"))??;
             let _ = ptmp_shm::remove(&name);
-            Ok(Row {
+            Ok(Measured {
                 hist,
                 lost: total - seen,
             })
@@ -327,7 +328,7 @@ fn measure(
             if let Some(p) = ep.strip_prefix("ipc://") {
                 let _ = std::fs::remove_file(p);
             }
-            Ok(Row {
+            Ok(Measured {
                 hist,
                 lost: total - seen,
             })
@@ -335,7 +336,59 @@ fn measure(
     }
 }
 
-pub fn run(a: &LatencyArgs) -> BenchResult {
+/// One latency row: a transport and size, its percentiles, microseconds.
+#[derive(Debug, Clone)]
+pub struct LatencyRow {
+    /// The transport's name as printed.
+    pub transport: &'static str,
+    /// Message size, bytes.
+    pub size: usize,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Largest.
+    pub max_us: f64,
+    /// Messages recorded.
+    pub samples: u64,
+    /// Messages sent but not recorded.
+    pub lost: u64,
+}
+
+impl Row for LatencyRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "transport",
+            "size B",
+            "p50 us",
+            "p90 us",
+            "p99 us",
+            "p99.9 us",
+            "max us",
+            "lost",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let us = |x: f64| Cell::measure(x, format!("{x:.2}"));
+        vec![
+            Cell::label(self.transport),
+            Cell::param(self.size as f64),
+            us(self.p50_us),
+            us(self.p90_us),
+            us(self.p99_us),
+            us(self.p999_us),
+            Cell::measure(self.max_us, format!("{:.1}", self.max_us)),
+            Cell::count(self.lost),
+        ]
+    }
+}
+
+/// Run the latency suite: every transport at every size.
+pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
     let sizes = if a.sizes.is_empty() {
         vec![a.size]
     } else {
@@ -353,36 +406,29 @@ pub fn run(a: &LatencyArgs) -> BenchResult {
         )));
     }
     let cpus = crate::sys::parse_affinity(&a.affinity)?;
-    crate::report::out!(
-        "| transport | size B | p50 us | p90 us | p99 us | p99.9 us | max us | lost |"
-    );
-    crate::report::out!("|---|---|---|---|---|---|---|---|");
+    crate::report::table::<LatencyRow>();
     let mut out = Vec::new();
     for &size in &sizes {
         for &t in &a.transports {
             let r = measure(t, a, size, cpus)?;
             let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
-            crate::report::out!(
-                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
-                t.name(),
+            let row = LatencyRow {
+                transport: t.name(),
                 size,
-                q(0.5),
-                q(0.9),
-                q(0.99),
-                q(0.999),
-                r.hist.max() as f64 / 1000.0,
-                r.lost
-            );
-            out.push(
-                json!({"transport": t.name(), "size": size, "round_trip": a.round_trip,
-                "p50_us": q(0.5), "p90_us": q(0.9), "p99_us": q(0.99),
-                "p999_us": q(0.999), "max_us": r.hist.max() as f64 / 1000.0,
-                "samples": r.hist.len(), "lost": r.lost}),
-            );
+                p50_us: q(0.5),
+                p90_us: q(0.9),
+                p99_us: q(0.99),
+                p999_us: q(0.999),
+                max_us: r.hist.max() as f64 / 1000.0,
+                samples: r.hist.len(),
+                lost: r.lost,
+            };
+            crate::report::row(&row);
+            out.push(row);
         }
     }
     let sizes_s: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
-    crate::report::out!(
+    crate::report::note(format!(
         "\n{} messages of {} bytes at {} per second after {} warmup, {}, sender and receiver threads in one process{}{}.",
         a.count,
         sizes_s.join("/"),
@@ -398,12 +444,51 @@ pub fn run(a: &LatencyArgs) -> BenchResult {
             .map_or(String::new(), |c| format!(", pinned to CPUs {c}")),
         a.spin
             .map_or(String::new(), |s| format!(", receiver spin {s}"))
-    );
+    ));
     if let Some(p) = &a.json_out {
-        std::fs::write(p, json!({"suite": "latency", "rows": out}).to_string())
+        let rows: Vec<_> = out
+            .iter()
+            .map(|r| {
+                json!({"transport": r.transport, "size": r.size, "round_trip": a.round_trip,
+                "p50_us": r.p50_us, "p90_us": r.p90_us, "p99_us": r.p99_us,
+                "p999_us": r.p999_us, "max_us": r.max_us,
+                "samples": r.samples, "lost": r.lost})
+            })
+            .collect();
+        std::fs::write(p, json!({"suite": "latency", "rows": rows}).to_string())
             .map_err(|e| BenchError::fail(format!("{}: {e}", p.display())))?;
     }
-    Ok(())
+    Ok(out)
+}
+
+/// The jitter loop's result.
+#[derive(Debug, Clone)]
+pub struct JitterRow {
+    /// Pairs of clock reads.
+    pub loops: u64,
+    /// Smallest gap between two reads, ns.
+    pub min_ns: u64,
+    /// Largest gap, ns.
+    pub max_ns: u64,
+    /// Gaps over 1 us, 10 us, 100 us and 1 ms.
+    pub over: [u64; 4],
+}
+
+impl Row for JitterRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "loops", "min ns", "max ns", "> 1 us", "> 10 us", "> 100 us", "> 1 ms",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let mut c = vec![
+            Cell::param(self.loops as f64),
+            Cell::count(self.min_ns),
+            Cell::count(self.max_ns),
+        ];
+        c.extend(self.over.iter().map(|&n| Cell::count(n)));
+        c
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -417,7 +502,7 @@ pub struct JitterArgs {
 /// keep the smallest and largest difference; large ones are the machine
 /// taking the core away (interrupts, preemption), the floor under every
 /// latency figure.
-pub fn jitter(a: &JitterArgs) -> BenchResult {
+pub fn jitter(a: &JitterArgs) -> BenchResult<Vec<JitterRow>> {
     if a.loops == 0 {
         return Err(BenchError::usage("-j must be at least 1"));
     }
@@ -435,15 +520,13 @@ pub fn jitter(a: &JitterArgs) -> BenchResult {
             }
         }
     }
-    crate::report::out!("| loops | min ns | max ns | > 1 us | > 10 us | > 100 us | > 1 ms |");
-    crate::report::out!("|---|---|---|---|---|---|---|");
-    crate::report::out!(
-        "| {} | {min} | {max} | {} | {} | {} | {} |",
-        a.loops,
-        over[0],
-        over[1],
-        over[2],
-        over[3]
-    );
-    Ok(())
+    crate::report::table::<JitterRow>();
+    let row = JitterRow {
+        loops: a.loops,
+        min_ns: min,
+        max_ns: max,
+        over,
+    };
+    crate::report::row(&row);
+    Ok(vec![row])
 }

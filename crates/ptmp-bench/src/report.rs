@@ -1,46 +1,175 @@
-//! `ptmp bench --out DIR`: every suite's Markdown tables also saved as
-//! `DIR/SUITE.json` (headers, rows, the command line, the machine) and
-//! `DIR/SUITE.svg` (a bar chart per numeric column).
+//! Where every suite's results are rendered, from the typed rows the suites
+//! produce: the Markdown tables printed on stdout as rows come in, and with
+//! `ptmp bench --out DIR` also `DIR/SUITE.json` (headers, rows, the command
+//! line, the machine) and `DIR/SUITE.svg` (a bar chart per measured column).
 //!
-//! Suites print through [`out!`]; the recorder keeps those lines while a
-//! suite runs and parses the Markdown tables from them, so what is saved is
-//! exactly what was printed. The SVG is written directly (bars and text, no
-//! fonts or plotting library needed).
+//! A suite starts a table with [`table`], hands each row to [`row`] and
+//! prints remarks with [`note`]; a row says what its cells are through
+//! [`Row`]: the text printed, the number behind it, and whether the column
+//! is a measurement (charted) or a parameter of the row (labelling the
+//! bars). The SVG is written directly (bars and text, no fonts or plotting
+//! library needed).
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// One cell of a table row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// What is printed.
+    pub text: String,
+    /// The number the text stands for (the first one, for a list), saved in
+    /// the JSON beside the text.
+    pub value: Option<f64>,
+    /// A measurement, charted; otherwise a parameter that labels the bars.
+    pub measure: bool,
+}
+
+impl Cell {
+    /// Text that labels the row (a pattern, a transport name).
+    pub fn label(text: impl ToString) -> Cell {
+        Cell {
+            text: text.to_string(),
+            value: None,
+            measure: false,
+        }
+    }
+    /// A number that labels the row (a size, a count of readers).
+    pub fn param(v: f64) -> Cell {
+        Cell {
+            text: v.to_string(),
+            value: Some(v),
+            measure: false,
+        }
+    }
+    /// A measured number, printed as `text`.
+    pub fn measure(value: f64, text: String) -> Cell {
+        Cell {
+            text,
+            value: value.is_finite().then_some(value),
+            measure: true,
+        }
+    }
+    /// A measured count.
+    pub fn count(v: u64) -> Cell {
+        Cell::measure(v as f64, v.to_string())
+    }
+    /// A measurement with no value in this row, printed as "-".
+    pub fn none() -> Cell {
+        Cell {
+            text: "-".into(),
+            value: None,
+            measure: true,
+        }
+    }
+    /// A measurement that may be missing (NaN): "-" then.
+    pub fn maybe(value: f64, text: impl FnOnce(f64) -> String) -> Cell {
+        if value.is_nan() {
+            Cell::none()
+        } else {
+            Cell::measure(value, text(value))
+        }
+    }
+    /// Several measurements in one cell, "a, b, c" (one per reader, say);
+    /// its value is the first.
+    pub fn list<T: Copy + Into<f64>>(v: &[T], fmt: impl Fn(T) -> String) -> Cell {
+        Cell {
+            text: v.iter().map(|&x| fmt(x)).collect::<Vec<_>>().join(", "),
+            value: v.first().map(|&x| x.into()).filter(|x: &f64| x.is_finite()),
+            measure: true,
+        }
+    }
+}
+
+/// A suite's table row: its column headers and its cells.
+pub trait Row {
+    /// The column headers, in order.
+    fn headers() -> &'static [&'static str];
+    /// The cells, one per header.
+    fn cells(&self) -> Vec<Cell>;
+}
+
+/// A table as recorded: headers and rows of cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+}
+
 struct Recorder {
     dir: PathBuf,
     suite: String,
-    lines: Vec<String>,
+    tables: Vec<Table>,
+    notes: Vec<String>,
 }
 
 static REC: Mutex<Option<Recorder>> = Mutex::new(None);
 static DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
 /// The running suite's progress line (on a terminal only): elapsed time and
-/// rows done, printed around by `line`.
+/// rows done, printed around by `print`.
 static BAR: Mutex<Option<(indicatif::ProgressBar, u64)>> = Mutex::new(None);
 
-/// Print a line of bench output (and record it when saving).
-pub fn line(s: String) {
+/// Print a line of output around the progress line, counting rows on it.
+fn print(s: &str, is_row: bool) {
     let mut bar = BAR.lock().unwrap_or_else(|p| p.into_inner());
     match bar.as_mut() {
         Some((pb, rows)) => {
             pb.suspend(|| println!("{s}"));
-            if s.starts_with("| ") && !s.starts_with("| -") {
+            if is_row {
                 *rows += 1;
-                pb.set_message(format!("{} rows", rows.saturating_sub(1)));
+                pb.set_message(format!("{rows} rows"));
             }
         }
         None => println!("{s}"),
     }
-    drop(bar);
-    let mut r = REC.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(r) = r.as_mut() {
-        r.lines.extend(s.lines().map(str::to_string));
+}
+
+fn recording(f: impl FnOnce(&mut Recorder)) {
+    if let Some(r) = REC.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        f(r);
     }
+}
+
+fn markdown(cells: &[&str]) -> String {
+    format!("| {} |", cells.join(" | "))
+}
+
+/// Start a table of `R` rows: print its header.
+pub fn table<R: Row>() {
+    let h = R::headers();
+    print(&markdown(h), false);
+    print(&format!("|{}", "---|".repeat(h.len())), false);
+    recording(|r| {
+        r.tables.push(Table {
+            headers: h.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        })
+    });
+}
+
+/// Print a row of the table last started (and record it when saving).
+pub fn row<R: Row>(row: &R) {
+    let cells = row.cells();
+    let text: Vec<&str> = cells.iter().map(|c| c.text.as_str()).collect();
+    print(&markdown(&text), true);
+    recording(|r| {
+        if let Some(t) = r.tables.last_mut() {
+            t.rows.push(cells);
+        }
+    });
+}
+
+/// Print a remark below a table (and record its non-empty lines).
+pub fn note(s: String) {
+    print(&s, false);
+    recording(|r| {
+        r.notes.extend(
+            s.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_string),
+        )
+    });
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and the
@@ -82,12 +211,6 @@ fn spinner_done() {
     }
 }
 
-/// `println!` for bench output.
-macro_rules! out {
-    ($($t:tt)*) => { $crate::report::line(format!($($t)*)) };
-}
-pub(crate) use out;
-
 /// Ask for files in `dir` (created if missing).
 pub fn set_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -102,58 +225,10 @@ pub fn begin(suite: &str) {
         *REC.lock().unwrap_or_else(|p| p.into_inner()) = Some(Recorder {
             dir,
             suite: suite.to_string(),
-            lines: Vec::new(),
+            tables: Vec::new(),
+            notes: Vec::new(),
         });
     }
-}
-
-/// A Markdown table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-fn cells(l: &str) -> Vec<String> {
-    let t = l.trim().trim_start_matches('|').trim_end_matches('|');
-    t.split('|').map(|c| c.trim().to_string()).collect()
-}
-
-/// The tables in Markdown text: a header row, a `|---|` row, data rows.
-pub fn tables(lines: &[String]) -> Vec<Table> {
-    let mut out: Vec<Table> = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let is_row = |l: &str| l.trim_start().starts_with('|');
-        let is_sep = |l: &str| is_row(l) && l.chars().all(|c| "|-: ".contains(c));
-        if is_row(&lines[i]) && i + 1 < lines.len() && is_sep(&lines[i + 1]) {
-            let mut t = Table {
-                headers: cells(&lines[i]),
-                rows: Vec::new(),
-            };
-            i += 2;
-            while i < lines.len() && is_row(&lines[i]) && !is_sep(&lines[i]) {
-                t.rows.push(cells(&lines[i]));
-                i += 1;
-            }
-            out.push(t);
-        } else {
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The leading number of a cell ("1,526,974 (runs ...)" -> 1526974,
-/// "0.51 / 2.56" -> 0.51); None for "-" or text.
-pub fn number(cell: &str) -> Option<f64> {
-    let s: String = cell
-        .trim()
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',' || *c == '-' || *c == 'e')
-        .filter(|c| *c != ',')
-        .collect();
-    s.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 fn esc(s: &str) -> String {
@@ -162,42 +237,26 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Whether a column holds a measurement (charted) rather than a parameter
-/// of the row (ntps, receivers, size), which labels the bars instead.
-fn is_measurement(header: &str) -> bool {
-    let h = format!(" {} ", header.to_lowercase());
-    [
-        "/s", "%", " mb", " us", " ns", "khz", "lost", " s ", " ms", "value", "received", "rate",
-    ]
-    .iter()
-    .any(|k| h.contains(k))
-}
-
-/// Horizontal bar charts, one per measurement column whose every cell is a
-/// number; bars are labelled by the row's other columns.
-pub fn svg(title: &str, tables: &[Table]) -> String {
+/// Horizontal bar charts, one per measurement column whose every cell has
+/// a value; bars are labelled by the row's other columns.
+fn svg(title: &str, tables: &[Table]) -> String {
     let (w, bar_h, left, right) = (900.0, 18.0, 330.0, 110.0);
     let mut body = String::new();
     let mut y = 40.0;
     for t in tables {
         let numeric: Vec<usize> = (0..t.headers.len())
             .filter(|&c| {
-                is_measurement(&t.headers[c])
-                    && !t.rows.is_empty()
+                !t.rows.is_empty()
                     && t.rows
                         .iter()
-                        .all(|r| r.get(c).and_then(|x| number(x)).is_some())
+                        .all(|r| r.get(c).is_some_and(|x| x.measure && x.value.is_some()))
             })
             .collect();
         let label_cols: Vec<usize> = (0..t.headers.len())
             .filter(|c| !numeric.contains(c))
             .collect();
         for &c in &numeric {
-            let vals: Vec<f64> = t
-                .rows
-                .iter()
-                .map(|r| number(&r[c]).unwrap_or(0.0))
-                .collect();
+            let vals: Vec<f64> = t.rows.iter().map(|r| r[c].value.unwrap_or(0.0)).collect();
             let max = vals.iter().cloned().fold(0.0f64, f64::max).max(1e-12);
             body += &format!(
                 "<text x=\"10\" y=\"{y}\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
@@ -207,7 +266,7 @@ pub fn svg(title: &str, tables: &[Table]) -> String {
             for (r, v) in t.rows.iter().zip(&vals) {
                 let label: Vec<&str> = label_cols
                     .iter()
-                    .filter_map(|&k| r.get(k).map(String::as_str))
+                    .filter_map(|&k| r.get(k).map(|x| x.text.as_str()))
                     .collect();
                 let len = (w - left - right) * (v / max).max(0.0);
                 body += &format!(
@@ -221,7 +280,7 @@ pub fn svg(title: &str, tables: &[Table]) -> String {
                     bar_h - 4.0,
                     left + len + 4.0,
                     y + bar_h - 5.0,
-                    esc(&r[c]),
+                    esc(&r[c].text),
                 );
                 y += bar_h;
             }
@@ -234,6 +293,34 @@ pub fn svg(title: &str, tables: &[Table]) -> String {
          <text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">{}</text>\n{body}</svg>\n",
         y + 10.0,
         esc(title)
+    )
+}
+
+/// The tables as JSON: a cell with a value is `{"text", "value"}`, one
+/// without is its text.
+fn tables_json(tables: &[Table]) -> Value {
+    Value::Array(
+        tables
+            .iter()
+            .map(|t| {
+                let rows: Vec<Value> = t
+                    .rows
+                    .iter()
+                    .map(|row| {
+                        let mut o = serde_json::Map::new();
+                        for (h, c) in t.headers.iter().zip(row) {
+                            o.insert(
+                                h.clone(),
+                                c.value
+                                    .map_or(json!(c.text), |v| json!({"text": c.text, "value": v})),
+                            );
+                        }
+                        Value::Object(o)
+                    })
+                    .collect();
+                json!({"headers": t.headers, "rows": rows})
+            })
+            .collect(),
     )
 }
 
@@ -261,31 +348,19 @@ pub fn end() -> std::io::Result<Option<(PathBuf, PathBuf)>> {
     let Some(r) = REC.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return Ok(None);
     };
-    let tabs = tables(&r.lines);
     let args: Vec<String> = std::env::args().collect();
     let j = json!({
         "suite": r.suite,
         "command": args.join(" "),
         "when_unix_s": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         "machine": machine(),
-        "tables": tabs.iter().map(|t| {
-            let rows: Vec<Value> = t.rows.iter().map(|row| {
-                let mut o = serde_json::Map::new();
-                for (h, c) in t.headers.iter().zip(row) {
-                    // Cells keep their printed text; a leading number is
-                    // also given as a value.
-                    o.insert(h.clone(), number(c).map_or(json!(c), |n| json!({"text": c, "value": n})));
-                }
-                Value::Object(o)
-            }).collect();
-            json!({"headers": t.headers, "rows": rows})
-        }).collect::<Vec<_>>(),
-        "notes": r.lines.iter().filter(|l| !l.trim_start().starts_with('|') && !l.trim().is_empty()).collect::<Vec<_>>(),
+        "tables": tables_json(&r.tables),
+        "notes": r.notes,
     });
     let jp = r.dir.join(format!("{}.json", r.suite));
     let sp = r.dir.join(format!("{}.svg", r.suite));
     std::fs::write(&jp, serde_json::to_string_pretty(&j).unwrap_or_default())?;
-    std::fs::write(&sp, svg(&format!("ptmp bench {}", r.suite), &tabs))?;
+    std::fs::write(&sp, svg(&format!("ptmp bench {}", r.suite), &r.tables))?;
     Ok(Some((jp, sp)))
 }
 
@@ -293,25 +368,54 @@ pub fn end() -> std::io::Result<Option<(PathBuf, PathBuf)>> {
 mod tests {
     use super::*;
 
+    struct T(&'static str, f64, Option<u64>);
+
+    impl Row for T {
+        fn headers() -> &'static [&'static str] {
+            &["a", "b kHz", "c"]
+        }
+        fn cells(&self) -> Vec<Cell> {
+            vec![
+                Cell::label(self.0),
+                Cell::measure(self.1, format!("{:.0}", self.1)),
+                self.2.map_or(Cell::none(), Cell::count),
+            ]
+        }
+    }
+
+    fn recorded() -> Table {
+        let rows = [T("x", 1234.0, None), T("y", 0.5, Some(7))];
+        Table {
+            headers: T::headers().iter().map(|s| s.to_string()).collect(),
+            rows: rows.iter().map(Row::cells).collect(),
+        }
+    }
+
     #[test]
-    fn tables_and_numbers_are_parsed_from_markdown() {
-        let text = "intro\n| a | b kHz | c |\n|---|---|---|\n| x | 1,234 | - |\n| y | 0.5 / 2 | 7 (runs 1, 2) |\n\nnote\n| p | q |\n|---|---|\n| z | 3 |";
-        let lines: Vec<String> = text.lines().map(String::from).collect();
-        let t = tables(&lines);
-        assert_eq!(t.len(), 2);
-        assert_eq!(t[0].headers, vec!["a", "b kHz", "c"]);
-        assert_eq!(t[0].rows[1], vec!["y", "0.5 / 2", "7 (runs 1, 2)"]);
-        assert_eq!(number("1,234"), Some(1234.0));
-        assert_eq!(number("0.5 / 2"), Some(0.5));
-        assert_eq!(number("-"), None);
-        assert_eq!(number("inproc"), None);
-        let s = svg("t", &t);
+    fn json_keeps_text_and_value() {
+        let j = tables_json(&[recorded()]);
+        assert_eq!(j[0]["headers"][1], "b kHz");
+        assert_eq!(j[0]["rows"][0]["a"], "x");
+        assert_eq!(j[0]["rows"][0]["b kHz"]["value"], 1234.0);
+        assert_eq!(j[0]["rows"][0]["c"], "-");
+        assert_eq!(j[0]["rows"][1]["c"]["value"], 7.0);
+    }
+
+    #[test]
+    fn svg_charts_measured_columns_with_every_value() {
+        let s = svg("t", &[recorded()]);
         assert!(
             s.starts_with("<svg") && s.contains(">b kHz<") && s.contains(">x / -<"),
             "{s}"
         );
-        // Column c is not numeric in every row, and "a" is not a
+        // Column c has no value in every row, and "a" is not a
         // measurement: no chart for them.
         assert!(!s.contains(">c<") && !s.contains(">a<"));
+    }
+
+    #[test]
+    fn lists_take_their_first_value() {
+        let c = Cell::list(&[0.5f64, 2.0], |x| format!("{x:.2}"));
+        assert_eq!((c.text.as_str(), c.value), ("0.50, 2.00", Some(0.5)));
     }
 }

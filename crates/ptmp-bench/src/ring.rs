@@ -5,6 +5,7 @@
 //! shared-memory transport.
 
 use crate::error::{BenchError, BenchResult};
+use crate::report::{Cell, Row};
 use ptmp_shm::{ChannelConfig, Policy, Reader, StartAt, Writer};
 use std::time::{Duration, Instant};
 
@@ -27,10 +28,52 @@ pub struct RingArgs {
     pub block: bool,
 }
 
-pub fn run(a: &RingArgs) -> BenchResult {
+/// One ring run: a message size, a number of readers, what they managed.
+#[derive(Debug, Clone)]
+pub struct RingRow {
+    /// Message size, bytes.
+    pub size: usize,
+    /// Readers contending with the writer.
+    pub readers: usize,
+    /// Lossless (block) or overwrite.
+    pub block: bool,
+    /// The writer's rate, millions of messages per second.
+    pub writer_mps: f64,
+    /// Each reader's rate, millions of messages per second.
+    pub reader_mps: Vec<f64>,
+    /// Each reader's share of messages overwritten before it read them, %.
+    pub lost_pct: Vec<f64>,
+}
+
+impl Row for RingRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "size B",
+            "readers",
+            "policy",
+            "writer M msg/s",
+            "per-reader received M msg/s",
+            "per-reader lost %",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let f2 = |x: f64| format!("{x:.2}");
+        vec![
+            Cell::param(self.size as f64),
+            Cell::param(self.readers as f64),
+            Cell::label(if self.block { "block" } else { "overwrite" }),
+            Cell::measure(self.writer_mps, f2(self.writer_mps)),
+            Cell::list(&self.reader_mps, f2),
+            Cell::list(&self.lost_pct, f2),
+        ]
+    }
+}
+
+/// Run the ring suite: every size with every reader count.
+pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
     let fail = |e: ptmp_shm::ShmError| BenchError::fail(e.to_string());
-    crate::report::out!("| size B | readers | policy | writer M msg/s | per-reader received M msg/s | per-reader lost % |");
-    crate::report::out!("|---|---|---|---|---|---|");
+    crate::report::table::<RingRow>();
+    let mut out = Vec::new();
     for &size in &a.sizes {
         for &nr in &a.readers {
             if size == 0 || nr == 0 {
@@ -91,25 +134,21 @@ pub fn run(a: &RingArgs) -> BenchResult {
             }
             drop(w);
             let _ = ptmp_shm::remove(&name);
-            let fmt = |v: &[f64]| {
-                v.iter()
-                    .map(|x| format!("{x:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            let row = RingRow {
+                size,
+                readers: nr,
+                block: a.block,
+                writer_mps: n as f64 / wsecs / 1e6,
+                reader_mps: rates,
+                lost_pct: lost,
             };
-            crate::report::out!(
-                "| {size} | {nr} | {} | {:.2} | {} | {} |",
-                if a.block { "block" } else { "overwrite" },
-                n as f64 / wsecs / 1e6,
-                fmt(&rates),
-                fmt(&lost)
-            );
+            crate::report::row(&row);
+            out.push(row);
         }
     }
-    crate::report::out!(
+    crate::report::note(format!(
         "\n{} messages per run, {}-slot ring; readers copy each message out.",
-        a.count,
-        a.slots
-    );
-    Ok(())
+        a.count, a.slots
+    ));
+    Ok(out)
 }

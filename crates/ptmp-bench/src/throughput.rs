@@ -15,6 +15,7 @@
 
 use crate::error::{BenchError, BenchResult};
 use crate::report::progress;
+use crate::report::{Cell, Row};
 use crate::sendrecv::{Pattern, TransportArg};
 use clap::ValueEnum;
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
@@ -454,7 +455,76 @@ fn one_row(
     })
 }
 
-pub fn run(a: &ThroughputArgs) -> BenchResult {
+/// One throughput row: what was measured for a pattern, transport, size
+/// and implementation.
+#[derive(Debug, Clone)]
+pub struct ThroughputRow {
+    /// The socket types.
+    pub pattern: Pattern,
+    /// The transport.
+    pub transport: TransportArg,
+    /// TrigPrims per TPSet.
+    pub ntps: u32,
+    /// ptmp, or raw libzmq moving the same frames.
+    pub raw: bool,
+    /// Two processes, or (inproc) two threads of one.
+    pub processes: u32,
+    /// TPSets per second, after the warmup.
+    pub rate: f64,
+    /// Megabytes per second.
+    pub mb_s: f64,
+    /// TPSets not received.
+    pub lost: u64,
+    /// The sender's CPU time over the timed span, % (NaN: not measured).
+    pub send_cpu_pct: f64,
+    /// The receiver's, likewise.
+    pub recv_cpu_pct: f64,
+    /// The sender's peak RSS, MB (NaN: not measured apart).
+    pub send_rss_mb: f64,
+    /// The receiver's, likewise.
+    pub recv_rss_mb: f64,
+}
+
+impl Row for ThroughputRow {
+    fn headers() -> &'static [&'static str] {
+        &[
+            "pattern",
+            "transport",
+            "ntps",
+            "impl",
+            "processes",
+            "msg/s",
+            "MB/s",
+            "lost",
+            "sender CPU %",
+            "receiver CPU %",
+            "sender peak RSS MB",
+            "receiver peak RSS MB",
+        ]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let f0 = |x: f64| format!("{x:.0}");
+        let f1 = |x: f64| format!("{x:.1}");
+        vec![
+            Cell::label(self.pattern.name()),
+            Cell::label(self.transport.name()),
+            Cell::param(f64::from(self.ntps)),
+            Cell::label(if self.raw { "raw libzmq" } else { "ptmp" }),
+            Cell::param(f64::from(self.processes)),
+            Cell::measure(self.rate, f0(self.rate)),
+            Cell::measure(self.mb_s, f1(self.mb_s)),
+            Cell::count(self.lost),
+            Cell::maybe(self.send_cpu_pct, f0),
+            Cell::maybe(self.recv_cpu_pct, f0),
+            Cell::maybe(self.send_rss_mb, f1),
+            Cell::maybe(self.recv_rss_mb, f1),
+        ]
+    }
+}
+
+/// Run the throughput suite: every pattern, transport, size and
+/// implementation.
+pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
     if a.count == 0 || a.warmup >= a.count {
         return Err(BenchError::usage(format!(
             "-n {} -w {}: need at least one TPSet after the warmup",
@@ -467,8 +537,8 @@ pub fn run(a: &ThroughputArgs) -> BenchResult {
         }
     }
     let cpus = crate::sys::parse_affinity(&a.affinity)?;
-    crate::report::out!("| pattern | transport | ntps | impl | processes | msg/s | MB/s | lost | sender CPU % | receiver CPU % | sender peak RSS MB | receiver peak RSS MB |");
-    crate::report::out!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    crate::report::table::<ThroughputRow>();
+    let mut out = Vec::new();
     let mut rows = Vec::new();
     for &p in &a.patterns {
         for &tr in &a.transports {
@@ -497,49 +567,38 @@ pub fn run(a: &ThroughputArgs) -> BenchResult {
         };
         let pct = |cpu: f64| {
             if cpu.is_nan() {
-                "-".to_string()
+                f64::NAN
             } else if r.span_s > 0.0 {
-                format!("{:.0}", 100.0 * cpu / r.span_s)
+                100.0 * cpu / r.span_s
             } else {
-                "0".into()
+                0.0
             }
         };
-        let mb = |x: f64| {
-            if x.is_nan() {
-                "-".to_string()
-            } else {
-                format!("{x:.1}")
-            }
+        let row = ThroughputRow {
+            pattern: p,
+            transport: tr,
+            ntps,
+            raw: im == Impl::Raw,
+            processes: if r.procs { 2 } else { 1 },
+            rate,
+            mb_s: rate * bytes as f64 / 1e6,
+            lost: a.count - r.received.min(a.count),
+            send_cpu_pct: pct(r.send_cpu_s),
+            recv_cpu_pct: pct(r.recv_cpu_s),
+            send_rss_mb: r.send_rss,
+            recv_rss_mb: r.recv_rss,
         };
-        pb.suspend(|| {
-            crate::report::out!(
-                "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} |",
-                p.name(),
-                tr.name(),
-                ntps,
-                match im {
-                    Impl::Ptmp => "ptmp",
-                    Impl::Raw => "raw libzmq",
-                },
-                if r.procs { 2 } else { 1 },
-                rate,
-                rate * bytes as f64 / 1e6,
-                a.count - r.received.min(a.count),
-                pct(r.send_cpu_s),
-                pct(r.recv_cpu_s),
-                mb(r.send_rss),
-                mb(r.recv_rss)
-            )
-        });
+        pb.suspend(|| crate::report::row(&row));
+        out.push(row);
     }
     pb.finish_and_clear();
-    crate::report::out!(
+    crate::report::note(format!(
         "\n{} TPSets per row{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop).",
         a.count,
         if a.warmup > 0 { format!(", {} warmup", a.warmup) } else { String::new() },
         a.rate.map_or(String::new(), |r| format!(", paced at {r}/s")),
         a.affinity.as_ref().map_or(String::new(), |c| format!(", pinned to CPUs {c}")),
         if a.spin > 0 { format!(", receiver spin {}", a.spin) } else { String::new() }
-    );
-    Ok(())
+    ));
+    Ok(out)
 }
