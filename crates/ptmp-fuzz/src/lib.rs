@@ -46,6 +46,8 @@ pub enum Corpus {
 
 /// One fuzzing target.
 pub struct Target {
+    /// Short unique name, used on the command line, in reports, and to vary
+    /// the random sequence per target.
     pub name: &'static str,
     /// What it exercises, for reports.
     pub what: &'static str,
@@ -58,23 +60,33 @@ pub struct Target {
 /// How long to run one target.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
+    /// Stop after this many cases, the corpus's own entries included
+    /// (they all run even when there are more of them).
     pub cases: u64,
+    /// Stop once this much time has passed, whichever limit comes first.
     pub time: Duration,
 }
 
 /// A case that failed.
 #[derive(Debug, Clone)]
 pub struct Failure {
+    /// The input that failed, as the target's `check` received it, so the
+    /// case can be replayed.
     pub input: Vec<u8>,
+    /// The broken property, or the panic's message.
     pub what: String,
 }
 
 /// What one target's run found.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The target's name.
     pub target: &'static str,
+    /// Cases run, the corpus's entries included.
     pub cases: u64,
+    /// The first 100 failing cases; later ones are counted in no list.
     pub failures: Vec<Failure>,
+    /// Wall-clock time the run took.
     pub elapsed: Duration,
 }
 

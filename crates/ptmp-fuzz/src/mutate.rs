@@ -10,9 +10,11 @@ use serde_json::{json, Value};
 pub struct Rng(u64);
 
 impl Rng {
+    /// A source whose whole sequence is fixed by `start`.
     pub fn new(start: u64) -> Rng {
         Rng(start)
     }
+    /// The next 64 uniformly distributed bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -24,9 +26,11 @@ impl Rng {
     pub fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
     }
+    /// True with probability 1/`one_in` (`one_in` > 0).
     pub fn chance(&mut self, one_in: usize) -> bool {
         self.below(one_in) == 0
     }
+    /// A uniformly chosen element of `items`, which must not be empty.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
