@@ -25,6 +25,7 @@ pub struct Ctl {
     stop: Arc<AtomicBool>,
     hold: Arc<AtomicBool>,
     since: Arc<Mutex<Option<Instant>>>,
+    /// Print per-agent detail (unused keys, engine errors) while running.
     pub verbose: bool,
     /// Messages the agent has taken in and sent out so far, readable while
     /// it runs (the graph runner's per-node counts and rates).
@@ -44,11 +45,13 @@ pub struct Counts {
 
 impl Counts {
     #[inline]
+    /// Count one message taken in.
     pub fn add_in(&self) {
         let v = self.input.load(Ordering::Relaxed);
         self.input.store(v + 1, Ordering::Relaxed);
     }
     #[inline]
+    /// Count one message sent out.
     pub fn add_out(&self) {
         let v = self.output.load(Ordering::Relaxed);
         self.output.store(v + 1, Ordering::Relaxed);
@@ -63,6 +66,7 @@ impl Counts {
 }
 
 impl Ctl {
+    /// A control not yet stopped; `verbose` asks the agent for detail.
     pub fn new(verbose: bool) -> Self {
         Ctl {
             verbose,
@@ -73,6 +77,7 @@ impl Ctl {
     pub fn fresh(&self) -> Self {
         Ctl::new(self.verbose)
     }
+    /// Whether a stop was requested (the agent may still be draining).
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
@@ -88,6 +93,8 @@ impl Ctl {
     pub fn holding(&self) -> bool {
         self.hold.load(Ordering::Relaxed)
     }
+    /// Ask the agent to stop: it drains its input (at most [`DRAIN_MAX`]),
+    /// flushes and returns. The first call starts the drain clock.
     pub fn stop(&self) {
         let mut s = self.since.lock().unwrap_or_else(|p| p.into_inner());
         s.get_or_insert_with(Instant::now);
@@ -110,14 +117,18 @@ impl Ctl {
 /// An agent's final counters.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// The agent's name, as configured.
     pub name: String,
+    /// The agent's kind (its PTMP factory alias), e.g. `"zipper"`.
     pub kind: &'static str,
+    /// Named counters in the order the agent added them, e.g. `in`, `out`.
     pub counters: Vec<(String, u64)>,
     /// Free-form lines (per-input statistics and the like).
     pub lines: Vec<String>,
 }
 
 impl Report {
+    /// An empty report for agent `name` of `kind`.
     pub fn new(name: &str, kind: &'static str) -> Self {
         Report {
             name: name.to_string(),
@@ -125,10 +136,12 @@ impl Report {
             ..Default::default()
         }
     }
+    /// Add counter `key` with value `n` (builder style).
     pub fn count(mut self, key: &str, n: u64) -> Self {
         self.counters.push((key.to_string(), n));
         self
     }
+    /// The value of counter `key`, if the agent reported it.
     pub fn get(&self, key: &str) -> Option<u64> {
         self.counters
             .iter()
@@ -152,6 +165,7 @@ impl fmt::Display for Report {
 
 /// A runnable agent: owns its sockets, runs on one thread.
 pub trait Agent: Send {
+    /// The agent's configured name (its thread is named after it).
     fn name(&self) -> &str;
     /// Run until `ctl` says stop or the input is exhausted (a file read to
     /// its end, `number` messages copied), flush, and report.

@@ -13,6 +13,7 @@ use std::cell::RefCell;
 
 /// An agent's configuration object with its name for error messages.
 pub struct Cfg<'a> {
+    /// The agent's name (or its place in `proxies`), for error messages.
     pub agent: String,
     obj: &'a Map<String, Value>,
     read: RefCell<Vec<String>>,
@@ -44,6 +45,7 @@ impl<'a> Cfg<'a> {
         })
     }
 
+    /// A configuration error at `key` of this agent.
     pub fn err(&self, key: &str, value: impl Into<String>, reason: impl Into<String>) -> Error {
         Error::config(&self.agent, key, value, reason)
     }
@@ -54,6 +56,7 @@ impl<'a> Cfg<'a> {
         self.obj.get(key).filter(|v| !v.is_null())
     }
 
+    /// Whether `key` is present and not null.
     pub fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
@@ -94,10 +97,12 @@ impl<'a> Cfg<'a> {
         Ok(Some(n))
     }
 
+    /// [`Cfg::int_in`], or `default` when the key is absent.
     pub fn int_or(&self, key: &str, default: i64, min: i64, max: i64) -> Result<i64> {
         Ok(self.int_in(key, min, max)?.unwrap_or(default))
     }
 
+    /// [`Cfg::int_in`], which must be present.
     pub fn req_int(&self, key: &str, min: i64, max: i64) -> Result<i64> {
         self.req(key, |c, k| c.int_in(k, min, max))
     }
@@ -118,6 +123,7 @@ impl<'a> Cfg<'a> {
         Err(self.err(key, show(v), "must be a non-negative integer"))
     }
 
+    /// [`Cfg::u64_opt`], which must be present.
     pub fn req_u64(&self, key: &str) -> Result<u64> {
         self.req(key, |c, k| c.u64_opt(k))
     }
@@ -136,10 +142,12 @@ impl<'a> Cfg<'a> {
         Ok(Some(f))
     }
 
+    /// [`Cfg::num_in`], or `default` when the key is absent.
     pub fn num_or(&self, key: &str, default: f64, min: f64, max: f64) -> Result<f64> {
         Ok(self.num_in(key, min, max)?.unwrap_or(default))
     }
 
+    /// A string, if present.
     pub fn str_opt(&self, key: &str) -> Result<Option<&'a str>> {
         match self.get(key) {
             None => Ok(None),
@@ -148,6 +156,7 @@ impl<'a> Cfg<'a> {
         }
     }
 
+    /// A string, which must be present.
     pub fn req_str(&self, key: &str) -> Result<&'a str> {
         self.req(key, |c, k| c.str_opt(k))
     }
@@ -171,6 +180,8 @@ impl<'a> Cfg<'a> {
         }
     }
 
+    /// A flag: JSON `true`/`false`, or 0/1 as PTMP's configurations write
+    /// flags; `default` when absent.
     pub fn bool_or(&self, key: &str, default: bool) -> Result<bool> {
         match self.get(key) {
             None => Ok(default),
@@ -182,6 +193,7 @@ impl<'a> Cfg<'a> {
         }
     }
 
+    /// An array, if present.
     pub fn array_opt(&self, key: &str) -> Result<Option<&'a Vec<Value>>> {
         match self.get(key) {
             None => Ok(None),
@@ -199,6 +211,7 @@ impl<'a> Cfg<'a> {
         socket_at(&self.agent, key, v).map(Some)
     }
 
+    /// [`Cfg::socket_opt`], which must be present.
     pub fn req_socket(&self, key: &str) -> Result<SocketConfig> {
         self.req(key, |c, k| c.socket_opt(k))
     }

@@ -20,17 +20,24 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
+/// A validated czmqat configuration (keys in the module docs).
 pub struct Config {
+    /// Socket to read from; `None` when reading `ifile`.
     pub input: Option<SocketConfig>,
+    /// Dump file to read from; `None` when reading `input`.
     pub ifile: Option<PathBuf>,
+    /// Socket to copy to, if any.
     pub output: Option<SocketConfig>,
+    /// Dump file to copy to, if any.
     pub ofile: Option<PathBuf>,
     /// Messages to copy; `None` for all.
     pub number: Option<u64>,
+    /// Microseconds to wait before each message sent.
     pub delayus: u64,
 }
 
 impl Config {
+    /// Validate the keys of a czmqat's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         let input = c.socket_opt("input")?;
         let output = c.socket_opt("output")?;
@@ -97,6 +104,7 @@ enum Source {
     File(DumpReader<BufReader<File>>, PathBuf),
 }
 
+/// The copier between its source and its destinations.
 pub struct CatAgent {
     name: String,
     src: Source,
@@ -107,6 +115,7 @@ pub struct CatAgent {
 }
 
 impl CatAgent {
+    /// Open the sockets and files `c` names.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let src = match (&c.input, &c.ifile) {
             (Some(s), _) => Source::Sock(Box::new(

@@ -8,40 +8,66 @@ pub enum Error {
     /// path inside its `data`, `value` the value as written (or `missing`).
     #[error("agent {agent}: {key} = {value}: {reason}")]
     Config {
+        /// The agent's name, or its place in `proxies`.
         agent: String,
+        /// The JSON path of the value inside the agent's `data`.
         key: String,
+        /// The value as written, or `(missing)`.
         value: String,
+        /// What is wrong with it.
         reason: String,
     },
     /// A socket could not be made or used.
     #[error("agent {agent}: {source}")]
     Socket {
+        /// The agent whose socket failed.
         agent: String,
+        /// The transport's error.
         #[source]
         source: ptmp::Error,
     },
     /// A file could not be read or written.
     #[error("agent {agent}: {what}: {source}")]
     Io {
+        /// The agent whose file failed.
         agent: String,
+        /// Which file and what was being done with it.
         what: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// A plugin library could not be loaded or does not follow the ABI.
     #[error("plugin {library}: {reason}")]
-    Plugin { library: String, reason: String },
+    Plugin {
+        /// The library as named in the configuration.
+        library: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// A Jsonnet file did not evaluate.
     #[error("{file}: {reason}")]
-    Jsonnet { file: String, reason: String },
+    Jsonnet {
+        /// The file evaluated.
+        file: String,
+        /// The evaluator's message.
+        reason: String,
+    },
     /// Anything else an agent reports while running.
     #[error("agent {agent}: {reason}")]
-    Run { agent: String, reason: String },
+    Run {
+        /// The agent that failed.
+        agent: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
+/// The agent layer's result: [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A [`Error::Config`] for `key` of `agent`.
     pub fn config(
         agent: impl Into<String>,
         key: impl Into<String>,
@@ -56,11 +82,15 @@ impl Error {
         }
     }
 
+    /// A mapper from a transport error to [`Error::Socket`] for `agent`, for
+    /// `map_err`.
     pub fn socket(agent: impl Into<String>) -> impl FnOnce(ptmp::Error) -> Self {
         let agent = agent.into();
         move |source| Error::Socket { agent, source }
     }
 
+    /// A mapper from an I/O error to [`Error::Io`] for `agent` doing `what`,
+    /// for `map_err`.
     pub fn io(
         agent: impl Into<String>,
         what: impl Into<String>,
@@ -73,6 +103,7 @@ impl Error {
         }
     }
 
+    /// A [`Error::Run`] for `agent`.
     pub fn run(agent: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Run {
             agent: agent.into(),

@@ -79,7 +79,7 @@ pub fn recv_frames(
 
 /// Send `set` on `tx`, waiting for room as long as the agent is not done
 /// (see [`Ctl::done`]). `Ok(false)`: the agent is stopping and nobody took
-/// the set within [`DRAIN_MAX`], so it was not sent (callers count it).
+/// the set within [`DRAIN_MAX`](crate::DRAIN_MAX), so it was not sent (callers count it).
 pub fn send_set(tx: &mut ptmp::Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
     loop {
         if tx.send_within(set, POLL).map_err(Error::socket(agent))? {

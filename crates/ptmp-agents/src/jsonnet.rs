@@ -93,6 +93,7 @@ pub struct Options {
     /// with these (`--tla-str`/`--tla-code` of the jsonnet tool); a function
     /// is called even with none, so its parameters' defaults apply.
     pub tla_str: Vec<(String, String)>,
+    /// Top-level arguments given as Jsonnet code (`--tla-code`), by name.
     pub tla_code: Vec<(String, String)>,
     /// Give up evaluating after this long (`--config-timeout`).
     pub timeout: Option<Duration>,

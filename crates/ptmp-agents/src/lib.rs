@@ -35,7 +35,7 @@
 //! * [`io`]: opening an agent's sockets; reads and writes that count and
 //!   honour stop.
 //! * [`spec`]: a proxy entry parsed and validated ([`Proxy`], [`Kind`],
-//!   [`Spec`]) and built into agents; [`cfg`] reads the keys of its `data`.
+//!   [`Spec`]) and built into agents; [`mod@cfg`] reads the keys of its `data`.
 //! * [`run`]: agents running on their threads ([`Running`]).
 //! * [`stop_order`]: stopping upstream first ([`upstream_first`]).
 //! * [`merge`]: the merges, [`zipper`] and [`sorted`], and their shared loop.

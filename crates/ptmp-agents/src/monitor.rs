@@ -26,19 +26,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 #[derive(Debug, Clone)]
+/// One tap: a pass-through whose messages are recorded.
 pub struct TapConfig {
+    /// The tap's id, the first column of its rows.
     pub id: i64,
+    /// Socket the tap reads.
     pub input: SocketConfig,
+    /// Socket the tap forwards to.
     pub output: SocketConfig,
 }
 
 #[derive(Debug, Clone)]
+/// A validated monitor configuration (keys in the module docs).
 pub struct Config {
+    /// The rows file, truncated at start.
     pub filename: PathBuf,
+    /// The taps, at least one.
     pub taps: Vec<TapConfig>,
 }
 
 impl Config {
+    /// Validate the keys of a monitor's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         let filename = PathBuf::from(c.req_str("filename")?);
         c.choice("attach", "pubsub", &["pushpull", "pubsub"])?;
@@ -70,6 +78,7 @@ struct Tap {
     tx: Sender,
 }
 
+/// The monitor's taps and their rows file.
 pub struct MonitorAgent {
     name: String,
     file: BufWriter<File>,
@@ -78,6 +87,7 @@ pub struct MonitorAgent {
 }
 
 impl MonitorAgent {
+    /// Open the rows file and every tap's sockets.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let mut taps = Vec::new();
         for t in &c.taps {

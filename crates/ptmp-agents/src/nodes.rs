@@ -40,17 +40,22 @@ use std::time::{Duration, Instant};
 /// `source` configuration.
 #[derive(Debug, Clone)]
 pub struct SourceConfig {
+    /// Socket the sets go out on.
     pub output: SocketConfig,
+    /// Socket on which a sink says it has everything, if any.
     pub done: Option<SocketConfig>,
     /// Sets to send; 0: until stopped.
     pub count: u64,
     /// Sets per second; 0: flat out.
     pub rate: f64,
+    /// TrigPrims in each set.
     pub tps: u32,
+    /// The `detid` of every set.
     pub detid: u32,
 }
 
 impl SourceConfig {
+    /// Validate the keys of a source's `data`.
     pub fn parse(c: &Cfg) -> Result<Self> {
         let output = c.req_socket("output")?;
         let done = c.socket_opt("done")?;
@@ -85,13 +90,18 @@ impl SourceConfig {
 /// `sink` configuration.
 #[derive(Debug, Clone)]
 pub struct SinkConfig {
+    /// Socket the messages arrive on.
     pub input: SocketConfig,
+    /// Socket on which to tell a source that `count` messages arrived.
     pub done: Option<SocketConfig>,
+    /// Messages after which to end; `None`: run until stopped.
     pub count: Option<u64>,
+    /// Dump file to write the messages to, if any.
     pub ofile: Option<PathBuf>,
 }
 
 impl SinkConfig {
+    /// Validate the keys of a sink's `data`.
     pub fn parse(c: &Cfg) -> Result<Self> {
         let input = c.req_socket("input")?;
         let done = c.socket_opt("done")?;
@@ -119,9 +129,13 @@ impl SinkConfig {
 /// `worker` and `proxy` configuration.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
+    /// Socket the messages arrive on.
     pub input: SocketConfig,
+    /// Socket they are forwarded to.
     pub output: SocketConfig,
+    /// Simulated work per message (zero for a proxy).
     pub work: Duration,
+    /// Busy-wait the work instead of sleeping it.
     pub spin: bool,
 }
 
@@ -177,6 +191,7 @@ fn wait_until(deadline: Option<Instant>, spin: bool, ctl: &Ctl) {
 /// Slowest `rate` of a source other than 0 (one set in about 11.6 days).
 pub const MIN_RATE: f64 = 1e-6;
 
+/// A `source` between its sockets.
 pub struct SourceAgent {
     name: String,
     c: SourceConfig,
@@ -185,6 +200,7 @@ pub struct SourceAgent {
 }
 
 impl SourceAgent {
+    /// Open the sockets of `c`.
     pub fn new(name: String, c: &SourceConfig) -> Result<Self> {
         let tx = tx(&name, &c.output)?;
         let done = match &c.done {
@@ -294,6 +310,7 @@ impl Agent for SourceAgent {
     }
 }
 
+/// A `sink` with its socket and optional dump file.
 pub struct SinkAgent {
     name: String,
     c: SinkConfig,
@@ -303,6 +320,7 @@ pub struct SinkAgent {
 }
 
 impl SinkAgent {
+    /// Open the sockets and the dump file of `c`.
     pub fn new(name: String, c: &SinkConfig) -> Result<Self> {
         let rx = rx(&name, &c.input)?;
         let done = match &c.done {
@@ -392,6 +410,7 @@ impl Agent for SinkAgent {
     }
 }
 
+/// A `worker` (or a `proxy`) between its sockets.
 pub struct WorkerAgent {
     name: String,
     kind: &'static str,
@@ -401,6 +420,8 @@ pub struct WorkerAgent {
 }
 
 impl WorkerAgent {
+    /// Open the sockets of `c`; `kind` (`"worker"` or `"proxy"`) names it in
+    /// its report.
     pub fn new(name: String, kind: &'static str, c: &WorkerConfig) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(WorkerAgent {

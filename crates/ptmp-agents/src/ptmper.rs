@@ -35,13 +35,22 @@ use std::time::{Duration, Instant};
 /// A validated ptmper configuration.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// A label for the log (`name`).
     pub name: String,
+    /// How long to run (`ttl`); `None` runs until a signal or until every
+    /// agent ends by itself.
     pub ttl: Option<Duration>,
+    /// Time between checks (`snooze`).
     pub snooze: Duration,
+    /// Time to wait before building the agents (`pause`).
     pub pause: Duration,
+    /// Time the agents keep running after `ttl` expires (`reprieve`).
     pub reprieve: Duration,
+    /// Print ticks, unused-key notes and per-agent detail.
     pub verbose: bool,
+    /// Plugin libraries to load, as named (`plugins`).
     pub plugins: Vec<String>,
+    /// The agents, validated, in configuration order.
     pub proxies: Vec<Proxy>,
 }
 
@@ -129,6 +138,7 @@ impl RunConfig {
 /// How a run ended.
 #[derive(Debug, Default)]
 pub struct Outcome {
+    /// Every agent's final report, in start order.
     pub reports: Vec<Report>,
     /// Agents that failed, with why.
     pub failures: Vec<Error>,

@@ -31,15 +31,22 @@ pub const MAX_SPEED: f64 = 1e12;
 pub const MAX_REWRITE_SPEED: f64 = 4400.0;
 
 #[derive(Debug, Clone)]
+/// A validated replay configuration (keys in the module docs).
 pub struct Config {
+    /// Socket the recorded stream arrives on.
     pub input: SocketConfig,
+    /// Socket the paced stream goes out on.
     pub output: SocketConfig,
+    /// Data-clock ticks per real microsecond.
     pub speed: f64,
+    /// Renumber `count` from 0 in send order.
     pub rewrite_count: bool,
+    /// Shift data times so the stream looks live.
     pub rewrite_tstart: bool,
 }
 
 impl Config {
+    /// Validate the keys of a replay's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         let speed = c.num_or("speed", 50.0, f64::MIN, f64::MAX)?;
         if speed.is_nan() || speed <= 0.0 {
@@ -95,7 +102,9 @@ pub struct Pacer {
     anchor: Option<(Instant, u64)>,
     shift: i128,
     last: Option<u64>,
+    /// Sets given a send time.
     pub sent: u64,
+    /// Sets dropped for a `tstart` before the previous one.
     pub out_of_order: u64,
 }
 
@@ -111,6 +120,8 @@ pub enum Step {
 }
 
 impl Pacer {
+    /// A pacer at `speed` ticks per microsecond, rewriting counts and data
+    /// times as asked; anchored at the first set it sees.
     pub fn new(speed: f64, rewrite_count: bool, rewrite_tstart: bool) -> Self {
         Pacer {
             speed,
@@ -165,6 +176,7 @@ impl Pacer {
     }
 }
 
+/// The pacer between its sockets.
 pub struct ReplayAgent {
     name: String,
     rx: Receiver,
@@ -173,6 +185,7 @@ pub struct ReplayAgent {
 }
 
 impl ReplayAgent {
+    /// Open the sockets of `c`.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(ReplayAgent {

@@ -13,18 +13,31 @@ use serde_json::Value;
 /// The agent kinds, by PTMP factory alias.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// `zipper`, `TPZipper`.
     Zipper,
+    /// `sorted`, `TPSorted`.
     Sorted,
+    /// `window`, `TPWindow`.
     Window,
+    /// `replay`, `TPReplay`.
     Replay,
+    /// `czmqat`, `cat`, `TPCat`.
     Czmqat,
+    /// `monitor`, `TPMonitor`, `TPMonitorz`.
     Monitor,
+    /// `stats`, `TPStats`.
     Stats,
+    /// `filter`, `TPFilter`.
     Filter,
+    /// `composer`, `TPComposer`: a list of other agents.
     Composer,
+    /// `source`, a graph node.
     Source,
+    /// `sink`, a graph node.
     Sink,
+    /// `worker`, a graph node.
     Worker,
+    /// `proxy`, a worker with no work.
     Proxy,
 }
 
@@ -58,9 +71,11 @@ const ALIASES: &[(&str, Kind)] = &[
 ];
 
 impl Kind {
+    /// The kind a proxy's `type` names, if any.
     pub fn parse(s: &str) -> Option<Kind> {
         ALIASES.iter().find(|(a, _)| *a == s).map(|(_, k)| *k)
     }
+    /// The kind's lower-case alias, as reports show it.
     pub fn name(self) -> &'static str {
         ALIASES
             .iter()
@@ -68,6 +83,7 @@ impl Kind {
             .map(|(a, _)| *a)
             .unwrap_or("?")
     }
+    /// The lower-case aliases, comma separated, for error messages.
     pub fn known() -> String {
         let mut v: Vec<&str> = ALIASES
             .iter()
@@ -82,16 +98,27 @@ impl Kind {
 /// A validated agent configuration.
 #[derive(Debug, Clone)]
 pub enum Spec {
+    /// A `zipper`.
     Zipper(zipper::Config),
+    /// A `sorted`.
     Sorted(sorted::Config),
+    /// A `window`.
     Window(window::Config),
+    /// A `replay`.
     Replay(replay::Config),
+    /// A `czmqat`.
     Czmqat(czmqat::Config),
+    /// A `monitor`.
     Monitor(monitor::Config),
+    /// A `stats`.
     Stats(stats::Config),
+    /// A `filter`.
     Filter(filter::Config),
+    /// A `composer`: its agents, each validated.
     Composer(Vec<Proxy>),
+    /// A `source`.
     Source(nodes::SourceConfig),
+    /// A `sink`.
     Sink(nodes::SinkConfig),
     /// A worker, or a proxy (a worker with no work).
     Worker(nodes::WorkerConfig),
@@ -100,8 +127,11 @@ pub enum Spec {
 /// One entry of `proxies`: `{name, type, data}`, validated.
 #[derive(Debug, Clone)]
 pub struct Proxy {
+    /// The agent's name (its place in `proxies` when the config gives none).
     pub name: String,
+    /// The kind its `type` names.
     pub kind: Kind,
+    /// Its validated `data`.
     pub spec: Spec,
     /// Keys in `data` the agent does not use (reported with `verbose`).
     pub unread: Vec<String>,

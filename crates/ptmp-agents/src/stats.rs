@@ -50,17 +50,26 @@ pub const MIN_TICK_PER_US: f64 = 1e-3;
 pub const MAX_TICK_PER_US: f64 = 1e12;
 
 #[derive(Debug, Clone)]
+/// A validated stats configuration (keys in the module docs).
 pub struct Config {
+    /// Socket the TPSets arrive on.
     pub input: SocketConfig,
+    /// Socket the JSON messages go out on.
     pub output: SocketConfig,
+    /// The top-level key of every JSON message.
     pub topkey: String,
+    /// Link integration window, milliseconds; 0: no link messages.
     pub link_ms: u64,
+    /// Channel integration window, milliseconds; 0: no channel messages.
     pub chan_ms: u64,
+    /// Data-clock ticks per microsecond (positive).
     pub tick_per_us: f64,
+    /// Microseconds subtracted from the converted data time.
     pub tick_off_us: i64,
 }
 
 impl Config {
+    /// Validate the keys of a stats' `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         let tick_per_us = c.num_or("tick_per_us", 50.0, f64::MIN, f64::MAX)?;
         // Data times are ticks / tick_per_us and their squares are summed:
@@ -97,14 +106,18 @@ impl Config {
 /// Running mean, rms, min and max.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Moments {
+    /// Values added.
     pub n: u64,
     sum: f64,
     sum2: f64,
+    /// Smallest value added (0 before any).
     pub min: f64,
+    /// Largest value added (0 before any).
     pub max: f64,
 }
 
 impl Moments {
+    /// Add one value.
     pub fn add(&mut self, x: f64) {
         if self.n == 0 {
             self.min = x;
@@ -117,6 +130,7 @@ impl Moments {
         self.sum += x;
         self.sum2 += x * x;
     }
+    /// The mean; 0 when empty.
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0
@@ -124,6 +138,7 @@ impl Moments {
             self.sum / self.n as f64
         }
     }
+    /// The root mean square; 0 when empty.
     pub fn rms(&self) -> f64 {
         if self.n == 0 {
             return 0.0;
@@ -172,6 +187,8 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Empty statistics; `topkey` heads every message, data times convert to
+    /// microseconds as `tstart / tick_per_us - tick_off_us`.
     pub fn new(topkey: &str, tick_per_us: f64, tick_off_us: i64) -> Self {
         Stats {
             topkey: topkey.to_string(),
@@ -277,14 +294,17 @@ impl Stats {
         json!({ self.topkey.clone(): {"chans": chans, "nchans": n, "seqno": seq} })
     }
 
+    /// Whether any link was seen since the last link message.
     pub fn has_links(&self) -> bool {
         !self.links.is_empty()
     }
+    /// Whether any channel was seen since the last channel message.
     pub fn has_chans(&self) -> bool {
         !self.chans.is_empty()
     }
 }
 
+/// The statistics between their sockets.
 pub struct StatsAgent {
     name: String,
     rx: Receiver,
@@ -293,6 +313,7 @@ pub struct StatsAgent {
 }
 
 impl StatsAgent {
+    /// Open the sockets of `c`.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(StatsAgent {

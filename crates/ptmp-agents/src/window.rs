@@ -36,16 +36,24 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone)]
+/// A validated window configuration (keys in the module docs).
 pub struct Config {
+    /// Socket the TPSets arrive on.
     pub input: SocketConfig,
+    /// Socket the windows go out on.
     pub output: SocketConfig,
+    /// Window length, data-clock ticks (positive).
     pub tspan: u64,
+    /// Window start offset, ticks (the windower takes it modulo `tspan`).
     pub toffset: u64,
+    /// Ticks past a window's end that must be seen before it is sent.
     pub tbuf: u64,
+    /// The `detid` of every output; `None`: the first input's.
     pub detid: Option<u32>,
 }
 
 impl Config {
+    /// Validate the keys of a window's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         let input = c.req_socket("input")?;
         let output = c.req_socket("output")?;
@@ -116,13 +124,20 @@ pub struct Windower {
     max_seen: u64,
     seq: u64,
     count: u32,
+    /// TrigPrims dropped for starting before the current window.
     pub tardy: u64,
+    /// Input sets with no TrigPrims (ignored).
     pub empty_inputs: u64,
+    /// TrigPrims accepted.
     pub tps_in: u64,
+    /// TrigPrims sent in windows.
     pub tps_out: u64,
 }
 
 impl Windower {
+    /// A windower of `tspan` ticks offset by `toffset`, sending a window once
+    /// `tbuf` ticks past its end were seen; outputs get `detid` (or the first
+    /// input's).
     pub fn new(tspan: u64, toffset: u64, tbuf: u64, detid: Option<u32>) -> Self {
         assert!(tspan > 0);
         Windower {
@@ -250,11 +265,13 @@ impl Windower {
         self.count
     }
 
+    /// TrigPrims held, not yet sent.
     pub fn buffered(&self) -> usize {
         self.buf.len()
     }
 }
 
+/// The windower between its sockets.
 pub struct WindowAgent {
     name: String,
     rx: Receiver,
@@ -263,6 +280,7 @@ pub struct WindowAgent {
 }
 
 impl WindowAgent {
+    /// Open the sockets of `c`.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(WindowAgent {

@@ -11,16 +11,25 @@ use serde_json::Value;
 /// A validated filter configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Socket the input TPSets arrive on.
     pub input: SocketConfig,
+    /// Socket the engine's outputs go out on.
     pub output: SocketConfig,
+    /// The engine's name (`engine`, or PTMP's `method`).
     pub engine: String,
+    /// Overrides every output's `detid` when set.
     pub detid: Option<u32>,
     /// The whole data object, given to the engine.
     pub data: Value,
+    /// Where the engine comes from; the agent makes it from these on its own
+    /// thread.
     pub plugins: Plugins,
 }
 
 impl Config {
+    /// Validate a filter's `data` (`c` reads it, `data` is handed whole to the
+    /// engine): the engine must exist and accept the configuration, which is
+    /// checked by making one and dropping it at once.
     pub fn parse(c: &Cfg, data: &Value, plugins: &Plugins) -> Result<Config> {
         let input = c.req_socket("input")?;
         let output = c.req_socket("output")?;

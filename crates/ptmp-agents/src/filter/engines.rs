@@ -36,14 +36,19 @@ impl Engine for Passthrough {
 /// The channel-adjacency trigger-candidate finder (see the module docs).
 #[derive(Debug, Clone)]
 pub struct Adjacency {
+    /// A run must touch at least this many distinct channels.
     pub adjacency: u32,
+    /// Channels that may be missing between neighbours of a run.
     pub max_gap: u32,
+    /// A run's ADC sum must be at least this.
     pub min_adcsum: u64,
     count: u32,
     order: Vec<usize>,
 }
 
 impl Adjacency {
+    /// A finder with these thresholds (see the fields); candidates are
+    /// numbered from 0.
     pub fn new(adjacency: u32, max_gap: u32, min_adcsum: u64) -> Self {
         Adjacency {
             adjacency,
@@ -54,6 +59,8 @@ impl Adjacency {
         }
     }
 
+    /// A finder configured by the keys `adjacency` (default 5), `max_gap`
+    /// (default 1) and `min_adcsum` (default 0) of `config`.
     pub fn from_config(agent: &str, config: &Value) -> Result<Self> {
         let c = Cfg::new(agent, config)?;
         let adjacency = c.int_or("adjacency", 5, 1, u32::MAX as i64)? as u32;

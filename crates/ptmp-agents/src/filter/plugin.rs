@@ -32,39 +32,64 @@ pub const BUILTIN_PLUGINS: &[&str] = &["ptmp-tcs", "ptmp"];
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
+/// `ptmp_tp` of the C header: one TrigPrim, 32 bytes.
 pub struct CTp {
+    /// Channel number.
     pub channel: u32,
+    /// Duration in data-clock ticks.
     pub tspan: u32,
+    /// Start in data-clock ticks.
     pub tstart: u64,
+    /// Sum of ADC over the pulse.
     pub adcsum: u32,
+    /// Peak ADC.
     pub adcpeak: u32,
+    /// Producer-defined flags.
     pub flags: u32,
+    /// Zero; pads the struct to 32 bytes.
     pub reserved: u32,
 }
 
 #[repr(C)]
+/// `ptmp_tpset` of the C header: a TPSet whose TrigPrims are borrowed.
 pub struct CTpSet {
+    /// Sequence number from the producer.
     pub count: u32,
+    /// Detector (link) identifier.
     pub detid: u32,
+    /// Creation time, microseconds since the Unix epoch; 0 lets ptmp set it.
     pub created: i64,
+    /// Earliest TrigPrim start, data-clock ticks.
     pub tstart: u64,
+    /// Time covered, data-clock ticks.
     pub tspan: u32,
+    /// Lowest channel.
     pub chanbeg: u32,
+    /// Highest channel.
     pub chanend: u32,
+    /// Sum of the TrigPrims' `adcsum`.
     pub totaladc: u32,
+    /// The TrigPrims: `ntps` of them, valid for the call only.
     pub tps: *const CTp,
+    /// How many TrigPrims `tps` points to.
     pub ntps: u64,
 }
 
 type EmitFn = unsafe extern "C" fn(sink: *mut c_void, out: *const CTpSet) -> c_int;
 
 #[repr(C)]
+/// `ptmp_filter_engine` of the C header: one engine a library offers.
 pub struct CEngineDesc {
+    /// Must be [`ABI_VERSION`]; other versions are refused at load.
     pub abi_version: u32,
+    /// The engine name configurations use (NUL-terminated UTF-8).
     pub name: *const c_char,
+    /// Makes an engine state from the JSON config, or NULL with a reason.
     pub create: Option<unsafe extern "C" fn(*const c_char, *mut c_char, usize) -> *mut c_void>,
+    /// Runs the engine on one set, emitting outputs through the callback.
     pub process:
         Option<unsafe extern "C" fn(*mut c_void, *const CTpSet, EmitFn, *mut c_void) -> c_int>,
+    /// Frees an engine state.
     pub destroy: Option<unsafe extern "C" fn(*mut c_void)>,
 }
 
@@ -91,6 +116,16 @@ struct CSource {
 unsafe impl Send for CSource {}
 // SAFETY: as for Send above: shared access only reads immutable data.
 unsafe impl Sync for CSource {}
+
+impl CSource {
+    /// The descriptor.
+    fn desc(&self) -> &CEngineDesc {
+        // SAFETY: `desc` was checked non-NULL at load and points to a
+        // descriptor that lives as long as the library, which `_lib` keeps
+        // loaded at least as long as `self`.
+        unsafe { &*self.desc }
+    }
+}
 
 /// Where an engine comes from.
 #[derive(Clone)]
@@ -142,6 +177,7 @@ impl Plugins {
         self.engines.keys().map(String::as_str).collect()
     }
 
+    /// Whether an engine of this name is available.
     pub fn has(&self, engine: &str) -> bool {
         self.engines.contains_key(engine)
     }
@@ -213,6 +249,9 @@ impl Plugins {
                     "engine list has no NULL terminator within 1024 entries".into(),
                 ));
             }
+            // SAFETY: `d` is a non-NULL entry of the list, which the ABI says
+            // points to a descriptor living as long as the library (held in
+            // `lib` here, and by every CSource made from it).
             let desc = unsafe { &*d };
             if desc.abi_version != ABI_VERSION {
                 return Err(perr(format!(
@@ -227,6 +266,8 @@ impl Plugins {
             {
                 return Err(perr(format!("engine #{i} has a NULL name or function")));
             }
+            // SAFETY: `name` is not NULL (checked above) and the ABI makes it
+            // a NUL-terminated string that lives as long as the descriptor.
             let ename = unsafe { CStr::from_ptr(desc.name) }
                 .to_str()
                 .map_err(|_| perr(format!("engine #{i} name is not UTF-8")))?
@@ -280,7 +321,7 @@ impl CEngine {
         let text = CString::new(config.to_string())
             .map_err(|_| Error::config(agent, "data", "(config)", "contains a NUL character"))?;
         let mut err = vec![0u8; 1024];
-        let desc = unsafe { &*src.desc };
+        let desc = src.desc();
         let create = desc.create.expect("checked at load");
         // SAFETY: per the ABI: a NUL-terminated config, an error buffer and
         // its length.
@@ -310,14 +351,26 @@ impl CEngine {
     }
 }
 
+/// The `emit` callback given to a plugin's `process`: copies one output set
+/// into the `Vec<TPSet>` that `sink` points to. Returns 0, or -1 for a NULL
+/// pointer or an impossible TrigPrim count; never unwinds into C.
+///
+/// # Safety
+///
+/// `sink` must be NULL or the `*mut Vec<TPSet>` given to `process`, not
+/// otherwise borrowed during the call; `out` must be NULL or point to a
+/// valid set whose `tps` points to `ntps` TrigPrims.
 unsafe extern "C" fn emit_into(sink: *mut c_void, out: *const CTpSet) -> c_int {
     let r = std::panic::catch_unwind(|| {
         if sink.is_null() || out.is_null() {
             return -1;
         }
-        // SAFETY: `sink` is the Vec we passed to process; `out` valid for
-        // this call per the ABI.
+        // SAFETY: `sink` is not NULL and is the `&mut Vec<TPSet>` that
+        // `CEngine::process` passed to the plugin, which is still borrowed
+        // there for the duration of this call and used by nobody else.
         let v = unsafe { &mut *(sink as *mut Vec<TPSet>) };
+        // SAFETY: `out` is not NULL and, per the ABI, points to a set that
+        // is valid for the duration of this call.
         let o = unsafe { &*out };
         if o.ntps > 0 && o.tps.is_null() {
             return -1;
@@ -331,6 +384,9 @@ unsafe extern "C" fn emit_into(sink: *mut c_void, out: *const CTpSet) -> c_int {
         let tps = if o.ntps == 0 {
             &[][..]
         } else {
+            // SAFETY: `tps` is not NULL (checked above) and per the ABI points
+            // to `ntps` TrigPrims valid during this call; `ntps` was checked
+            // to fit a slice's byte length, so the cast does not truncate.
             unsafe { std::slice::from_raw_parts(o.tps, o.ntps as usize) }
         };
         v.push(TPSet {
@@ -383,7 +439,7 @@ impl Engine for CEngine {
             tps: self.tps.as_ptr(),
             ntps: self.tps.len() as u64,
         };
-        let desc = unsafe { &*self.src.desc };
+        let desc = self.src.desc();
         let process = desc.process.expect("checked at load");
         // SAFETY: state from create; cin and its tps live across the call;
         // the sink is `out`, which emit_into casts back.
@@ -405,8 +461,7 @@ impl Engine for CEngine {
 
 impl Drop for CEngine {
     fn drop(&mut self) {
-        let desc = unsafe { &*self.src.desc };
-        if let Some(d) = desc.destroy {
+        if let Some(d) = self.src.desc().destroy {
             // SAFETY: once, with the state from create.
             unsafe { d(self.state) }
         }
@@ -445,8 +500,12 @@ mod emit_tests {
         let mut v: Vec<TPSet> = Vec::new();
         let sink = &mut v as *mut Vec<TPSet> as *mut c_void;
         for bad in [u64::MAX, u64::MAX / 2, isize::MAX as u64] {
+            // SAFETY: `sink` points to `v`, unborrowed; the set is valid and
+            // its count is refused before `tps` is read.
             assert_eq!(unsafe { emit_into(sink, &mk(bad)) }, -1, "{bad}");
         }
+        // SAFETY: `sink` points to `v`, unborrowed; the set's `tps` points to
+        // one TrigPrim, `tp`.
         assert_eq!(unsafe { emit_into(sink, &mk(1)) }, 0);
         assert_eq!(v.len(), 1);
         let s = &v[0];

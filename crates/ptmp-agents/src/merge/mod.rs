@@ -16,7 +16,9 @@ use std::time::Duration;
 /// What to do with a tardy set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TardyPolicy {
+    /// Drop a tardy set (counted).
     Drop,
+    /// Send a tardy set at once, out of order (counted).
     Send,
 }
 
@@ -29,13 +31,16 @@ impl TardyPolicy {
     }
 }
 
-/// What [`Zipper::push`] did with a set.
+/// What a merge core did with a set it was given ([`Merge::push`]).
 pub enum Pushed {
+    /// Held in the queue until the release rules let it go.
     Queued,
     /// Tardy: the set is handed back; `send` says whether the policy wants
     /// it sent now.
     Tardy {
+        /// The set itself.
         set: TPSet,
+        /// Whether the policy wants it sent now (else it is dropped).
         send: bool,
     },
 }
@@ -43,9 +48,13 @@ pub enum Pushed {
 /// Per-stream statistics.
 #[derive(Debug, Clone, Default)]
 pub struct StreamStats {
+    /// The stream's detector id.
     pub detid: u32,
+    /// Sets received from the stream.
     pub received: u64,
+    /// Sets of the stream sent on.
     pub sent: u64,
+    /// Sets that arrived with a `tstart` before one already sent.
     pub tardy: u64,
     /// Ticks behind the last sent tstart, of tardy sets.
     pub tardy_ticks: Moments,
@@ -101,6 +110,7 @@ pub struct MergeAgent<M: Merge> {
 }
 
 impl<M: Merge> MergeAgent<M> {
+    /// The agent around `core`, reading `input` and writing `output`.
     pub fn with_core(
         name: String,
         input: &SocketConfig,

@@ -24,14 +24,20 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
+/// A validated sorted configuration (keys in the module docs).
 pub struct Config {
+    /// Socket of the merged streams (one endpoint per stream).
     pub input: SocketConfig,
+    /// Socket the ordered stream goes out on.
     pub output: SocketConfig,
+    /// Milliseconds of silence after which a stream stops holding the others.
     pub tardy_ms: u64,
+    /// What to do with sets that arrive too late.
     pub policy: TardyPolicy,
 }
 
 impl Config {
+    /// Validate the keys of a sorted's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         Ok(Config {
             input: c.req_socket("input")?,
@@ -57,6 +63,8 @@ pub struct Sorted {
 }
 
 impl Sorted {
+    /// A merge in which a stream silent for `tardy` no longer holds the
+    /// others back.
     pub fn new(tardy: Duration, policy: TardyPolicy) -> Self {
         Sorted {
             tardy_us: i64::try_from(tardy.as_micros()).unwrap_or(i64::MAX),
@@ -81,6 +89,8 @@ impl Sorted {
         self.streams.len() - 1
     }
 
+    /// Accept a set received at `now_us` (microseconds since the Unix epoch):
+    /// queued on its stream, or handed back if tardy.
     pub fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
         let i = self.slot(set.detid);
         let st = &mut self.streams[i];
@@ -154,6 +164,7 @@ impl Sorted {
 pub type SortedAgent = MergeAgent<Sorted>;
 
 impl SortedAgent {
+    /// The merge between the sockets of `c`.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let core = Sorted::new(Duration::from_millis(c.tardy_ms), c.policy);
         Self::with_core(name, &c.input, &c.output, core)

@@ -33,14 +33,20 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
+/// A validated zipper configuration (keys in the module docs).
 pub struct Config {
+    /// Socket of the merged streams; its endpoints count the streams.
     pub input: SocketConfig,
+    /// Socket the ordered stream goes out on.
     pub output: SocketConfig,
+    /// Milliseconds a set may wait for the other streams (`sync_time`).
     pub sync_ms: u64,
+    /// What to do with sets that arrive too late.
     pub policy: TardyPolicy,
 }
 
 impl Config {
+    /// Validate the keys of a zipper's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         let input = c.req_socket("input")?;
         let output = c.req_socket("output")?;
@@ -224,10 +230,12 @@ impl Zipper {
         self.due.front().map(|d| d.0)
     }
 
+    /// Sets waiting in the queue.
     pub fn queued(&self) -> usize {
         self.heap.len()
     }
 
+    /// Per-stream statistics, in the order the streams were first seen.
     pub fn streams(&self) -> &[StreamStats] {
         &self.streams
     }
@@ -237,6 +245,8 @@ impl Zipper {
 pub type ZipperAgent = MergeAgent<Zipper>;
 
 impl ZipperAgent {
+    /// The zipper between the sockets of `c`; the input's endpoints give the
+    /// number of streams.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let n = c.input.bind.len() + c.input.connect.len();
         let core = Zipper::new(n, Duration::from_millis(c.sync_ms), c.policy);
