@@ -44,6 +44,8 @@
 //!    and wakes sleepers when `waiters` is non-zero; a reader registers in
 //!    `waiters` and re-checks `next_seq` before sleeping. Both sides use
 //!    sequentially consistent operations, so a wake-up cannot be lost.
+//!    (Invariants 3 to 6 are the functions of [`protocol`], which
+//!    `tests/loom.rs` model-checks.)
 //! 7. **Truncation.** A new segment has every page reserved when it is
 //!    created (`posix_fallocate`), so a full file system is an error then,
 //!    not a SIGBUS later. Every mapping of a segment is registered with a

@@ -310,7 +310,7 @@ impl Reader {
         if !self.stamp_fits(seq, stamp) {
             return Err(self.bad_stamp(seq, stamp, "belongs to no message of this slot"));
         }
-        let want = 2 * seq + 2;
+        let want = protocol::done_stamp(seq);
         if stamp > want {
             return Ok(Try::Overrun(stamp));
         }
@@ -335,7 +335,7 @@ impl Reader {
         }
         let seq = self.pos;
         let next = self.load_next()?;
-        if stamp <= 2 * seq + 2 {
+        if stamp <= protocol::done_stamp(seq) {
             return Err(self.bad_stamp(seq, stamp, "went back while being read"));
         }
         if !self.stamp_fits(seq, stamp) {

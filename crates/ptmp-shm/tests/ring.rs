@@ -189,6 +189,39 @@ fn a_view_overwritten_while_held_is_reported_invalid() {
 }
 
 #[test]
+fn an_owned_view_outlives_its_reader() {
+    let c = Chan::new("owned");
+    let mut w = Writer::create(
+        &c.0,
+        ChannelConfig {
+            policy: Policy::Block,
+            ..small(2)
+        },
+    )
+    .unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    w.publish(b"kept").unwrap();
+    let v = r
+        .view_checked(Some(Duration::ZERO))
+        .unwrap()
+        .unwrap()
+        .into_owned();
+    // The view holds the mapping and the reader's registry entry: the
+    // reader may go, the bytes stay readable and the slot reserved.
+    drop(r);
+    assert_eq!(v.bytes(), b"kept");
+    assert_eq!(v.received.seq, 0);
+    assert!(v.valid());
+    w.set_block_timeout(Duration::from_millis(50));
+    w.publish(b"one").unwrap();
+    assert!(matches!(w.publish(b"two"), Err(ShmError::Timeout { .. })));
+    assert!(v.valid());
+    // Dropping the view gives the slot and the entry back.
+    drop(v);
+    w.publish(b"two").unwrap();
+}
+
+#[test]
 fn concurrent_readers_never_accept_a_torn_message() {
     // A fast writer in a small ring against three readers: overruns and
     // torn reads happen constantly; every delivered message must check out.
