@@ -118,9 +118,7 @@ impl CatAgent {
     /// Open the sockets and files `c` names.
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let src = match (&c.input, &c.ifile) {
-            (Some(s), _) => Source::Sock(Box::new(
-                Receiver::from_config(s).map_err(Error::socket(&name))?,
-            )),
+            (Some(s), _) => Source::Sock(Box::new(crate::io::open_rx(&name, s)?)),
             (None, Some(f)) => {
                 let file = File::open(f)
                     .map_err(Error::io(&name, format!("open ifile {}", f.display())))?;
@@ -129,7 +127,7 @@ impl CatAgent {
             (None, None) => unreachable!("validated"),
         };
         let tx = match &c.output {
-            Some(s) => Some(Sender::from_config(s).map_err(Error::socket(&name))?),
+            Some(s) => Some(crate::io::open_tx(&name, s)?),
             None => None,
         };
         let out = match &c.ofile {

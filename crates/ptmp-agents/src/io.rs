@@ -3,18 +3,27 @@
 
 use crate::agent::{Ctl, POLL};
 use crate::error::{Error, Result};
+use ptmp::{Receiver, Sender, SocketConfig};
 use std::time::Duration;
+
+/// Open an input socket of `agent`; an error names the agent.
+pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
+    Receiver::from_config(c).map_err(Error::socket(agent))
+}
+
+/// Open an output socket of `agent`; an error names the agent.
+pub fn open_tx(agent: &str, c: &SocketConfig) -> Result<Sender> {
+    Sender::from_config(c).map_err(Error::socket(agent))
+}
 
 /// Open the input and output sockets of a one-in, one-out agent; errors
 /// name the agent.
 pub fn open_io(
     agent: &str,
-    input: &ptmp::SocketConfig,
-    output: &ptmp::SocketConfig,
-) -> Result<(ptmp::Receiver, ptmp::Sender)> {
-    let rx = ptmp::Receiver::from_config(input).map_err(Error::socket(agent))?;
-    let tx = ptmp::Sender::from_config(output).map_err(Error::socket(agent))?;
-    Ok((rx, tx))
+    input: &SocketConfig,
+    output: &SocketConfig,
+) -> Result<(Receiver, Sender)> {
+    Ok((open_rx(agent, input)?, open_tx(agent, output)?))
 }
 
 /// What one read of an agent's input gave.
@@ -28,9 +37,18 @@ pub enum Got {
     Done,
 }
 
+/// What a read that found nothing means: the end, if the agent is stopping.
+fn idle(ctl: &Ctl) -> Got {
+    if ctl.done(true) {
+        Got::Done
+    } else {
+        Got::Nothing
+    }
+}
+
 /// Read one TPSet from an agent's input, waiting at most `wait`.
 pub fn recv_set(
-    rx: &mut ptmp::Receiver,
+    rx: &mut Receiver,
     set: &mut ptmp::TPSet,
     wait: Duration,
     ctl: &Ctl,
@@ -42,11 +60,7 @@ pub fn recv_set(
             ctl.counts.add_in();
             Ok(Got::Set)
         }
-        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(if ctl.done(true) {
-            Got::Done
-        } else {
-            Got::Nothing
-        }),
+        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),
         Err(ptmp::Error::Wire(_)) => {
             *bad += 1;
             Ok(Got::Nothing)
@@ -57,22 +71,13 @@ pub fn recv_set(
 
 /// [`recv_set`] for raw frames (agents that pass messages without parsing
 /// them): `Got::Set` when a message arrived, counted as input.
-pub fn recv_frames(
-    rx: &mut ptmp::Receiver,
-    f: &mut ptmp::Frames,
-    ctl: &Ctl,
-    agent: &str,
-) -> Result<Got> {
+pub fn recv_frames(rx: &mut Receiver, f: &mut ptmp::Frames, ctl: &Ctl, agent: &str) -> Result<Got> {
     match rx.recv_raw_into(f, Some(POLL)) {
         Ok(true) => {
             ctl.counts.add_in();
             Ok(Got::Set)
         }
-        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(if ctl.done(true) {
-            Got::Done
-        } else {
-            Got::Nothing
-        }),
+        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),
         Err(e) => Err(Error::socket(agent)(e)),
     }
 }
@@ -80,30 +85,24 @@ pub fn recv_frames(
 /// Send `set` on `tx`, waiting for room as long as the agent is not done
 /// (see [`Ctl::done`]). `Ok(false)`: the agent is stopping and nobody took
 /// the set within [`DRAIN_MAX`](crate::DRAIN_MAX), so it was not sent (callers count it).
-pub fn send_set(tx: &mut ptmp::Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
-    loop {
-        if tx.send_within(set, POLL).map_err(Error::socket(agent))? {
-            ctl.counts.add_out();
-            return Ok(true);
-        }
-        if ctl.done(false) {
-            return Ok(false);
-        }
-    }
+pub fn send_set(tx: &mut Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
+    send_until_done(ctl, agent, || tx.send_within(set, POLL))
 }
 
 /// [`send_set`] for raw frames.
-pub fn send_frames(
-    tx: &mut ptmp::Sender,
-    f: &ptmp::Frames,
+pub fn send_frames(tx: &mut Sender, f: &ptmp::Frames, ctl: &Ctl, agent: &str) -> Result<bool> {
+    send_until_done(ctl, agent, || tx.send_frames_within(f, POLL))
+}
+
+/// Retry `send` (one attempt of at most [`POLL`], `Ok(true)` when sent)
+/// until it sends or the agent is done; a message sent is counted.
+fn send_until_done(
     ctl: &Ctl,
     agent: &str,
+    mut send: impl FnMut() -> ptmp::Result<bool>,
 ) -> Result<bool> {
     loop {
-        if tx
-            .send_frames_within(f, POLL)
-            .map_err(Error::socket(agent))?
-        {
+        if send().map_err(Error::socket(agent))? {
             ctl.counts.add_out();
             return Ok(true);
         }

@@ -93,8 +93,8 @@ impl MonitorAgent {
         for t in &c.taps {
             taps.push(Tap {
                 id: t.id,
-                rx: Receiver::from_config(&t.input).map_err(Error::socket(&name))?,
-                tx: Sender::from_config(&t.output).map_err(Error::socket(&name))?,
+                rx: crate::io::open_rx(&name, &t.input)?,
+                tx: crate::io::open_tx(&name, &t.output)?,
             });
         }
         let f = File::create(&c.filename)

@@ -29,6 +29,7 @@
 
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
+use crate::io::{open_rx, open_tx};
 use crate::{recv_frames, send_frames, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet, TrigPrim};
 use ptmp_data::dump::DumpWriter;
@@ -163,13 +164,6 @@ impl WorkerConfig {
     }
 }
 
-fn rx(name: &str, c: &SocketConfig) -> Result<Receiver> {
-    Receiver::from_config(c).map_err(Error::socket(name))
-}
-fn tx(name: &str, c: &SocketConfig) -> Result<Sender> {
-    Sender::from_config(c).map_err(Error::socket(name))
-}
-
 /// Wait until `deadline` (`None`: later than any instant), sleeping in
 /// slices of at most [`POLL`] or spinning, and return early once
 /// `ctl` is stopped, so a long wait never delays a stop.
@@ -202,9 +196,9 @@ pub struct SourceAgent {
 impl SourceAgent {
     /// Open the sockets of `c`.
     pub fn new(name: String, c: &SourceConfig) -> Result<Self> {
-        let tx = tx(&name, &c.output)?;
+        let tx = open_tx(&name, &c.output)?;
         let done = match &c.done {
-            Some(d) => Some(rx(&name, d)?),
+            Some(d) => Some(open_rx(&name, d)?),
             None => None,
         };
         Ok(SourceAgent {
@@ -322,9 +316,9 @@ pub struct SinkAgent {
 impl SinkAgent {
     /// Open the sockets and the dump file of `c`.
     pub fn new(name: String, c: &SinkConfig) -> Result<Self> {
-        let rx = rx(&name, &c.input)?;
+        let rx = open_rx(&name, &c.input)?;
         let done = match &c.done {
-            Some(d) => Some(tx(&name, d)?),
+            Some(d) => Some(open_tx(&name, d)?),
             None => None,
         };
         let out = match &c.ofile {
