@@ -603,6 +603,43 @@ fn sendrecv_over_shm() {
     }
 }
 
+/// `ptmp bench` is a front over the benchmark crate (whose own tests cover
+/// the suites): a two-process row starts `ptmp` again as its sides.
+#[test]
+fn bench_front_runs_a_two_process_suite() {
+    let out = run(&[
+        "bench",
+        "throughput",
+        "-n",
+        "2000",
+        "--patterns",
+        "pushpull",
+        "--ntps",
+        "0",
+        "--transports",
+        "ipc",
+    ]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = s
+        .lines()
+        .filter(|l| l.starts_with("| pushpull | ipc |"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "ptmp and raw libzmq: {s}");
+    for r in &rows {
+        assert_eq!(
+            (r[5], r[8]),
+            ("2", "0"),
+            "two processes, nothing lost: {r:?}"
+        );
+    }
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

@@ -315,6 +315,8 @@ fn crashed_process_is_restarted_and_rejoins() {
     // Kill the source, which binds the ipc edge: its successor rebinds the
     // same path and the worker, reconnecting, carries on.
     let spid = status(&rd, "src").unwrap()["pid"].as_i64().unwrap() as i32;
+    // SAFETY: kill only sends a signal to a pid of a process this test
+    // started; it reads and writes no memory of ours.
     assert_eq!(unsafe { libc::kill(spid, libc::SIGKILL) }, 0);
     wait_for(limit, "the source's restart", || {
         status(&rd, "src")
@@ -325,6 +327,8 @@ fn crashed_process_is_restarted_and_rejoins() {
         node_in(&rd, "snk", "snk").filter(|n| *n >= after + 200)
     });
     // Status on demand.
+    // SAFETY: kill only sends a signal to a pid of a process this test
+    // started; it reads and writes no memory of ours.
     unsafe { libc::kill(sup, libc::SIGUSR1) };
     wait_for(limit, "the status table", || {
         let s = std::fs::read_to_string(&err).unwrap_or_default();
@@ -355,6 +359,8 @@ fn crashed_process_is_restarted_and_rejoins() {
         text(&o.stderr)
     );
     // SIGINT: every part stops cleanly, the supervisor exits 0.
+    // SAFETY: kill only sends a signal to a pid of a process this test
+    // started; it reads and writes no memory of ours.
     unsafe { libc::kill(sup, libc::SIGINT) };
     let o = finish(c, limit);
     let e = std::fs::read_to_string(&err).unwrap();
@@ -366,6 +372,8 @@ fn crashed_process_is_restarted_and_rejoins() {
         assert!(out.contains(n), "{out}");
     }
     // No part outlives the supervisor.
+    // SAFETY: kill only sends a signal to a pid of a process this test
+    // started; it reads and writes no memory of ours.
     assert!(unsafe { libc::kill(new_pid as i32, 0) } != 0);
 }
 

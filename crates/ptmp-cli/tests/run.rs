@@ -258,6 +258,8 @@ fn sigint_flushes_what_agents_hold() {
     // Wait until the sources have read their files (the dump of rows grows
     // as sets pass the tap); then interrupt.
     std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill only sends a signal to a process this test started;
+    // it reads and writes no memory of ours.
     unsafe { libc::kill(pid, libc::SIGINT) };
     let o = finish(child, Duration::from_secs(30));
     let (out, err) = (text(&o.stdout), text(&o.stderr));
@@ -836,6 +838,8 @@ fn window_fed_the_end_of_the_tick_range_stops_on_ttl_and_sigint() {
         let child = spawn(&["run", &s(&p)]);
         if ttl < 0.0 {
             std::thread::sleep(Duration::from_millis(1500));
+            // SAFETY: kill only sends a signal to a process this test started;
+            // it reads and writes no memory of ours.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         }
         let o = finish(child, Duration::from_secs(20));
@@ -909,6 +913,8 @@ fn ttl_and_sigint_are_honoured_under_a_flood() {
         });
         if ttl < 0.0 {
             std::thread::sleep(Duration::from_millis(1500));
+            // SAFETY: kill only sends a signal to a process this test started;
+            // it reads and writes no memory of ours.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         }
         let o = finish(child, Duration::from_secs(30));
