@@ -13,6 +13,13 @@
 //! PTMP's protoDUNE trigger-candidate finder, is built in: its engine
 //! `pdune-adjacency-tc` is our [`crate::filter`] adjacency engine, so
 //! configurations naming it run unmodified.
+//!
+//! Threads: the header promises that one engine state is created, used and
+//! destroyed on one thread. A filter agent makes its engine when it starts
+//! running, on its own thread, and drops it there; the type holding a C
+//! engine state is not `Send`, so the compiler keeps it from moving. The
+//! engine made to check a configuration is created and destroyed at once on
+//! the thread that checks it.
 
 use super::engines::{builtin_engine, BUILTIN_ENGINES};
 use super::Engine;
