@@ -9,31 +9,51 @@ pub enum Error {
     /// `socket.type`, `value` the offending value as written.
     #[error("invalid config: {key} = {value}: {reason}")]
     Config {
+        /// Where: the JSON path of the key.
         key: String,
+        /// What: the value as written, or `(missing)`.
         value: String,
+        /// Why it is refused.
         reason: String,
     },
     /// Binding an endpoint failed (the address is in use, the interface does
     /// not exist, permission denied ...).
     #[error("cannot bind {endpoint}: {reason}")]
-    Bind { endpoint: String, reason: String },
+    Bind {
+        /// The address as configured.
+        endpoint: String,
+        /// Why, in words.
+        reason: String,
+    },
     /// Connecting an endpoint failed.
     #[error("cannot connect {endpoint}: {reason}")]
-    Connect { endpoint: String, reason: String },
+    Connect {
+        /// The address as configured.
+        endpoint: String,
+        /// Why, in words.
+        reason: String,
+    },
     /// A received message is not a PTMP message. The receiver counted it and
     /// can go on receiving.
     #[error("bad message: {0}")]
     Wire(#[from] WireError),
     /// A bounded wait ran out.
     #[error("timed out after {ms} ms waiting for {what}")]
-    Timeout { what: String, ms: u64 },
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// How long, in milliseconds.
+        ms: u64,
+    },
     /// A blocking call was interrupted by a signal (e.g. SIGINT).
     #[error("interrupted by a signal")]
     Interrupted,
     /// Any other ZeroMQ failure, with what was being done.
     #[error("zmq {op} failed: {source}")]
     Zmq {
+        /// The operation that failed, e.g. `"send"`.
         op: &'static str,
+        /// libzmq's error.
         #[source]
         source: zmq::Error,
     },
@@ -60,4 +80,19 @@ impl Error {
     }
 }
 
+impl From<Box<crate::fields::FieldError>> for Error {
+    /// [`Error::Config`] at the field's location, in the reader's own
+    /// wording.
+    fn from(e: Box<crate::fields::FieldError>) -> Self {
+        let reason = e.problem.reason();
+        let key = e.location();
+        Error::Config {
+            key,
+            value: e.value,
+            reason,
+        }
+    }
+}
+
+/// Result with ptmp's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

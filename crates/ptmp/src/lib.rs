@@ -32,6 +32,7 @@
 pub mod config;
 mod drain;
 pub mod error;
+pub mod fields;
 pub mod receiver;
 pub mod sender;
 mod shm;
