@@ -7,42 +7,35 @@
 //! are read are checked for type and range before anything starts.
 
 use crate::error::{Error, Result};
+use ptmp::fields::{FieldError, Object, Options, Problem};
 use ptmp::SocketConfig;
-use serde_json::{Map, Value};
-use std::cell::RefCell;
+use serde_json::Value;
 
 /// An agent's configuration object with its name for error messages.
+///
+/// A thin layer over [`ptmp::fields::Object`], the reader the socket config
+/// and the graphs use too: this adds the agent's name and the agents'
+/// wording of errors.
 pub struct Cfg<'a> {
     /// The agent's name (or its place in `proxies`), for error messages.
     pub agent: String,
-    obj: &'a Map<String, Value>,
-    read: RefCell<Vec<String>>,
+    obj: Object<'a>,
 }
 
-fn show(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 80 {
-        format!(
-            "{}...",
-            &s[..s.char_indices().nth(77).map_or(s.len(), |(i, _)| i)]
-        )
-    } else {
-        s
-    }
-}
+/// How agents read their data: integers may be written as floats with no
+/// fraction (Jsonnet does), and values in errors are cut at 80 bytes.
+const OPTIONS: Options = Options {
+    integral_floats: true,
+    show_limit: Some(80),
+};
 
 impl<'a> Cfg<'a> {
     /// `agent` names the agent in errors; `v` must be a JSON object.
     pub fn new(agent: impl Into<String>, v: &'a Value) -> Result<Self> {
         let agent = agent.into();
-        let obj = v
-            .as_object()
-            .ok_or_else(|| Error::config(&agent, "data", show(v), "must be a JSON object"))?;
-        Ok(Cfg {
-            agent,
-            obj,
-            read: RefCell::new(Vec::new()),
-        })
+        let obj = Object::new("", v, OPTIONS)
+            .map_err(|e| Error::config(&agent, "data", e.value, "must be a JSON object"))?;
+        Ok(Cfg { agent, obj })
     }
 
     /// A configuration error at `key` of this agent.
@@ -50,25 +43,35 @@ impl<'a> Cfg<'a> {
         Error::config(&self.agent, key, value, reason)
     }
 
+    /// A reader's error in the agents' wording.
+    fn field(&self, e: FieldError) -> Error {
+        let reason = match &e.problem {
+            Problem::IntRange { min, max } => format!("must be in [{min}, {max}]"),
+            Problem::NotChoice { got, allowed } => {
+                return self.err(
+                    &e.key,
+                    format!("{got:?}"),
+                    format!("must be one of {}", allowed.join(", ")),
+                )
+            }
+            p => p.reason(),
+        };
+        self.err(&e.location(), e.value, reason)
+    }
+
     /// The raw value of `key`, if present and not null.
     pub fn get(&self, key: &str) -> Option<&'a Value> {
-        self.read.borrow_mut().push(key.to_string());
-        self.obj.get(key).filter(|v| !v.is_null())
+        self.obj.get(key)
     }
 
     /// Whether `key` is present and not null.
     pub fn has(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.obj.has(key)
     }
 
     /// Keys present but never asked for.
     pub fn unread(&self) -> Vec<String> {
-        let r = self.read.borrow();
-        self.obj
-            .keys()
-            .filter(|k| !r.iter().any(|x| x == *k))
-            .cloned()
-            .collect()
+        self.obj.unread()
     }
 
     fn req<T>(&self, key: &str, f: impl FnOnce(&Self, &str) -> Result<Option<T>>) -> Result<T> {
@@ -78,23 +81,7 @@ impl<'a> Cfg<'a> {
     /// An integer in `[min, max]` (JSON numbers with no fraction; a float
     /// with an integral value such as `10.0` is accepted, as Jsonnet emits).
     pub fn int_in(&self, key: &str, min: i64, max: i64) -> Result<Option<i64>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        let n = if let Some(i) = v.as_i64() {
-            Some(i)
-        } else if let Some(u) = v.as_u64() {
-            i64::try_from(u).ok()
-        } else if let Some(f) = v.as_f64() {
-            (f.fract() == 0.0 && f.abs() < 9.0e18).then_some(f as i64)
-        } else {
-            None
-        };
-        let n = n.ok_or_else(|| self.err(key, show(v), "must be an integer"))?;
-        if n < min || n > max {
-            return Err(self.err(key, show(v), format!("must be in [{min}, {max}]")));
-        }
-        Ok(Some(n))
+        self.obj.int_in(key, min, max).map_err(|e| self.field(*e))
     }
 
     /// [`Cfg::int_in`], or `default` when the key is absent.
@@ -109,18 +96,7 @@ impl<'a> Cfg<'a> {
 
     /// An unsigned 64-bit value (tick counts).
     pub fn u64_opt(&self, key: &str) -> Result<Option<u64>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        if let Some(u) = v.as_u64() {
-            return Ok(Some(u));
-        }
-        if let Some(f) = v.as_f64() {
-            if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 {
-                return Ok(Some(f as u64));
-            }
-        }
-        Err(self.err(key, show(v), "must be a non-negative integer"))
+        self.obj.u64(key).map_err(|e| self.field(*e))
     }
 
     /// [`Cfg::u64_opt`], which must be present.
@@ -130,16 +106,7 @@ impl<'a> Cfg<'a> {
 
     /// A number (integer or float) in `[min, max]`.
     pub fn num_in(&self, key: &str, min: f64, max: f64) -> Result<Option<f64>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        let f = v
-            .as_f64()
-            .ok_or_else(|| self.err(key, show(v), "must be a number"))?;
-        if !(min..=max).contains(&f) {
-            return Err(self.err(key, show(v), format!("must be in [{min}, {max}]")));
-        }
-        Ok(Some(f))
+        self.obj.num_in(key, min, max).map_err(|e| self.field(*e))
     }
 
     /// [`Cfg::num_in`], or `default` when the key is absent.
@@ -149,11 +116,7 @@ impl<'a> Cfg<'a> {
 
     /// A string, if present.
     pub fn str_opt(&self, key: &str) -> Result<Option<&'a str>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(v) => Err(self.err(key, show(v), "must be a string")),
-        }
+        self.obj.str(key).map_err(|e| self.field(*e))
     }
 
     /// A string, which must be present.
@@ -168,38 +131,26 @@ impl<'a> Cfg<'a> {
         default: &'static str,
         allowed: &[&'static str],
     ) -> Result<&'static str> {
-        match self.str_opt(key)? {
-            None => Ok(default),
-            Some(s) => allowed.iter().copied().find(|a| *a == s).ok_or_else(|| {
-                self.err(
-                    key,
-                    format!("{s:?}"),
-                    format!("must be one of {}", allowed.join(", ")),
-                )
-            }),
-        }
+        Ok(self
+            .obj
+            .choice(key, allowed)
+            .map_err(|e| self.field(*e))?
+            .unwrap_or(default))
     }
 
     /// A flag: JSON `true`/`false`, or 0/1 as PTMP's configurations write
     /// flags; `default` when absent.
     pub fn bool_or(&self, key: &str, default: bool) -> Result<bool> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(Value::Bool(b)) => Ok(*b),
-            // PTMP's JSON sometimes carries flags as 0/1.
-            Some(Value::Number(n)) if n.as_u64() == Some(0) => Ok(false),
-            Some(Value::Number(n)) if n.as_u64() == Some(1) => Ok(true),
-            Some(v) => Err(self.err(key, show(v), "must be true or false")),
-        }
+        Ok(self
+            .obj
+            .bool(key)
+            .map_err(|e| self.field(*e))?
+            .unwrap_or(default))
     }
 
     /// An array, if present.
     pub fn array_opt(&self, key: &str) -> Result<Option<&'a Vec<Value>>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Array(a)) => Ok(Some(a)),
-            Some(v) => Err(self.err(key, show(v), "must be an array")),
-        }
+        self.obj.array(key).map_err(|e| self.field(*e))
     }
 
     /// A socket configuration (`{"socket": {...}}`), validated; errors carry
