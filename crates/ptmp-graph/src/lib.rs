@@ -52,6 +52,7 @@ pub mod soak;
 pub mod status;
 pub mod supervise;
 
+use ptmp::fields::{Empty, FieldError, Object, Options, Problem};
 use ptmp::Transport;
 use ptmp_agents::Kind;
 use serde_json::{Map, Value};
@@ -285,13 +286,15 @@ pub struct Graph {
 /// Default first tcp port.
 pub const DEFAULT_PORT_BASE: u16 = 17100;
 
+/// How the graph reads its JSON: integers must be written as integers,
+/// and values in errors are cut at 60 bytes.
+const READ: Options = Options {
+    integral_floats: false,
+    show_limit: Some(60),
+};
+
 fn show(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 60 {
-        format!("{}...", s.chars().take(57).collect::<String>())
-    } else {
-        s
-    }
+    ptmp::fields::abbreviate(&v.to_string(), 60)
 }
 
 fn find(nodes: &[Node], n: &str) -> Option<usize> {
@@ -316,31 +319,36 @@ impl P<'_> {
             msg: msg.into(),
         }
     }
-    fn obj<'v>(&self, at: &str, v: &'v Value) -> Result<&'v Map<String, Value>> {
-        v.as_object()
-            .ok_or_else(|| self.err(format!("{at} = {}: must be an object", show(v))))
-    }
-    fn keys(&self, at: &str, o: &Map<String, Value>, known: &[&str]) -> Result<()> {
-        for k in o.keys() {
-            if !known.contains(&k.as_str()) {
-                return Err(self.err(format!(
-                    "{at}: unknown key {k:?}; known: {}",
-                    known.join(", ")
-                )));
-            }
-        }
-        Ok(())
-    }
-    fn string<'v>(&self, at: &str, o: &'v Map<String, Value>, k: &str) -> Result<Option<&'v str>> {
-        match o.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(self.err(format!("{at}.{k} = {}: must be a string", show(v)))),
+    /// A reader's error in the graph's wording, at `at` (with the element's
+    /// index, if any).
+    fn field(&self, at: &str, e: FieldError) -> Error {
+        let at = match e.index {
+            Some(i) => format!("{at}[{i}]"),
+            None => at.to_string(),
+        };
+        match &e.problem {
+            Problem::UnknownKey { known } => self.err(format!(
+                "{}: unknown key {:?}; known: {}",
+                e.path,
+                e.key,
+                known.join(", ")
+            )),
+            p => self.err(format!("{at} = {}: {}", e.value, p.reason())),
         }
     }
-    fn name(&self, at: &str, o: &Map<String, Value>) -> Result<String> {
+    fn obj<'v>(&self, at: &str, v: &'v Value) -> Result<Object<'v>> {
+        Object::new(at, v, READ).map_err(|e| self.field(at, *e))
+    }
+    fn keys(&self, o: &Object<'_>, known: &[&'static str]) -> Result<()> {
+        o.only(known).map_err(|e| self.field(o.path(), *e))
+    }
+    fn string<'v>(&self, o: &Object<'v>, k: &str) -> Result<Option<&'v str>> {
+        o.str(k).map_err(|e| self.field(&o.key_path(k), *e))
+    }
+    fn name(&self, o: &Object<'_>) -> Result<String> {
+        let at = o.path();
         let n = self
-            .string(at, o, "name")?
+            .string(o, "name")?
             .ok_or_else(|| self.err(format!("{at}: needs a name")))?;
         if !valid_name(n) {
             return Err(self.err(format!(
@@ -349,32 +357,32 @@ impl P<'_> {
         }
         Ok(n.to_string())
     }
-    fn strings(&self, at: &str, v: &Value) -> Result<Vec<String>> {
-        match v {
-            Value::String(s) => Ok(vec![s.clone()]),
-            Value::Array(a) if !a.is_empty() => a
-                .iter()
-                .enumerate()
-                .map(|(i, x)| {
-                    x.as_str().map(str::to_string).ok_or_else(|| {
-                        self.err(format!("{at}[{i}] = {}: must be a string", show(x)))
-                    })
-                })
-                .collect(),
-            v => Err(self.err(format!(
-                "{at} = {}: must be a string or a non-empty list of strings",
-                show(v)
-            ))),
-        }
+    /// A string or a non-empty list of strings, `at` naming it in errors;
+    /// `o` is the object it was found in.
+    fn strings(&self, o: &Object<'_>, at: &str, v: &Value) -> Result<Vec<String>> {
+        o.strings_of(at, v, Empty::Refused)
+            .map(|l| l.into_iter().map(str::to_string).collect())
+            .map_err(|e| self.field(at, *e))
     }
-    fn int(&self, at: &str, v: &Value, min: i64, max: i64) -> Result<i64> {
-        match v.as_i64() {
-            Some(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(self.err(format!(
-                "{at} = {}: must be an integer from {min} to {max}",
-                show(v)
-            ))),
+    /// An integer from `min` to `max` at key `k` of `o`, `at` naming it in
+    /// errors; null counts as absent only when `null_is_absent`.
+    fn int(
+        &self,
+        o: &Object<'_>,
+        (k, at): (&str, &str),
+        min: i64,
+        max: i64,
+        null_is_absent: bool,
+    ) -> Result<Option<i64>> {
+        let refuse = |value: &str| {
+            self.err(format!(
+                "{at} = {value}: must be an integer from {min} to {max}"
+            ))
+        };
+        if !null_is_absent && o.raw(k).is_some_and(Value::is_null) {
+            return Err(refuse("null"));
         }
+        o.int_in(k, min, max).map_err(|e| refuse(&e.value))
     }
 }
 
@@ -390,8 +398,7 @@ impl Graph {
         let p = P { graph: &gname };
         let top = p.obj("(top level)", v)?;
         p.keys(
-            "(top level)",
-            top,
+            &top,
             &[
                 "name",
                 "nodes",
@@ -419,10 +426,10 @@ impl Graph {
                 for (i, h) in a.iter().enumerate() {
                     let at = format!("hosts[{i}]");
                     let o = p.obj(&at, h)?;
-                    p.keys(&at, o, &["name", "address"])?;
-                    let name = p.name(&at, o)?;
+                    p.keys(&o, &["name", "address"])?;
+                    let name = p.name(&o)?;
                     let address = p
-                        .string(&at, o, "address")?
+                        .string(&o, "address")?
                         .ok_or_else(|| {
                             p.err(format!(
                                 "host {name}: needs an address (an IPv4 address or host name its tcp edges bind)"
@@ -448,7 +455,7 @@ impl Graph {
             }
         }
         // Nodes.
-        let list = match top.get("nodes") {
+        let list = match top.raw("nodes") {
             Some(Value::Array(a)) if !a.is_empty() => a,
             Some(v) => {
                 return Err(p.err(format!(
@@ -462,13 +469,13 @@ impl Graph {
         for (i, n) in list.iter().enumerate() {
             let at = format!("nodes[{i}]");
             let o = p.obj(&at, n)?;
-            p.keys(&at, o, &["name", "type", "data"])?;
-            let name = p.name(&at, o)?;
+            p.keys(&o, &["name", "type", "data"])?;
+            let name = p.name(&o)?;
             if nodes.iter().any(|x| x.name == name) {
                 return Err(p.err(format!("{at}: node {name} is named twice")));
             }
             let type_name = p
-                .string(&at, o, "type")?
+                .string(&o, "type")?
                 .ok_or_else(|| p.err(format!("node {name}: needs a type")))?
                 .to_string();
             let kind = Kind::parse(&type_name).ok_or_else(|| {
@@ -521,12 +528,12 @@ impl Graph {
             for (i, pr) in a.iter().enumerate() {
                 let at = format!("processes[{i}]");
                 let o = p.obj(&at, pr)?;
-                p.keys(&at, o, &["name", "host", "nodes"])?;
-                let name = p.name(&at, o)?;
+                p.keys(&o, &["name", "host", "nodes"])?;
+                let name = p.name(&o)?;
                 if processes.iter().any(|x| x.name == name) {
                     return Err(p.err(format!("{at}: process {name} is named twice")));
                 }
-                let host = match p.string(&at, o, "host")? {
+                let host = match p.string(&o, "host")? {
                     Some(h) => hosts.iter().position(|x| x.name == h).ok_or_else(|| {
                         p.err(format!(
                             "process {name}: host = {h:?}: unreachable placement: no such host; hosts: {}",
@@ -542,6 +549,7 @@ impl Graph {
                     }
                 };
                 let names = p.strings(
+                    &o,
                     &format!("process {name}: nodes"),
                     o.get("nodes").unwrap_or(&Value::Null),
                 )?;
@@ -609,16 +617,15 @@ impl Graph {
             let at = format!("edges[{i}]");
             let o = p.obj(&at, e)?;
             p.keys(
-                &at,
-                o,
+                &o,
                 &["from", "to", "pattern", "transport", "address", "hwm"],
             )?;
             let ends = |key: &str, dir: Dir| -> Result<Vec<PortRef>> {
                 let v = o
-                    .get(key)
+                    .raw(key)
                     .ok_or_else(|| p.err(format!("{at}: needs {key:?} (\"node.port\")")))?;
                 let mut out = Vec::new();
-                for s in p.strings(&format!("{at}.{key}"), v)? {
+                for s in p.strings(&o, &format!("{at}.{key}"), v)? {
                     let (n, port) = s.split_once('.').ok_or_else(|| {
                         p.err(format!("{at}.{key}: {s:?}: write a port as \"node.port\""))
                     })?;
@@ -658,7 +665,7 @@ impl Graph {
             };
             let from = ends("from", Dir::Out)?;
             let to = ends("to", Dir::In)?;
-            let pattern = match p.string(&at, o, "pattern")? {
+            let pattern = match p.string(&o, "pattern")? {
                 Some("pubsub") => Pattern::PubSub,
                 Some("pushpull") => Pattern::PushPull,
                 Some("pair") => Pattern::Pair,
@@ -671,7 +678,7 @@ impl Graph {
                     return Err(p.err(format!("{at}: needs a pattern: pubsub, pushpull or pair")))
                 }
             };
-            let transport = match p.string(&at, o, "transport")? {
+            let transport = match p.string(&o, "transport")? {
                 None | Some("auto") => None,
                 Some("inproc") => Some(Transport::Inproc),
                 Some("ipc") => Some(Transport::Ipc),
@@ -683,11 +690,8 @@ impl Graph {
                     )))
                 }
             };
-            let address = p.string(&at, o, "address")?.map(str::to_string);
-            let hwm = match o.get("hwm") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(p.int(&format!("{at}.hwm"), v, 0, i32::MAX as i64)?),
-            };
+            let address = p.string(&o, "address")?.map(str::to_string);
+            let hwm = p.int(&o, ("hwm", &o.key_path("hwm")), 0, i32::MAX as i64, true)?;
             edges.push(Edge {
                 from,
                 to,
@@ -697,28 +701,26 @@ impl Graph {
                 hwm,
             });
         }
-        let port_base = match top.get("port_base") {
-            None | Some(Value::Null) => DEFAULT_PORT_BASE,
-            Some(v) => p.int("port_base", v, 1024, 65000)? as u16,
-        };
+        let port_base = p
+            .int(&top, ("port_base", "port_base"), 1024, 65000, true)?
+            .map_or(DEFAULT_PORT_BASE, |n| n as u16);
         let mut restart = Restart {
             max: 5,
             backoff: Duration::from_millis(200),
         };
         if let Some(v) = top.get("restart").filter(|v| !v.is_null()) {
             let o = p.obj("restart", v)?;
-            p.keys("restart", o, &["max", "backoff_ms"])?;
-            if let Some(m) = o.get("max") {
-                restart.max = p.int("restart.max", m, 0, 1_000_000)? as u32;
+            p.keys(&o, &["max", "backoff_ms"])?;
+            if let Some(m) = p.int(&o, ("max", "restart.max"), 0, 1_000_000, false)? {
+                restart.max = m as u32;
             }
-            if let Some(b) = o.get("backoff_ms") {
-                restart.backoff =
-                    Duration::from_millis(p.int("restart.backoff_ms", b, 0, 600_000)? as u64);
+            if let Some(b) = p.int(&o, ("backoff_ms", "restart.backoff_ms"), 0, 600_000, false)? {
+                restart.backoff = Duration::from_millis(b as u64);
             }
         }
         let plugins = match top.get("plugins") {
             None | Some(Value::Null) => vec![],
-            Some(v) => p.strings("plugins", v)?,
+            Some(v) => p.strings(&top, "plugins", v)?,
         };
         let g = Graph {
             plugins,
