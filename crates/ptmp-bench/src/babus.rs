@@ -1,5 +1,5 @@
 //! `ptmp bench babus`: the benchmark profile of Babus, a shared-memory
-//! message bus in C++ (https://github.com/steplee/babus), over ptmp's shared
+//! message bus in C++ (<https://github.com/steplee/babus>), over ptmp's shared
 //! memory, and with `--redis` over Redis streams in the same run. Producers:
 //! imu 128 B at 1 kHz, image 1920x1080x3 = 6,220,800 B at 30 Hz,
 //! med01..med05 356 B at 40..44 Hz. Consumers, each one thread waiting on all

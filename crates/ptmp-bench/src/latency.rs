@@ -1,6 +1,6 @@
 //! `ptmp bench latency`: one-way latency, measured as smx_perf does
 //! (Informatica's benchmark of Ultra Messaging's shared-memory transport,
-//! https://github.com/UltraMessaging/smx_perf). The sending
+//! <https://github.com/UltraMessaging/smx_perf>). The sending
 //! thread writes a CLOCK_MONOTONIC timestamp into each message, paced by
 //! busy-waiting; the receiving thread records now minus that stamp in an HDR
 //! histogram. Both ends are in one process, so they share the clock.

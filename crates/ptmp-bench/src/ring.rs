@@ -1,7 +1,7 @@
 //! `ptmp bench ring`: the shared-memory ring's own throughput, fully
 //! contended: one writer publishing as fast as it can, 1 or more readers
 //! copying out (or viewing in place) as fast as they can, as smx_perf
-//! (https://github.com/UltraMessaging/smx_perf) measures Ultra Messaging's
+//! (<https://github.com/UltraMessaging/smx_perf>) measures Ultra Messaging's
 //! shared-memory transport.
 
 use crate::error::{BenchError, BenchResult};
