@@ -15,8 +15,18 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+
 echo "== cargo test"
 cargo test --workspace --locked
+
+# The shared-memory ring's synchronisation (seqlock publish and read, reader
+# and writer wake-ups), model-checked over every interleaving with loom. The
+# --cfg changes every crate's build, so it gets a target directory of its own.
+echo "== loom: the ring's synchronisation, every interleaving"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo test -p ptmp-shm --test loom --release --locked --quiet
 
 venv="${PTMP_VENV:-.venv}"
 echo "== Python: virtual environment $venv"
