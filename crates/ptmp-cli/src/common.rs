@@ -146,19 +146,31 @@ impl SockArgs {
     }
 }
 
-/// Set by SIGINT/SIGTERM; long loops poll it and finish cleanly.
+/// Set by SIGINT, SIGTERM or SIGHUP; long loops poll it and finish cleanly.
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Whether a stop signal has arrived.
 pub fn stopping() -> bool {
     STOP.load(Ordering::Relaxed)
 }
 
+/// Make SIGINT, SIGTERM and SIGHUP raise [`STOP`] (and the benchmark
+/// suites' own stop flag) instead of ending the process, so every command
+/// finishes cleanly.
 pub fn install_signal_handler() {
-    let _ = ctrlc::set_handler(|| {
-        STOP.store(true, Ordering::Relaxed);
-        #[cfg(feature = "bench")]
-        ptmp_bench::sys::request_stop();
-    });
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        // SAFETY: the action runs inside the signal handler, so it must be
+        // async-signal-safe: it only stores into two static atomics, which
+        // neither allocates nor takes a lock.
+        let _ = unsafe {
+            signal_hook::low_level::register(sig, || {
+                STOP.store(true, Ordering::Relaxed);
+                #[cfg(feature = "bench")]
+                ptmp_bench::sys::request_stop();
+            })
+        };
+    }
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and the

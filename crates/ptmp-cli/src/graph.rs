@@ -12,6 +12,7 @@ use ptmp_graph::{part, status, supervise, Graph};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where and how to read a graph.
@@ -130,12 +131,6 @@ pub struct RunArgs {
     ttl: Option<f64>,
 }
 
-static STATUS_NOW: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_usr1(_: libc::c_int) {
-    STATUS_NOW.store(true, Ordering::Relaxed);
-}
-
 fn secs(v: Option<f64>, flag: &str) -> CliResult<Option<Duration>> {
     match v {
         None => Ok(None),
@@ -169,13 +164,11 @@ fn supervise_graph(
     status_every: Option<Duration>,
     ttl: Option<Duration>,
 ) -> CliResult<supervise::Outcome> {
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(
-            libc::SIGUSR1,
-            on_usr1 as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
+    // SIGUSR1 asks for the status table now. Without the handler the
+    // signal would end the process, so failing to install it is an error.
+    let status_now = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, status_now.clone())
+        .map_err(|e| CliError::fail(format!("cannot handle SIGUSR1: {e}")))?;
     let opts = supervise_options(host, status_every, ttl)?;
     let mut log = std::io::stderr();
     let out = supervise::run(
@@ -183,7 +176,7 @@ fn supervise_graph(
         p,
         &opts,
         &stopping,
-        &|| STATUS_NOW.swap(false, Ordering::Relaxed),
+        &|| status_now.swap(false, Ordering::Relaxed),
         &mut log,
     )
     .map_err(|e| match e {
@@ -254,9 +247,11 @@ pub fn run(c: &GraphCmd) -> CliResult {
             }
         }
         GraphCmd::Part { plan } => {
-            // SAFETY: prctl on ourselves; the supervisor also sets it, this
-            // covers a part started by hand.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+            // End with the parent: the supervisor also asks this of its
+            // children, this covers a part started by hand.
+            let _ = rustix::process::set_parent_process_death_signal(Some(
+                rustix::process::Signal::TERM,
+            ));
             let pp = part::PartPlan::read(plan).map_err(CliError::usage)?;
             let mut log = std::io::stderr();
             match part::run(&pp, &stopping, &mut log) {
