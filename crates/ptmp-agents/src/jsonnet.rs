@@ -169,12 +169,14 @@ pub fn interrupt_signal() -> libc::c_int {
     libc::SIGRTMIN() + 4
 }
 
-extern "C" fn on_interrupt(_: libc::c_int) {
-    // Runs on the evaluation thread. jrsonnet counts call depth in a
-    // thread-local and fails any call made at or beyond its limit (200).
-    // Raise the count far past the limit, so that every later call fails
-    // however far the evaluation unwinds first: lift the limit, take (and
-    // keep) that many depth slots, then put the limit back.
+/// The interrupt handler's action. Runs on the evaluation thread, the one
+/// the signal is sent to.
+fn on_interrupt() {
+    // jrsonnet counts call depth in a thread-local and fails any call made
+    // at or beyond its limit (200). Raise the count far past the limit, so
+    // that every later call fails however far the evaluation unwinds first:
+    // lift the limit, take (and keep) that many depth slots, then put the
+    // limit back.
     use jrsonnet_evaluator::stack::{check_depth, limit_stack_depth};
     const BEYOND: usize = 1 << 16;
     let lifted = limit_stack_depth(BEYOND);
@@ -184,28 +186,28 @@ extern "C" fn on_interrupt(_: libc::c_int) {
     drop(lifted);
 }
 
-/// Install the handler once; false when the signal already has another one
-/// (then a stopped evaluation's thread is left to finish by itself: the
-/// caller still returns at once).
+/// Install the handler once, through signal-hook like the programs' other
+/// signal handlers; false when the signal already has a handler of
+/// someone else's (then a stopped evaluation's thread is left to finish by
+/// itself: the caller still returns at once).
 fn interrupt_handler() -> bool {
     static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *OK.get_or_init(|| {
-        // SAFETY: plain sigaction calls; the handler only stores into a
-        // thread-local cell of the interrupted thread.
-        unsafe {
-            let sig = interrupt_signal();
+        let sig = interrupt_signal();
+        // SAFETY: sigaction with a null new action only reads the current
+        // one into `old`, a zeroed (valid: plain integers and pointers)
+        // struct that lives across the call.
+        let free = unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                || old.sa_sigaction != libc::SIG_DFL
-            {
-                return false;
-            }
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut()) == 0
-        }
+            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_DFL
+        };
+        // SAFETY: the action runs in the signal handler of the evaluation
+        // thread it interrupts. It takes no lock and does not allocate: it
+        // only sets jrsonnet's depth limit and counter, plain thread-local
+        // cells of that same thread, and jrsonnet's bookkeeping may at worst
+        // overwrite the count, which `interrupt` covers by signalling again.
+        free && unsafe { signal_hook::low_level::register(sig, on_interrupt) }.is_ok()
     })
 }
 
