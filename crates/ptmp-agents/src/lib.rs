@@ -44,6 +44,8 @@
 //!   [`monitor`], [`stats`], [`composer`], and the graph's [`nodes`].
 //! * [`ptmper`]: the runner of a whole configuration; [`jsonnet`]: loading
 //!   configurations written in Jsonnet; [`error`]: the crate's errors.
+//! * `progress` (with the feature of that name): the terminal progress bar
+//!   the `ptmp` command and the benchmark suites share.
 
 pub mod agent;
 pub mod cfg;
@@ -56,6 +58,8 @@ pub mod jsonnet;
 pub mod merge;
 pub mod monitor;
 pub mod nodes;
+#[cfg(feature = "progress")]
+pub mod progress;
 pub mod ptmper;
 pub mod replay;
 pub mod run;

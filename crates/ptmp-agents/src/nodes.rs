@@ -182,6 +182,26 @@ fn wait_until(deadline: Option<Instant>, spin: bool, ctl: &Ctl) {
     }
 }
 
+/// Wait until `due` as precisely as the machine allows: sleep while it is
+/// far, then spin through the last 100 to 200 µs, which a sleep would
+/// overshoot. For senders paced at high rates (`ptmp send`, the benchmark
+/// suites), where [`wait_until`]'s sleep slices would be too coarse; it
+/// does not watch for a stop, so callers keep each wait short.
+pub fn pace_until(due: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return;
+        }
+        let left = due - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Slowest `rate` of a source other than 0 (one set in about 11.6 days).
 pub const MIN_RATE: f64 = 1e-6;
 

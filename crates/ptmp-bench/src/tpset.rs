@@ -1,7 +1,6 @@
 //! The messages the suites send, and the pacing of a sender.
 
 use ptmp::TPSet;
-use std::time::{Duration, Instant};
 
 /// A TPSet of `ntps` TrigPrims spread over 25 ticks, filled as `ptmp send`
 /// fills its first message, so a suite moves the sizes users see.
@@ -30,18 +29,5 @@ pub fn tpset(ntps: u32) -> TPSet {
     t
 }
 
-/// Wait until `due`: sleep while far, then spin for precision.
-pub fn pace_until(due: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= due {
-            return;
-        }
-        let left = due - now;
-        if left > Duration::from_micros(200) {
-            std::thread::sleep(left - Duration::from_micros(100));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
+/// The sleep-then-spin wait that paces a sender, shared with `ptmp send`.
+pub use ptmp_agents::nodes::pace_until;

@@ -173,19 +173,5 @@ pub fn install_signal_handler() {
     }
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal and the
-/// run is long enough to want one.
-pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if len < 100_000 || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let pb = indicatif::ProgressBar::new(len);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{what} {{bar:40}} {{pos}}/{{len}} {{per_sec}} eta {{eta}}"
-        ))
-        .expect("valid template"),
-    );
-    pb
-}
+/// A progress bar on stderr, for long runs on a terminal only.
+pub use ptmp_agents::progress::bar as progress;

@@ -2,6 +2,7 @@
 
 use crate::common::{progress, stopping, CliError, CliResult, SockArgs};
 use ptmp::{Sender, SocketType, TPSet, TrigPrim, Undelivered};
+use ptmp_agents::nodes::pace_until;
 use std::time::{Duration, Instant};
 
 /// Exit status of `ptmp send` when messages were, or may have been, lost.
@@ -261,21 +262,5 @@ impl Clock {
     /// Wall-clock time `ticks` ticks take.
     fn after(self, ticks: u64) -> Duration {
         Duration::from_nanos(ticks.saturating_mul(1000) / self.per_us)
-    }
-}
-
-/// Wait until `due`: sleep while far, then spin for precision.
-pub fn pace_until(due: Instant) {
-    loop {
-        let now = Instant::now();
-        if now >= due {
-            return;
-        }
-        let left = due - now;
-        if left > Duration::from_micros(200) {
-            std::thread::sleep(left - Duration::from_micros(100));
-        } else {
-            std::hint::spin_loop();
-        }
     }
 }
