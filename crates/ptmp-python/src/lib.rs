@@ -262,7 +262,7 @@ where
 #[pyclass(module = "ptmp._ptmp", name = "TrigPrim", eq)]
 #[derive(Clone, PartialEq)]
 pub struct PyTrigPrim {
-    pub inner: TrigPrim,
+    inner: TrigPrim,
 }
 
 #[pymethods]
@@ -403,7 +403,7 @@ fn tp_from_dict(d: &Bound<'_, PyDict>) -> PyResult<TrigPrim> {
 #[pyclass(module = "ptmp._ptmp", name = "TPSet", eq)]
 #[derive(Clone, PartialEq, Default)]
 pub struct PyTPSet {
-    pub inner: TPSet,
+    inner: TPSet,
 }
 
 #[pymethods]
@@ -1038,10 +1038,28 @@ impl PyShmWriter {
         let buf = byte_buffer(data)?;
         let (ptr, len) = (buf.buf_ptr() as usize, buf.len_bytes());
         let w = &mut self.w;
-        // SAFETY: the buffer stays exported (`buf` alive) for the call; the
-        // GIL is released only around the copy.
+        // The address crosses into the GIL-free closure as a number (a raw
+        // pointer is not Send); `buf` keeps the export alive meanwhile.
         py.detach(move || {
-            let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+            let src: &[u8] = if len == 0 {
+                // Nothing to read, and an empty exporter may give a null
+                // pointer, which no slice may hold.
+                &[]
+            } else {
+                // SAFETY: `buf` holds the buffer exported (it is released
+                // only when `buf` drops, after this closure has returned),
+                // and while exported the object may neither free nor move
+                // nor resize that memory (bytearray and NumPy refuse to);
+                // `byte_buffer` checked it is C-contiguous, so its
+                // `len_bytes` bytes from `buf_ptr` are one readable range
+                // of u8, for which any bit pattern is valid. The slice does
+                // not outlive the closure. As with every C extension that
+                // reads a buffer without the GIL, Python code writing into
+                // the same object from another thread meanwhile is the
+                // caller's race (the buffer protocol does not lock); it can
+                // tear the message copied, nothing more.
+                unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+            };
             w.publish(src)
         })
         .map_err(serr)
@@ -1304,6 +1322,11 @@ impl PyShmView {
         self.release(py)
     }
 
+    /// Export the slot, read-only and without a copy, through the buffer
+    /// protocol (`memoryview(v)`, `numpy.frombuffer(v)`). CPython calls
+    /// this with the GIL held and the consumer's `Py_buffer` to fill; each
+    /// export is counted until `__releasebuffer__`, and `release()` refuses
+    /// while any is left.
     unsafe fn __getbuffer__(
         slf: PyRefMut<'_, Self>,
         view: *mut pyo3::ffi::Py_buffer,
@@ -1319,8 +1342,25 @@ impl PyShmView {
         let obj = slf.as_ptr();
         let mut slf = slf;
         slf.exports += 1;
-        // SAFETY: filling the Py_buffer per the buffer protocol; `obj` is
-        // kept alive by the new reference stored in view.obj.
+        // SAFETY: `view` is the consumer's Py_buffer, valid and writable
+        // for this call (the buffer protocol's contract with the exporter),
+        // and every field is set before we return, as PyBuffer_FillInfo
+        // would set it. The memory handed out stays valid as long as the
+        // consumer holds it: `view.obj` takes a new reference to this
+        // object, which PyBuffer_Release gives back, so the PyShmView and
+        // the OwnedView inside it (which keeps the mapping) cannot be
+        // dropped before; and `release()` refuses while `exports` (counted
+        // up here, down in `__releasebuffer__`) is above 0, so the slot is
+        // not given back to the writer either. `len` is a slice length, so
+        // it fits an isize. The buffer is marked read-only and a writable
+        // request was refused above, so nothing writes through `buf`; a
+        // writer overwriting the slot meanwhile is what `valid()` reports,
+        // as for a Rust View. `format` points to a static NUL-terminated
+        // "B" that consumers only read (the field is `char *` in C, hence
+        // the cast). `shape` and `strides` point at this Py_buffer's own
+        // `len` and `itemsize`, as PyBuffer_FillInfo does: the protocol
+        // requires a consumer to keep the Py_buffer in place until it
+        // releases it.
         unsafe {
             (*view).obj = obj;
             pyo3::ffi::Py_INCREF(obj);
@@ -1350,6 +1390,8 @@ impl PyShmView {
         Ok(())
     }
 
+    /// A consumer released one export taken by `__getbuffer__` (CPython
+    /// drops the reference in `view.obj` itself).
     unsafe fn __releasebuffer__(mut slf: PyRefMut<'_, Self>, _view: *mut pyo3::ffi::Py_buffer) {
         slf.exports = slf.exports.saturating_sub(1);
     }
@@ -1633,32 +1675,26 @@ fn run_graph<'py>(
     py.import("json")?.call_method1("loads", (v.to_string(),))
 }
 
-static PART_STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn part_signal(_: c_int) {
-    PART_STOP.store(true, Ordering::Relaxed);
-}
-
 /// One process of a graph (used by `python -m ptmp._part PLAN`): runs its
 /// nodes until SIGINT/SIGTERM or until they end; returns the exit status.
 #[pyfunction]
 fn _graph_part(py: Python<'_>, plan: std::path::PathBuf) -> PyResult<i32> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
     let pp = ptmp_graph::part::PartPlan::read(&plan).map_err(ConfigError::new_err)?;
     // This process exists to run the part: its stop signals are ours.
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            part_signal as extern "C" fn(c_int) as libc::sighandler_t,
-        );
-        libc::signal(
-            libc::SIGTERM,
-            part_signal as extern "C" fn(c_int) as libc::sighandler_t,
-        );
+    // Python's own SIGINT handler is put back to the default first, so the
+    // handler registered next does not pass the signal on to it (which
+    // would raise KeyboardInterrupt once the part has ended).
+    let signal = py.import("signal")?;
+    signal.call_method1("signal", (SIGINT, signal.getattr("SIG_DFL")?))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| PtmpError::new_err(format!("cannot handle signal {sig}: {e}")))?;
     }
     Ok(py.detach(|| {
         let mut log = std::io::stderr();
-        ptmp_graph::part::run(&pp, &|| PART_STOP.load(Ordering::Relaxed), &mut log)
+        ptmp_graph::part::run(&pp, &|| stop.load(Ordering::Relaxed), &mut log)
     }))
 }
 
