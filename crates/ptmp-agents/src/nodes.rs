@@ -185,8 +185,8 @@ fn wait_until(deadline: Option<Instant>, spin: bool, ctl: &Ctl) {
 /// Wait until `due` as precisely as the machine allows: sleep while it is
 /// far, then spin through the last 100 to 200 µs, which a sleep would
 /// overshoot. For senders paced at high rates (`ptmp send`, the benchmark
-/// suites), where [`wait_until`]'s sleep slices would be too coarse; it
-/// does not watch for a stop, so callers keep each wait short.
+/// suites), where the graph nodes' stop-aware sleep slices would be too
+/// coarse; it does not watch for a stop, so callers keep each wait short.
 pub fn pace_until(due: Instant) {
     loop {
         let now = Instant::now();
