@@ -1,5 +1,6 @@
 //! The filter agent: its configuration and its loop between two sockets.
 
+use super::engines::UNAVAILABLE_ENGINES;
 use super::plugin::Plugins;
 use super::Engine;
 use crate::cfg::Cfg;
@@ -17,7 +18,8 @@ pub struct Config {
     pub output: SocketConfig,
     /// The engine's name (`engine`, or PTMP's `method`).
     pub engine: String,
-    /// Overrides every output's `detid` when set.
+    /// Every output's `detid`; when unset, the `detid` of the first input
+    /// set with TrigPrims.
     pub detid: Option<u32>,
     /// The whole data object, given to the engine.
     pub data: Value,
@@ -50,6 +52,19 @@ impl Config {
                 ))
             }
         };
+        if let Some((_, what)) = UNAVAILABLE_ENGINES
+            .iter()
+            .find(|(n, _)| *n == engine && !plugins.has(n))
+        {
+            return Err(c.err(
+                "engine",
+                format!("{engine:?}"),
+                format!(
+                    "is {what}, which is not available in ptmp (no trigger decisions are \
+                     built in); load a library providing it with \"plugins\" or PTMP_PLUGINS"
+                ),
+            ));
+        }
         if !plugins.has(&engine) {
             return Err(c.err(
                 "engine",
@@ -117,6 +132,7 @@ impl Agent for FilterAgent {
         let (mut nin, mut nout, mut engine_errors, mut bad, mut empty) =
             (0u64, 0u64, 0u64, 0u64, 0u64);
         let mut unsent = 0u64;
+        let mut out_detid = self.config.detid;
         while !ctl.done(false) {
             match crate::recv_set(&mut self.rx, &mut input, POLL, ctl, &mut bad, &self.name)? {
                 crate::Got::Set => {}
@@ -128,6 +144,9 @@ impl Agent for FilterAgent {
                 empty += 1;
                 continue;
             }
+            // As PTMP: outputs carry the configured detid, else that of the
+            // first input with TrigPrims, for the whole run.
+            let detid = *out_detid.get_or_insert(input.detid);
             out.clear();
             if let Err(e) = engine.process(&input, &mut out) {
                 engine_errors += 1;
@@ -137,12 +156,8 @@ impl Agent for FilterAgent {
             }
             for s in &mut out {
                 s.count = nout as u32; // wraps, as PTMP's 32-bit count
-                if let Some(d) = self.config.detid {
-                    s.detid = d;
-                }
-                if s.created == 0 {
-                    s.created = ptmp_data::now_us();
-                }
+                s.detid = detid;
+                s.created = ptmp_data::now_us();
                 if crate::send_set(&mut self.tx, s, ctl, &self.name)? {
                     nout += 1;
                 } else {
@@ -180,5 +195,108 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("passthrough"), "{e}");
+    }
+
+    fn config(engine: &str, tag: &str, detid: Option<i64>) -> Result<Config> {
+        let mut data = serde_json::json!({
+            "input": {"socket": {"type": "PULL", "bind": [format!("inproc://{tag}-in")]}},
+            "output": {"socket": {"type": "PUSH", "bind": [format!("inproc://{tag}-out")]}},
+            "engine": engine
+        });
+        if let Some(d) = detid {
+            data["detid"] = d.into();
+        }
+        let c = Cfg::new("f1", &data)?;
+        Config::parse(&c, &data, &Plugins::builtin())
+    }
+
+    /// PTMP's engine names: its dummy filter and its trigger-candidate
+    /// finder are accepted; its trigger-decision engine is refused, by name.
+    #[test]
+    fn ptmp_engine_names() {
+        for e in ["dummy_filter", "pdune_adjacency_tc", "pdune-adjacency-tc"] {
+            config(e, "names", None).unwrap();
+        }
+        let e = config("pdune_adjacency_td", "names", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "agent f1: engine = \"pdune_adjacency_td\": is the trigger-decision engine"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("not available in ptmp"), "{e}");
+    }
+
+    fn set(detid: u32, count: u32, created: i64) -> TPSet {
+        TPSet {
+            detid,
+            count,
+            created,
+            tstart: 1000 * u64::from(count),
+            tps: vec![ptmp::TrigPrim {
+                channel: 1,
+                tstart: 1000 * u64::from(count),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// Run a `dummy_filter` on sets from links 5 and 6 (and an empty one,
+    /// which is skipped); return what came out.
+    fn run_filter(tag: &str, detid: Option<i64>) -> Vec<TPSet> {
+        let c = config("dummy_filter", tag, detid).unwrap();
+        let mut agent = FilterAgent::new("f1".into(), &c).unwrap();
+        let ctl = Ctl::new(false);
+        let stop = ctl.clone();
+        let h = std::thread::spawn(move || agent.run(&ctl).unwrap());
+        let sock = |t: &str, end: &str| {
+            format!(r#"{{"socket": {{"type": "{t}", "connect": ["inproc://{tag}-{end}"]}}}}"#)
+        };
+        let mut tx = Sender::new(&sock("PUSH", "in")).unwrap();
+        let mut rx = Receiver::new(&sock("PULL", "out")).unwrap();
+        let mut empty = set(4, 0, 7);
+        empty.tps.clear();
+        tx.send(&empty).unwrap();
+        for (d, n) in [(5, 1), (6, 2), (5, 3)] {
+            tx.send(&set(d, n, 7)).unwrap();
+        }
+        let mut got = vec![];
+        for _ in 0..3 {
+            got.push(
+                rx.recv(Some(std::time::Duration::from_secs(10)))
+                    .unwrap()
+                    .unwrap(),
+            );
+        }
+        stop.stop();
+        let r = h.join().unwrap();
+        assert_eq!(
+            (r.get("in"), r.get("out"), r.get("empty_inputs")),
+            (Some(4), Some(3), Some(1))
+        );
+        got
+    }
+
+    /// As PTMP: every output gets the first input's detid (not each
+    /// input's), a fresh `created`, and `count` from 0.
+    #[test]
+    fn outputs_carry_the_first_inputs_detid_and_a_fresh_created() {
+        let t0 = ptmp_data::now_us();
+        let got = run_filter("stamp1", None);
+        for (i, s) in got.iter().enumerate() {
+            assert_eq!((s.count, s.detid), (i as u32, 5), "{s:?}");
+            assert!(s.created >= t0, "created {} not fresh", s.created);
+            assert_eq!(s.tstart, 1000 * (i as u64 + 1));
+        }
+    }
+
+    /// A configured detid goes on every output.
+    #[test]
+    fn outputs_carry_the_configured_detid() {
+        let got = run_filter("stamp2", Some(99));
+        assert!(got.iter().all(|s| s.detid == 99), "{got:?}");
     }
 }

@@ -7,13 +7,38 @@ use crate::error::{Error, Result};
 use ptmp::TPSet;
 use serde_json::Value;
 
-pub(super) const BUILTIN_ENGINES: &[&str] =
-    &["passthrough", "pass", "adjacency", "pdune-adjacency-tc"];
+/// The built-in engines by every name they answer to: PTMP's own names
+/// (`dummy_filter` from its core library, `pdune_adjacency_tc` from its
+/// `ptmp-tcs` plugin) included, so PTMP configurations name them unchanged.
+pub(super) const BUILTIN_ENGINES: &[&str] = &[
+    "passthrough",
+    "pass",
+    "dummy_filter",
+    "adjacency",
+    "pdune-adjacency-tc",
+    "pdune_adjacency_tc",
+];
+
+/// Engines PTMP configurations name that ptmp does not provide, each with
+/// what it was: a configuration naming one is refused with that said,
+/// rather than with a bare "no such engine".
+pub(super) const UNAVAILABLE_ENGINES: &[(&str, &str)] = &[
+    (
+        "pdune_adjacency_td",
+        "the trigger-decision engine of PTMP's ptmp-tcs plugin",
+    ),
+    (
+        "pdune-adjacency-td",
+        "the trigger-decision engine of PTMP's ptmp-tcs plugin",
+    ),
+];
 
 pub(super) fn builtin_engine(agent: &str, name: &str, config: &Value) -> Result<Box<dyn Engine>> {
     match name {
-        "passthrough" | "pass" => Ok(Box::new(Passthrough)),
-        "adjacency" | "pdune-adjacency-tc" => Ok(Box::new(Adjacency::from_config(agent, config)?)),
+        "passthrough" | "pass" | "dummy_filter" => Ok(Box::new(Passthrough)),
+        "adjacency" | "pdune-adjacency-tc" | "pdune_adjacency_tc" => {
+            Ok(Box::new(Adjacency::from_config(agent, config)?))
+        }
         _ => Err(Error::config(
             agent,
             "engine",

@@ -11,8 +11,10 @@
 //! as `libNAME.so` (then `NAME.so`, then `NAME`) by the dynamic loader; a name
 //! with `/` or ending in `.so` is a path. `ptmp-tcs`, the plugin that held
 //! PTMP's protoDUNE trigger-candidate finder, is built in: its engine
-//! `pdune-adjacency-tc` is our [`crate::filter`] adjacency engine, so
-//! configurations naming it run unmodified.
+//! `pdune_adjacency_tc` (also spelt `pdune-adjacency-tc`) is our
+//! [`crate::filter`] adjacency engine, so configurations naming it run
+//! unmodified (with our finder's results, see there). Its trigger-decision
+//! engine, `pdune_adjacency_td`, is not built in.
 //!
 //! Threads: the header promises that one engine state is created, used and
 //! destroyed on one thread. A filter agent makes its engine when it starts
