@@ -4,10 +4,14 @@
 //! Keys: `input`, `output` (required); `speed` data ticks per real
 //! microsecond (default 50, the 50 MHz protoDUNE clock; 2x faster is 100);
 //! `rewrite_count` (non-zero: `count` becomes the number of sets sent before,
-//! from 0); `rewrite_tstart` (non-zero: data times are shifted so the first
-//! set's `tstart` is the wall clock at its send, in ticks at `speed`, and
-//! every later set and its TrigPrims by the same amount, making a replay
-//! look like live data).
+//! from 0); `rewrite_tstart` (an integer number of microseconds, default 0
+//! = off; as PTMP: when non-zero, each set's `tstart` becomes
+//! (`created` - `rewrite_tstart`) * `speed`, its send time pushed back by
+//! that many microseconds in data ticks, so a replay looks like live data a
+//! little in the past; the set's TrigPrims keep their own times). `true` and
+//! `false`, which older ptmp configurations used, mean 1 and 0. The
+//! arithmetic saturates: a result below 0 is 0, one past the tick range is
+//! the largest tick.
 //!
 //! Pacing is anchored at the first set (as PTMP's later TPReplay): set `k`
 //! goes out at `t0 + (tstart_k - tstart_0) / speed` (real time), sleeping
@@ -41,8 +45,9 @@ pub struct Config {
     pub speed: f64,
     /// Renumber `count` from 0 in send order.
     pub rewrite_count: bool,
-    /// Shift data times so the stream looks live.
-    pub rewrite_tstart: bool,
+    /// Microseconds subtracted from `created` before it becomes `tstart`
+    /// (in ticks at `speed`); 0: `tstart` is left alone.
+    pub rewrite_tstart: i64,
 }
 
 impl Config {
@@ -65,13 +70,13 @@ impl Config {
                 format!("must be in [{MIN_SPEED}, {MAX_SPEED}] data ticks per real microsecond"),
             ));
         }
-        let rewrite_tstart = c.bool_or("rewrite_tstart", false).or_else(|_| {
-            c.int_or("rewrite_tstart", 0, i64::MIN, i64::MAX)
-                .map(|v| v != 0)
-        })?;
+        let rewrite_tstart = c
+            .bool_or("rewrite_tstart", false)
+            .map(i64::from)
+            .or_else(|_| c.int_or("rewrite_tstart", 0, i64::MIN, i64::MAX))?;
         // rewrite_tstart makes data times wall-clock microseconds * speed:
         // that product must fit in 64-bit ticks for the next century.
-        if rewrite_tstart && speed > MAX_REWRITE_SPEED {
+        if rewrite_tstart != 0 && speed > MAX_REWRITE_SPEED {
             return Err(c.err(
                 "speed",
                 speed.to_string(),
@@ -98,9 +103,8 @@ impl Config {
 pub struct Pacer {
     speed: f64,
     rewrite_count: bool,
-    rewrite_tstart: bool,
+    rewrite_tstart: i64,
     anchor: Option<(Instant, u64)>,
-    shift: i128,
     last: Option<u64>,
     /// Sets given a send time.
     pub sent: u64,
@@ -120,15 +124,16 @@ pub enum Step {
 }
 
 impl Pacer {
-    /// A pacer at `speed` ticks per microsecond, rewriting counts and data
-    /// times as asked; anchored at the first set it sees.
-    pub fn new(speed: f64, rewrite_count: bool, rewrite_tstart: bool) -> Self {
+    /// A pacer at `speed` ticks per microsecond, renumbering counts if
+    /// asked and, when `rewrite_tstart` is not 0, setting each `tstart` from
+    /// the send time less that many microseconds; anchored at the first set
+    /// it sees.
+    pub fn new(speed: f64, rewrite_count: bool, rewrite_tstart: i64) -> Self {
         Pacer {
             speed,
             rewrite_count,
             rewrite_tstart,
             anchor: None,
-            shift: 0,
             last: None,
             sent: 0,
             out_of_order: 0,
@@ -161,16 +166,13 @@ impl Pacer {
         if self.rewrite_count {
             set.count = self.sent as u32; // wraps, as PTMP's 32-bit count
         }
-        if self.rewrite_tstart {
-            if self.sent == 0 {
-                let wall_ticks = (now_us as f64 * self.speed) as i128;
-                self.shift = wall_ticks - set.tstart as i128;
-            }
-            let sh = |t: u64| (t as i128 + self.shift).clamp(0, u64::MAX as i128) as u64;
-            set.tstart = sh(set.tstart);
-            for tp in &mut set.tps {
-                tp.tstart = sh(tp.tstart);
-            }
+        if self.rewrite_tstart != 0 {
+            // PTMP multiplies the 64-bit difference by its floating speed
+            // and stores the product as 64-bit ticks. Here the difference is
+            // taken without overflow and the product converted saturating
+            // (a float-to-integer `as` clamps to 0..=u64::MAX).
+            let us = i128::from(now_us) - i128::from(self.rewrite_tstart);
+            set.tstart = (us as f64 * self.speed) as u64;
         }
         self.sent = self.sent.saturating_add(1);
     }
@@ -266,7 +268,7 @@ mod tests {
 
     #[test]
     fn due_times_follow_data_time_over_speed() {
-        let mut p = Pacer::new(50.0, true, false);
+        let mut p = Pacer::new(50.0, true, 0);
         let t0 = Instant::now();
         let Step::At(a) = p.step(&s(9, 1000), t0) else {
             panic!()
@@ -287,16 +289,64 @@ mod tests {
         assert_eq!(x.count, 1);
     }
 
+    /// PTMP's arithmetic: tstart = (created - rewrite_tstart) * speed, the
+    /// TrigPrims untouched; saturating at both ends of the tick range.
     #[test]
-    fn rewrite_tstart_shifts_to_wall_clock_ticks() {
-        let mut p = Pacer::new(2.0, false, true);
+    fn rewrite_tstart_is_created_less_the_value_times_speed() {
+        let mut p = Pacer::new(2.0, false, 1000);
         let mut a = s(0, 1000);
         p.rewrite(&mut a, 5_000);
-        assert_eq!(a.tstart, 10_000);
-        assert_eq!(a.tps[0].tstart, 10_005);
+        assert_eq!((a.created, a.tstart), (5_000, 8_000));
+        assert_eq!(a.tps[0].tstart, 1005, "TrigPrims keep their times");
         let mut b = s(1, 1600);
         p.rewrite(&mut b, 5_300);
-        assert_eq!(b.tstart, 10_600);
+        assert_eq!((b.tstart, b.tps[0].tstart), (8_600, 1605));
+        // protoDUNE: 50 ticks per microsecond, one microsecond back.
+        let mut p = Pacer::new(50.0, false, 1);
+        let now = 1_700_000_000_000_000;
+        let mut c = s(0, 7);
+        p.rewrite(&mut c, now);
+        // In double precision, as PTMP: exact to within the 53-bit mantissa.
+        assert_eq!(c.tstart, ((now - 1) as f64 * 50.0) as u64);
+        assert!(c.tstart.abs_diff((now as u64 - 1) * 50) < 64);
+        // A negative value pushes forward; 0 leaves tstart alone.
+        let mut p = Pacer::new(1.5, false, -10);
+        let mut d = s(0, 7);
+        p.rewrite(&mut d, 100);
+        assert_eq!(d.tstart, 165);
+        let mut p = Pacer::new(50.0, false, 0);
+        let mut e = s(0, 7);
+        p.rewrite(&mut e, now);
+        assert_eq!(e.tstart, 7);
+        // Saturation: before the epoch is 0, past the range the largest tick.
+        for (value, now_us, want) in [
+            (1, 0, 0),
+            (i64::MAX, i64::MIN, 0),
+            (i64::MIN, i64::MAX, u64::MAX),
+            (-1, i64::MAX, u64::MAX),
+        ] {
+            let mut p = Pacer::new(MAX_SPEED, false, value);
+            let mut x = s(0, 7);
+            p.rewrite(&mut x, now_us);
+            assert_eq!(x.tstart, want, "{value} {now_us}");
+        }
+    }
+
+    /// `rewrite_tstart` is read as PTMP's integer; older true/false mean 1/0.
+    #[test]
+    fn rewrite_tstart_values() {
+        let sock = serde_json::json!({"socket": {"type": "PULL", "bind": ["inproc://x"]}});
+        let parse = |v: serde_json::Value| {
+            let d = serde_json::json!({"input": sock, "output": sock, "rewrite_tstart": v});
+            Config::parse(&Cfg::new("r", &d).unwrap())
+                .unwrap()
+                .rewrite_tstart
+        };
+        assert_eq!(parse(1.into()), 1);
+        assert_eq!(parse(250_000.into()), 250_000);
+        assert_eq!(parse(true.into()), 1);
+        assert_eq!(parse(false.into()), 0);
+        assert_eq!(parse(0.into()), 0);
     }
 
     /// Extreme tstarts and speeds: no panic, due times never before the
@@ -310,7 +360,7 @@ mod tests {
                 for &b in &ticks {
                     for now_us in [i64::MIN, -1, 0, 1_700_000_000_000_000, i64::MAX] {
                         cases += 1;
-                        let mut p = Pacer::new(speed, true, speed <= MAX_REWRITE_SPEED);
+                        let mut p = Pacer::new(speed, true, i64::from(speed <= MAX_REWRITE_SPEED));
                         let t0 = Instant::now();
                         let mut x = s(u32::MAX, a);
                         assert!(matches!(p.step(&x, t0), Step::At(t) if t == t0));
