@@ -3,7 +3,8 @@
 //!
 //! Keys: `input` (required; its endpoints count the streams, N), `output`
 //! (required), `sync_time` ms (default 10, at least 1; PTMP's old name
-//! `tardy` is accepted), `tardy_policy` "drop" (default) or "send".
+//! `tardy` is accepted and, as in PTMP, wins when both are given),
+//! `tardy_policy` "drop" (default) or "send".
 //!
 //! Streams are told apart by `detid`, as in PTMP. Each set received gets an
 //! *overdue* time, receive time + `sync_time`, and waits in a queue ordered
@@ -50,18 +51,24 @@ impl Config {
     pub fn parse(c: &Cfg) -> Result<Config> {
         let input = c.req_socket("input")?;
         let output = c.req_socket("output")?;
+        // PTMP reads the old name first: given both, `tardy` wins. Some
+        // generated configurations carry both, so both are accepted; only
+        // values that disagree earn a warning, as one of them is ignored.
         let sync = match (
             c.int_in("sync_time", 1, 3_600_000)?,
             c.int_in("tardy", 1, 3_600_000)?,
         ) {
-            (Some(s), Some(t)) if s != t => {
-                return Err(c.err(
-                    "tardy",
-                    t.to_string(),
-                    format!("is the old name of sync_time, which says {s}; give one"),
-                ))
+            (Some(s), Some(t)) => {
+                if s != t {
+                    eprintln!(
+                        "warning: agent {}: tardy = {t} and sync_time = {s}: tardy is the old \
+                         name of sync_time and wins, as in PTMP; sync_time is ignored",
+                        c.agent
+                    );
+                }
+                t
             }
-            (Some(s), _) | (None, Some(s)) => s,
+            (Some(s), None) | (None, Some(s)) => s,
             (None, None) => 10,
         };
         Ok(Config {
@@ -406,6 +413,26 @@ mod tests {
         }
         assert_eq!(v, vec![100, 150, 200, 250, 300]);
         assert!(z.streams().iter().all(|s| s.tardy == 0));
+    }
+
+    /// PTMP accepts `tardy` and `sync_time` together, `tardy` winning.
+    #[test]
+    fn tardy_and_sync_time_together_are_accepted_tardy_wins() {
+        let sock = serde_json::json!({"socket": {"type": "PULL", "bind": ["inproc://x"]}});
+        let parse = |extra: serde_json::Value| {
+            let mut d = serde_json::json!({"input": sock, "output": sock});
+            for (k, v) in extra.as_object().unwrap() {
+                d[k] = v.clone();
+            }
+            Config::parse(&Cfg::new("z", &d).unwrap()).map(|c| c.sync_ms)
+        };
+        let both = serde_json::json!({"tardy": 100, "sync_time": 250_000});
+        assert_eq!(parse(both).unwrap(), 100);
+        let same = serde_json::json!({"tardy": 20, "sync_time": 20});
+        assert_eq!(parse(same).unwrap(), 20);
+        assert_eq!(parse(serde_json::json!({"sync_time": 30})).unwrap(), 30);
+        assert_eq!(parse(serde_json::json!({"tardy": 40})).unwrap(), 40);
+        assert_eq!(parse(serde_json::json!({})).unwrap(), 10);
     }
 
     /// Extreme tstarts, detids and clocks: no overflow, order kept, tardy
