@@ -2,9 +2,9 @@
 //! statistics over integration windows of wall-clock time, emitted as JSON
 //! messages.
 //!
-//! Keys: `input`, `output` (required); `topkey` (default "tpstats", as
-//! PTMP's code); `link_integration_time` ms (default 1000, 0 = no link
-//! messages); `chan_integration_time` ms (default 10000, 0 = none);
+//! Keys: `input`, `output` (required); `topkey` (default "tpsets", as
+//! PTMP's code); `link_integration_time` ms (default 1000, 0 or less = no
+//! link messages); `chan_integration_time` ms (default 10000, 0 = none);
 //! `tick_per_us` data-clock ticks per microsecond (default 50; must be
 //! positive: the C++ default of 0 divided by zero); `tick_off_us` microseconds
 //! subtracted from the converted data time.
@@ -17,12 +17,17 @@
 //! {topkey: {"links": {"0x<detid hex>": {detid, now, time:{received, created, data},
 //!            counts:{ntpsets, ntps, ndropped, nchannels, nbytes},
 //!            rates:{tps, tpsets, dropped, byteps}, adc:{tpsets, tps, rate, mean},
-//!            latency:{data:{mean,rms,min,max}, trans:{mean,rms,min,max}}} ...},
-//!           "nlinks": N, "seqno": k}}
+//!            latency:{data:{mean,rms,min,max}, trans:{mean,rms,min,max}}} ...,
+//!            "nlinks": N, "seqno": k}}}
 //! {topkey: {"chans": {"ch<N>": {chan, integ:{ntps, span_us, adcsum, adcpeak},
-//!            avg:{ntps, occupancy, adcsum, adcpeak}, inst:{ntps, adcsum, adcpeak}} ...},
-//!           "nchans": N, "seqno": k}}
+//!            avg:{ntps, occupancy, adcsum, adcpeak}, inst:{ntps, adcsum, adcpeak}} ...,
+//!            "nchans": N, "seqno": k}}}
 //! ```
+//!
+//! `nlinks`/`nchans` and `seqno` sit inside `links`/`chans`, next to the
+//! per-link and per-channel objects, exactly where TPStats puts them, so
+//! readers of PTMP's stats (and `stats_graphite` paths such as
+//! `tpsets.links.nlinks`) see the same keys.
 //!
 //! Deliberate fixes over the C++ code, so every figure is a number: rates
 //! are per second of the integration window (not of the span between the
@@ -43,6 +48,9 @@ use std::time::{Duration, Instant};
 
 /// The first frame of a stats message.
 pub const JSON_TYPE_FRAME: &[u8] = b"1246973774";
+
+/// The top-level key of the messages when the config gives no `topkey`.
+pub const DEFAULT_TOPKEY: &str = "tpsets";
 
 /// Smallest accepted `tick_per_us` (one tick per millisecond).
 pub const MIN_TICK_PER_US: f64 = 1e-3;
@@ -92,8 +100,12 @@ impl Config {
         Ok(Config {
             input: c.req_socket("input")?,
             output: c.req_socket("output")?,
-            topkey: c.str_opt("topkey")?.unwrap_or("tpstats").to_string(),
-            link_ms: c.int_or("link_integration_time", 1000, 0, 86_400_000)? as u64,
+            topkey: c.str_opt("topkey")?.unwrap_or(DEFAULT_TOPKEY).to_string(),
+            // PTMP starts no link timer for 0 and, for a negative value, one
+            // that never fires: both mean no link messages.
+            link_ms: c
+                .int_or("link_integration_time", 1000, i64::MIN, 86_400_000)?
+                .max(0) as u64,
             chan_ms: c
                 .int_or("chan_integration_time", 10000, i64::MIN, 86_400_000)?
                 .max(0) as u64,
@@ -264,9 +276,10 @@ impl Stats {
             );
         }
         let n = links.len();
-        let seq = self.link_seqno;
+        links.insert("nlinks".into(), json!(n));
+        links.insert("seqno".into(), json!(self.link_seqno));
         self.link_seqno += 1;
-        json!({ self.topkey.clone(): {"links": links, "nlinks": n, "seqno": seq} })
+        json!({ self.topkey.clone(): {"links": links} })
     }
 
     /// The channel message for a window of `window_ms`, and reset.
@@ -289,9 +302,10 @@ impl Stats {
             );
         }
         let n = chans.len();
-        let seq = self.chan_seqno;
+        chans.insert("nchans".into(), json!(n));
+        chans.insert("seqno".into(), json!(self.chan_seqno));
         self.chan_seqno += 1;
-        json!({ self.topkey.clone(): {"chans": chans, "nchans": n, "seqno": seq} })
+        json!({ self.topkey.clone(): {"chans": chans} })
     }
 
     /// Whether any link was seen since the last link message.
@@ -432,8 +446,10 @@ mod tests {
         st.add(&set(7, 2, 50_000_000, &[(12, 500, 8)]), 1_600_000, 15);
         let m = st.link_message(2000);
         let l = &m["apa5"]["links"]["0x1"];
-        assert_eq!(m["apa5"]["nlinks"], 2);
-        assert_eq!(m["apa5"]["seqno"], 0);
+        assert_eq!(m["apa5"]["links"]["nlinks"], 2);
+        assert_eq!(m["apa5"]["links"]["seqno"], 0);
+        // Only "links" under the top key, as TPStats sends.
+        assert_eq!(m["apa5"].as_object().unwrap().len(), 1);
         assert_eq!(l["counts"]["ntpsets"], 3);
         assert_eq!(l["counts"]["ntps"], 3);
         assert_eq!(l["counts"]["ndropped"], 2);
@@ -448,12 +464,14 @@ mod tests {
         assert_eq!(l["now"], 1);
         // Window reset: the next message is empty with seqno 1.
         let m = st.link_message(2000);
-        assert_eq!(m["apa5"]["nlinks"], 0);
-        assert_eq!(m["apa5"]["seqno"], 1);
+        assert_eq!(m["apa5"]["links"]["nlinks"], 0);
+        assert_eq!(m["apa5"]["links"]["seqno"], 1);
 
         let m = st.chan_message(1000);
         let c = &m["apa5"]["chans"]["ch10"];
-        assert_eq!(m["apa5"]["nchans"], 3);
+        assert_eq!(m["apa5"]["chans"]["nchans"], 3);
+        assert_eq!(m["apa5"]["chans"]["seqno"], 0);
+        assert_eq!(m["apa5"].as_object().unwrap().len(), 1);
         assert_eq!(c["integ"]["ntps"], 2);
         assert_eq!(c["integ"]["span_us"], 4.0); // 200 ticks / 50
         assert_eq!(c["integ"]["adcsum"], 40);
@@ -462,6 +480,65 @@ mod tests {
         for v in m.to_string().split(',') {
             assert!(!v.contains("null"), "{v}");
         }
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(|s| s.as_str()).collect();
+        k.sort_unstable();
+        k
+    }
+
+    /// Every key and its nesting, as TPStats writes them.
+    #[test]
+    fn message_shape_is_ptmps() {
+        let mut st = Stats::new(DEFAULT_TOPKEY, 50.0, 0);
+        st.add(&set(0, 3, 50_000_000, &[(10, 100, 20)]), 1_500_000, 30);
+        let m = st.link_message(1000);
+        assert_eq!(keys(&m), ["tpsets"]);
+        assert_eq!(keys(&m["tpsets"]), ["links"]);
+        let links = &m["tpsets"]["links"];
+        assert_eq!(keys(links), ["0x3", "nlinks", "seqno"]);
+        let l = &links["0x3"];
+        assert_eq!(
+            keys(l),
+            ["adc", "counts", "detid", "latency", "now", "rates", "time"]
+        );
+        assert_eq!(keys(&l["time"]), ["created", "data", "received"]);
+        assert_eq!(
+            keys(&l["counts"]),
+            ["nbytes", "nchannels", "ndropped", "ntps", "ntpsets"]
+        );
+        assert_eq!(keys(&l["rates"]), ["byteps", "dropped", "tps", "tpsets"]);
+        assert_eq!(keys(&l["adc"]), ["mean", "rate", "tps", "tpsets"]);
+        assert_eq!(keys(&l["latency"]), ["data", "trans"]);
+        for k in ["data", "trans"] {
+            assert_eq!(keys(&l["latency"][k]), ["max", "mean", "min", "rms"]);
+        }
+        assert_eq!(l["detid"], 3);
+
+        let m = st.chan_message(1000);
+        assert_eq!(keys(&m["tpsets"]), ["chans"]);
+        let chans = &m["tpsets"]["chans"];
+        assert_eq!(keys(chans), ["ch10", "nchans", "seqno"]);
+        let c = &chans["ch10"];
+        assert_eq!(keys(c), ["avg", "chan", "inst", "integ"]);
+        assert_eq!(keys(&c["integ"]), ["adcpeak", "adcsum", "ntps", "span_us"]);
+        assert_eq!(keys(&c["avg"]), ["adcpeak", "adcsum", "ntps", "occupancy"]);
+        assert_eq!(keys(&c["inst"]), ["adcpeak", "adcsum", "ntps"]);
+        assert_eq!(c["chan"], 10);
+    }
+
+    #[test]
+    fn default_topkey_and_negative_link_time_as_ptmp() {
+        let v = serde_json::json!({
+            "input": {"socket": {"type": "PULL", "connect": ["inproc://a"]}},
+            "output": {"socket": {"type": "PUB", "bind": ["inproc://b"]}},
+            "link_integration_time": -5
+        });
+        let c = Cfg::new("st", &v).unwrap();
+        let cfg = Config::parse(&c).unwrap();
+        assert_eq!(cfg.topkey, "tpsets");
+        assert_eq!(cfg.link_ms, 0);
     }
 
     #[test]
