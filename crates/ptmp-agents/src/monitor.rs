@@ -7,7 +7,10 @@
 //! never read it, and here every tap forwards directly, so nothing is lost
 //! to an internal PUB/SUB capture as it could be in the C++ monitor.
 //!
-//! Row (space separated, one line per message, as PTMP's):
+//! The file starts with PTMP's header line, [`HEADER`], so readers that
+//! take columns by name (PTMP's plotting reads the file as space separated
+//! CSV) work unchanged. Row (space separated, one line per message, as
+//! PTMP's):
 //! `tapid now nrecv nrecvtot count detid created tstart tspan ntps`, where
 //! `now` is the receive time in microseconds since the Unix epoch, `nrecv`
 //! counts this tap's messages from 1 and `nrecvtot` all taps'. Numbers are
@@ -24,6 +27,10 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// The first line of the rows file: the column names, space separated, as
+/// PTMP's monitor writes them.
+pub const HEADER: &str = "tapid now nrecv nrecvtot count detid created tstart tspan ntps\n";
 
 #[derive(Debug, Clone)]
 /// One tap: a pass-through whose messages are recorded.
@@ -99,9 +106,12 @@ impl MonitorAgent {
         }
         let f = File::create(&c.filename)
             .map_err(Error::io(&name, format!("create {}", c.filename.display())))?;
+        let mut file = BufWriter::new(f);
+        file.write_all(HEADER.as_bytes())
+            .map_err(Error::io(&name, format!("write {}", c.filename.display())))?;
         Ok(MonitorAgent {
             name,
-            file: BufWriter::new(f),
+            file,
             path: c.filename.clone(),
             taps,
         })

@@ -381,6 +381,11 @@ fn monitor_example_taps_every_set() {
     let out = text(&o.stdout) + &text(&o.stderr);
     assert!(out.contains("mon (monitor) tap1=500 total=500"), "{out}");
     let rows = std::fs::read_to_string(d.path().join("monitor.txt")).unwrap();
+    let (header, rows) = rows.split_once('\n').unwrap();
+    assert_eq!(
+        header,
+        "tapid now nrecv nrecvtot count detid created tstart tspan ntps"
+    );
     let rows: Vec<Vec<u64>> = rows
         .lines()
         .map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect())

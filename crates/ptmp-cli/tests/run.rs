@@ -219,6 +219,12 @@ fn multi_agent_chain_runs_to_ttl_and_loses_nothing() {
     assert!(out.contains("sink (czmqat) copied=40"), "{out}");
     // The monitor wrote one row per set through the tap: PTMP's 10 columns.
     let rows = std::fs::read_to_string(d.path().join("rows.txt")).unwrap();
+    // PTMP's header line first, then the rows.
+    let (header, rows) = rows.split_once('\n').unwrap();
+    assert_eq!(
+        header,
+        "tapid now nrecv nrecvtot count detid created tstart tspan ntps"
+    );
     let zip_out: u64 = out
         .lines()
         .find(|l| l.starts_with("zip (zipper)"))
