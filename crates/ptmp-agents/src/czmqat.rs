@@ -2,7 +2,9 @@
 //! file and a socket and/or a dump file.
 //!
 //! Keys: `input` (socket) or `ifile` (dump file to read), one of the two;
-//! `output` (socket) and/or `ofile` (dump file to write), at least one;
+//! `output` (socket) and/or `ofile` (dump file to write), or neither: as
+//! PTMP's, a czmqat with no destination reads and counts (a sink that
+//! counts what arrives, or a reader that checks a dump file to its end);
 //! `number` messages to copy (0 or less, the default -1: all); `delayus`
 //! microseconds to wait before each message sent (pacing a file replay). Messages are copied
 //! frame for frame, not parsed, so any message (not only TPSets) passes. The
@@ -65,13 +67,6 @@ impl Config {
                 ))
             }
             _ => {}
-        }
-        if output.is_none() && ofile.is_none() {
-            return Err(c.err(
-                "output",
-                "(missing)",
-                "czmqat needs an output socket and/or an ofile",
-            ));
         }
         if let Some(f) = &ifile {
             if !f.is_file() {
@@ -242,6 +237,26 @@ mod tests {
     fn parse(v: &serde_json::Value) -> std::result::Result<Config, String> {
         let c = Cfg::new("cat", v).unwrap();
         Config::parse(&c).map_err(|e| e.to_string())
+    }
+
+    /// Like PTMP's: no output and no ofile reads and counts, sending
+    /// nowhere.
+    #[test]
+    fn a_reader_with_no_destination_counts() {
+        let d = tempfile::tempdir().unwrap();
+        let ifile = d.path().join("i.dump");
+        let mut w = DumpWriter::new(File::create(&ifile).unwrap());
+        for i in 0..5u8 {
+            w.write([&[0u8, 0, 0, 0][..], &[i][..]]).unwrap();
+        }
+        w.flush().unwrap();
+        let c = parse(&json!({"ifile": ifile.display().to_string()})).unwrap();
+        assert!(c.output.is_none() && c.ofile.is_none());
+        let mut a = CatAgent::new("cat".into(), &c).unwrap();
+        let r = a.run(&Ctl::default()).unwrap();
+        assert_eq!(r.get("copied"), Some(5));
+        let inp = json!({"socket": {"type": "PULL", "bind": "inproc://cat-sink-only"}});
+        parse(&json!({"input": inp})).unwrap();
     }
 
     #[test]
