@@ -41,7 +41,7 @@
 //! * [`merge`]: the merges, [`zipper`] and [`sorted`], and their shared loop.
 //! * [`filter`]: the filter agent, its built-in engines, and C [`plugin`]s.
 //! * The other agents, one module each: [`window`], [`replay`], [`czmqat`],
-//!   [`monitor`], [`stats`], [`composer`], and the graph's [`nodes`].
+//!   [`monitor`], [`stats`], [`graphite`] (`stats_graphite`), [`composer`], and the graph's [`nodes`].
 //! * [`ptmper`]: the runner of a whole configuration; [`jsonnet`]: loading
 //!   configurations written in Jsonnet; [`error`]: the crate's errors.
 //! * `progress` (with the feature of that name): the terminal progress bar
@@ -53,6 +53,7 @@ pub mod composer;
 pub mod czmqat;
 pub mod error;
 pub mod filter;
+pub mod graphite;
 pub mod io;
 pub mod jsonnet;
 pub mod merge;

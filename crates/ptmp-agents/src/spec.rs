@@ -6,7 +6,7 @@ use crate::agent::Agent;
 use crate::cfg;
 use crate::error::{Error, Result};
 use crate::filter::{self, plugin};
-use crate::{composer, czmqat, monitor, nodes, replay, sorted, stats, window, zipper};
+use crate::{composer, czmqat, graphite, monitor, nodes, replay, sorted, stats, window, zipper};
 use ptmp::SocketConfig;
 use serde_json::Value;
 
@@ -27,6 +27,8 @@ pub enum Kind {
     Monitor,
     /// `stats`, `TPStats`.
     Stats,
+    /// `stats_graphite`, `TPStatsGraphite`.
+    StatsGraphite,
     /// `filter`, `TPFilter`.
     Filter,
     /// `composer`, `TPComposer`: a list of other agents.
@@ -60,6 +62,8 @@ const ALIASES: &[(&str, Kind)] = &[
     ("TPMonitorz", Kind::Monitor),
     ("stats", Kind::Stats),
     ("TPStats", Kind::Stats),
+    ("stats_graphite", Kind::StatsGraphite),
+    ("TPStatsGraphite", Kind::StatsGraphite),
     ("filter", Kind::Filter),
     ("TPFilter", Kind::Filter),
     ("composer", Kind::Composer),
@@ -112,6 +116,8 @@ pub enum Spec {
     Monitor(monitor::Config),
     /// A `stats`.
     Stats(stats::Config),
+    /// A `stats_graphite`.
+    StatsGraphite(graphite::Config),
     /// A `filter`.
     Filter(filter::Config),
     /// A `composer`: its agents, each validated.
@@ -135,6 +141,9 @@ pub struct Proxy {
     pub spec: Spec,
     /// Keys in `data` the agent does not use (reported with `verbose`).
     pub unread: Vec<String>,
+    /// Things PTMP runs but that likely are not what the user meant, or
+    /// keys accepted but not acted on; `ptmp run` prints them.
+    pub warnings: Vec<String>,
 }
 
 impl Proxy {
@@ -204,6 +213,7 @@ impl Proxy {
             Kind::Czmqat => Spec::Czmqat(czmqat::Config::parse(&c)?),
             Kind::Monitor => Spec::Monitor(monitor::Config::parse(&c)?),
             Kind::Stats => Spec::Stats(stats::Config::parse(&c)?),
+            Kind::StatsGraphite => Spec::StatsGraphite(graphite::Config::parse(&c)?),
             Kind::Filter => Spec::Filter(filter::Config::parse(&c, data, plugins)?),
             Kind::Composer => Spec::Composer(composer::parse(&c, plugins)?),
             Kind::Source => Spec::Source(nodes::SourceConfig::parse(&c)?),
@@ -211,11 +221,25 @@ impl Proxy {
             Kind::Worker => Spec::Worker(nodes::WorkerConfig::parse(&c, false)?),
             Kind::Proxy => Spec::Worker(nodes::WorkerConfig::parse(&c, true)?),
         };
+        let mut warnings = match &spec {
+            Spec::StatsGraphite(g) => g.warnings(),
+            _ => vec![],
+        };
+        // PTMP's agents can send periodic metric messages (`metrics`); not
+        // done here yet. Said plainly rather than ignored silently.
+        if c.get("metrics").is_some() {
+            warnings.push(
+                "metrics: not supported yet, no metric messages will be sent \
+                 (the agent runs otherwise as configured)"
+                    .into(),
+            );
+        }
         Ok(Proxy {
             name: name.to_string(),
             kind,
             spec,
             unread: c.unread(),
+            warnings,
         })
     }
 
@@ -241,6 +265,7 @@ impl Proxy {
                 c.taps.iter().map(|t| &t.output).collect(),
             ),
             Spec::Stats(c) => (vec![&c.input], vec![&c.output]),
+            Spec::StatsGraphite(c) => (vec![&c.input], vec![&c.output]),
             Spec::Filter(c) => (vec![&c.input], vec![&c.output]),
             Spec::Composer(_) => (vec![], vec![]),
             Spec::Source(c) => (c.done.iter().collect(), vec![&c.output]),
@@ -274,6 +299,7 @@ impl Proxy {
             Spec::Czmqat(c) => Box::new(czmqat::CatAgent::new(n, c)?),
             Spec::Monitor(c) => Box::new(monitor::MonitorAgent::new(n, c)?),
             Spec::Stats(c) => Box::new(stats::StatsAgent::new(n, c)?),
+            Spec::StatsGraphite(c) => Box::new(graphite::GraphiteAgent::new(n, c)?),
             Spec::Filter(c) => Box::new(filter::FilterAgent::new(n, c)?),
             Spec::Source(c) => Box::new(nodes::SourceAgent::new(n, c)?),
             Spec::Sink(c) => Box::new(nodes::SinkAgent::new(n, c)?),

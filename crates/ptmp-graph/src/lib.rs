@@ -147,7 +147,7 @@ pub fn ports(kind: Kind) -> Option<&'static [PortSpec]> {
         Kind::Czmqat => CAT,
         Kind::Source => SOURCE,
         Kind::Sink => SINK,
-        Kind::Monitor | Kind::Composer => return None,
+        Kind::Monitor | Kind::Composer | Kind::StatsGraphite => return None,
     })
 }
 
