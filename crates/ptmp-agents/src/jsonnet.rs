@@ -87,6 +87,9 @@ impl ImportResolver for Resolver {
 pub struct Options {
     /// `std.extVar` strings (PTMP's generators use e.g. `context`).
     pub ext_str: Vec<(String, String)>,
+    /// `std.extVar` values given as Jsonnet code (`--ext-code`), by name:
+    /// lists, numbers, objects.
+    pub ext_code: Vec<(String, String)>,
     /// Extra library search paths (`-J`).
     pub jpath: Vec<PathBuf>,
     /// Top-level arguments: a file that evaluates to a function is called
@@ -276,9 +279,25 @@ fn evaluate_here(path: &Path, opts: &Options) -> Result<Value> {
     for (k, v) in &opts.ext_str {
         ctx.add_ext_str(k.as_str().into(), v.as_str().into());
     }
-    b.context_initializer(ctx);
+    // The initializer shares its settings with this clone, so code
+    // variables evaluated once the state exists are still seen.
+    b.context_initializer(ctx.clone());
     let st = b.build();
     let _guard = st.enter();
+    for (k, v) in &opts.ext_code {
+        // Evaluated now, on its own, so that a bad value is named as the
+        // variable it is, in one line, before the file is evaluated.
+        let val = TlaArg::InlineCode(v.clone())
+            .evaluate_tailstrict()
+            .map_err(|e| {
+                let first = first_line(&e.to_string());
+                jerr(format!(
+                    "external variable {k} = {v:?} (given as code) is not valid Jsonnet: \
+                     {first}; for a text value give it as a string (--ext-str)"
+                ))
+            })?;
+        ctx.add_ext_var(k.as_str().into(), val);
+    }
     let abs = std::fs::canonicalize(path).map_err(|e| jerr(e.to_string()))?;
     let v = st
         .import(abs.as_path())
@@ -418,6 +437,32 @@ pub fn load_until(path: &Path, opts: &Options, stop: &dyn Fn() -> bool) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `std.extVar` given as code: a list and a number arrive as such; bad
+    /// code is one line naming the variable.
+    #[test]
+    fn ext_code_gives_values_not_text() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("c.jsonnet");
+        std::fs::write(&f, r#"{ eps: std.extVar("eps"), n: std.extVar("n") + 1 }"#).unwrap();
+        let opts = Options {
+            ext_code: vec![
+                ("eps".into(), r#"["tcp://a:1", "tcp://b:2"]"#.into()),
+                ("n".into(), "41".into()),
+            ],
+            ..Default::default()
+        };
+        let v = load(&f, &opts).unwrap();
+        assert_eq!(v["eps"][1], "tcp://b:2");
+        assert_eq!(v["n"], 42);
+        let opts = Options {
+            ext_code: vec![("eps".into(), "[1,".into()), ("n".into(), "1".into())],
+            ..Default::default()
+        };
+        let e = load(&f, &opts).unwrap_err().to_string();
+        assert!(e.contains("external variable eps"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
 
     #[test]
     fn jsonnet_with_library_and_ext_var() {

@@ -42,15 +42,7 @@ pub struct GraphSource {
     run_dir: Option<PathBuf>,
 }
 
-fn kv(list: &[String], flag: &str) -> CliResult<Vec<(String, String)>> {
-    list.iter()
-        .map(|s| {
-            s.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .ok_or_else(|| CliError::usage(format!("{flag} {s:?}: expected KEY=VALUE")))
-        })
-        .collect()
-}
+use crate::run::kv;
 
 impl GraphSource {
     /// Load, validate and wire the graph.
@@ -83,6 +75,7 @@ impl GraphSource {
             tla_code: kv(&self.tla_code, "--tla-code")?,
             jpath: self.jpath.clone(),
             timeout: self.config_timeout,
+            ..Default::default()
         };
         crate::run::load_config(&self.file, &opts)
     }

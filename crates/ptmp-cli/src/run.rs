@@ -30,6 +30,30 @@ pub fn load_config(file: &Path, opts: &Options) -> Result<serde_json::Value, Cli
     })
 }
 
+/// Split `KEY=VALUE` arguments of `flag`; an argument without `=` is a
+/// usage error naming the flag. Shared by `ptmp run` and `ptmp graph`.
+pub fn kv(list: &[String], flag: &str) -> Result<Vec<(String, String)>, CliError> {
+    list.iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| CliError::usage(format!("{flag} {s:?}: expected KEY=VALUE")))
+        })
+        .collect()
+}
+
+/// A note for a string variable whose value looks like Jsonnet code (a list
+/// or an object), which was probably meant as code.
+pub fn code_like_note(flag: &str, code_flag: &str, (k, v): &(String, String)) -> Option<String> {
+    let t = v.trim_start();
+    (t.starts_with('[') || t.starts_with('{')).then(|| {
+        format!(
+            "ptmp run: warning: {flag} {k}={v} is passed as a text string; \
+             if it is a list or an object, give it as code: {code_flag} {k}={v}"
+        )
+    })
+}
+
 #[derive(Args)]
 pub struct RunArgs {
     /// The configuration: JSON, or Jsonnet (`.jsonnet`), with PTMP's keys.
@@ -43,6 +67,16 @@ pub struct RunArgs {
     /// Jsonnet external string variable, KEY=VALUE (repeatable).
     #[arg(short = 'V', long = "ext-str", value_name = "KEY=VALUE")]
     ext_str: Vec<String>,
+    /// Jsonnet external variable as code, e.g. input='["tcp://h:1"]' or
+    /// n=3 (repeatable).
+    #[arg(long = "ext-code", value_name = "KEY=CODE")]
+    ext_code: Vec<String>,
+    /// Jsonnet top-level argument as a string, KEY=VALUE (repeatable).
+    #[arg(short = 'A', long = "tla-str", value_name = "KEY=VALUE")]
+    tla_str: Vec<String>,
+    /// Jsonnet top-level argument as code, e.g. ntpsets=100 (repeatable).
+    #[arg(long = "tla-code", value_name = "KEY=CODE")]
+    tla_code: Vec<String>,
     /// Jsonnet library search path (repeatable).
     #[arg(short = 'J', long = "jpath", value_name = "DIR")]
     jpath: Vec<PathBuf>,
@@ -59,16 +93,23 @@ pub struct RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> Result<(), CliError> {
-    let mut opts = Options {
+    let opts = Options {
         jpath: a.jpath.clone(),
         timeout: a.config_timeout,
-        ..Default::default()
+        ext_str: kv(&a.ext_str, "-V")?,
+        ext_code: kv(&a.ext_code, "--ext-code")?,
+        tla_str: kv(&a.tla_str, "-A")?,
+        tla_code: kv(&a.tla_code, "--tla-code")?,
     };
-    for kv in &a.ext_str {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| CliError::usage(format!("-V {kv:?}: expected KEY=VALUE")))?;
-        opts.ext_str.push((k.to_string(), v.to_string()));
+    for x in &opts.ext_str {
+        if let Some(n) = code_like_note("-V", "--ext-code", x) {
+            eprintln!("{n}");
+        }
+    }
+    for x in &opts.tla_str {
+        if let Some(n) = code_like_note("-A", "--tla-code", x) {
+            eprintln!("{n}");
+        }
     }
     let mut v = load_config(&a.file, &opts)?;
     if a.dump {
@@ -81,6 +122,15 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let mut rc =
         RunConfig::parse(&v).map_err(|e| CliError::usage(format!("{}: {e}", a.file.display())))?;
     rc.verbose |= a.verbose;
+    for p in rc.proxies.iter().flat_map(|p| p.leaves()) {
+        for w in &p.warnings {
+            eprintln!(
+                "ptmp run: warning: agent {} ({}): {w}",
+                p.name,
+                p.kind.name()
+            );
+        }
+    }
     let unused = rc.unused_keys(&v);
     if a.check {
         println!("{}: valid: {} proxies", a.file.display(), rc.proxies.len());

@@ -193,6 +193,7 @@ fn load_file(
         jpath: args.jpath,
         tla_str: args.tla_str,
         tla_code: args.tla_code,
+        ext_code: Vec::new(),
     };
     let signal: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
     let r = py.detach(|| {
