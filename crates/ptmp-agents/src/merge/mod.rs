@@ -1,16 +1,21 @@
 //! The two merges of time-ordered streams, [`zipper`] and [`sorted`], and
 //! what they share: the agent loop ([`MergeAgent`]), the tardy-set policy,
-//! and per-stream statistics. They differ only in their release rules, which
-//! each core implements as [`Merge`].
+//! and per-stream statistics. They differ in their release rules, which
+//! each core implements as [`Merge`], and in how they read their input: the
+//! zipper reads one socket with all its endpoints and tells streams apart by
+//! `detid`, sorted opens one socket per endpoint, each its own stream (as
+//! PTMP's do).
 
 pub mod sorted;
 pub mod zipper;
 
 use crate::cfg::Cfg;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::stats::Moments;
 use crate::{recv_set, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Receiver, Sender, SocketConfig, TPSet};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// What to do with a tardy set.
@@ -48,7 +53,11 @@ pub enum Pushed {
 /// Per-stream statistics.
 #[derive(Debug, Clone, Default)]
 pub struct StreamStats {
-    /// The stream's detector id.
+    /// The input socket the stream is read from, for a merge whose streams
+    /// are its sockets (sorted); `None` where streams are told apart by
+    /// `detid` (zipper).
+    pub input: Option<usize>,
+    /// The stream's detector id (with `input`, that of its latest set).
     pub detid: u32,
     /// Sets received from the stream.
     pub received: u64,
@@ -67,9 +76,12 @@ pub(crate) fn stream_lines(streams: &[StreamStats]) -> Vec<String> {
     streams
         .iter()
         .map(|s| {
+            let which = match s.input {
+                Some(i) => format!("input {i} (detid {})", s.detid),
+                None => format!("detid {}", s.detid),
+            };
             format!(
-                "detid {}: received {} sent {} tardy {} (ticks late mean {:.0} max {:.0}); held us mean {:.1} max {:.0}",
-                s.detid,
+                "{which}: received {} sent {} tardy {} (ticks late mean {:.0} max {:.0}); held us mean {:.1} max {:.0}",
                 s.received,
                 s.sent,
                 s.tardy,
@@ -86,8 +98,9 @@ pub(crate) fn stream_lines(streams: &[StreamStats]) -> Vec<String> {
 pub trait Merge: Send {
     /// The agent kind, for reports.
     const KIND: &'static str;
-    /// Accept a set received at `now_us`.
-    fn push(&mut self, set: TPSet, now_us: i64) -> Pushed;
+    /// Accept a set received at `now_us` on input socket `input` (always 0
+    /// for a merge reading one socket).
+    fn push(&mut self, input: usize, set: TPSet, now_us: i64) -> Pushed;
     /// The next set to send at `now_us`, if any is ready.
     fn pop(&mut self, now_us: i64) -> Option<TPSet>;
     /// The next set that is safe to send while the pipeline stops (see
@@ -101,16 +114,24 @@ pub trait Merge: Send {
     fn stream_stats(&self) -> Vec<StreamStats>;
 }
 
-/// A merge core between an input and an output socket.
+/// A merge core between its input socket(s) and an output socket.
 pub struct MergeAgent<M: Merge> {
     name: String,
-    rx: Receiver,
+    inputs: Inputs,
     tx: Sender,
     core: M,
 }
 
+/// Where a merge reads: one socket for every stream, or one per stream.
+enum Inputs {
+    Shared(Box<Receiver>),
+    /// Taken by the reader threads when the agent runs.
+    PerSocket(Vec<Receiver>),
+}
+
 impl<M: Merge> MergeAgent<M> {
-    /// The agent around `core`, reading `input` and writing `output`.
+    /// The agent around `core`, reading `input` (one socket with all its
+    /// endpoints) and writing `output`.
     pub fn with_core(
         name: String,
         input: &SocketConfig,
@@ -118,7 +139,157 @@ impl<M: Merge> MergeAgent<M> {
         core: M,
     ) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, input, output)?;
-        Ok(MergeAgent { name, rx, tx, core })
+        Ok(MergeAgent {
+            name,
+            inputs: Inputs::Shared(Box::new(rx)),
+            tx,
+            core,
+        })
+    }
+
+    /// The agent around `core`, reading one socket per endpoint of `input`
+    /// (binds first, then connects, each in the order listed: input `i` of
+    /// [`Merge::push`]) and writing `output`.
+    pub fn per_socket(
+        name: String,
+        input: &SocketConfig,
+        output: &SocketConfig,
+        core: M,
+    ) -> Result<Self> {
+        let rxs = split_endpoints(input)
+            .iter()
+            .map(|c| crate::io::open_rx(&name, c))
+            .collect::<Result<Vec<_>>>()?;
+        let tx = crate::io::open_tx(&name, output)?;
+        Ok(MergeAgent {
+            name,
+            inputs: Inputs::PerSocket(rxs),
+            tx,
+            core,
+        })
+    }
+}
+
+/// One configuration per endpoint of `c`, binds first, each otherwise as
+/// `c` (type, high-water marks ...): PTMP's "one socket per endpoint".
+pub fn split_endpoints(c: &SocketConfig) -> Vec<SocketConfig> {
+    let one = |bind: bool, i: usize| {
+        let mut s = c.clone();
+        if bind {
+            s.bind = vec![c.bind[i].clone()];
+            s.connect.clear();
+        } else {
+            s.bind.clear();
+            s.connect = vec![c.connect[i].clone()];
+        }
+        s
+    };
+    (0..c.bind.len())
+        .map(|i| one(true, i))
+        .chain((0..c.connect.len()).map(|i| one(false, i)))
+        .collect()
+}
+
+/// What a reader thread hands the merge.
+enum Read {
+    Set(usize, TPSet),
+    Bad,
+    Failed(Error),
+}
+
+/// Reader threads, one per input socket, feeding one queue so the merge
+/// waits on all its sockets at once and knows which socket each set came
+/// from. Dropping it closes the queue and waits for the threads, which end
+/// at their next read.
+struct Fanin {
+    rx: Option<mpsc::Receiver<Read>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// Sets a reader may have queued ahead of the merge: enough to keep the
+/// sockets flowing, small next to the sockets' own high-water marks.
+const FANIN_QUEUE: usize = 256;
+
+impl Fanin {
+    fn start(rxs: Vec<Receiver>, ctl: &Ctl, name: &str) -> Result<Fanin> {
+        let (tx, rx) = mpsc::sync_channel(FANIN_QUEUE);
+        let mut threads = Vec::new();
+        for (i, sock) in rxs.into_iter().enumerate() {
+            let (tx, ctl, agent) = (tx.clone(), ctl.clone(), name.to_string());
+            let h = std::thread::Builder::new()
+                .name(format!("{name}-in{i}"))
+                .spawn(move || read_socket(i, sock, &tx, &ctl, &agent))
+                .map_err(|e| Error::run(name, format!("cannot start a reader thread: {e}")))?;
+            threads.push(h);
+        }
+        Ok(Fanin {
+            rx: Some(rx),
+            threads,
+        })
+    }
+
+    /// The next set and its input, waiting at most `wait`; `None` after a
+    /// timeout, a message that is not a TPSet (counted in `bad`), or the
+    /// last reader's end (see [`Fanin::ended`]).
+    fn recv(&mut self, wait: Duration, ctl: &Ctl, bad: &mut u64) -> Result<Option<(usize, TPSet)>> {
+        let Some(rx) = &self.rx else { return Ok(None) };
+        match rx.recv_timeout(wait) {
+            Ok(Read::Set(i, set)) => {
+                ctl.counts.add_in();
+                Ok(Some((i, set)))
+            }
+            Ok(Read::Bad) => {
+                *bad += 1;
+                Ok(None)
+            }
+            Ok(Read::Failed(e)) => Err(e),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                self.rx = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Whether every reader has ended (each does once the agent is
+    /// stopped and its socket has gone quiet).
+    fn ended(&self) -> bool {
+        self.rx.is_none()
+    }
+}
+
+impl Drop for Fanin {
+    fn drop(&mut self) {
+        self.rx = None;
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// One reader thread: pass each set of socket `i` on until the agent is
+/// stopped and the socket has nothing more (or the drain time is up), or
+/// the merge is gone.
+fn read_socket(i: usize, mut sock: Receiver, tx: &mpsc::SyncSender<Read>, ctl: &Ctl, agent: &str) {
+    let mut set = TPSet::default();
+    loop {
+        let r = match sock.recv_into(&mut set, Some(POLL)) {
+            Ok(true) => Read::Set(i, std::mem::take(&mut set)),
+            Ok(false) | Err(ptmp::Error::Interrupted) => {
+                if ctl.done(true) {
+                    return;
+                }
+                continue;
+            }
+            Err(ptmp::Error::Wire(_)) => Read::Bad,
+            Err(e) => {
+                let _ = tx.send(Read::Failed(Error::socket(agent)(e)));
+                return;
+            }
+        };
+        if tx.send(r).is_err() || ctl.done(false) {
+            return;
+        }
     }
 }
 
@@ -150,10 +321,15 @@ impl<M: Merge> Agent for MergeAgent<M> {
 
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         // Sets sent are recycled as receive buffers: no allocation per set
-        // once the pool has grown.
+        // once the pool has grown (one shared socket; reader threads make
+        // their own sets).
         let mut pool: Vec<TPSet> = Vec::new();
         let mut scratch = TPSet::default();
         let mut n = Counts::default();
+        let mut fanin = match &mut self.inputs {
+            Inputs::PerSocket(rxs) => Some(Fanin::start(std::mem::take(rxs), ctl, &self.name)?),
+            Inputs::Shared(_) => None,
+        };
         loop {
             let now = ptmp_data::now_us();
             let hold = ctl.holding();
@@ -176,21 +352,29 @@ impl<M: Merge> Agent for MergeAgent<M> {
                 }
                 _ => POLL,
             };
-            match recv_set(
-                &mut self.rx,
-                &mut scratch,
-                wait,
-                ctl,
-                &mut n.bad,
-                &self.name,
-            )? {
-                Got::Set => {}
-                Got::Nothing => continue,
-                Got::Done => break,
-            }
+            let (input, set) = match (&mut fanin, &mut self.inputs) {
+                (Some(f), _) => {
+                    if f.ended() {
+                        break;
+                    }
+                    match f.recv(wait, ctl, &mut n.bad)? {
+                        Some(got) => got,
+                        None => continue,
+                    }
+                }
+                (None, Inputs::Shared(rx)) => {
+                    match recv_set(rx, &mut scratch, wait, ctl, &mut n.bad, &self.name)? {
+                        Got::Set => {}
+                        Got::Nothing => continue,
+                        Got::Done => break,
+                    }
+                    let fresh = pool.pop().unwrap_or_default();
+                    (0, std::mem::replace(&mut scratch, fresh))
+                }
+                (None, Inputs::PerSocket(_)) => break,
+            };
             n.nin += 1;
-            let set = std::mem::replace(&mut scratch, pool.pop().unwrap_or_default());
-            if let Pushed::Tardy { set, send } = self.core.push(set, ptmp_data::now_us()) {
+            if let Pushed::Tardy { set, send } = self.core.push(input, set, ptmp_data::now_us()) {
                 if send {
                     self.send(&set, ctl, &mut n)?;
                 } else {
@@ -199,6 +383,9 @@ impl<M: Merge> Agent for MergeAgent<M> {
                 pool.push(set);
             }
         }
+        // Readers end within one read of the stop; wait for them before the
+        // final flush so the sockets close with the agent.
+        drop(fanin);
         let now = ptmp_data::now_us();
         while let Some(s) = self.core.flush_one(now) {
             self.send(&s, ctl, &mut n)?;

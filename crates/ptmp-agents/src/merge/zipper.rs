@@ -263,7 +263,7 @@ impl ZipperAgent {
 
 impl Merge for Zipper {
     const KIND: &'static str = "zipper";
-    fn push(&mut self, set: TPSet, now_us: i64) -> Pushed {
+    fn push(&mut self, _input: usize, set: TPSet, now_us: i64) -> Pushed {
         Zipper::push(self, set, now_us)
     }
     fn pop(&mut self, now_us: i64) -> Option<TPSet> {
