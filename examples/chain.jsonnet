@@ -49,6 +49,8 @@ ptmp.ptmper([
   ptmp.window('win1', ptmp.pull_bind(link(1)), ptmp.push_bind(win(1)), tspan=50000),
   ptmp.window('win2', ptmp.pull_bind(link(2)), ptmp.push_bind(win(2)), tspan=50000),
   ptmp.zipper('zip', ptmp.pull([win(1), win(2)]), ptmp.push_bind('inproc://chain-zip'), sync_time=sync_time),
-  ptmp.filter('tcs', ptmp.pull('inproc://chain-zip'), ptmp.push_bind('inproc://chain-tcs'), engine),
+  // keep_detid: the links keep their own detids through the filter (PTMP
+  // would stamp every output with the first link's).
+  ptmp.filter('tcs', ptmp.pull('inproc://chain-zip'), ptmp.push_bind('inproc://chain-tcs'), engine, {keep_detid: true}),
   ptmp.czmqat('sink', input=ptmp.pull('inproc://chain-tcs'), ofile='chain.dump'),
 ])

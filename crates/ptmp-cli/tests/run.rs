@@ -741,7 +741,7 @@ ptmp.ptmper([
   ptmp.window("win1", ptmp.sub(ep({p1})), ptmp.push_bind("inproc://w1"), tspan=2500, tbuf=250000),
   ptmp.window("win2", ptmp.sub(ep({p2})), ptmp.push_bind("inproc://w2"), tspan=2500, tbuf=250000),
   ptmp.zipper("zip", ptmp.pull(["inproc://w1", "inproc://w2"]), ptmp.push_bind("inproc://z")),
-  ptmp.filter("tcs", ptmp.pull("inproc://z"), ptmp.push_bind("inproc://f"), "pass"),
+  ptmp.filter("tcs", ptmp.pull("inproc://z"), ptmp.push_bind("inproc://f"), "pass", {{keep_detid: true}}),
   ptmp.czmqat("sink", input=ptmp.pull("inproc://f"), ofile="{dir}/out.dump"),
 ], ttl=4, snooze=100)
 "#,

@@ -21,6 +21,10 @@ pub struct Config {
     /// Every output's `detid`; when unset, the `detid` of the first input
     /// set with TrigPrims.
     pub detid: Option<u32>,
+    /// Leave each output's `detid` as the engine made it (ptmp's own
+    /// option, for a filter on a merged stream whose links must stay told
+    /// apart), instead of PTMP's one detid for the whole output.
+    pub keep_detid: bool,
     /// The whole data object, given to the engine.
     pub data: Value,
     /// Where the engine comes from; the agent makes it from these on its own
@@ -76,6 +80,14 @@ impl Config {
             ));
         }
         let detid = c.int_or("detid", -1, -1, u32::MAX as i64)?;
+        let keep_detid = c.bool_or("keep_detid", false)?;
+        if keep_detid && detid >= 0 {
+            return Err(c.err(
+                "keep_detid",
+                "true",
+                format!("contradicts detid = {detid}; give one"),
+            ));
+        }
         // Let the engine check its own keys now, before anything starts.
         drop(plugins.create(&c.agent, &engine, data)?);
         // Keys the built-in engines read are not "unread".
@@ -87,6 +99,7 @@ impl Config {
             output,
             engine,
             detid: (detid >= 0).then_some(detid as u32),
+            keep_detid,
             data: data.clone(),
             plugins: plugins.clone(),
         })
@@ -156,7 +169,9 @@ impl Agent for FilterAgent {
             }
             for s in &mut out {
                 s.count = nout as u32; // wraps, as PTMP's 32-bit count
-                s.detid = detid;
+                if !self.config.keep_detid {
+                    s.detid = detid;
+                }
                 s.created = ptmp_data::now_us();
                 if crate::send_set(&mut self.tx, s, ctl, &self.name)? {
                     nout += 1;
@@ -197,14 +212,16 @@ mod tests {
         assert!(e.contains("passthrough"), "{e}");
     }
 
-    fn config(engine: &str, tag: &str, detid: Option<i64>) -> Result<Config> {
+    fn config(engine: &str, tag: &str, detid: Option<serde_json::Value>) -> Result<Config> {
         let mut data = serde_json::json!({
             "input": {"socket": {"type": "PULL", "bind": [format!("inproc://{tag}-in")]}},
             "output": {"socket": {"type": "PUSH", "bind": [format!("inproc://{tag}-out")]}},
             "engine": engine
         });
         if let Some(d) = detid {
-            data["detid"] = d.into();
+            for (k, v) in d.as_object().unwrap() {
+                data[k] = v.clone();
+            }
         }
         let c = Cfg::new("f1", &data)?;
         Config::parse(&c, &data, &Plugins::builtin())
@@ -246,7 +263,7 @@ mod tests {
 
     /// Run a `dummy_filter` on sets from links 5 and 6 (and an empty one,
     /// which is skipped); return what came out.
-    fn run_filter(tag: &str, detid: Option<i64>) -> Vec<TPSet> {
+    fn run_filter(tag: &str, detid: Option<serde_json::Value>) -> Vec<TPSet> {
         let c = config("dummy_filter", tag, detid).unwrap();
         let mut agent = FilterAgent::new("f1".into(), &c).unwrap();
         let ctl = Ctl::new(false);
@@ -296,7 +313,26 @@ mod tests {
     /// A configured detid goes on every output.
     #[test]
     fn outputs_carry_the_configured_detid() {
-        let got = run_filter("stamp2", Some(99));
+        let got = run_filter("stamp2", Some(serde_json::json!({"detid": 99})));
         assert!(got.iter().all(|s| s.detid == 99), "{got:?}");
+    }
+
+    /// ptmp's opt-out: `keep_detid` leaves each output's detid alone (for a
+    /// pass-through engine, its input's), `created` still fresh.
+    #[test]
+    fn keep_detid_leaves_each_outputs_detid() {
+        let t0 = ptmp_data::now_us();
+        let got = run_filter("stamp3", Some(serde_json::json!({"keep_detid": true})));
+        let d: Vec<u32> = got.iter().map(|s| s.detid).collect();
+        assert_eq!(d, vec![5, 6, 5]);
+        assert!(got.iter().all(|s| s.created >= t0));
+        let both = serde_json::json!({"keep_detid": true, "detid": 3});
+        let e = config("pass", "stamp4", Some(both))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("keep_detid = true: contradicts detid = 3"),
+            "{e}"
+        );
     }
 }

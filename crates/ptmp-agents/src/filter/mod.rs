@@ -4,8 +4,10 @@
 //!
 //! Keys: `input`, `output` (sockets, required), `engine` (the engine's name;
 //! PTMP's generated configs call it `method`, which is accepted too),
-//! `detid` (default -1: the first input's). The whole `data` object is
-//! handed to the engine, which reads its own keys.
+//! `detid` (default -1: the first input's), `keep_detid` (default false;
+//! ptmp's own: true leaves each output's detid as the engine made it, so a
+//! pass-through filter on a merged stream keeps its links told apart). The
+//! whole `data` object is handed to the engine, which reads its own keys.
 //!
 //! As PTMP's later TPFilter: input sets with no TrigPrims are counted and
 //! not given to the engine; the agent stamps every output, whatever the
