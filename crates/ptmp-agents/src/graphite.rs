@@ -114,8 +114,9 @@ pub fn flatten(v: &Value, prefix: &str, ts: i64, out: &mut String) {
     }
 }
 
-/// Where the lines go.
-enum Out {
+/// Where Graphite text goes: carbon over a STREAM socket, or GLOT-tagged
+/// ZeroMQ messages (shared with the agents' GLOT metrics).
+pub(crate) enum Out {
     /// A STREAM socket connected to carbon; the peer's routing id once the
     /// connection is up.
     Stream {
@@ -135,51 +136,44 @@ pub struct GraphiteAgent {
     out: Out,
 }
 
-fn zerr(agent: &str, what: &str) -> impl FnOnce(zmq::Error) -> Error {
-    let (agent, what) = (agent.to_string(), what.to_string());
-    move |e| Error::run(&agent, format!("{what}: {e}"))
-}
-
-impl GraphiteAgent {
-    /// Open the input socket and connect (or bind) the output.
-    pub fn new(name: String, c: &Config) -> Result<Self> {
-        let rx = crate::io::open_rx(&name, &c.input)?;
-        let out = if c.output.stype == SocketType::Stream {
-            let ctx = zmq::Context::new();
-            let sock = ctx
-                .socket(zmq::STREAM)
-                .map_err(zerr(&name, "STREAM socket"))?;
-            sock.set_linger(c.output.linger_ms)
-                .map_err(zerr(&name, "set linger"))?;
-            for (attach, ep) in c.output.endpoints() {
-                match attach {
-                    ptmp::Attach::Bind => sock
-                        .bind(&ep.address)
-                        .map_err(zerr(&name, &format!("bind {}", ep.address)))?,
-                    ptmp::Attach::Connect => sock
-                        .connect(&ep.address)
-                        .map_err(zerr(&name, &format!("connect {}", ep.address)))?,
-                }
+impl Out {
+    /// Connect (or bind) `c`: a STREAM socket of our own, anything else
+    /// through a [`Sender`].
+    pub(crate) fn open(name: &str, c: &SocketConfig) -> Result<Out> {
+        if c.stype != SocketType::Stream {
+            return Ok(Out::Zmq(Box::new(crate::io::open_tx(name, c)?)));
+        }
+        let ctx = zmq::Context::new();
+        let sock = ctx
+            .socket(zmq::STREAM)
+            .map_err(zerr(name, "STREAM socket"))?;
+        sock.set_linger(c.linger_ms)
+            .map_err(zerr(name, "set linger"))?;
+        for (attach, ep) in c.endpoints() {
+            match attach {
+                ptmp::Attach::Bind => sock
+                    .bind(&ep.address)
+                    .map_err(zerr(name, &format!("bind {}", ep.address)))?,
+                ptmp::Attach::Connect => sock
+                    .connect(&ep.address)
+                    .map_err(zerr(name, &format!("connect {}", ep.address)))?,
             }
-            Out::Stream {
-                sock,
-                _ctx: ctx,
-                peer: None,
-                ever: false,
-            }
-        } else {
-            Out::Zmq(Box::new(crate::io::open_tx(&name, &c.output)?))
-        };
-        Ok(GraphiteAgent { name, rx, out })
+        }
+        Ok(Out::Stream {
+            sock,
+            _ctx: ctx,
+            peer: None,
+            ever: false,
+        })
     }
 
     /// Send one block of lines; false when it could not go out.
-    fn emit(&mut self, text: &str, ctl: &Ctl) -> Result<bool> {
-        match &mut self.out {
+    pub(crate) fn emit(&mut self, text: &str, ctl: &Ctl, name: &str) -> Result<bool> {
+        match self {
             Out::Zmq(tx) => {
                 let tag = GLOT_TYPE.to_ne_bytes();
                 let f = Frames::from_slices(&[&tag[..], text.as_bytes()]);
-                crate::send_frames(tx, &f, ctl, &self.name)
+                crate::send_frames(tx, &f, ctl, name)
             }
             Out::Stream {
                 sock, peer, ever, ..
@@ -195,12 +189,8 @@ impl GraphiteAgent {
                     } else {
                         left.min(POLL).as_millis() as i64
                     };
-                    if sock
-                        .poll(zmq::POLLIN, ms)
-                        .map_err(zerr(&self.name, "poll"))?
-                        > 0
-                    {
-                        let m = sock.recv_multipart(0).map_err(zerr(&self.name, "recv"))?;
+                    if sock.poll(zmq::POLLIN, ms).map_err(zerr(name, "poll"))? > 0 {
+                        let m = sock.recv_multipart(0).map_err(zerr(name, "recv"))?;
                         if m.len() == 2 && m[1].is_empty() {
                             if peer.as_deref() == Some(&m[0][..]) {
                                 *peer = None;
@@ -219,11 +209,25 @@ impl GraphiteAgent {
                     return Ok(false);
                 };
                 sock.send_multipart([&id[..], text.as_bytes()], 0)
-                    .map_err(zerr(&self.name, "send to carbon"))?;
+                    .map_err(zerr(name, "send to carbon"))?;
                 ctl.counts.add_out();
                 Ok(true)
             }
         }
+    }
+}
+
+fn zerr(agent: &str, what: &str) -> impl FnOnce(zmq::Error) -> Error {
+    let (agent, what) = (agent.to_string(), what.to_string());
+    move |e| Error::run(&agent, format!("{what}: {e}"))
+}
+
+impl GraphiteAgent {
+    /// Open the input socket and connect (or bind) the output.
+    pub fn new(name: String, c: &Config) -> Result<Self> {
+        let rx = crate::io::open_rx(&name, &c.input)?;
+        let out = Out::open(&name, &c.output)?;
+        Ok(GraphiteAgent { name, rx, out })
     }
 }
 
@@ -257,7 +261,7 @@ impl Agent for GraphiteAgent {
             if text.is_empty() {
                 continue;
             }
-            if self.emit(&text, ctl)? {
+            if self.out.emit(&text, ctl, &self.name)? {
                 sent += 1;
                 lines += text.lines().count() as u64;
             } else {

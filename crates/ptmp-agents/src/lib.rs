@@ -42,6 +42,8 @@
 //! * [`filter`]: the filter agent, its built-in engines, and C [`plugin`]s.
 //! * The other agents, one module each: [`window`], [`replay`], [`czmqat`],
 //!   [`monitor`], [`stats`], [`graphite`] (`stats_graphite`), [`composer`], and the graph's [`nodes`].
+//! * [`metrics`]: the periodic metric messages any agent sends when its
+//!   config has PTMP's `metrics` key.
 //! * [`ptmper`]: the runner of a whole configuration; [`jsonnet`]: loading
 //!   configurations written in Jsonnet; [`error`]: the crate's errors.
 //! * `progress` (with the feature of that name): the terminal progress bar
@@ -57,6 +59,7 @@ pub mod graphite;
 pub mod io;
 pub mod jsonnet;
 pub mod merge;
+pub mod metrics;
 pub mod monitor;
 pub mod nodes;
 #[cfg(feature = "progress")]

@@ -6,7 +6,9 @@ use crate::agent::Agent;
 use crate::cfg;
 use crate::error::{Error, Result};
 use crate::filter::{self, plugin};
-use crate::{composer, czmqat, graphite, monitor, nodes, replay, sorted, stats, window, zipper};
+use crate::{
+    composer, czmqat, graphite, metrics, monitor, nodes, replay, sorted, stats, window, zipper,
+};
 use ptmp::SocketConfig;
 use serde_json::Value;
 
@@ -141,9 +143,11 @@ pub struct Proxy {
     pub spec: Spec,
     /// Keys in `data` the agent does not use (reported with `verbose`).
     pub unread: Vec<String>,
-    /// Things PTMP runs but that likely are not what the user meant, or
-    /// keys accepted but not acted on; `ptmp run` prints them.
+    /// Things PTMP runs but that likely are not what the user meant;
+    /// `ptmp run` prints them.
     pub warnings: Vec<String>,
+    /// The agent's periodic metric messages (`metrics`), if configured.
+    pub metrics: Option<metrics::Config>,
 }
 
 impl Proxy {
@@ -221,25 +225,22 @@ impl Proxy {
             Kind::Worker => Spec::Worker(nodes::WorkerConfig::parse(&c, false)?),
             Kind::Proxy => Spec::Worker(nodes::WorkerConfig::parse(&c, true)?),
         };
-        let mut warnings = match &spec {
+        let warnings = match &spec {
             Spec::StatsGraphite(g) => g.warnings(),
             _ => vec![],
         };
-        // PTMP's agents can send periodic metric messages (`metrics`); not
-        // done here yet. Said plainly rather than ignored silently.
-        if c.get("metrics").is_some() {
-            warnings.push(
-                "metrics: not supported yet, no metric messages will be sent \
-                 (the agent runs otherwise as configured)"
-                    .into(),
-            );
-        }
+        // A composer is a list, not an agent: its own data has no metrics.
+        let metrics = match kind {
+            Kind::Composer => None,
+            _ => metrics::Config::parse(&c)?,
+        };
         Ok(Proxy {
             name: name.to_string(),
             kind,
             spec,
             unread: c.unread(),
             warnings,
+            metrics,
         })
     }
 
@@ -319,6 +320,9 @@ impl Proxy {
                 return Ok(all);
             }
         };
-        Ok(vec![one])
+        Ok(vec![match &self.metrics {
+            Some(m) => Box::new(metrics::Metered::new(one, m)?),
+            None => one,
+        }])
     }
 }

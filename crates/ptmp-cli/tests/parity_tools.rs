@@ -233,8 +233,8 @@ fn stats_and_monitor_outputs_have_ptmps_shape() {
 }
 
 /// czmqat with only an input (a counting sink) and with only an ifile (a
-/// counting reader) run, as in PTMP; a `metrics` key is accepted with a
-/// warning that no metrics are sent.
+/// counting reader) run, as in PTMP; the sink's `metrics` go out as PTMP's
+/// JSON metric messages, kept in a dump file by a third czmqat.
 #[test]
 fn czmqat_sink_only_and_reader_only_run() {
     let d = tempfile::tempdir().unwrap();
@@ -243,22 +243,44 @@ fn czmqat_sink_only_and_reader_only_run() {
     let cfg = json!({
         "ttl": 1.5, "snooze": 100,
         "proxies": [
-            {"name": "reader", "type": "czmqat", "data": {"ifile": inf,
-                "metrics": {"output": sock("PUB", "bind", &["inproc://pt-metrics"]), "period": 1000}}},
+            {"name": "reader", "type": "czmqat", "data": {"ifile": inf}},
             {"name": "src", "type": "czmqat", "data": {"ifile": inf,
                 "output": sock("PUSH", "bind", &["inproc://pt-sink"])}},
             {"name": "sink", "type": "czmqat", "data": {
-                "input": sock("PULL", "connect", &["inproc://pt-sink"])}}
+                "input": sock("PULL", "connect", &["inproc://pt-sink"]),
+                "metrics": {"socket": {"type": "PUSH", "bind": ["inproc://pt-metrics"]},
+                            "period": 200, "prefix": "apa5.sink"}}},
+            {"name": "keep", "type": "czmqat", "data": {
+                "input": sock("PULL", "connect", &["inproc://pt-metrics"]),
+                "ofile": s(&d.path().join("metrics.dump"))}}
         ]
     });
     let f = write_json(d.path(), "c.json", &cfg);
     let out = ok(&ptmp(&["run", &s(&f)], Duration::from_secs(30)), "run");
     assert!(out.contains("reader (czmqat) copied=25"), "{out}");
     assert!(out.contains("sink (czmqat) copied=25"), "{out}");
-    assert!(
-        out.contains("warning: agent reader (czmqat): metrics: not supported yet"),
-        "{out}"
-    );
+    assert!(!out.contains("warning"), "{out}");
+    // PTMP's JSON metric: the type tag, then {"ptmp": {prefix...: figures}}.
+    let mut r = DumpReader::new(std::fs::File::open(d.path().join("metrics.dump")).unwrap());
+    let mut fr = Frames::new();
+    let (mut n, mut nin) = (0, 0);
+    while r.read_into(&mut fr).unwrap() {
+        assert_eq!(fr.len(), 2);
+        assert_eq!(fr.get(0).unwrap(), b"1246973774");
+        let v: Value = serde_json::from_slice(fr.get(1).unwrap()).unwrap();
+        assert_eq!(keys(&v), ["ptmp"], "{v}");
+        assert_eq!(keys(&v["ptmp"]), ["apa5"], "{v}");
+        assert_eq!(keys(&v["ptmp"]["apa5"]), ["sink"], "{v}");
+        let m = &v["ptmp"]["apa5"]["sink"];
+        assert_eq!(keys(m), ["in", "out"], "{v}");
+        assert_eq!(keys(&m["in"]), ["ntpsets", "rates"], "{v}");
+        assert_eq!(keys(&m["in"]["rates"]), ["tpsets"], "{v}");
+        assert_eq!(m["out"]["ntpsets"], 0, "a sink sends nothing");
+        nin += m["in"]["ntpsets"].as_u64().unwrap();
+        n += 1;
+    }
+    assert!(n >= 2, "a message every 200 ms over 1.5 s: {n}");
+    assert_eq!(nin, 25);
 }
 
 /// stats -> stats_graphite -> a TCP listener standing in for carbon:
@@ -269,13 +291,23 @@ fn stats_graphite_writes_plaintext_lines_to_carbon() {
     write_tpsets(&d.path().join("in.dump"), 30);
     let carbon = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = carbon.local_addr().unwrap().port();
+    // Two connections: stats_graphite's and the stats agent's GLOT metrics.
     let reader = std::thread::spawn(move || {
-        let (mut conn, _) = carbon.accept().unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        let mut got = String::new();
-        let _ = conn.read_to_string(&mut got);
-        got
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (mut conn, _) = carbon.accept().unwrap();
+                std::thread::spawn(move || {
+                    conn.set_read_timeout(Some(Duration::from_secs(20)))
+                        .unwrap();
+                    let mut got = String::new();
+                    let _ = conn.read_to_string(&mut got);
+                    got
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<String>()
     });
     let carbon_ep = format!("tcp://127.0.0.1:{port}");
     let cfg = json!({
@@ -285,6 +317,8 @@ fn stats_graphite_writes_plaintext_lines_to_carbon() {
                 "output": sock("PUSH", "bind", &["inproc://pg-src"])}},
             {"name": "st", "type": "stats", "data": {"tick_per_us": 50,
                 "link_integration_time": 300, "chan_integration_time": 500,
+                "metrics": {"socket": {"type": "STREAM", "connect": [&carbon_ep]},
+                            "proto": "GLOT", "prefix": "apa5", "period": 200},
                 "input": sock("PULL", "connect", &["inproc://pg-src"]),
                 "output": sock("PUB", "bind", &["inproc://pg-st"])}},
             {"name": "glot", "type": "stats_graphite", "data": {
@@ -297,7 +331,7 @@ fn stats_graphite_writes_plaintext_lines_to_carbon() {
     assert!(out.contains("glot (stats_graphite)"), "{out}");
     let got = reader.join().unwrap();
     let now_s = ptmp_data::now_us() / 1_000_000;
-    let mut ntpsets = 0.0;
+    let (mut ntpsets, mut metric_in) = (0.0, 0.0);
     let mut paths = std::collections::BTreeSet::new();
     for l in got.lines() {
         let f: Vec<&str> = l.split(' ').collect();
@@ -305,6 +339,14 @@ fn stats_graphite_writes_plaintext_lines_to_carbon() {
         let v: f64 = f[1].parse().unwrap_or_else(|_| panic!("value: {l}"));
         let ts: i64 = f[2].parse().unwrap_or_else(|_| panic!("timestamp: {l}"));
         assert!((now_s - ts).abs() < 3600, "a timestamp near now: {l}");
+        if f[0].starts_with("ptmp.apa5.") {
+            // The stats agent's own metrics, GLOT: sets it took in.
+            if f[0] == "ptmp.apa5.in.ntpsets" {
+                metric_in += v;
+            }
+            paths.insert(f[0].to_string());
+            continue;
+        }
         assert!(f[0].starts_with("tpsets."), "{l}");
         if f[0].ends_with(".counts.ntpsets") {
             ntpsets += v;
@@ -312,6 +354,8 @@ fn stats_graphite_writes_plaintext_lines_to_carbon() {
         paths.insert(f[0].to_string());
     }
     assert_eq!(ntpsets, 30.0, "{got}");
+    assert_eq!(metric_in, 30.0, "{got}");
+    assert!(paths.contains("ptmp.apa5.out.rates.tpsets"), "{paths:?}");
     for p in [
         "tpsets.links.0x1.rates.tps",
         "tpsets.links.0x2.latency.trans.mean",
