@@ -1,10 +1,11 @@
 //! `monitor` (PTMP's TPMonitorz): taps that forward each message from their
 //! input to their output unchanged and record one row per message.
 //!
-//! Keys: `filename` (required, the rows file, truncated at start), `taps`
-//! (required, non-empty): each `{id, input, output, name?}`; `attach`
-//! ("pushpull" or "pubsub") is accepted for compatibility: PTMP's own code
-//! never read it, and here every tap forwards directly, so nothing is lost
+//! Keys: `filename` (required, the rows file, truncated at start), `taps`:
+//! each `{id, input, output, name?}` (none, as PTMP allows, is run with a
+//! warning: the file gets only its header); `attach` ("pushpull" or
+//! "pubsub"; other text is accepted with a warning) is accepted for
+//! compatibility: PTMP's own code never read it, and here every tap forwards directly, so nothing is lost
 //! to an internal PUB/SUB capture as it could be in the C++ monitor.
 //!
 //! The file starts with PTMP's header line, [`HEADER`], so readers that
@@ -48,20 +49,30 @@ pub struct TapConfig {
 pub struct Config {
     /// The rows file, truncated at start.
     pub filename: PathBuf,
-    /// The taps, at least one.
+    /// The taps (none: only the header line is written, as PTMP's).
     pub taps: Vec<TapConfig>,
+    /// Accepted values that likely are not what was meant.
+    pub warnings: Vec<String>,
 }
 
 impl Config {
     /// Validate the keys of a monitor's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
         let filename = PathBuf::from(c.req_str("filename")?);
-        c.choice("attach", "pubsub", &["pushpull", "pubsub"])?;
-        let list = c
-            .array_opt("taps")?
-            .ok_or_else(|| c.err("taps", "(missing)", "a monitor needs a list of taps"))?;
+        let mut warnings = Vec::new();
+        // PTMP never reads `attach`, so any text runs there; an unknown one
+        // is likely a typo.
+        if let Some(a) = c.str_opt("attach")? {
+            if !["pushpull", "pubsub"].contains(&a) {
+                warnings.push(format!(
+                    "attach = {a:?} is neither pushpull nor pubsub (it changes nothing here)"
+                ));
+            }
+        }
+        let empty = Vec::new();
+        let list = c.array_opt("taps")?.unwrap_or(&empty);
         if list.is_empty() {
-            return Err(c.err("taps", "[]", "a monitor needs at least one tap"));
+            warnings.push("no taps: the rows file gets only its header line".into());
         }
         let mut taps = Vec::new();
         for (i, t) in list.iter().enumerate() {
@@ -75,7 +86,11 @@ impl Config {
                 output: tc.req_socket("output")?,
             });
         }
-        Ok(Config { filename, taps })
+        Ok(Config {
+            filename,
+            taps,
+            warnings,
+        })
     }
 }
 
@@ -208,5 +223,25 @@ impl Agent for MonitorAgent {
         Ok(r.count("total", total.into_inner())
             .count("not_tpsets", not_tpsets.into_inner())
             .count("unsent_at_stop", unsent.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What PTMP runs is accepted: no taps, any `attach`; both warned.
+    #[test]
+    fn no_taps_and_odd_attach_run_with_warnings() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("rows.txt");
+        let v = json!({"filename": f.display().to_string(), "attach": "push-pull"});
+        let c = Config::parse(&Cfg::new("mon", &v).unwrap()).unwrap();
+        assert!(c.taps.is_empty());
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        let mut a = MonitorAgent::new("mon".into(), &c).unwrap();
+        a.run(&Ctl::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), HEADER);
     }
 }
