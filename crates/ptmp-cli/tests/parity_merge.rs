@@ -134,6 +134,9 @@ fn sorted_merges_two_same_detid_inputs_one_ahead() {
         .unwrap()
     };
     let (mut tx0, mut tx1) = (conn(&in0), conn(&in1));
+    // Both connections up before the first set, so neither link's first
+    // sets arrive late.
+    std::thread::sleep(Duration::from_millis(200));
     let (n, ahead) = (2000u32, 500_000u64);
     let t = |i: u32| 10_000_000 + 1000 * u64::from(i);
     // Input 0 is heard from first: were input 1, which is ahead, heard
@@ -215,6 +218,8 @@ fn zipper_with_tardy_and_sync_time_and_ptmp_filter_stamping() {
     );
     let t0 = ptmp_data::now_us();
     let child = spawn(&["run", &s(&p)]);
+    // Let the zipper bind its inputs before the senders connect.
+    std::thread::sleep(Duration::from_millis(1000));
     let conn = |e: &str| {
         Sender::new(&format!(
             r#"{{"socket":{{"type":"PUSH","connect":["{e}"]}}}}"#
@@ -222,6 +227,9 @@ fn zipper_with_tardy_and_sync_time_and_ptmp_filter_stamping() {
         .unwrap()
     };
     let (mut tx0, mut tx1) = (conn(&in0), conn(&in1));
+    // Both connections up before the first set, so neither link's first
+    // sets arrive late.
+    std::thread::sleep(Duration::from_millis(200));
     for i in 0..100u32 {
         tx0.send(&set(i, 11, 5_000_000 + 1000 * u64::from(i), 0))
             .unwrap();
@@ -260,21 +268,21 @@ fn write_link(path: &Path, detid: u32, channel: u32, n: u32, t0: u64) {
     w.flush().unwrap();
 }
 
-/// Two chains, file source -> replay -> window, into a merge of type
-/// `merge` with `merge_data`, into a file sink; interrupted by SIGINT while
-/// the replays are still pacing. (The replays pace both links by their data
-/// time from a common start, as live links would arrive; file sources read
-/// on their own drift apart in time, and the merge would rightly count the
-/// lagging link tardy.) Every window the two windows sent (their last ones
-/// flushed at the stop, after the replays sent all they still held) reaches
-/// the file, in tstart order, none tardy.
+/// Two chains, file source -> window, into a merge of type `merge` with
+/// `merge_data`, into a file sink; interrupted by SIGINT while the sources
+/// are still reading their files. The windows' `tbuf` is longer than the
+/// data, so each holds every window it made until the stop and flushes them
+/// all then, one window stage after the other: the merge gets one input's
+/// whole stream tens of milliseconds before the other's, longer than its
+/// `sync_time` or `tardy` of 10 ms. Every window the two windows flushed
+/// reaches the file, in tstart order, none tardy.
 fn two_chains_stopped_mid_stream(merge: &str, merge_data: Value) {
     let d = tempfile::tempdir().unwrap();
     let tag = format!("{merge}{}", std::process::id());
     let ep = |n: &str| format!("inproc://{tag}-{n}");
-    // 10000 sets of 100 ticks a link, replayed at half a tick per
-    // microsecond: 2 s of data, interrupted after about 1 s.
-    let n = 10_000;
+    // 5000 sets of 100 ticks a link, one read per 400 us: about 2 s of
+    // reading, interrupted after about 1 s.
+    let n = 5000;
     write_link(&d.path().join("l1.dump"), 1, 10, n, 1_000_000);
     write_link(&d.path().join("l2.dump"), 2, 20, n, 1_000_050);
     let mut data = merge_data;
@@ -282,25 +290,20 @@ fn two_chains_stopped_mid_stream(merge: &str, merge_data: Value) {
     data["output"] = sock("PUSH", "bind", &[&ep("m")]);
     let src = |name: &str, file: &str, output: &str| {
         json!({"name": name, "type": "czmqat", "data": {"ifile": s(&d.path().join(file)),
-            "output": sock("PUSH", "bind", &[output])}})
-    };
-    let rep = |name: &str, input: &str, output: &str| {
-        json!({"name": name, "type": "replay", "data": {"speed": 0.5,
-            "input": sock("PULL", "connect", &[input]), "output": sock("PUSH", "bind", &[output])}})
+            "delayus": 400, "output": sock("PUSH", "bind", &[output])}})
     };
     let win = |name: &str, input: &str, output: &str| {
-        json!({"name": name, "type": "window", "data": {"tspan": 1000, "tbuf": 3000, "detid": -1,
-            "input": sock("PULL", "connect", &[input]), "output": sock("PUSH", "bind", &[output])}})
+        json!({"name": name, "type": "window", "data": {"tspan": 1000, "tbuf": 10_000_000,
+            "detid": -1, "input": sock("PULL", "connect", &[input]),
+            "output": sock("PUSH", "bind", &[output])}})
     };
     let cfg = json!({
         "name": "two-chains", "ttl": -1, "snooze": 100,
         "proxies": [
             src("src1", "l1.dump", &ep("s1")),
             src("src2", "l2.dump", &ep("s2")),
-            rep("rep1", &ep("s1"), &ep("r1")),
-            rep("rep2", &ep("s2"), &ep("r2")),
-            win("win1", &ep("r1"), &ep("w1")),
-            win("win2", &ep("r2"), &ep("w2")),
+            win("win1", &ep("s1"), &ep("w1")),
+            win("win2", &ep("s2"), &ep("w2")),
             {"name": "merge", "type": merge, "data": data},
             {"name": "sink", "type": "czmqat", "data": {
                 "input": sock("PULL", "connect", &[&ep("m")]),
@@ -315,17 +318,21 @@ fn two_chains_stopped_mid_stream(merge: &str, merge_data: Value) {
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "stdout: {out}\nstderr: {err}");
     assert!(err.contains("stopping: interrupted"), "{err}");
-    // Mid-stream: the replays had not sent their links' whole files.
-    let (r1, r2) = (counter(&out, "rep1", "out"), counter(&out, "rep2", "out"));
+    // Mid-stream: the sources had not read their whole files.
+    let (c1, c2) = (
+        counter(&out, "src1", "copied"),
+        counter(&out, "src2", "copied"),
+    );
     assert!(
-        r1 < u64::from(n) && r2 < u64::from(n),
+        c1 < u64::from(n) && c2 < u64::from(n),
         "not mid-stream:\n{out}"
     );
     let (w1, w2) = (counter(&out, "win1", "out"), counter(&out, "win2", "out"));
     assert!(w1 > 0 && w2 > 0, "{out}");
-    // The windows held their last windows when stopped and flushed them.
-    assert!(counter(&out, "win1", "flushed_tps_at_stop") > 0, "{out}");
-    assert!(counter(&out, "win2", "flushed_tps_at_stop") > 0, "{out}");
+    // The windows held everything they made until the stop: all of it
+    // was flushed then.
+    assert_eq!(counter(&out, "win1", "flushed_tps_at_stop"), c1, "{out}");
+    assert_eq!(counter(&out, "win2", "flushed_tps_at_stop"), c2, "{out}");
     assert_eq!(counter(&out, "merge", "in"), w1 + w2, "{out}");
     assert_eq!(counter(&out, "merge", "tardy"), 0, "{out}");
     assert_eq!(counter(&out, "merge", "tardy_dropped"), 0, "{out}");

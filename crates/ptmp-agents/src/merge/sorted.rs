@@ -135,15 +135,11 @@ impl Sorted {
         self.take(now_us)
     }
 
-    /// [`Sorted::pop`] while the pipeline stops: every stream seen is
-    /// waited for, live or silent (a silent one may be a stage still
-    /// flushing upstream); the rest goes in order at stop.
+    /// [`Sorted::pop`] while the pipeline stops: every input is waited
+    /// for, live, silent or never heard from (any may be fed by a stage
+    /// still to flush what it holds); the rest goes in order at stop.
     pub fn pop_held(&mut self, now_us: i64) -> Option<TPSet> {
-        if self
-            .streams
-            .iter()
-            .any(|s| s.q.is_empty() && s.last_seen.is_some())
-        {
+        if self.streams.iter().any(|s| s.q.is_empty()) {
             return None;
         }
         self.take(now_us)
@@ -267,6 +263,12 @@ mod tests {
         }
         assert_eq!(v, vec![100, 200]);
         assert_eq!(z.flush_one(hour).map(|x| x.tstart), Some(300));
+        // An input never heard from is waited for too: its stage may be
+        // about to flush everything it held.
+        let mut z = Sorted::new(2, Duration::from_millis(10), TardyPolicy::Drop);
+        z.push(0, s(1, 100), 0);
+        assert!(z.pop_held(hour).is_none());
+        assert_eq!(z.pop(hour).map(|x| x.tstart), Some(100));
     }
 
     /// PTMP's sorted takes one stream per input socket: two inputs with
