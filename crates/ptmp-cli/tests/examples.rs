@@ -15,6 +15,7 @@ const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
 /// without a test here fails `every_example_has_a_test`.
 const TESTED: &[(&str, &str)] = &[
     ("butterfly.jsonnet", "butterfly_example_runs"),
+    ("chain-graph.jsonnet", "chain_graph_example_runs_the_chain"),
     ("chain.jsonnet", "chain_example_zips_two_clocked_senders"),
     ("monitor.jsonnet", "monitor_example_taps_every_set"),
     ("replay.jsonnet", "replay_example_replays_a_dump"),
@@ -141,6 +142,69 @@ fn butterfly_example_runs() {
         "ptmp graph run butterfly",
     );
     ok(&o, "ptmp graph run butterfly");
+}
+
+/// The chain as a graph: `ptmp graph check` accepts it and `ptmp graph
+/// run` (bounded by a ttl) ends when its sources have sent; every
+/// TrigPrim the two sources sent reaches the sink's dump, in tstart order,
+/// both links interleaved, none tardy.
+#[test]
+fn chain_graph_example_runs_the_chain() {
+    let d = tempfile::tempdir().unwrap();
+    let f = example("chain-graph.jsonnet");
+    let f = f.to_str().unwrap();
+    let o = finish(spawn_in(d.path(), &["graph", "check", f]), LIMIT, "check");
+    ok(&o, "ptmp graph check chain-graph.jsonnet");
+    assert!(text(&o.stdout).contains("valid"), "{}", text(&o.stdout));
+    let run_dir = d.path().join("run").display().to_string();
+    let n = 500;
+    let o = finish(
+        spawn_in(
+            d.path(),
+            &[
+                "graph",
+                "run",
+                f,
+                "--tla-code",
+                &format!("n={n}"),
+                "--tla-str",
+                "name=chain-graph-test",
+                "--ttl",
+                "15",
+                "--run-dir",
+                &run_dir,
+            ],
+        ),
+        LIMIT,
+        "ptmp graph run chain-graph.jsonnet",
+    );
+    ok(&o, "ptmp graph run chain-graph.jsonnet");
+    let out = text(&o.stdout) + &text(&o.stderr);
+    // It ended because the sources did, well before the ttl.
+    assert!(out.contains("stopping: finished"), "{out}");
+    assert!(out.contains("zip (zipper) in="), "{out}");
+    assert!(out.contains(" tardy=0 "), "{out}");
+    let sets = read_dump(&d.path().join("chain-graph.dump"));
+    assert!(!sets.is_empty(), "{out}");
+    let tstarts: Vec<u64> = sets.iter().map(|s| s.tstart).collect();
+    assert!(
+        tstarts.windows(2).all(|w| w[0] <= w[1]),
+        "chain-graph.dump not in tstart order"
+    );
+    for link in [1, 2] {
+        let tps: usize = sets
+            .iter()
+            .filter(|s| s.detid == link)
+            .map(|s| s.tps.len())
+            .sum();
+        assert_eq!(tps, 4 * n, "detid {link}: TrigPrims at the sink\n{out}");
+        // Each window is one 50000-tick step of the 50 MHz clock.
+        for s in sets.iter().filter(|s| s.detid == link) {
+            assert_eq!((s.tspan, s.tstart % 50_000), (Some(50_000), 0), "{s:?}");
+        }
+    }
+    let switches = sets.windows(2).filter(|w| w[0].detid != w[1].detid).count();
+    assert!(switches > n / 4, "only {switches} detid switches");
 }
 
 /// The chain recipe: `ptmp run examples/chain.jsonnet`, two
