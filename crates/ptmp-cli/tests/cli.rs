@@ -864,3 +864,37 @@ fn send_reports_undelivered_messages_and_fails() {
     let r = last_json(&rx.finish(Duration::from_secs(20)));
     assert_eq!(r["received"], json!(10), "{r}");
 }
+
+/// An unknown node type is refused with the list of types a graph takes,
+/// which leaves out the agents that cannot be nodes; naming one of those
+/// says why and points to `ptmp run`.
+#[test]
+fn graph_node_type_errors_list_only_what_graphs_take() {
+    let d = tempfile::tempdir().unwrap();
+    let check = |t: &str| {
+        let g = d.path().join(format!("{t}.json"));
+        let v = json!({"name": "g", "nodes": [{"name": "a", "type": t}], "edges": []});
+        std::fs::write(&g, v.to_string()).unwrap();
+        let o = run(&["graph", "check", g.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        text(&o.stderr)
+    };
+    let e = check("bogus");
+    assert!(e.contains("unknown node type; graphs take: "), "{e}");
+    let list = e.split("graphs take: ").nth(1).unwrap_or_default();
+    for t in [
+        "source", "sink", "worker", "proxy", "window", "zipper", "filter",
+    ] {
+        assert!(list.contains(t), "{t} missing: {e}");
+    }
+    for t in ["monitor", "composer", "stats_graphite"] {
+        assert!(!list.contains(t), "{t} listed: {e}");
+    }
+    for t in ["stats_graphite", "monitor", "composer"] {
+        let e = check(t);
+        assert!(
+            e.contains("cannot be a graph node") && e.contains("ptmp run"),
+            "{t}: {e}"
+        );
+    }
+}

@@ -151,6 +151,17 @@ pub fn ports(kind: Kind) -> Option<&'static [PortSpec]> {
     })
 }
 
+/// The agent types a graph node may have, comma separated: the known
+/// types less those without a fixed set of ports (monitor, composer,
+/// stats_graphite), so an error never suggests one a graph refuses.
+pub fn graph_types() -> String {
+    Kind::known()
+        .split(", ")
+        .filter(|t| Kind::parse(t).and_then(ports).is_some())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Messaging pattern of an edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pattern {
@@ -480,8 +491,8 @@ impl Graph {
                 .to_string();
             let kind = Kind::parse(&type_name).ok_or_else(|| {
                 p.err(format!(
-                    "node {name}: type = {type_name:?}: unknown node type; known: {}",
-                    Kind::known()
+                    "node {name}: type = {type_name:?}: unknown node type; graphs take: {}",
+                    graph_types()
                 ))
             })?;
             let Some(ports) = ports(kind) else {
