@@ -26,6 +26,15 @@ impl CliError {
             msg: msg.into(),
         }
     }
+    /// Standard output was closed by its reader (`ptmp ... | head -1`):
+    /// not a failure. The command stops writing and `main` exits 0 with
+    /// no message, as `ptmp cat` does.
+    pub fn closed() -> Self {
+        CliError {
+            code: 0,
+            msg: String::new(),
+        }
+    }
 }
 
 impl fmt::Display for CliError {
@@ -60,9 +69,32 @@ impl From<ptmp_bench::BenchError> for CliError {
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return CliError::closed();
+        }
         CliError::fail(e.to_string())
     }
 }
+
+/// `println!` that returns the write's error instead of panicking, so a
+/// closed stdout (EPIPE) ends the command quietly through `?` and
+/// [`CliError::closed`].
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use outln;
+
+/// `print!` that returns the write's error; see [`outln`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use out;
 
 pub type CliResult<T = ()> = Result<T, CliError>;
 

@@ -4,7 +4,7 @@
 
 mod soak;
 
-use crate::common::{stopping, CliError, CliResult};
+use crate::common::{out, outln, stopping, CliError, CliResult};
 use clap::{Args, Subcommand};
 use ptmp_agents::jsonnet::{self, Options};
 use ptmp_graph::plan::{self, Plan};
@@ -185,8 +185,8 @@ pub fn run(c: &GraphCmd) -> CliResult {
     match c {
         GraphCmd::Check(src) => {
             let (g, p) = src.load()?;
-            print!("{}", plan::describe(&g, &p));
-            println!("valid");
+            out!("{}", plan::describe(&g, &p))?;
+            outln!("valid")?;
             Ok(())
         }
         GraphCmd::Dot { src, output } => {
@@ -196,7 +196,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 Some(f) => std::fs::write(f, d)
                     .map_err(|e| CliError::fail(format!("{}: {e}", f.display()))),
                 None => {
-                    print!("{d}");
+                    out!("{d}")?;
                     Ok(())
                 }
             }
@@ -210,7 +210,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
                     p.run_dir.display()
                 )));
             }
-            print!("{}", status::table(&all));
+            out!("{}", status::table(&all))?;
             Ok(())
         }
         GraphCmd::Soak(a) => soak::run(a),

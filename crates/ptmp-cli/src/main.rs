@@ -92,6 +92,10 @@ fn main() {
         Cmd::Butterfly(a) => graph::butterfly(&a),
     };
     if let Err(CliError { code, msg }) = r {
+        // Code 0: stdout was closed by its reader; end quietly.
+        if code == 0 {
+            return;
+        }
         eprintln!("ptmp: error: {msg}");
         std::process::exit(code);
     }

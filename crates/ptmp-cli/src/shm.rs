@@ -1,6 +1,6 @@
 //! `ptmp shm`: list and remove shared-memory channels.
 
-use crate::common::{CliError, CliResult};
+use crate::common::{outln, CliError, CliResult};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -29,14 +29,18 @@ pub fn run(cmd: &ShmCmd) -> CliResult {
         ShmCmd::Ls { json } => {
             let chans = ptmp_shm::list().map_err(fail)?;
             if !json {
-                println!(
+                outln!(
                     "{:<32} {:>8} {:>12} {:>12} {:>12}  writer",
-                    "name", "slots", "max bytes", "size", "published"
-                );
+                    "name",
+                    "slots",
+                    "max bytes",
+                    "size",
+                    "published"
+                )?;
             }
             for c in chans {
                 match (&c.state, json) {
-                    (Ok(s), false) => println!(
+                    (Ok(s), false) => outln!(
                         "{:<32} {:>8} {:>12} {:>12} {:>12}  {}",
                         c.name,
                         s.config.slots,
@@ -48,19 +52,19 @@ pub fn run(cmd: &ShmCmd) -> CliResult {
                             (p, true) => format!("pid {p}"),
                             (p, false) => format!("pid {p} (dead)"),
                         }
-                    ),
-                    (Err(e), false) => println!("{:<32} unreadable: {e}", c.name),
-                    (Ok(s), true) => println!(
+                    )?,
+                    (Err(e), false) => outln!("{:<32} unreadable: {e}", c.name)?,
+                    (Ok(s), true) => outln!(
                         "{}",
                         json!({"name": c.name, "path": c.path, "bytes": c.bytes,
                                "slots": s.config.slots, "max_message": s.config.max_message,
                                "published": s.published, "writer_pid": s.writer_pid,
                                "writer_alive": s.writer_alive})
-                    ),
-                    (Err(e), true) => println!(
+                    )?,
+                    (Err(e), true) => outln!(
                         "{}",
                         json!({"name": c.name, "path": c.path, "bytes": c.bytes, "error": e})
-                    ),
+                    )?,
                 }
             }
             Ok(())

@@ -898,3 +898,56 @@ fn graph_node_type_errors_list_only_what_graphs_take() {
         );
     }
 }
+
+/// A reader that closes stdout early (`ptmp ... | head -1`) ends the
+/// command quietly: exit 0, no "Broken pipe" and no panic, as `ptmp cat`.
+#[test]
+fn closed_stdout_ends_quietly() {
+    let butterfly = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/butterfly.jsonnet"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let rd = d.path().join("run").display().to_string();
+    let big = ["--tla-code", "c1=100", "--tla-code", "c2=100"];
+    let cases: Vec<Vec<&str>> = vec![
+        [
+            &["graph", "check", butterfly, "--run-dir", &rd][..],
+            &big[..],
+        ]
+        .concat(),
+        [&["graph", "dot", butterfly][..], &big[..]].concat(),
+        vec!["shm", "ls"],
+        vec![
+            "recv",
+            "-n",
+            "1",
+            "-p",
+            "PULL",
+            "-a",
+            "bind",
+            "-e",
+            "inproc://x",
+            "-T",
+            "300",
+        ],
+    ];
+    for args in cases {
+        let mut c = Command::new(PTMP)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the reading end at once: every write the command makes
+        // to stdout then fails with EPIPE.
+        drop(c.stdout.take());
+        let o = c.wait_with_output().unwrap();
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {e}");
+        assert!(
+            !e.contains("Broken pipe") && !e.contains("panicked"),
+            "{args:?}: {e}"
+        );
+    }
+}

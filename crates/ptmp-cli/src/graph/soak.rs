@@ -1,7 +1,7 @@
 //! `ptmp graph soak`: a graph run under faults (see ptmp_graph::soak).
 
 use super::GraphSource;
-use crate::common::{stopping, CliError, CliResult};
+use crate::common::{out, outln, stopping, CliError, CliResult};
 use clap::Args;
 use ptmp_graph::soak::{self, Fault};
 use std::time::Duration;
@@ -127,9 +127,11 @@ pub fn run(a: &SoakArgs) -> CliResult {
         ptmp_graph::Error::Invalid { .. } => CliError::usage(e.to_string()),
         _ => CliError::fail(e.to_string()),
     })?;
-    print!("{}", soak::text(&r.json));
+    // A closed stdout must not hide the verdict: the exit status below
+    // still says whether the soak passed.
+    let _ = out!("{}", soak::text(&r.json));
     if a.json {
-        println!("{}", r.json);
+        let _ = outln!("{}", r.json);
     }
     if r.ok {
         Ok(())
