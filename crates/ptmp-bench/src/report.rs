@@ -223,12 +223,51 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// The unit a column's values are in, for the axis under its bars: the
+/// unit its header ends with, else what the header counts.
+fn unit(header: &str) -> &'static str {
+    // "> 1 us" (jitter) counts gaps longer than 1 us: a count, not a time.
+    if header.starts_with('>') {
+        return "count";
+    }
+    const UNITS: &[&str] = &[
+        "M msg/s", "msg/s", "MB/s", "kHz", "us", "ns", "ms", "MB", "%", "s",
+    ];
+    if let Some(u) = UNITS
+        .iter()
+        .find(|u| header == **u || header.ends_with(&format!(" {u}")))
+    {
+        return u;
+    }
+    if header.contains('/') {
+        return "ratio";
+    }
+    match header.rsplit(' ').next().unwrap_or(header) {
+        "lost" | "received" | "messages" | "published" | "loops" | "receivers" => "count",
+        _ => "as each bar's label says",
+    }
+}
+
+/// Rough width in pixels of `s` at `size` px in a sans-serif font, so the
+/// chart is made wide enough for its longest label and value.
+fn text_w(s: &str, size: f64) -> f64 {
+    s.chars().count() as f64 * size * 0.56
+}
+
 /// Horizontal bar charts, one per measurement column whose every cell has
-/// a value; bars are labelled by the row's other columns.
+/// a value. Bars are labelled by the row's parameters (the columns that
+/// are not measurements), named in a line under each chart's title; under
+/// the bars an axis with ticks at 0, half and the largest value, captioned
+/// with the column's unit. The label margin and the width grow to fit the
+/// longest label and value, so no text overlaps a bar or falls off.
 fn svg(title: &str, tables: &[Table]) -> String {
-    let (w, bar_h, left, right) = (900.0, 18.0, 330.0, 110.0);
+    let (bar_h, plot) = (18.0, 460.0);
     let mut body = String::new();
     let mut y = 40.0;
+    let mut width: f64 = 900.0;
+    // One label margin for the whole file, so the charts line up.
+    let mut left: f64 = 120.0;
+    let mut charts = Vec::new();
     for t in tables {
         let numeric: Vec<usize> = (0..t.headers.len())
             .filter(|&c| {
@@ -238,48 +277,117 @@ fn svg(title: &str, tables: &[Table]) -> String {
                         .all(|r| r.get(c).is_some_and(|x| x.measure && x.value.is_some()))
             })
             .collect();
+        // Measurements left out of the charts (a "-" in some row) do not
+        // label bars either: only the row's parameters do.
         let label_cols: Vec<usize> = (0..t.headers.len())
-            .filter(|c| !numeric.contains(c))
+            .filter(|&c| t.rows.iter().all(|r| r.get(c).is_none_or(|x| !x.measure)))
             .collect();
-        for &c in &numeric {
+        let labels: Vec<String> = t
+            .rows
+            .iter()
+            .map(|r| {
+                label_cols
+                    .iter()
+                    .filter_map(|&k| r.get(k).map(|x| x.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            })
+            .collect();
+        for l in &labels {
+            left = left.max(16.0 + text_w(l, 11.0));
+        }
+        charts.push((t, numeric, label_cols, labels));
+    }
+    for (t, numeric, label_cols, labels) in &charts {
+        let legend: Vec<&str> = label_cols.iter().map(|&k| t.headers[k].as_str()).collect();
+        for &c in numeric {
             let vals: Vec<f64> = t.rows.iter().map(|r| r[c].value.unwrap_or(0.0)).collect();
             let max = vals.iter().cloned().fold(0.0f64, f64::max).max(1e-12);
+            let u = unit(&t.headers[c]);
             body += &format!(
                 "<text x=\"10\" y=\"{y}\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
                 esc(&t.headers[c])
             );
+            if !legend.is_empty() {
+                y += 16.0;
+                body += &format!(
+                    "<text x=\"10\" y=\"{y}\" font-size=\"11\" fill=\"#555\">bars: {}</text>\n",
+                    esc(&legend.join(" / "))
+                );
+            }
             y += 8.0;
-            for (r, v) in t.rows.iter().zip(&vals) {
-                let label: Vec<&str> = label_cols
-                    .iter()
-                    .filter_map(|&k| r.get(k).map(|x| x.text.as_str()))
-                    .collect();
-                let len = (w - left - right) * (v / max).max(0.0);
+            for ((r, v), label) in t.rows.iter().zip(&vals).zip(labels) {
+                let len = plot * (v / max).max(0.0);
                 body += &format!(
                     "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>\
                      <rect x=\"{left}\" y=\"{}\" width=\"{len:.1}\" height=\"{}\" fill=\"#4a7ab5\"/>\
                      <text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>\n",
                     left - 6.0,
                     y + bar_h - 5.0,
-                    esc(&label.join(" / ")),
+                    esc(label),
                     y + 2.0,
                     bar_h - 4.0,
                     left + len + 4.0,
                     y + bar_h - 5.0,
                     esc(&r[c].text),
                 );
+                width = width.max(left + len + 14.0 + text_w(&r[c].text, 11.0));
                 y += bar_h;
             }
-            y += 22.0;
+            // The axis: 0, half and the largest value, and the unit.
+            let ay = y + 4.0;
+            body += &format!(
+                "<line x1=\"{left}\" y1=\"{ay}\" x2=\"{}\" y2=\"{ay}\" stroke=\"#888\"/>\n",
+                left + plot
+            );
+            for f in [0.0, 0.5, 1.0] {
+                let x = left + plot * f;
+                body += &format!(
+                    "<line x1=\"{x}\" y1=\"{ay}\" x2=\"{x}\" y2=\"{}\" stroke=\"#888\"/>\
+                     <text x=\"{x}\" y=\"{}\" font-size=\"10\" fill=\"#555\" text-anchor=\"middle\">{}</text>\n",
+                    ay + 4.0,
+                    ay + 15.0,
+                    tick(max * f)
+                );
+            }
+            body += &format!(
+                "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555\" text-anchor=\"middle\">{}</text>\n",
+                left + plot / 2.0,
+                ay + 29.0,
+                esc(&format!("{} ({u})", t.headers[c]))
+            );
+            y = ay + 29.0 + 26.0;
         }
     }
+    width = width.max(left + plot + 40.0);
     format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\">\n\
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{}\" font-family=\"sans-serif\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
          <text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">{}</text>\n{body}</svg>\n",
         y + 10.0,
         esc(title)
     )
+}
+
+/// A tick value, short: 3 significant digits, k/M for large numbers.
+fn tick(v: f64) -> String {
+    let (v, sfx) = if v >= 1e6 {
+        (v / 1e6, "M")
+    } else if v >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = if v == 0.0 || v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    format!("{s}{sfx}")
 }
 
 /// The tables as JSON: a cell with a value is `{"text", "value"}`, one
@@ -391,12 +499,34 @@ mod tests {
     fn svg_charts_measured_columns_with_every_value() {
         let s = svg("t", &[recorded()]);
         assert!(
-            s.starts_with("<svg") && s.contains(">b kHz<") && s.contains(">x / -<"),
+            s.starts_with("<svg") && s.contains(">b kHz<") && s.contains(">x<"),
             "{s}"
         );
         // Column c has no value in every row, and "a" is not a
         // measurement: no chart for them.
         assert!(!s.contains(">c<") && !s.contains(">a<"));
+        // Bars are labelled by the parameters only (not by c's "-"),
+        // named under the title; the axis says the unit.
+        assert!(!s.contains("x / -") && s.contains(">bars: a<"), "{s}");
+        assert!(s.contains(">b kHz (kHz)<") && s.contains(">1234<"), "{s}");
+    }
+
+    #[test]
+    fn units_come_from_the_headers() {
+        for (h, u) in [
+            ("p99 us", "us"),
+            ("writer M msg/s", "M msg/s"),
+            ("msg/s", "msg/s"),
+            ("per-reader lost %", "%"),
+            ("reader elapsed s", "s"),
+            ("> 1 us", "count"),
+            ("lost", "count"),
+            ("ptmp/raw", "ratio"),
+        ] {
+            assert_eq!(unit(h), u, "{h}");
+        }
+        assert_eq!(tick(1_234_567.0), "1.23M");
+        assert_eq!(tick(0.0), "0");
     }
 
     #[test]
