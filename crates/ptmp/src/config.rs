@@ -22,30 +22,50 @@
 //! PORT may be `*` when binding) and `shm://NAME` (the shared-memory transport,
 //! accepted here and served by the transport that implements it).
 //!
+//! In Rust the same settings are typed: [`SocketConfig::builder`] takes
+//! [`Duration`]s where the JSON has milliseconds, and the `shm_*` keys are
+//! one [`ShmSettings`]. The builder and the JSON reader check the same
+//! rules.
+//!
 //! Every problem is reported as [`Error::Config`] naming the key and value.
 
 use crate::error::{Error, Result};
+use crate::fields::{Empty, FieldError, Object, Options};
 use serde_json::Value;
 use std::fmt;
+use std::time::Duration;
 
 /// ZeroMQ socket types, as PTMP's config names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SocketType {
+    /// Exclusive pair: one peer, both directions.
     Pair,
+    /// Publisher: every subscriber gets a copy; sends only.
     Pub,
+    /// Subscriber to a PUB: receives what matches its prefixes.
     Sub,
+    /// Request side of request-reply (not usable by senders or receivers).
     Req,
+    /// Reply side of request-reply (not usable by senders or receivers).
     Rep,
+    /// Asynchronous request (not usable by senders or receivers).
     Dealer,
+    /// Asynchronous reply, routed by peer (not usable by senders or receivers).
     Router,
+    /// Receiving end of a pipeline: fair-queues from its pushers.
     Pull,
+    /// Sending end of a pipeline: deals messages round-robin.
     Push,
+    /// Publisher that also sees subscriptions.
     XPub,
+    /// Subscriber that sends its subscriptions as messages.
     XSub,
+    /// Raw TCP (not usable by senders or receivers).
     Stream,
 }
 
 impl SocketType {
+    /// Every type, in the order error messages list them.
     pub const ALL: [SocketType; 12] = [
         SocketType::Pair,
         SocketType::Pub,
@@ -61,6 +81,7 @@ impl SocketType {
         SocketType::Stream,
     ];
 
+    /// The name PTMP's config uses, upper case (`"PUSH"`).
     pub fn name(self) -> &'static str {
         match self {
             SocketType::Pair => "PAIR",
@@ -128,13 +149,18 @@ impl fmt::Display for SocketType {
 /// The transport of an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transport {
+    /// `inproc://NAME`: between threads of one process (ZeroMQ).
     Inproc,
+    /// `ipc://PATH`: a Unix domain socket on one host (ZeroMQ).
     Ipc,
+    /// `tcp://HOST:PORT`: across hosts (ZeroMQ).
     Tcp,
+    /// `shm://NAME`: a shared-memory ring on one host (ptmp-shm).
     Shm,
 }
 
 impl Transport {
+    /// The scheme before `://` in an address (`"tcp"`).
     pub fn scheme(self) -> &'static str {
         match self {
             Transport::Inproc => "inproc",
@@ -148,11 +174,14 @@ impl Transport {
 /// Whether an endpoint is bound or connected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attach {
+    /// The socket listens at the address (JSON `bind`).
     Bind,
+    /// The socket connects to a peer listening there (JSON `connect`).
     Connect,
 }
 
 impl Attach {
+    /// The JSON key: `"bind"` or `"connect"`.
     pub fn name(self) -> &'static str {
         match self {
             Attach::Bind => "bind",
@@ -164,6 +193,7 @@ impl Attach {
 /// A validated endpoint address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
+    /// The transport the address's scheme names.
     pub transport: Transport,
     /// The address as written, e.g. `tcp://127.0.0.1:5678`.
     pub address: String,
@@ -259,47 +289,35 @@ fn validate_tcp(rest: &str, attach: Attach) -> std::result::Result<(), String> {
 /// JSON is refused, not parsed.
 pub const MAX_DEPTH: usize = 127;
 
-/// Default receive high-water mark, as PTMP.
+/// Default receive high-water mark in messages, as PTMP.
 pub const DEFAULT_HWM: i32 = 1000;
-/// Default time a dropped sender waits for its queue to drain.
-pub const DEFAULT_LINGER_MS: i32 = 2000;
-/// Default bound on waiting for subscribers.
-pub const DEFAULT_SUBSCRIBERS_TIMEOUT_MS: u64 = 10_000;
-
-/// A validated socket configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SocketConfig {
-    pub stype: SocketType,
-    pub bind: Vec<Endpoint>,
-    pub connect: Vec<Endpoint>,
-    /// Receive high-water mark (`rcvhwm`, else `hwm`, else 1000).
-    pub rcvhwm: i32,
-    /// Send high-water mark, if set.
-    pub sndhwm: Option<i32>,
-    pub linger_ms: i32,
-    /// SUB subscription prefixes.
-    pub subscribe: Vec<Vec<u8>>,
-    /// PUB: number of subscribers to wait for before the first send.
-    pub subscribers: usize,
-    pub subscribers_timeout_ms: u64,
-    /// shm:// channels: slots in the ring (a power of two).
-    pub shm_slots: usize,
-    /// shm:// channels: largest message in bytes.
-    pub shm_max_message: usize,
-    /// shm:// PUSH: how long a send may wait for the slowest reader.
-    pub shm_block_timeout_ms: u64,
-    /// shm:// channels: `"private"` (default: mode 0600, this user's only)
-    /// or `"group"` (mode 0660, shared with the segment's group).
-    pub shm_mode: ptmp_shm::Access,
-}
-
-/// Default ring size of an shm:// channel (ptmp-shm's default).
+/// Default time a dropped sender waits for its queue to drain (JSON
+/// `linger_ms: 2000`).
+pub const DEFAULT_LINGER: Duration = Duration::from_millis(2000);
+/// Default bound on a PUB waiting for its subscribers (JSON
+/// `subscribers_timeout_ms: 10000`).
+pub const DEFAULT_SUBSCRIBERS_TIMEOUT: Duration = Duration::from_millis(10_000);
+/// Default ring size of an shm:// channel, in slots (ptmp-shm's default).
 pub const DEFAULT_SHM_SLOTS: usize = ptmp_shm::DEFAULT_SLOTS;
-/// Default largest message of an shm:// channel (a TPSet of about 1500 TPs).
+/// Default largest message of an shm:// channel in bytes (a TPSet of
+/// about 1500 TPs).
 pub const DEFAULT_SHM_MAX_MESSAGE: usize = 65536;
 /// Default bound on an shm:// PUSH waiting for its slowest reader
 /// (ptmp-shm's default).
-pub const DEFAULT_SHM_BLOCK_TIMEOUT_MS: u64 = ptmp_shm::DEFAULT_BLOCK_TIMEOUT.as_millis() as u64;
+pub const DEFAULT_SHM_BLOCK_TIMEOUT: Duration = ptmp_shm::DEFAULT_BLOCK_TIMEOUT;
+
+// The valid range of every integer key, in the unit JSON writes it. Both
+// the JSON reader and the builder check against these, so a limit is
+// stated once.
+const HWM_RANGE: (i64, i64) = (0, i32::MAX as i64);
+const LINGER_MS_RANGE: (i64, i64) = (-1, i32::MAX as i64);
+const SUBSCRIBERS_RANGE: (i64, i64) = (0, 1 << 20);
+const TIMEOUT_MS_RANGE: (i64, i64) = (0, i64::MAX);
+const SHM_SLOTS_RANGE: (i64, i64) = (ptmp_shm::MIN_SLOTS as i64, ptmp_shm::MAX_SLOTS as i64);
+const SHM_MAX_MESSAGE_RANGE: (i64, i64) = (1, ptmp_shm::MAX_MESSAGE_LIMIT as i64);
+
+const SHM_MODES: &[&str] = &["private", "group"];
+const SHM_MODE_REASON: &str = "must be \"private\" (mode 0600, this user only) or \"group\" (mode 0660, shared with the segment's group)";
 
 const KNOWN_KEYS: &[&str] = &[
     "type",
@@ -318,39 +336,313 @@ const KNOWN_KEYS: &[&str] = &[
     "shm_mode",
 ];
 
-impl SocketConfig {
-    /// A configuration with defaults and the given endpoints (validated).
-    pub fn new(stype: SocketType, attach: Attach, endpoints: &[impl AsRef<str>]) -> Result<Self> {
-        let key = format!("socket.{}", attach.name());
-        let eps = endpoints
-            .iter()
-            .enumerate()
-            .map(|(i, e)| Endpoint::parse(e.as_ref(), attach, &format!("{key}[{i}]")))
-            .collect::<Result<Vec<_>>>()?;
-        let (bind, connect) = match attach {
-            Attach::Bind => (eps, vec![]),
-            Attach::Connect => (vec![], eps),
+/// Settings of the shared-memory transport, used by `shm://` endpoints
+/// only (JSON keys `shm_slots`, `shm_max_message`, `shm_block_timeout_ms`
+/// and `shm_mode`). [`SocketConfigBuilder::build`] checks them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmSettings {
+    /// Slots in the ring: a power of two from [`ptmp_shm::MIN_SLOTS`] to
+    /// [`ptmp_shm::MAX_SLOTS`]. Set by the writer; a reader takes the
+    /// writer's.
+    pub slots: usize,
+    /// Largest message in bytes, from 1 to [`ptmp_shm::MAX_MESSAGE_LIMIT`].
+    pub max_message: usize,
+    /// How long a PUSH writer waits for its slowest reader to free a slot
+    /// before the send fails; whole milliseconds count.
+    pub block_timeout: Duration,
+    /// Who may use the segment: [`ptmp_shm::Access::Private`] (mode 0600,
+    /// the default) or [`ptmp_shm::Access::Group`] (mode 0660).
+    pub mode: ptmp_shm::Access,
+}
+
+impl Default for ShmSettings {
+    fn default() -> Self {
+        ShmSettings {
+            slots: DEFAULT_SHM_SLOTS,
+            max_message: DEFAULT_SHM_MAX_MESSAGE,
+            block_timeout: DEFAULT_SHM_BLOCK_TIMEOUT,
+            mode: ptmp_shm::Access::Private,
+        }
+    }
+}
+
+/// A validated socket configuration.
+///
+/// Made by parsing PTMP's JSON ([`SocketConfig::from_json`], also
+/// [`str::parse`]) or by [`SocketConfig::builder`]; both check the same
+/// rules, so a value of this type is always usable by a
+/// [`Sender`](crate::Sender) or [`Receiver`](crate::Receiver) of a
+/// matching type. [`SocketConfig::to_json`] writes it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketConfig {
+    stype: SocketType,
+    bind: Vec<Endpoint>,
+    connect: Vec<Endpoint>,
+    rcvhwm: i32,
+    sndhwm: Option<i32>,
+    linger: Option<Duration>,
+    subscribe: Vec<Vec<u8>>,
+    subscribers: usize,
+    subscribers_timeout: Duration,
+    shm: ShmSettings,
+}
+
+/// Builds a [`SocketConfig`] in Rust, checked by [`Self::build`] against
+/// the same rules as the JSON.
+///
+/// ```
+/// use ptmp::{SocketConfig, SocketType};
+/// use std::time::Duration;
+/// let c = SocketConfig::builder(SocketType::Push)
+///     .bind("tcp://127.0.0.1:5678")
+///     .hwm(1000)
+///     .linger(Some(Duration::from_millis(500)))
+///     .build()?;
+/// assert_eq!(c.linger(), Some(Duration::from_millis(500)));
+/// assert!(SocketConfig::builder(SocketType::Push).build().is_err()); // no endpoint
+/// # Ok::<(), ptmp::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct SocketConfigBuilder {
+    cfg: SocketConfig,
+    /// `subscribe` was given (the default subscribes to everything).
+    subscribe_set: bool,
+    /// The first endpoint that did not parse, reported by `build`.
+    error: Option<Error>,
+}
+
+impl SocketConfigBuilder {
+    fn endpoint(mut self, attach: Attach, address: &str) -> Self {
+        let list = match attach {
+            Attach::Bind => &mut self.cfg.bind,
+            Attach::Connect => &mut self.cfg.connect,
         };
-        let c = SocketConfig {
-            stype,
-            bind,
-            connect,
-            rcvhwm: DEFAULT_HWM,
-            sndhwm: None,
-            linger_ms: DEFAULT_LINGER_MS,
-            subscribe: vec![Vec::new()],
-            subscribers: 0,
-            subscribers_timeout_ms: DEFAULT_SUBSCRIBERS_TIMEOUT_MS,
-            shm_slots: DEFAULT_SHM_SLOTS,
-            shm_max_message: DEFAULT_SHM_MAX_MESSAGE,
-            shm_block_timeout_ms: DEFAULT_SHM_BLOCK_TIMEOUT_MS,
-            shm_mode: ptmp_shm::Access::Private,
-        };
+        let key = format!("socket.{}[{}]", attach.name(), list.len());
+        match Endpoint::parse(address, attach, &key) {
+            Ok(e) => list.push(e),
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+        self
+    }
+
+    /// Add an endpoint to bind (checked: see the module's endpoint forms).
+    pub fn bind(self, address: impl AsRef<str>) -> Self {
+        self.endpoint(Attach::Bind, address.as_ref())
+    }
+
+    /// Add an endpoint to connect to.
+    pub fn connect(self, address: impl AsRef<str>) -> Self {
+        self.endpoint(Attach::Connect, address.as_ref())
+    }
+
+    /// The receive high-water mark in messages (JSON `hwm` or `rcvhwm`;
+    /// default [`DEFAULT_HWM`]); 0 means no limit, as in ZeroMQ.
+    pub fn hwm(mut self, messages: i32) -> Self {
+        self.cfg.rcvhwm = messages;
+        self
+    }
+
+    /// The send high-water mark in messages (JSON `sndhwm`; default:
+    /// libzmq's).
+    pub fn sndhwm(mut self, messages: i32) -> Self {
+        self.cfg.sndhwm = Some(messages);
+        self
+    }
+
+    /// How long dropping a sender waits for what it queued to leave: `None`
+    /// waits without limit (JSON `linger_ms: -1`), `Some(ZERO)` does not
+    /// wait. Whole milliseconds count; at most `i32::MAX` of them.
+    pub fn linger(mut self, linger: Option<Duration>) -> Self {
+        self.cfg.linger = linger;
+        self
+    }
+
+    /// Add a SUB subscription prefix. Without any, a SUB subscribes to
+    /// everything (the prefix `""`); only SUB sockets may subscribe.
+    pub fn subscribe(mut self, prefix: impl Into<Vec<u8>>) -> Self {
+        if !self.subscribe_set {
+            self.cfg.subscribe.clear();
+            self.subscribe_set = true;
+        }
+        self.cfg.subscribe.push(prefix.into());
+        self
+    }
+
+    fn subscriptions(mut self, prefixes: Vec<Vec<u8>>) -> Self {
+        self.cfg.subscribe = prefixes;
+        self.subscribe_set = true;
+        self
+    }
+
+    /// PUB only: wait for this many subscribers before the first send
+    /// (at most 2^20; 0, the default, does not wait).
+    pub fn subscribers(mut self, count: usize) -> Self {
+        self.cfg.subscribers = count;
+        self
+    }
+
+    /// How long that wait may last before the send fails with
+    /// [`Error::Timeout`] (default [`DEFAULT_SUBSCRIBERS_TIMEOUT`]).
+    pub fn subscribers_timeout(mut self, timeout: Duration) -> Self {
+        self.cfg.subscribers_timeout = timeout;
+        self
+    }
+
+    /// The settings of `shm://` endpoints (default
+    /// [`ShmSettings::default`]).
+    pub fn shm(mut self, shm: ShmSettings) -> Self {
+        self.cfg.shm = shm;
+        self
+    }
+
+    /// Check everything and return the configuration, or the first problem
+    /// as [`Error::Config`] naming the JSON key that holds it (e.g.
+    /// `socket.shm_slots = 12: must be a power of two`).
+    pub fn build(self) -> Result<SocketConfig> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut c = self.cfg;
+        check_int("hwm", c.rcvhwm as i128, HWM_RANGE)?;
+        if let Some(h) = c.sndhwm {
+            check_int("sndhwm", h as i128, HWM_RANGE)?;
+        }
+        if let Some(l) = c.linger {
+            check_int("linger_ms", l.as_millis() as i128, LINGER_MS_RANGE)?;
+            c.linger = Some(whole_ms(l));
+        }
+        check_int("subscribers", c.subscribers as i128, SUBSCRIBERS_RANGE)?;
+        check_int(
+            "subscribers_timeout_ms",
+            c.subscribers_timeout.as_millis() as i128,
+            TIMEOUT_MS_RANGE,
+        )?;
+        c.subscribers_timeout = whole_ms(c.subscribers_timeout);
+        check_int("shm_slots", c.shm.slots as i128, SHM_SLOTS_RANGE)?;
+        if !c.shm.slots.is_power_of_two() {
+            return Err(Error::config(
+                "socket.shm_slots",
+                c.shm.slots.to_string(),
+                "must be a power of two",
+            ));
+        }
+        check_int(
+            "shm_max_message",
+            c.shm.max_message as i128,
+            SHM_MAX_MESSAGE_RANGE,
+        )?;
+        check_int(
+            "shm_block_timeout_ms",
+            c.shm.block_timeout.as_millis() as i128,
+            TIMEOUT_MS_RANGE,
+        )?;
+        c.shm.block_timeout = whole_ms(c.shm.block_timeout);
+        if self.subscribe_set && !matches!(c.stype, SocketType::Sub | SocketType::XSub) {
+            let shown: Vec<String> = c
+                .subscribe
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect();
+            return Err(Error::config(
+                "socket.subscribe",
+                Value::from(shown).to_string(),
+                format!("only a SUB socket subscribes, this one is {}", c.stype),
+            ));
+        }
+        if c.subscribers > 0 && !matches!(c.stype, SocketType::Pub | SocketType::XPub) {
+            return Err(Error::config(
+                "socket.subscribers",
+                c.subscribers.to_string(),
+                format!(
+                    "only a PUB socket waits for subscribers, this one is {}",
+                    c.stype
+                ),
+            ));
+        }
         c.check_endpoints()?;
         Ok(c)
     }
+}
 
-    /// Parse a JSON text: `{"socket": {...}}`.
+/// `d` without its sub-millisecond part: the JSON holds milliseconds, and
+/// a configuration must read back as it was built.
+fn whole_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis().min(u64::MAX as u128) as u64)
+}
+
+fn range_reason((min, max): (i64, i64)) -> String {
+    format!("must be an integer from {min} to {max}")
+}
+
+fn check_int(key: &str, n: i128, range: (i64, i64)) -> Result<()> {
+    if (range.0 as i128..=range.1 as i128).contains(&n) {
+        Ok(())
+    } else {
+        Err(Error::config(
+            format!("socket.{key}"),
+            n.to_string(),
+            range_reason(range),
+        ))
+    }
+}
+
+/// A reader's error as the socket config words it (the reader's own
+/// wording).
+fn field_error(e: Box<FieldError>) -> Error {
+    Error::from(e)
+}
+
+/// An integer key of the socket object, in `range`.
+fn int(s: &Object<'_>, key: &str, range: (i64, i64)) -> Result<Option<i64>> {
+    s.int_in(key, range.0, range.1)
+        .map_err(|e| Error::config(e.location(), e.value, range_reason(range)))
+}
+
+impl SocketConfig {
+    /// A builder for a socket of type `stype`, with every other setting at
+    /// its default and no endpoint yet.
+    pub fn builder(stype: SocketType) -> SocketConfigBuilder {
+        SocketConfigBuilder {
+            cfg: SocketConfig {
+                stype,
+                bind: vec![],
+                connect: vec![],
+                rcvhwm: DEFAULT_HWM,
+                sndhwm: None,
+                linger: Some(DEFAULT_LINGER),
+                subscribe: vec![Vec::new()],
+                subscribers: 0,
+                subscribers_timeout: DEFAULT_SUBSCRIBERS_TIMEOUT,
+                shm: ShmSettings::default(),
+            },
+            subscribe_set: false,
+            error: None,
+        }
+    }
+
+    /// A builder holding this configuration, to change some settings of
+    /// it; `build` checks the result again.
+    pub fn to_builder(&self) -> SocketConfigBuilder {
+        SocketConfigBuilder {
+            subscribe_set: self.subscribe != [Vec::<u8>::new()],
+            cfg: self.clone(),
+            error: None,
+        }
+    }
+
+    /// A configuration with defaults and the given endpoints, all bound or
+    /// all connected; errors name `socket.bind[i]` or `socket.connect[i]`.
+    pub fn new(stype: SocketType, attach: Attach, endpoints: &[impl AsRef<str>]) -> Result<Self> {
+        endpoints
+            .iter()
+            .fold(Self::builder(stype), |b, e| b.endpoint(attach, e.as_ref()))
+            .build()
+    }
+
+    /// Parse a JSON text: `{"socket": {...}}`. Errors are
+    /// [`Error::Config`] naming the key and the value.
     pub fn from_json(text: &str) -> Result<Self> {
         let v: Value = serde_json::from_str(text).map_err(|e| {
             let reason = if e.to_string().starts_with("recursion limit exceeded") {
@@ -375,20 +667,10 @@ impl SocketConfig {
         let sock = obj.get("socket").ok_or_else(|| {
             Error::config("socket", "(missing)", "the config has no \"socket\" object")
         })?;
-        let s = sock
-            .as_object()
-            .ok_or_else(|| Error::config("socket", sock.to_string(), "must be an object"))?;
-        for k in s.keys() {
-            if !KNOWN_KEYS.contains(&k.as_str()) {
-                return Err(Error::config(
-                    format!("socket.{k}"),
-                    s[k].to_string(),
-                    format!("unknown key; known keys are {}", KNOWN_KEYS.join(", ")),
-                ));
-            }
-        }
+        let s = Object::new("socket", sock, Options::default()).map_err(field_error)?;
+        s.only(KNOWN_KEYS).map_err(field_error)?;
         let tv = s
-            .get("type")
+            .raw("type")
             .ok_or_else(|| Error::config("socket.type", "(missing)", "a socket needs a type"))?;
         let tname = tv
             .as_str()
@@ -403,103 +685,74 @@ impl SocketConfig {
                 ),
             )
         })?;
-        let bind = endpoints(s, "bind", Attach::Bind)?;
-        let connect = endpoints(s, "connect", Attach::Connect)?;
-        let hwm = int(s, "hwm", 0, i32::MAX as i64)?.map(|x| x as i32);
-        let rcvhwm = int(s, "rcvhwm", 0, i32::MAX as i64)?.map(|x| x as i32);
-        let sndhwm = int(s, "sndhwm", 0, i32::MAX as i64)?.map(|x| x as i32);
-        let linger_ms = int(s, "linger_ms", -1, i32::MAX as i64)?
-            .map(|x| x as i32)
-            .unwrap_or(DEFAULT_LINGER_MS);
-        let subscribers = int(s, "subscribers", 0, 1 << 20)?.unwrap_or(0) as usize;
-        let subscribers_timeout_ms = int(s, "subscribers_timeout_ms", 0, i64::MAX)?
-            .map(|x| x as u64)
-            .unwrap_or(DEFAULT_SUBSCRIBERS_TIMEOUT_MS);
-        let shm_slots = int(
-            s,
-            "shm_slots",
-            ptmp_shm::MIN_SLOTS as i64,
-            ptmp_shm::MAX_SLOTS as i64,
-        )?
-        .map_or(DEFAULT_SHM_SLOTS, |x| x as usize);
-        if !shm_slots.is_power_of_two() {
-            return Err(Error::config(
-                "socket.shm_slots",
-                shm_slots.to_string(),
-                "must be a power of two",
-            ));
+        let mut b = Self::builder(stype);
+        for attach in [Attach::Bind, Attach::Connect] {
+            for e in endpoints(&s, attach)? {
+                match attach {
+                    Attach::Bind => b.cfg.bind.push(e),
+                    Attach::Connect => b.cfg.connect.push(e),
+                }
+            }
         }
-        let shm_max_message = int(s, "shm_max_message", 1, ptmp_shm::MAX_MESSAGE_LIMIT as i64)?
-            .map_or(DEFAULT_SHM_MAX_MESSAGE, |x| x as usize);
-        let shm_block_timeout_ms = int(s, "shm_block_timeout_ms", 0, i64::MAX)?
-            .map_or(DEFAULT_SHM_BLOCK_TIMEOUT_MS, |x| x as u64);
-        let shm_mode = match s.get("shm_mode") {
-            None => ptmp_shm::Access::Private,
-            Some(Value::String(m)) if m == "private" => ptmp_shm::Access::Private,
-            Some(Value::String(m)) if m == "group" => ptmp_shm::Access::Group,
-            Some(other) => {
-                return Err(Error::config(
-                    "socket.shm_mode",
-                    other.to_string(),
-                    "must be \"private\" (mode 0600, this user only) or \"group\" (mode 0660, shared with the segment's group)",
-                ))
-            }
+        let hwm = int(&s, "hwm", HWM_RANGE)?;
+        let rcvhwm = int(&s, "rcvhwm", HWM_RANGE)?;
+        if let Some(h) = rcvhwm.or(hwm) {
+            b = b.hwm(h as i32);
+        }
+        if let Some(h) = int(&s, "sndhwm", HWM_RANGE)? {
+            b = b.sndhwm(h as i32);
+        }
+        if let Some(l) = int(&s, "linger_ms", LINGER_MS_RANGE)? {
+            b = b.linger((l >= 0).then(|| Duration::from_millis(l as u64)));
+        }
+        if let Some(k) = int(&s, "subscribers", SUBSCRIBERS_RANGE)? {
+            b = b.subscribers(k as usize);
+        }
+        if let Some(t) = int(&s, "subscribers_timeout_ms", TIMEOUT_MS_RANGE)? {
+            b = b.subscribers_timeout(Duration::from_millis(t as u64));
+        }
+        let mut shm = ShmSettings::default();
+        if let Some(n) = int(&s, "shm_slots", SHM_SLOTS_RANGE)? {
+            shm.slots = n as usize;
+        }
+        if let Some(n) = int(&s, "shm_max_message", SHM_MAX_MESSAGE_RANGE)? {
+            shm.max_message = n as usize;
+        }
+        if let Some(t) = int(&s, "shm_block_timeout_ms", TIMEOUT_MS_RANGE)? {
+            shm.block_timeout = Duration::from_millis(t as u64);
+        }
+        let bad_mode = |value: String| Error::config("socket.shm_mode", value, SHM_MODE_REASON);
+        if s.raw("shm_mode").is_some_and(Value::is_null) {
+            return Err(bad_mode("null".into()));
+        }
+        shm.mode = match s.choice("shm_mode", SHM_MODES) {
+            Ok(None | Some("private")) => ptmp_shm::Access::Private,
+            Ok(Some(_)) => ptmp_shm::Access::Group,
+            Err(e) => return Err(bad_mode(e.value)),
         };
-        let subscribe = match s.get("subscribe") {
-            None => vec![Vec::new()],
-            Some(Value::String(p)) => vec![p.as_bytes().to_vec()],
-            Some(Value::Array(a)) => a
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    p.as_str().map(|p| p.as_bytes().to_vec()).ok_or_else(|| {
-                        Error::config(
-                            format!("socket.subscribe[{i}]"),
-                            p.to_string(),
-                            "must be a string",
-                        )
-                    })
-                })
-                .collect::<Result<_>>()?,
-            Some(other) => {
-                return Err(Error::config(
-                    "socket.subscribe",
-                    other.to_string(),
-                    "must be a string or a list of strings",
-                ))
-            }
-        };
-        if s.contains_key("subscribe") && !matches!(stype, SocketType::Sub | SocketType::XSub) {
+        b = b.shm(shm);
+        if s.raw("subscribe").is_some_and(Value::is_null) {
             return Err(Error::config(
                 "socket.subscribe",
-                s["subscribe"].to_string(),
-                format!("only a SUB socket subscribes, this one is {stype}"),
+                "null",
+                "must be a string or a list of strings",
             ));
         }
-        if subscribers > 0 && !matches!(stype, SocketType::Pub | SocketType::XPub) {
-            return Err(Error::config(
-                "socket.subscribers",
-                subscribers.to_string(),
-                format!("only a PUB socket waits for subscribers, this one is {stype}"),
-            ));
+        if let Some(list) = s
+            .strings("subscribe", Empty::Allowed)
+            .map_err(field_error)?
+        {
+            if !matches!(stype, SocketType::Sub | SocketType::XSub) {
+                // Named as written, which the builder cannot know.
+                return Err(Error::config(
+                    "socket.subscribe",
+                    s.map()["subscribe"].to_string(),
+                    format!("only a SUB socket subscribes, this one is {stype}"),
+                ));
+            }
+            b = b.subscriptions(list.iter().map(|p| p.as_bytes().to_vec()).collect());
         }
-        let c = SocketConfig {
-            stype,
-            bind,
-            connect,
-            rcvhwm: rcvhwm.or(hwm).unwrap_or(DEFAULT_HWM),
-            sndhwm,
-            linger_ms,
-            subscribe,
-            subscribers,
-            subscribers_timeout_ms,
-            shm_slots,
-            shm_max_message,
-            shm_block_timeout_ms,
-            shm_mode,
-        };
-        c.check_endpoints()?;
-        Ok(c)
+        b.build()
     }
 
     fn check_endpoints(&self) -> Result<()> {
@@ -522,12 +775,71 @@ impl SocketConfig {
         Ok(())
     }
 
+    /// The socket type (JSON `type`).
+    pub fn socket_type(&self) -> SocketType {
+        self.stype
+    }
+
+    /// Endpoints to bind, in order (JSON `bind`).
+    pub fn bind(&self) -> &[Endpoint] {
+        &self.bind
+    }
+
+    /// Endpoints to connect to, in order (JSON `connect`).
+    pub fn connect(&self) -> &[Endpoint] {
+        &self.connect
+    }
+
     /// All endpoints with how each is attached, binds first.
     pub fn endpoints(&self) -> impl Iterator<Item = (Attach, &Endpoint)> {
         self.bind
             .iter()
             .map(|e| (Attach::Bind, e))
             .chain(self.connect.iter().map(|e| (Attach::Connect, e)))
+    }
+
+    /// Receive high-water mark in messages (`rcvhwm`, else `hwm`, else
+    /// [`DEFAULT_HWM`]); 0 means no limit.
+    pub fn rcvhwm(&self) -> i32 {
+        self.rcvhwm
+    }
+
+    /// Send high-water mark in messages; `None` leaves libzmq's default.
+    pub fn sndhwm(&self) -> Option<i32> {
+        self.sndhwm
+    }
+
+    /// How long dropping a sender waits for its queue to drain; `None`
+    /// waits without limit.
+    pub fn linger(&self) -> Option<Duration> {
+        self.linger
+    }
+
+    /// The linger as ZeroMQ takes it: milliseconds, -1 for no limit.
+    pub(crate) fn linger_ms(&self) -> i32 {
+        // build() keeps it within i32 milliseconds.
+        self.linger.map_or(-1, |d| d.as_millis() as i32)
+    }
+
+    /// SUB subscription prefixes; `[""]` (the default) subscribes to
+    /// everything, an empty list to nothing.
+    pub fn subscribe(&self) -> &[Vec<u8>] {
+        &self.subscribe
+    }
+
+    /// PUB: subscribers to wait for before the first send; 0 does not wait.
+    pub fn subscribers(&self) -> usize {
+        self.subscribers
+    }
+
+    /// How long a PUB waits for [`Self::subscribers`] before failing.
+    pub fn subscribers_timeout(&self) -> Duration {
+        self.subscribers_timeout
+    }
+
+    /// The settings `shm://` endpoints use.
+    pub fn shm(&self) -> &ShmSettings {
+        &self.shm
     }
 
     /// A one-line description: type and endpoints.
@@ -539,13 +851,33 @@ impl SocketConfig {
         format!("{} {}", self.stype, eps.join(","))
     }
 
+    /// One configuration per endpoint, binds first: each has this one's
+    /// settings and that endpoint alone (a merge opens a socket per input
+    /// stream this way).
+    pub fn per_endpoint(&self) -> Vec<SocketConfig> {
+        self.endpoints()
+            .map(|(attach, ep)| {
+                let (bind, connect) = match attach {
+                    Attach::Bind => (vec![ep.clone()], vec![]),
+                    Attach::Connect => (vec![], vec![ep.clone()]),
+                };
+                SocketConfig {
+                    bind,
+                    connect,
+                    ..self.clone()
+                }
+            })
+            .collect()
+    }
+
     /// True when any endpoint uses `t`.
     pub fn uses(&self, t: Transport) -> bool {
         self.endpoints().any(|(_, e)| e.transport == t)
     }
 
     /// The configuration as PTMP-style JSON (ptmp's extra keys included when
-    /// they differ from their defaults).
+    /// they differ from their defaults); [`Self::from_value`] reads it back
+    /// to an equal configuration.
     pub fn to_json(&self) -> Value {
         let mut s = serde_json::Map::new();
         s.insert("type".into(), self.stype.name().into());
@@ -561,8 +893,8 @@ impl SocketConfig {
         if let Some(h) = self.sndhwm {
             s.insert("sndhwm".into(), h.into());
         }
-        if self.linger_ms != DEFAULT_LINGER_MS {
-            s.insert("linger_ms".into(), self.linger_ms.into());
+        if self.linger != Some(DEFAULT_LINGER) {
+            s.insert("linger_ms".into(), self.linger_ms().into());
         }
         if self.subscribe != [Vec::<u8>::new()] {
             s.insert(
@@ -573,26 +905,26 @@ impl SocketConfig {
                     .collect(),
             );
         }
-        if self.shm_slots != DEFAULT_SHM_SLOTS {
-            s.insert("shm_slots".into(), self.shm_slots.into());
+        if self.shm.slots != DEFAULT_SHM_SLOTS {
+            s.insert("shm_slots".into(), self.shm.slots.into());
         }
-        if self.shm_max_message != DEFAULT_SHM_MAX_MESSAGE {
-            s.insert("shm_max_message".into(), self.shm_max_message.into());
+        if self.shm.max_message != DEFAULT_SHM_MAX_MESSAGE {
+            s.insert("shm_max_message".into(), self.shm.max_message.into());
         }
-        if self.shm_mode == ptmp_shm::Access::Group {
+        if self.shm.mode == ptmp_shm::Access::Group {
             s.insert("shm_mode".into(), "group".into());
         }
-        if self.shm_block_timeout_ms != DEFAULT_SHM_BLOCK_TIMEOUT_MS {
+        if self.shm.block_timeout != DEFAULT_SHM_BLOCK_TIMEOUT {
             s.insert(
                 "shm_block_timeout_ms".into(),
-                self.shm_block_timeout_ms.into(),
+                (self.shm.block_timeout.as_millis() as u64).into(),
             );
         }
         if self.subscribers > 0 {
             s.insert("subscribers".into(), self.subscribers.into());
             s.insert(
                 "subscribers_timeout_ms".into(),
-                self.subscribers_timeout_ms.into(),
+                (self.subscribers_timeout.as_millis() as u64).into(),
             );
         }
         serde_json::json!({ "socket": s })
@@ -601,51 +933,34 @@ impl SocketConfig {
 
 impl std::str::FromStr for SocketConfig {
     type Err = Error;
+    /// [`SocketConfig::from_json`].
     fn from_str(s: &str) -> Result<Self> {
         Self::from_json(s)
     }
 }
 
-fn endpoints(
-    s: &serde_json::Map<String, Value>,
-    key: &str,
-    attach: Attach,
-) -> Result<Vec<Endpoint>> {
-    let full = format!("socket.{key}");
-    match s.get(key) {
-        None | Some(Value::Null) => Ok(vec![]),
-        Some(Value::String(a)) => Ok(vec![Endpoint::parse(a, attach, &full)?]),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let k = format!("{full}[{i}]");
-                let a = v.as_str().ok_or_else(|| {
-                    Error::config(&k, v.to_string(), "an endpoint must be a string")
-                })?;
-                Endpoint::parse(a, attach, &k)
-            })
-            .collect(),
-        Some(other) => Err(Error::config(
-            full,
-            other.to_string(),
-            "must be an endpoint string or a list of them",
-        )),
+/// The `bind` or `connect` key: an endpoint string or a list of them.
+fn endpoints(s: &Object<'_>, attach: Attach) -> Result<Vec<Endpoint>> {
+    let key = attach.name();
+    let full = s.key_path(key);
+    let Some(v) = s.get(key) else {
+        return Ok(vec![]);
+    };
+    if let Value::String(a) = v {
+        return Ok(vec![Endpoint::parse(a, attach, &full)?]);
     }
-}
-
-fn int(s: &serde_json::Map<String, Value>, key: &str, min: i64, max: i64) -> Result<Option<i64>> {
-    match s.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_i64() {
-            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(Error::config(
-                format!("socket.{key}"),
-                v.to_string(),
-                format!("must be an integer from {min} to {max}"),
-            )),
-        },
-    }
+    let list = s.strings_of(key, v, Empty::Allowed).map_err(|e| {
+        let reason = if e.index.is_some() {
+            "an endpoint must be a string"
+        } else {
+            "must be an endpoint string or a list of them"
+        };
+        Error::config(e.location(), e.value, reason)
+    })?;
+    list.iter()
+        .enumerate()
+        .map(|(i, a)| Endpoint::parse(a, attach, &format!("{full}[{i}]")))
+        .collect()
 }
 
 fn abbreviate(s: &str) -> String {
@@ -687,7 +1002,7 @@ mod tests {
                 "linger_ms":-1,"subscribe":["a","b"]}}"#,
         )
         .unwrap();
-        assert_eq!((c.rcvhwm, c.sndhwm, c.linger_ms), (7, Some(9), -1));
+        assert_eq!((c.rcvhwm, c.sndhwm, c.linger), (7, Some(9), None));
         assert_eq!(c.subscribe, vec![b"a".to_vec(), b"b".to_vec()]);
         let c = SocketConfig::from_json(
             r#"{"socket":{"type":"PUB","bind":["inproc://a","tcp://[::1]:7000"],"subscribers":2}}"#,
@@ -743,6 +1058,59 @@ mod tests {
         assert!(e.contains("socket.bind[0] = 5"), "{e}");
         let e = err(r#"[1,2]"#);
         assert!(e.contains("JSON object"), "{e}");
+    }
+
+    #[test]
+    fn builder_matches_json() {
+        let built = SocketConfig::builder(SocketType::Sub)
+            .connect("ipc:///tmp/x")
+            .hwm(7)
+            .sndhwm(9)
+            .linger(None)
+            .subscribe("a")
+            .subscribe("b")
+            .shm(ShmSettings {
+                slots: 64,
+                block_timeout: Duration::from_micros(20_500),
+                ..Default::default()
+            })
+            .build()
+            .unwrap();
+        let parsed: SocketConfig = r#"{"socket":{"type":"SUB","connect":"ipc:///tmp/x","rcvhwm":7,
+            "sndhwm":9,"linger_ms":-1,"subscribe":["a","b"],"shm_slots":64,"shm_block_timeout_ms":20}}"#
+            .parse()
+            .unwrap();
+        assert_eq!(built, parsed);
+        assert_eq!(built.shm().block_timeout, Duration::from_millis(20));
+        assert_eq!(SocketConfig::from_value(&built.to_json()).unwrap(), built);
+        let again = built.to_builder().hwm(3).build().unwrap();
+        assert_eq!((again.rcvhwm(), again.subscribe().len()), (3, 2));
+    }
+
+    #[test]
+    fn builder_errors_read_as_json_errors() {
+        let b = || SocketConfig::builder(SocketType::Push).bind("tcp://*:1");
+        let e = |r: Result<SocketConfig>| r.unwrap_err().to_string();
+        assert_eq!(
+            e(b()
+                .shm(ShmSettings {
+                    slots: 12,
+                    ..Default::default()
+                })
+                .build()),
+            "invalid config: socket.shm_slots = 12: must be a power of two"
+        );
+        assert_eq!(
+            e(b().hwm(-3).build()),
+            "invalid config: socket.hwm = -3: must be an integer from 0 to 2147483647"
+        );
+        assert!(
+            e(b().linger(Some(Duration::from_secs(1 << 40))).build()).contains("socket.linger_ms")
+        );
+        assert!(e(b().subscribe("x").build()).contains("only a SUB socket subscribes"));
+        assert!(e(b().subscribers(2).build()).contains("socket.subscribers = 2"));
+        assert!(e(b().connect("tcp://*:5").build()).contains("socket.connect[0]"));
+        assert!(e(SocketConfig::builder(SocketType::Push).build()).contains("no endpoint"));
     }
 
     #[test]

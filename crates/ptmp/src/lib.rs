@@ -7,6 +7,8 @@
 //!
 //! Layers, bottom up:
 //! * `ptmp-data`: schema, codec, wire and dump formats (no transport);
+//! * [`fields`]: typed, path-aware reading of JSON configuration objects,
+//!   shared by the socket config, the agents and the graphs;
 //! * [`config`]: the socket configuration front, which names the transport of
 //!   each endpoint (`inproc`, `ipc`, `tcp`, and `shm` for the shared-memory
 //!   transport) so a configuration changes transport by changing an address;
@@ -19,10 +21,15 @@
 //!   chosen by the address, so callers never see which.
 //!
 //! ```no_run
-//! use ptmp::{Receiver, Sender, TPSet};
+//! use ptmp::{Receiver, Sender, SocketConfig, SocketType, TPSet};
 //! use std::time::Duration;
-//! let mut tx = Sender::new(r#"{"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:5678"]}}"#)?;
-//! let mut rx = Receiver::new(r#"{"socket":{"type":"PULL","connect":["tcp://127.0.0.1:5678"]}}"#)?;
+//! // From PTMP's JSON ...
+//! let mut tx = Sender::from_json(r#"{"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:5678"]}}"#)?;
+//! // ... or built in Rust, checked by the same rules.
+//! let rx_cfg = SocketConfig::builder(SocketType::Pull)
+//!     .connect("tcp://127.0.0.1:5678")
+//!     .build()?;
+//! let mut rx = Receiver::new(rx_cfg)?;
 //! tx.send(&TPSet { count: 1, ..Default::default() })?;
 //! let got = rx.recv(Some(Duration::from_secs(1)))?;
 //! assert_eq!(got.map(|t| t.count), Some(1));
@@ -38,7 +45,9 @@ pub mod sender;
 mod shm;
 pub mod socket;
 
-pub use config::{Attach, Endpoint, SocketConfig, SocketType, Transport};
+pub use config::{
+    Attach, Endpoint, ShmSettings, SocketConfig, SocketConfigBuilder, SocketType, Transport,
+};
 pub use error::{Error, Result};
 pub use ptmp_data::{self as data, Frames, TPSet, TrigPrim, WireError};
 pub use receiver::Receiver;

@@ -38,26 +38,24 @@ struct ZmqRx {
 }
 
 impl Receiver {
-    /// Create from a JSON config text (`{"socket": {...}}`).
-    pub fn new(config: &str) -> Result<Self> {
-        Self::from_config(&SocketConfig::from_json(config)?)
-    }
-
-    /// Create from a parsed config.
-    pub fn from_config(cfg: &SocketConfig) -> Result<Self> {
-        if !cfg.stype.can_recv() {
+    /// Open a receiver: bind and connect its endpoints (subscribing, for
+    /// SUB). Fails with [`Error::Config`] when the type cannot receive
+    /// (only PAIR, SUB and PULL can), [`Error::Bind`] or [`Error::Connect`]
+    /// when an endpoint cannot be attached.
+    pub fn new(cfg: SocketConfig) -> Result<Self> {
+        if !cfg.socket_type().can_recv() {
             return Err(Error::config(
                 "socket.type",
-                format!("{:?}", cfg.stype.name()),
+                format!("{:?}", cfg.socket_type().name()),
                 "a receiver needs a PAIR, SUB or PULL socket",
             ));
         }
-        let (link, bound) = match shm::channel(cfg, false)? {
+        let (link, bound) = match shm::channel(&cfg, false)? {
             Some((key, name, policy)) => {
-                (Link::Shm(ShmRx::open(cfg, &key, &name, policy)?), vec![])
+                (Link::Shm(ShmRx::open(&cfg, &key, &name, policy)?), vec![])
             }
             None => {
-                let b = build(cfg, Role::Recv)?;
+                let b = build(&cfg, Role::Recv)?;
                 let z = ZmqRx {
                     sock: b.sock,
                     m0: zmq::Message::new(),
@@ -69,13 +67,20 @@ impl Receiver {
         };
         Ok(Receiver {
             link,
-            cfg: cfg.clone(),
+            cfg,
             received: 0,
             errors: 0,
             bound,
         })
     }
 
+    /// Parse a JSON config text (`{"socket": {...}}`) and open a receiver
+    /// on it: [`SocketConfig::from_json`], then [`Receiver::new`].
+    pub fn from_json(config: &str) -> Result<Self> {
+        Self::new(SocketConfig::from_json(config)?)
+    }
+
+    /// The configuration this receiver was made from.
     pub fn config(&self) -> &SocketConfig {
         &self.cfg
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// Sends PTMP messages on a PAIR, PUB or PUSH socket.
 ///
 /// `send` encodes into a buffer the sender keeps, so it allocates nothing per
-/// message. Dropping a sender waits up to the config's `linger_ms` for queued
+/// message. Dropping a sender waits up to the config's linger for queued
 /// messages to reach their peers (see the `drain` module).
 pub struct Sender {
     link: Link,
@@ -83,30 +83,30 @@ impl std::fmt::Display for Undelivered {
 pub struct Delivery {
     /// Messages accepted by `send`.
     pub sent: u64,
+    /// How many of them may not have reached a peer.
     pub undelivered: Undelivered,
 }
 
 impl Sender {
-    /// Create from a JSON config text (`{"socket": {...}}`).
-    pub fn new(config: &str) -> Result<Self> {
-        Self::from_config(&SocketConfig::from_json(config)?)
-    }
-
-    /// Create from a parsed config.
-    pub fn from_config(cfg: &SocketConfig) -> Result<Self> {
-        if !cfg.stype.can_send() {
+    /// Open a sender: bind and connect its endpoints. Fails with
+    /// [`Error::Config`] when the type cannot send (only PAIR, PUB and PUSH
+    /// can), [`Error::Bind`] or [`Error::Connect`] when an endpoint cannot
+    /// be attached.
+    pub fn new(cfg: SocketConfig) -> Result<Self> {
+        if !cfg.socket_type().can_send() {
             return Err(Error::config(
                 "socket.type",
-                format!("{:?}", cfg.stype.name()),
+                format!("{:?}", cfg.socket_type().name()),
                 "a sender needs a PAIR, PUB or PUSH socket",
             ));
         }
-        let (link, bound) = match shm::channel(cfg, true)? {
-            Some((key, name, policy)) => {
-                (Link::Shm(ShmTx::open(cfg, &key, &name[0], policy)?), vec![])
-            }
+        let (link, bound) = match shm::channel(&cfg, true)? {
+            Some((key, name, policy)) => (
+                Link::Shm(ShmTx::open(&cfg, &key, &name[0], policy)?),
+                vec![],
+            ),
             None => {
-                let b = build(cfg, Role::Send)?;
+                let b = build(&cfg, Role::Send)?;
                 (
                     Link::Zmq {
                         sock: b.sock,
@@ -118,14 +118,20 @@ impl Sender {
         };
         Ok(Sender {
             link,
-            cfg: cfg.clone(),
+            waited: cfg.subscribers() == 0,
+            cfg,
             buf: Vec::with_capacity(256),
             sent: 0,
             bound,
             subscribers: 0,
-            waited: cfg.subscribers == 0,
             finished: false,
         })
+    }
+
+    /// Parse a JSON config text (`{"socket": {...}}`) and open a sender on
+    /// it: [`SocketConfig::from_json`], then [`Sender::new`].
+    pub fn from_json(config: &str) -> Result<Self> {
+        Self::new(SocketConfig::from_json(config)?)
     }
 
     /// The configuration this sender was made from.
@@ -169,7 +175,7 @@ impl Sender {
     /// nothing sent, when a PUSH or PAIR socket stayed at its high-water mark
     /// (or without any peer) that long. Agents use it so a stop request is
     /// noticed even when nobody downstream reads. (An shm:// PUSH waits up
-    /// to its `shm_block_timeout_ms` instead.)
+    /// up to its [`ShmSettings::block_timeout`](crate::ShmSettings) instead.)
     pub fn send_within(&mut self, tpset: &TPSet, timeout: Duration) -> Result<bool> {
         encode_tpset(tpset, &mut self.buf);
         let buf = std::mem::take(&mut self.buf);
@@ -260,13 +266,11 @@ impl Sender {
     }
 
     /// Wait for the config's `subscribers`, bounded by its
-    /// `subscribers_timeout_ms`; the first send does this by itself, call it
-    /// earlier to keep the wait out of a timed or paced loop.
+    /// subscribers timeout; the first send does this by itself, call it
+    /// earlier to keep the wait out of a timed or paced loop. Returns the
+    /// number of subscribers seen.
     pub fn wait_configured(&mut self) -> Result<usize> {
-        let (k, t) = (
-            self.cfg.subscribers,
-            Duration::from_millis(self.cfg.subscribers_timeout_ms),
-        );
+        let (k, t) = (self.cfg.subscribers(), self.cfg.subscribers_timeout());
         let n = self.wait_for_subscribers(k, t)?;
         self.waited = true;
         Ok(n)
@@ -281,13 +285,13 @@ impl Sender {
     /// to the socket's filter, so the next send reaches that subscriber. This
     /// closes the slow-joiner gap instead of sleeping and hoping.
     pub fn wait_for_subscribers(&mut self, k: usize, timeout: Duration) -> Result<usize> {
-        if !matches!(self.cfg.stype, SocketType::Pub | SocketType::XPub) {
+        if !matches!(self.cfg.socket_type(), SocketType::Pub | SocketType::XPub) {
             return Err(Error::config(
                 "socket.subscribers",
                 k.to_string(),
                 format!(
                     "only a PUB socket waits for subscribers, this one is {}",
-                    self.cfg.stype
+                    self.cfg.socket_type()
                 ),
             ));
         }
@@ -342,7 +346,7 @@ fn after_subscription(count: usize, msg: &[u8]) -> usize {
 }
 
 impl Sender {
-    /// Wait, up to `linger_ms`, until what was sent has left this process,
+    /// Wait, up to the config's linger, until what was sent has left this process,
     /// and report what may not have: the count is exact when no peer ever
     /// connected (nothing left), "at most" when the linger ran out with data
     /// still queued, and unknown where it is not tracked (see
@@ -356,15 +360,15 @@ impl Sender {
     fn settle(&mut self) -> Delivery {
         self.finished = true;
         let sent = self.sent;
-        let pubsub = matches!(self.cfg.stype, SocketType::Pub | SocketType::XPub);
+        let pubsub = matches!(self.cfg.socket_type(), SocketType::Pub | SocketType::XPub);
         let undelivered = match &mut self.link {
             _ if sent == 0 => Undelivered::None,
             // Written into the shared ring, which outlives this process.
             Link::Shm(_) => Undelivered::None,
             Link::Zmq { drain: None, .. } => Undelivered::Unknown,
-            Link::Zmq { .. } if self.cfg.linger_ms == 0 => Undelivered::Unknown,
+            Link::Zmq { .. } if self.cfg.linger_ms() == 0 => Undelivered::Unknown,
             Link::Zmq { drain: Some(d), .. } => {
-                match (d.wait(self.cfg.linger_ms, !pubsub), pubsub) {
+                match (d.wait(self.cfg.linger_ms(), !pubsub), pubsub) {
                     (Drained::NeverConnected, _) => Undelivered::Exactly(sent),
                     (Drained::Pending { .. }, _) => Undelivered::AtMost(sent),
                     // A PUB drops what it sends while nobody is connected.
@@ -372,7 +376,7 @@ impl Sender {
                     (Drained::Yes, true) => Undelivered::Unknown,
                     // A connect endpoint never reached keeps its share of a
                     // PUSH's round robin queued in libzmq.
-                    (Drained::Yes, false) if d.connects() < self.cfg.connect.len() => {
+                    (Drained::Yes, false) if d.connects() < self.cfg.connect().len() => {
                         Undelivered::AtMost(sent)
                     }
                     (Drained::Yes, false) => Undelivered::None,
@@ -384,7 +388,7 @@ impl Sender {
 }
 
 impl Drop for Sender {
-    /// Wait, up to `linger_ms`, until what was sent has left this process:
+    /// Wait, up to the config's linger, until what was sent has left this process:
     /// first the kernel queues of the connections (see the `drain` module),
     /// then libzmq's own queues as its context terminates.
     fn drop(&mut self) {

@@ -85,13 +85,13 @@ pub(crate) fn channel(
             ),
         ));
     }
-    let policy = match (cfg.stype, sending) {
+    let policy = match (cfg.socket_type(), sending) {
         (SocketType::Pub, true) | (SocketType::Sub, false) => Policy::Overwrite,
         (SocketType::Push, true) | (SocketType::Pull, false) => Policy::Block,
         _ => {
             return Err(Error::config(
                 "socket.type",
-                format!("{:?}", cfg.stype.name()),
+                format!("{:?}", cfg.socket_type().name()),
                 format!(
                     "over shm:// a {} is {} (PAIR and other types are not available over shm)",
                     if sending { "sender" } else { "receiver" },
@@ -104,10 +104,10 @@ pub(crate) fn channel(
             ))
         }
     };
-    if sending && cfg.subscribers > 0 {
+    if sending && cfg.subscribers() > 0 {
         return Err(Error::config(
             "socket.subscribers",
-            cfg.subscribers.to_string(),
+            cfg.subscribers().to_string(),
             "waiting for subscribers is not available over shm:// yet (readers can read the ring's history instead)",
         ));
     }
@@ -133,12 +133,12 @@ pub(crate) struct ShmTx {
 impl ShmTx {
     pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str, policy: Policy) -> Result<ShmTx> {
         let cc = ChannelConfig {
-            slots: cfg.shm_slots,
-            max_message: cfg.shm_max_message,
+            slots: cfg.shm().slots,
+            max_message: cfg.shm().max_message,
             policy,
         };
-        let mut w = Writer::create_with(name, cc, cfg.shm_mode).map_err(shm_err(key, name))?;
-        w.set_block_timeout(Duration::from_millis(cfg.shm_block_timeout_ms));
+        let mut w = Writer::create_with(name, cc, cfg.shm().mode).map_err(shm_err(key, name))?;
+        w.set_block_timeout(cfg.shm().block_timeout);
         Ok(ShmTx {
             w,
             name: name.to_string(),
@@ -313,8 +313,8 @@ impl Chan {
             key: key.into(),
             reader: None,
             start: StartAt::Next,
-            subscribe: cfg.subscribe.clone(),
-            access: cfg.shm_mode,
+            subscribe: cfg.subscribe().to_vec(),
+            access: cfg.shm().mode,
             torn: 0,
         };
         // Attach now if the channel exists; otherwise on first receive, as a

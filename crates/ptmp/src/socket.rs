@@ -6,7 +6,7 @@
 //! * every other sending socket gets a private context. Dropping the sender
 //!   closes the socket and then terminates that context, and libzmq's context
 //!   termination blocks until the socket's queued messages are delivered or
-//!   `linger_ms` runs out. That is what makes "send N and exit at once" lose
+//!   the config's linger runs out. That is what makes "send N and exit at once" lose
 //!   nothing (PTMP, through CZMQ, used linger 0 and lost them);
 //! * receiving sockets use the shared context.
 
@@ -46,14 +46,14 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     // A PUB sender is an XPUB underneath so that it can see subscriptions and
     // wait for its subscribers (the slow-joiner remedy). On the wire a SUB
     // accepts either.
-    let ztype = match (role, cfg.stype) {
+    let ztype = match (role, cfg.socket_type()) {
         (Role::Send, SocketType::Pub) => zmq::XPUB,
         (_, t) => t.zmq(),
     };
     let sock = ctx.socket(ztype).map_err(Error::zmq("socket"))?;
-    sock.set_rcvhwm(cfg.rcvhwm)
+    sock.set_rcvhwm(cfg.rcvhwm())
         .map_err(Error::zmq("set rcvhwm"))?;
-    if let Some(h) = cfg.sndhwm {
+    if let Some(h) = cfg.sndhwm() {
         sock.set_sndhwm(h).map_err(Error::zmq("set sndhwm"))?;
     }
     // Linger matters on receivers too: when a peer disconnects, libzmq
@@ -61,14 +61,14 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     // is non-zero; with linger 0 the messages already received from that peer
     // but not yet read by the application are dropped (the tail of a fast
     // quitting sender was lost this way over ipc).
-    sock.set_linger(cfg.linger_ms)
+    sock.set_linger(cfg.linger_ms())
         .map_err(Error::zmq("set linger"))?;
     if ztype == zmq::XPUB {
         sock.set_xpub_verbose(true)
             .map_err(Error::zmq("set xpub_verbose"))?;
     }
-    if matches!(cfg.stype, SocketType::Sub) {
-        for p in &cfg.subscribe {
+    if matches!(cfg.socket_type(), SocketType::Sub) {
+        for p in cfg.subscribe() {
             sock.set_subscribe(p).map_err(Error::zmq("subscribe"))?;
         }
     }

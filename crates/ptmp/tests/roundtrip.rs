@@ -57,9 +57,10 @@ fn pair_of(pattern: &str, transport: &str, dir: &tempfile::TempDir) -> (Sender, 
     if st == "PUB" {
         scfg["socket"]["subscribers"] = json!(1);
     }
-    let tx = Sender::new(&scfg.to_string()).unwrap();
+    let tx = Sender::from_json(&scfg.to_string()).unwrap();
     let ep = tx.bound_endpoints()[0].clone();
-    let rx = Receiver::new(&json!({"socket": {"type": rt, "connect": [ep]}}).to_string()).unwrap();
+    let rx =
+        Receiver::from_json(&json!({"socket": {"type": rt, "connect": [ep]}}).to_string()).unwrap();
     (tx, rx)
 }
 
@@ -101,14 +102,16 @@ fn every_pattern_over_every_transport() {
 fn inproc_between_independent_senders_and_receivers() {
     let name = format!("inproc://{}", unique("multi"));
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string())
+            .unwrap();
     let handles: Vec<_> = (0..3)
         .map(|d| {
             let name = name.clone();
             std::thread::spawn(move || {
-                let mut tx =
-                    Sender::new(&json!({"socket": {"type": "push", "connect": name}}).to_string())
-                        .unwrap();
+                let mut tx = Sender::from_json(
+                    &json!({"socket": {"type": "push", "connect": name}}).to_string(),
+                )
+                .unwrap();
                 for i in 0..100 {
                     let mut t = tpset(i, 1);
                     t.detid = d;
@@ -133,9 +136,11 @@ fn inproc_between_independent_senders_and_receivers() {
 fn malformed_messages_are_counted_and_receiving_continues() {
     let name = format!("inproc://{}", unique("bad"));
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string())
+            .unwrap();
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string())
+            .unwrap();
     let mut good = Vec::new();
     ptmp::data::encode_tpset(&tpset(1, 2), &mut good);
     let cases: Vec<(Vec<Vec<u8>>, WireError)> = vec![
@@ -192,9 +197,11 @@ impl WithCreated for TPSet {
 fn raw_frames_pass_untouched() {
     let name = format!("inproc://{}", unique("raw"));
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string())
+            .unwrap();
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string())
+            .unwrap();
     let msgs: Vec<Vec<Vec<u8>>> = vec![
         vec![b"one".to_vec()],
         vec![vec![], vec![1; 300], b"three".to_vec()],
@@ -216,9 +223,11 @@ fn raw_frames_pass_untouched() {
 fn recv_into_reuses_the_callers_storage() {
     let name = format!("inproc://{}", unique("reuse"));
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string()).unwrap();
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "bind": [name]}}).to_string())
+            .unwrap();
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [name]}}).to_string())
+            .unwrap();
     let mut t = TPSet::default();
     tx.send(&tpset(0, 50)).unwrap();
     assert!(rx.recv_into(&mut t, T).unwrap());
@@ -235,16 +244,18 @@ fn recv_into_reuses_the_callers_storage() {
 #[test]
 fn address_in_use_names_the_endpoint() {
     let dir = tempfile::tempdir().unwrap();
-    let a = Receiver::new(r#"{"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}}"#).unwrap();
+    let a =
+        Receiver::from_json(r#"{"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}}"#).unwrap();
     let ep = a.bound_endpoints()[0].clone();
     let ipc = format!("ipc://{}", dir.path().join("busy").display());
     let inproc = format!("inproc://{}", unique("busy"));
-    let _b =
-        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [ipc]}}).to_string()).unwrap();
+    let _b = Receiver::from_json(&json!({"socket": {"type": "PULL", "bind": [ipc]}}).to_string())
+        .unwrap();
     let _c =
-        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [inproc]}}).to_string()).unwrap();
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "bind": [inproc]}}).to_string())
+            .unwrap();
     for ep in [ep, ipc, inproc] {
-        let e = Sender::new(&json!({"socket": {"type": "PUSH", "bind": [ep]}}).to_string())
+        let e = Sender::from_json(&json!({"socket": {"type": "PUSH", "bind": [ep]}}).to_string())
             .err()
             .expect("second bind must fail");
         let s = e.to_string();
@@ -257,26 +268,27 @@ fn address_in_use_names_the_endpoint() {
 
 #[test]
 fn wrong_direction_and_unavailable_transport_are_config_errors() {
-    let e = Sender::new(r#"{"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}}"#)
+    let e = Sender::from_json(r#"{"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}}"#)
         .err()
         .unwrap();
     assert!(
         e.to_string().contains("socket.type") && e.to_string().contains("PULL"),
         "{e}"
     );
-    let e = Receiver::new(r#"{"socket":{"type":"PUB","bind":["tcp://127.0.0.1:*"]}}"#)
+    let e = Receiver::from_json(r#"{"socket":{"type":"PUB","bind":["tcp://127.0.0.1:*"]}}"#)
         .err()
         .unwrap();
     assert!(
         e.to_string().contains("socket.type") && e.to_string().contains("PUB"),
         "{e}"
     );
-    let e =
-        Receiver::new(r#"{"socket":{"type":"SUB","connect":["tcp://no-such-host.invalid:5"]}}"#)
-            .err();
+    let e = Receiver::from_json(
+        r#"{"socket":{"type":"SUB","connect":["tcp://no-such-host.invalid:5"]}}"#,
+    )
+    .err();
     // libzmq resolves connect hosts lazily: a bad host is not an error at connect.
     assert!(e.is_none());
-    let e = Sender::new(r#"{"socket":{"type":"PUSH","bind":["tcp://203.0.113.77:5"]}}"#)
+    let e = Sender::from_json(r#"{"socket":{"type":"PUSH","bind":["tcp://203.0.113.77:5"]}}"#)
         .err()
         .unwrap();
     assert!(e.to_string().contains("203.0.113.77"), "{e}");
@@ -290,14 +302,14 @@ fn pub_waits_for_subscribers_and_loses_nothing() {
     for round in 0..5 {
         let tx_cfg =
             json!({"socket": {"type": "PUB", "bind": ["tcp://127.0.0.1:*"], "subscribers": 2}});
-        let mut tx = Sender::new(&tx_cfg.to_string()).unwrap();
+        let mut tx = Sender::from_json(&tx_cfg.to_string()).unwrap();
         let ep = tx.bound_endpoints()[0].clone();
         let subs: Vec<_> = (0..2)
             .map(|i| {
                 let ep = ep.clone();
                 std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_millis(20 * i + 5 * round));
-                    let mut rx = Receiver::new(
+                    let mut rx = Receiver::from_json(
                         &json!({"socket": {"type": "SUB", "connect": [ep]}}).to_string(),
                     )
                     .unwrap();
@@ -321,7 +333,7 @@ fn pub_waits_for_subscribers_and_loses_nothing() {
 
 #[test]
 fn pub_subscriber_wait_times_out_with_a_clear_error() {
-    let mut tx = Sender::new(
+    let mut tx = Sender::from_json(
         r#"{"socket":{"type":"PUB","bind":["tcp://127.0.0.1:*"],"subscribers":1,"subscribers_timeout_ms":100}}"#,
     )
     .unwrap();
@@ -335,10 +347,11 @@ fn sub_prefix_filters() {
     // A SUB subscribed to a prefix that no PTMP message starts with gets nothing.
     let name = format!("inproc://{}", unique("flt"));
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUB", "bind": [name]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUB", "bind": [name]}}).to_string()).unwrap();
     let mut rx_all =
-        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [name]}}).to_string()).unwrap();
-    let mut rx_none = Receiver::new(
+        Receiver::from_json(&json!({"socket": {"type": "SUB", "connect": [name]}}).to_string())
+            .unwrap();
+    let mut rx_none = Receiver::from_json(
         &json!({"socket": {"type": "SUB", "connect": [name], "subscribe": ["\u{1}"]}}).to_string(),
     )
     .unwrap();
@@ -368,7 +381,7 @@ fn a_nul_in_an_endpoint_is_a_config_error_not_a_panic() {
             "inproc://a\u{0}b",
         ] {
             let cfg = json!({"socket": {"type": stype, attach: [ep]}}).to_string();
-            let e = Sender::new(&cfg).err().expect("refused");
+            let e = Sender::from_json(&cfg).err().expect("refused");
             assert!(matches!(e, Error::Config { .. }), "{e}");
             let e = e.to_string();
             assert!(
@@ -378,7 +391,7 @@ fn a_nul_in_an_endpoint_is_a_config_error_not_a_panic() {
         }
     }
     let cfg = json!({"socket": {"type": "PULL", "bind": "tcp://a\u{0}b:1"}}).to_string();
-    assert!(Receiver::new(&cfg).is_err());
+    assert!(Receiver::from_json(&cfg).is_err());
 }
 
 #[test]
@@ -390,7 +403,7 @@ fn finish_counts_what_no_peer_received() {
         .port();
     let ep = format!("tcp://127.0.0.1:{port}");
     let cfg = json!({"socket": {"type": "PUSH", "connect": [&ep], "linger_ms": 200}}).to_string();
-    let mut tx = Sender::new(&cfg).unwrap();
+    let mut tx = Sender::from_json(&cfg).unwrap();
     for c in 0..5 {
         tx.send(&tpset(c, 2)).unwrap();
     }
@@ -399,8 +412,9 @@ fn finish_counts_what_no_peer_received() {
     assert!(d.undelivered.any());
     // With a peer: all delivered.
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "PULL", "bind": [&ep]}}).to_string()).unwrap();
-    let mut tx = Sender::new(&cfg).unwrap();
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "bind": [&ep]}}).to_string())
+            .unwrap();
+    let mut tx = Sender::from_json(&cfg).unwrap();
     for c in 0..5 {
         tx.send(&tpset(c, 2)).unwrap();
     }
@@ -411,10 +425,10 @@ fn finish_counts_what_no_peer_received() {
     }
     // A PUB nobody ever connected to dropped everything.
     let pubcfg = json!({"socket": {"type": "PUB", "bind": ["tcp://127.0.0.1:*"]}}).to_string();
-    let mut tx = Sender::new(&pubcfg).unwrap();
+    let mut tx = Sender::from_json(&pubcfg).unwrap();
     tx.send(&tpset(0, 1)).unwrap();
     assert_eq!(tx.finish().undelivered, ptmp::Undelivered::Exactly(1));
     // Nothing sent: nothing lost.
-    let tx = Sender::new(&cfg).unwrap();
+    let tx = Sender::from_json(&cfg).unwrap();
     assert_eq!(tx.finish().undelivered, ptmp::Undelivered::None);
 }

@@ -47,14 +47,15 @@ fn tpset(count: u32, ntps: u32) -> TPSet {
 /// The same code moves sets over tcp or shm: only the address differs.
 fn pubsub_round_trip(bind: &str) {
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUB", "bind": [bind]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUB", "bind": [bind]}}).to_string()).unwrap();
     let ep = tx
         .bound_endpoints()
         .first()
         .cloned()
         .unwrap_or(bind.to_string());
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [ep]}}).to_string()).unwrap();
+        Receiver::from_json(&json!({"socket": {"type": "SUB", "connect": [ep]}}).to_string())
+            .unwrap();
     if !bind.starts_with("shm") {
         tx.wait_for_subscribers(1, Duration::from_secs(5)).unwrap();
     }
@@ -87,11 +88,12 @@ fn a_config_changes_transport_by_its_address_only() {
 fn a_receiver_created_before_its_channel_gets_everything() {
     let c = Chan::new("early");
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+        Receiver::from_json(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
             .unwrap();
     assert!(rx.recv(Some(Duration::from_millis(10))).unwrap().is_none());
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string())
+            .unwrap();
     for i in 0..10 {
         tx.send(&tpset(i, 1)).unwrap();
     }
@@ -104,9 +106,9 @@ fn a_receiver_created_before_its_channel_gets_everything() {
 fn overrun_is_counted_as_lost() {
     let c = Chan::new("lost");
     let cfg = json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_slots": 8, "shm_max_message": 512}});
-    let mut tx = Sender::new(&cfg.to_string()).unwrap();
+    let mut tx = Sender::from_json(&cfg.to_string()).unwrap();
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+        Receiver::from_json(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
             .unwrap();
     for i in 0..100 {
         tx.send(&tpset(i, 0)).unwrap();
@@ -123,9 +125,10 @@ fn overrun_is_counted_as_lost() {
 fn raw_frames_and_bad_messages_over_shm() {
     let c = Chan::new("raw");
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string())
+            .unwrap();
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+        Receiver::from_json(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
             .unwrap();
     let long = vec![9u8; 1000];
     tx.send_raw(&[&b"a"[..], &long[..], &b""[..]]).unwrap();
@@ -167,22 +170,27 @@ fn shm_rules_are_config_errors() {
             "subscribers",
         ),
     ] {
-        let e = Sender::new(&cfg.to_string()).err().unwrap().to_string();
+        let e = Sender::from_json(&cfg.to_string())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains(want), "{e}");
     }
-    let e = Receiver::new(&json!({"socket": {"type": "PAIR", "connect": [c.ep()]}}).to_string())
-        .err()
-        .unwrap();
+    let e =
+        Receiver::from_json(&json!({"socket": {"type": "PAIR", "connect": [c.ep()]}}).to_string())
+            .err()
+            .unwrap();
     assert!(e.to_string().contains("SUB or PULL"), "{e}");
     // One writer per channel.
-    let _tx =
-        Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string()).unwrap();
-    // A PULL on a publish-subscribe channel would silently lose: refused.
-    let e = Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
-        .err()
+    let _tx = Sender::from_json(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string())
         .unwrap();
+    // A PULL on a publish-subscribe channel would silently lose: refused.
+    let e =
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+            .err()
+            .unwrap();
     assert!(e.to_string().contains("publish-subscribe"), "{e}");
-    let e = Sender::new(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string())
+    let e = Sender::from_json(&json!({"socket": {"type": "PUB", "bind": [c.ep()]}}).to_string())
         .err()
         .unwrap();
     assert!(
@@ -196,10 +204,10 @@ fn push_pull_over_shm_loses_nothing_to_a_slow_receiver() {
     let c = Chan::new("pushpull");
     let scfg = json!({"socket": {"type": "PUSH", "bind": [c.ep()], "shm_slots": 16}});
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
             .unwrap();
     let h = std::thread::spawn(move || {
-        let mut tx = Sender::new(&scfg.to_string()).unwrap();
+        let mut tx = Sender::from_json(&scfg.to_string()).unwrap();
         for i in 0..5000 {
             tx.send(&tpset(i, i % 4)).unwrap();
         }
@@ -216,13 +224,14 @@ fn push_pull_over_shm_loses_nothing_to_a_slow_receiver() {
     assert_eq!(rx.lost(), 0);
     // A sender whose reader stopped reading times out with an error.
     let c = Chan::new("pushstuck");
-    let mut tx = Sender::new(
+    let mut tx = Sender::from_json(
         &json!({"socket": {"type": "PUSH", "bind": [c.ep()], "shm_slots": 4, "shm_block_timeout_ms": 100}})
             .to_string(),
     )
     .unwrap();
-    let _rx = Receiver::new(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
-        .unwrap();
+    let _rx =
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+            .unwrap();
     for i in 0..4 {
         tx.send(&tpset(i, 0)).unwrap();
     }
@@ -241,7 +250,7 @@ fn one_receiver_reads_several_channels() {
     let names: Vec<String> = (0..3).map(|i| format!("{tag}-{i}")).collect();
     let eps: Vec<String> = names.iter().map(|n| format!("\"shm://{n}\"")).collect();
     // The receiver first: the channels do not exist yet.
-    let mut rx = Receiver::new(&format!(
+    let mut rx = Receiver::from_json(&format!(
         r#"{{"socket":{{"type":"PULL","connect":[{}]}}}}"#,
         eps.join(",")
     ))
@@ -253,7 +262,7 @@ fn one_receiver_reads_several_channels() {
             let cfg =
                 format!(r#"{{"socket":{{"type":"PUSH","bind":["shm://{n}"],"shm_slots":64}}}}"#);
             std::thread::spawn(move || {
-                let mut tx = Sender::new(&cfg).unwrap();
+                let mut tx = Sender::from_json(&cfg).unwrap();
                 for k in 0..500u32 {
                     tx.send(&TPSet {
                         count: k,
@@ -293,7 +302,7 @@ fn one_receiver_reads_several_channels() {
         let _ = ptmp_shm::remove(n);
     }
     // Mixing shm with zmq in one socket is refused with the reason.
-    let e = Receiver::new(r#"{"socket":{"type":"PULL","connect":["shm://a","inproc://b"]}}"#)
+    let e = Receiver::from_json(r#"{"socket":{"type":"PULL","connect":["shm://a","inproc://b"]}}"#)
         .err()
         .unwrap()
         .to_string();
@@ -307,27 +316,28 @@ fn shm_mode_group_shares_and_private_refuses_wider_segments() {
     use std::os::unix::fs::MetadataExt;
     let c = Chan::new("mode");
     let path = ptmp_shm::segment_path(&c.0).unwrap();
-    let mut tx = Sender::new(
+    let mut tx = Sender::from_json(
         &json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_mode": "group"}}).to_string(),
     )
     .unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o7777, 0o660);
-    let e = Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
-        .err()
-        .expect("a private receiver refuses a 0660 segment")
-        .to_string();
+    let e =
+        Receiver::from_json(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+            .err()
+            .expect("a private receiver refuses a 0660 segment")
+            .to_string();
     assert!(
         e.contains("mode 0660") && e.contains("shm_mode") && e.contains(&c.0),
         "{e}"
     );
-    let mut rx = Receiver::new(
+    let mut rx = Receiver::from_json(
         &json!({"socket": {"type": "SUB", "connect": [c.ep()], "shm_mode": "group"}}).to_string(),
     )
     .unwrap();
     tx.send(&tpset(1, 3)).unwrap();
     assert_eq!(rx.recv(T).unwrap().unwrap(), tpset(1, 3));
     // A bad value names the key and the choices.
-    let e = Sender::new(
+    let e = Sender::from_json(
         &json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_mode": "world"}}).to_string(),
     )
     .err()
@@ -345,12 +355,12 @@ fn shm_mode_group_shares_and_private_refuses_wider_segments() {
 fn a_corrupt_channel_is_a_receive_error_not_a_spin() {
     use std::os::unix::fs::FileExt;
     let c = Chan::new("corrupt");
-    let mut tx = Sender::new(
+    let mut tx = Sender::from_json(
         &json!({"socket": {"type": "PUB", "bind": [c.ep()], "shm_slots": 8}}).to_string(),
     )
     .unwrap();
     let mut rx =
-        Receiver::new(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
+        Receiver::from_json(&json!({"socket": {"type": "SUB", "connect": [c.ep()]}}).to_string())
             .unwrap();
     tx.send(&tpset(0, 1)).unwrap();
     assert!(rx.recv(T).unwrap().is_some());
