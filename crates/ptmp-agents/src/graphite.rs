@@ -66,13 +66,13 @@ impl Config {
     /// Notes for the user about a config PTMP runs but that is likely not
     /// what was meant.
     pub fn warnings(&self) -> Vec<String> {
-        if self.output.stype == SocketType::Stream {
+        if self.output.socket_type() == SocketType::Stream {
             vec![]
         } else {
             vec![format!(
                 "output is a {} socket, not STREAM: the Graphite text goes out as ZeroMQ \
                  messages tagged GLOT, not to carbon",
-                self.output.stype.name()
+                self.output.socket_type().name()
             )]
         }
     }
@@ -140,15 +140,18 @@ impl Out {
     /// Connect (or bind) `c`: a STREAM socket of our own, anything else
     /// through a [`Sender`].
     pub(crate) fn open(name: &str, c: &SocketConfig) -> Result<Out> {
-        if c.stype != SocketType::Stream {
+        if c.socket_type() != SocketType::Stream {
             return Ok(Out::Zmq(Box::new(crate::io::open_tx(name, c)?)));
         }
         let ctx = zmq::Context::new();
         let sock = ctx
             .socket(zmq::STREAM)
             .map_err(zerr(name, "STREAM socket"))?;
-        sock.set_linger(c.linger_ms)
-            .map_err(zerr(name, "set linger"))?;
+        // ZeroMQ's linger: milliseconds, -1 for no limit.
+        let linger = c
+            .linger()
+            .map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as i32);
+        sock.set_linger(linger).map_err(zerr(name, "set linger"))?;
         for (attach, ep) in c.endpoints() {
             match attach {
                 ptmp::Attach::Bind => sock

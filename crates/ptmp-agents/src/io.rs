@@ -8,12 +8,12 @@ use std::time::Duration;
 
 /// Open an input socket of `agent`; an error names the agent.
 pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
-    Receiver::from_config(c).map_err(Error::socket(agent))
+    Receiver::new(c.clone()).map_err(Error::socket(agent))
 }
 
 /// Open an output socket of `agent`; an error names the agent.
 pub fn open_tx(agent: &str, c: &SocketConfig) -> Result<Sender> {
-    Sender::from_config(c).map_err(Error::socket(agent))
+    Sender::new(c.clone()).map_err(Error::socket(agent))
 }
 
 /// Open the input and output sockets of a one-in, one-out agent; errors

@@ -551,7 +551,7 @@ mod tests {
             });
             let src = SourceConfig::parse(&cfg(&v)).unwrap();
             let mut a = SourceAgent::new("src".into(), &src).unwrap();
-            let mut out = Receiver::new(&format!(
+            let mut out = Receiver::from_json(&format!(
                 r#"{{"socket": {{"type": "PULL", "connect": "inproc://long-{tag}-out"}}}}"#
             ))
             .unwrap();
@@ -592,11 +592,11 @@ mod tests {
                 Box::new(SinkAgent::new("s".into(), &sk).unwrap())
             };
             // The worker's output is read as fast as it comes.
-            let mut out = Receiver::new(&format!(
+            let mut out = Receiver::from_json(&format!(
                 r#"{{"socket": {{"type": "PULL", "connect": "inproc://flood-{kind}-out"}}}}"#
             ))
             .unwrap();
-            let mut tx = Sender::new(&format!(
+            let mut tx = Sender::from_json(&format!(
                 r#"{{"socket": {{"type": "PUSH", "connect": "{inp}"}}}}"#
             ))
             .unwrap();

@@ -207,8 +207,8 @@ fn flow(
 ) -> Result<Flow, BenchError> {
     let p = Proxy::parse("bench", &proxy, &ptmp_agents::plugin::Plugins::builtin())
         .map_err(|e| BenchError::fail(e.to_string()))?;
-    let mut sink = Receiver::from_config(
-        &SocketConfig::from_value(&sock("PULL", "connect", &[out_ep.to_string()], 100_000))
+    let mut sink = Receiver::new(
+        SocketConfig::from_value(&sock("PULL", "connect", &[out_ep.to_string()], 100_000))
             .map_err(BenchError::from)?,
     )?;
     let agents = p.build().map_err(|e| BenchError::fail(e.to_string()))?;
@@ -236,7 +236,7 @@ fn flow(
                             100_000,
                         ))
                         .expect("config");
-                        Sender::from_config(&cfg).expect("sender")
+                        Sender::new(cfg).expect("sender")
                     })
                     .collect();
                 let mut s = TPSet::default();
@@ -255,7 +255,7 @@ fn flow(
             sc.spawn(move || {
                 let cfg =
                     SocketConfig::from_value(&sock("PUSH", "bind", &[e], 100_000)).expect("config");
-                let mut tx = Sender::from_config(&cfg).expect("sender");
+                let mut tx = Sender::new(cfg).expect("sender");
                 let mut s = TPSet::default();
                 let t0 = Instant::now();
                 for k in 0..per {

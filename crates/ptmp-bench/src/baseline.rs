@@ -570,7 +570,7 @@ fn child_side(c: &ChildArgs) -> BenchResult {
                 } else {
                     json!({"socket": {"type": "PULL", "bind": [c.addr]}})
                 };
-                let mut rx = ptmp::Receiver::new(&cfg.to_string())?;
+                let mut rx = ptmp::Receiver::from_json(&cfg.to_string())?;
                 ready();
                 let mut f = ptmp::Frames::new();
                 while rx.recv_raw_into(&mut f, Some(idle))? {
@@ -586,7 +586,7 @@ fn child_side(c: &ChildArgs) -> BenchResult {
                 } else {
                     json!({"socket": {"type": "PUSH", "connect": [c.addr]}})
                 };
-                let mut tx = ptmp::Sender::new(&cfg.to_string())?;
+                let mut tx = ptmp::Sender::from_json(&cfg.to_string())?;
                 for i in 0..n {
                     msg[..8].copy_from_slice(&i.to_le_bytes());
                     tx.send_raw(&[&msg[..]])?;

@@ -94,12 +94,12 @@ pub fn run(a: &FanoutArgs) -> BenchResult<Vec<FanoutRow>> {
             if st == "PUB" {
                 scfg["socket"]["subscribers"] = json!(k);
             }
-            let mut tx = Sender::new(&scfg.to_string())?;
+            let mut tx = Sender::from_json(&scfg.to_string())?;
             let ep = tx.bound_endpoints()[0].clone();
             let n = a.count;
             let rxs: Vec<_> = (0..k)
                 .map(|_| {
-                    let mut rx = Receiver::new(
+                    let mut rx = Receiver::from_json(
                         &json!({"socket": {"type": rt, "connect": [ep]}}).to_string(),
                     )?;
                     Ok(std::thread::spawn(move || {

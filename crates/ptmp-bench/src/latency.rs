@@ -132,12 +132,12 @@ fn round_trip(
     let e_rx = cfg("PULL", pull_attach, &go)?;
     let e_tx = cfg("PUSH", push_attach, &back)?;
     let (send_cpu, recv_cpu) = cpus;
-    let mut rx = Receiver::from_config(&c_rx)?;
-    let mut tx = Sender::from_config(&c_tx)?;
+    let mut rx = Receiver::new(c_rx)?;
+    let mut tx = Sender::new(c_tx)?;
     let echo = std::thread::spawn(move || -> BenchResult<u64> {
         crate::sys::pin(recv_cpu)?;
-        let mut rx = Receiver::from_config(&e_rx)?;
-        let mut tx = Sender::from_config(&e_tx)?;
+        let mut rx = Receiver::new(e_rx)?;
+        let mut tx = Sender::new(e_tx)?;
         let mut f = Frames::new();
         let mut n = 0;
         while n < total && rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
@@ -293,7 +293,7 @@ fn measure(
                 ),
                 _ => "tcp://127.0.0.1:*".into(),
             };
-            let mut rx = Receiver::from_config(&SocketConfig::from_value(
+            let mut rx = Receiver::new(SocketConfig::from_value(
                 &json!({"socket": {"type": "PULL", "bind": [addr]}}),
             )?)?;
             let ep = rx.bound_endpoints()[0].clone();
@@ -302,7 +302,7 @@ fn measure(
             )?;
             let h = std::thread::spawn(move || -> BenchResult {
                 crate::sys::pin(send_cpu)?;
-                let mut tx = Sender::from_config(&scfg)?;
+                let mut tx = Sender::new(scfg)?;
                 sender_loop(total, size, rate, |m| tx.send_raw(&[m]).map_err(Into::into))
             });
             let mut f = Frames::new();

@@ -191,7 +191,7 @@ pub fn run_ptmp(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> Be
     let addr = bind_address(tr);
     let rcfg =
         SocketConfig::from_value(&json!({"socket": {"type": rt, "bind": [addr], "hwm": hwm}}))?;
-    let mut rx = Receiver::from_config(&rcfg)?;
+    let mut rx = Receiver::new(rcfg)?;
     // An shm receiver made before its channel takes it from the first message.
     let ep = rx.bound_endpoints().first().cloned().unwrap_or(addr);
     let mut scfg = json!({"socket": {"type": st, "connect": [ep]}});
@@ -202,9 +202,9 @@ pub fn run_ptmp(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> Be
     let done = Arc::new(AtomicBool::new(false));
     let done2 = done.clone();
     let sender = std::thread::spawn(move || -> ptmp::Result<Instant> {
-        let mut tx = Sender::from_config(&scfg)?;
+        let mut tx = Sender::new(scfg.clone())?;
         let mut t = crate::tpset::tpset(ntps);
-        if scfg.subscribers > 0 {
+        if scfg.subscribers() > 0 {
             tx.wait_configured()?;
         }
         let start = Instant::now();

@@ -142,7 +142,7 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
         Impl::Ptmp => {
             let cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
                 "shm_slots": 4096, "shm_max_message": 4096}});
-            let mut rx = Receiver::from_config(&SocketConfig::from_value(&cfg)?)?;
+            let mut rx = Receiver::new(SocketConfig::from_value(&cfg)?)?;
             ready();
             let mut t = TPSet::default();
             while got < c.count {
@@ -231,7 +231,7 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult {
             if st == "PUB" && !shm {
                 cfg["socket"]["subscribers"] = json!(1);
             }
-            let mut tx = Sender::from_config(&SocketConfig::from_value(&cfg)?)?;
+            let mut tx = Sender::new(SocketConfig::from_value(&cfg)?)?;
             for i in 0..c.count {
                 pace(i);
                 t.count = i as u32;

@@ -91,18 +91,18 @@ pub fn run(a: &CatArgs) -> CliResult {
         .map(|s| sock_spec("osock", s))
         .transpose()?;
     if let Some(c) = &icfg {
-        if !c.stype.can_recv() {
+        if !c.socket_type().can_recv() {
             return Err(CliError::usage(format!(
                 "--isock: a {} socket cannot receive; use PULL, SUB or PAIR",
-                c.stype
+                c.socket_type()
             )));
         }
     }
     if let Some(c) = &ocfg {
-        if !c.stype.can_send() {
+        if !c.socket_type().can_send() {
             return Err(CliError::usage(format!(
                 "--osock: a {} socket cannot send; use PUSH, PUB or PAIR",
-                c.stype
+                c.socket_type()
             )));
         }
     }
@@ -112,7 +112,7 @@ pub fn run(a: &CatArgs) -> CliResult {
                 .map_err(|e| CliError::fail(format!("--ifile {}: {e}", p.display())))?;
             Input::File(DumpReader::new(BufReader::new(f)), p.clone())
         }
-        (None, Some(c)) => Input::Sock(Box::new(Receiver::from_config(&c)?)),
+        (None, Some(c)) => Input::Sock(Box::new(Receiver::new(c)?)),
         (None, None) => unreachable!("clap requires an input"),
     };
     let mut output = match (&a.ofile, ocfg) {
@@ -121,7 +121,7 @@ pub fn run(a: &CatArgs) -> CliResult {
                 .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display())))?;
             Output::File(DumpWriter::new(BufWriter::new(f)), p.clone())
         }
-        (None, Some(c)) => Output::Sock(Box::new(Sender::from_config(&c)?)),
+        (None, Some(c)) => Output::Sock(Box::new(Sender::new(c)?)),
         (None, None) => Output::Text(BufWriter::new(std::io::stdout().lock())),
     };
     std::thread::sleep(Duration::from_millis(a.begin_wait));

@@ -172,7 +172,7 @@ impl SockArgs {
             if h < 0 {
                 return Err(CliError::usage(format!("--hwm {h}: must be 0 or more")));
             }
-            cfg.rcvhwm = h;
+            cfg = cfg.to_builder().hwm(h).build()?;
         }
         Ok(cfg)
     }

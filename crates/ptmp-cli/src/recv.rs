@@ -70,7 +70,7 @@ impl Tally {
 
 pub fn run(a: &RecvArgs) -> CliResult {
     let cfg = a.sock.to_config(None)?;
-    let mut rx = Receiver::from_config(&cfg)?;
+    let mut rx = Receiver::new(cfg)?;
     let idle = (a.timeout >= 0).then(|| Duration::from_millis(a.timeout as u64));
     // Receive in slices of at most 100 ms so a signal is noticed promptly.
     let wait = idle.map_or(Duration::from_millis(100), |d| {

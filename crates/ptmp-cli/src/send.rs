@@ -101,20 +101,25 @@ pub fn fill_at(t: &mut TPSet, i: u64, tstart: u64, detid: u32, ntps: u32, tspan:
 pub fn run(a: &SendArgs) -> CliResult {
     let mut cfg = a.sock.to_config(None)?;
     if let Some(k) = a.subscribers {
-        if !matches!(cfg.stype, SocketType::Pub | SocketType::XPub) {
+        if !matches!(cfg.socket_type(), SocketType::Pub | SocketType::XPub) {
             return Err(CliError::usage(format!(
                 "--subscribers {k}: only a PUB sender waits for subscribers, this one is {}",
-                cfg.stype
+                cfg.socket_type()
             )));
         }
-        cfg.subscribers = k;
-        cfg.subscribers_timeout_ms = a.subscribers_timeout;
+        cfg = cfg
+            .to_builder()
+            .subscribers(k)
+            .subscribers_timeout(Duration::from_millis(a.subscribers_timeout))
+            .build()?;
     }
     if let Some(l) = a.linger {
         if l < -1 {
             return Err(CliError::usage(format!("--linger {l}: must be -1 or more")));
         }
-        cfg.linger_ms = l;
+        // -1, as in the JSON, waits without limit.
+        let linger = u64::try_from(l).ok().map(Duration::from_millis);
+        cfg = cfg.to_builder().linger(linger).build()?;
     }
     if let Some(r) = a.rate {
         if !(r.is_finite() && r > 0.0) {
@@ -126,15 +131,16 @@ pub fn run(a: &SendArgs) -> CliResult {
     if let Some(h) = a.sock.hwm {
         // A sender's queue is bounded by the send mark; the receive mark
         // alone (all PTMP's "hwm" sets) would leave --hwm doing nothing.
-        cfg.sndhwm = Some(h);
+        cfg = cfg.to_builder().sndhwm(h).build()?;
     }
     let clock = match a.clock {
         None => None,
         Some(c) => Some(Clock::new(c, a.tspan, a.rate)?),
     };
-    let mut tx = Sender::from_config(&cfg)?;
+    let waits = cfg.subscribers() > 0;
+    let mut tx = Sender::new(cfg)?;
     std::thread::sleep(Duration::from_millis(a.begin_wait));
-    if cfg.subscribers > 0 {
+    if waits {
         let n = tx.wait_configured()?;
         eprintln!("{n} subscriber(s) ready");
     }

@@ -246,7 +246,8 @@ fn recv_reports_each_gap_like_ptmp() {
     ]);
     wait_listening(&ep);
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string())
+            .unwrap();
     for c in [1797u32, 1798, 1799, 1805, 1806, 3, 4, 5] {
         tx.send(&TPSet {
             count: c,
@@ -285,7 +286,8 @@ fn recv_counts_malformed_messages_and_continues() {
     ]);
     wait_listening(&ep);
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string())
+            .unwrap();
     tx.send(&TPSet {
         count: 0,
         ..Default::default()
@@ -486,7 +488,8 @@ fn sigint_ends_recv_with_its_summary() {
     ]);
     wait_listening(&ep);
     let mut tx =
-        Sender::new(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string()).unwrap();
+        Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string())
+            .unwrap();
     for c in 0..10 {
         tx.send(&TPSet {
             count: c,

@@ -128,7 +128,7 @@ fn sorted_merges_two_same_detid_inputs_one_ahead() {
     let p = write_json(d.path(), "sorted.json", &cfg);
     let child = spawn(&["run", &s(&p)]);
     let conn = |e: &str| {
-        Sender::new(&format!(
+        Sender::from_json(&format!(
             r#"{{"socket":{{"type":"PUSH","connect":["{e}"]}}}}"#
         ))
         .unwrap()
@@ -221,7 +221,7 @@ fn zipper_with_tardy_and_sync_time_and_ptmp_filter_stamping() {
     // Let the zipper bind its inputs before the senders connect.
     std::thread::sleep(Duration::from_millis(1000));
     let conn = |e: &str| {
-        Sender::new(&format!(
+        Sender::from_json(&format!(
             r#"{{"socket":{{"type":"PUSH","connect":["{e}"]}}}}"#
         ))
         .unwrap()

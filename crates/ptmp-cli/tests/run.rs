@@ -568,14 +568,14 @@ fn ptmp_generated_pdsp_config_runs_unmodified() {
     let mut links: Vec<Sender> = [p1, p2]
         .iter()
         .map(|port| {
-            Sender::new(&format!(
+            Sender::from_json(&format!(
                 r#"{{"socket":{{"type":"PUB","bind":["tcp://127.0.0.1:{port}"],"subscribers":1,"subscribers_timeout_ms":20000}}}}"#
             ))
             .unwrap()
         })
         .collect();
     let child = spawn(&["run", &s(&p)]);
-    let mut tcs = Receiver::new(&format!(
+    let mut tcs = Receiver::from_json(&format!(
         r#"{{"socket":{{"type":"SUB","connect":["tcp://127.0.0.1:{pout}"]}}}}"#
     ))
     .unwrap();
@@ -752,7 +752,7 @@ ptmp.ptmper([
     let mut links: Vec<Sender> = [p1, p2]
         .iter()
         .map(|port| {
-            Sender::new(&format!(
+            Sender::from_json(&format!(
                 r#"{{"socket":{{"type":"PUB","bind":["tcp://127.0.0.1:{port}"],"subscribers":1,"subscribers_timeout_ms":20000}}}}"#
             ))
             .unwrap()
@@ -903,7 +903,7 @@ fn ttl_and_sigint_are_honoured_under_a_flood() {
         let quit = Arc::new(AtomicBool::new(false));
         let q = quit.clone();
         let flood = std::thread::spawn(move || {
-            let mut tx = Sender::new(&format!(
+            let mut tx = Sender::from_json(&format!(
                 r#"{{"socket":{{"type":"PUSH","connect":["tcp://127.0.0.1:{port}"]}}}}"#
             ))
             .unwrap();

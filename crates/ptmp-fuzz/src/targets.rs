@@ -542,9 +542,9 @@ fn agents_check(input: &[u8]) -> Result<(), String> {
         .map_err(|e| format!("building the {kind} agent: {e}"))?;
     let ctl = ptmp_agents::Ctl::new(false);
     let running = ptmp_agents::Running::start(agents, &ctl).map_err(|e| e.to_string())?;
-    let mut tx = ptmp::Sender::new(&sock("PUSH", "connect", &ein).to_string())
+    let mut tx = ptmp::Sender::from_json(&sock("PUSH", "connect", &ein).to_string())
         .map_err(|e| format!("fuzz sender: {e}"))?;
-    let mut rx = ptmp::Receiver::new(&sock("PULL", "connect", &eout).to_string())
+    let mut rx = ptmp::Receiver::from_json(&sock("PULL", "connect", &eout).to_string())
         .map_err(|e| format!("fuzz receiver: {e}"))?;
     let mut sent = 0u64;
     let mut f = Frames::new();

@@ -638,7 +638,7 @@ impl PySender {
     fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
         let text = config_text(config)?;
         Ok(PySender {
-            tx: Mutex::new(Some(Sender::new(&text).map_err(perr)?)),
+            tx: Mutex::new(Some(Sender::from_json(&text).map_err(perr)?)),
         })
     }
 
@@ -760,7 +760,7 @@ impl PyReceiver {
     fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
         let text = config_text(config)?;
         Ok(PyReceiver {
-            rx: Mutex::new(Some(Receiver::new(&text).map_err(perr)?)),
+            rx: Mutex::new(Some(Receiver::from_json(&text).map_err(perr)?)),
         })
     }
 

@@ -272,8 +272,8 @@ mod tests {
         let sock = |t: &str, end: &str| {
             format!(r#"{{"socket": {{"type": "{t}", "connect": ["inproc://{tag}-{end}"]}}}}"#)
         };
-        let mut tx = Sender::new(&sock("PUSH", "in")).unwrap();
-        let mut rx = Receiver::new(&sock("PULL", "out")).unwrap();
+        let mut tx = Sender::from_json(&sock("PUSH", "in")).unwrap();
+        let mut rx = Receiver::from_json(&sock("PULL", "out")).unwrap();
         let mut empty = set(4, 0, 7);
         empty.tps.clear();
         tx.send(&empty).unwrap();

@@ -173,21 +173,7 @@ impl<M: Merge> MergeAgent<M> {
 /// One configuration per endpoint of `c`, binds first, each otherwise as
 /// `c` (type, high-water marks ...): PTMP's "one socket per endpoint".
 pub fn split_endpoints(c: &SocketConfig) -> Vec<SocketConfig> {
-    let one = |bind: bool, i: usize| {
-        let mut s = c.clone();
-        if bind {
-            s.bind = vec![c.bind[i].clone()];
-            s.connect.clear();
-        } else {
-            s.bind.clear();
-            s.connect = vec![c.connect[i].clone()];
-        }
-        s
-    };
-    (0..c.bind.len())
-        .map(|i| one(true, i))
-        .chain((0..c.connect.len()).map(|i| one(false, i)))
-        .collect()
+    c.per_endpoint()
 }
 
 /// What a reader thread hands the merge.

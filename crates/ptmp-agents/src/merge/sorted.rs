@@ -180,7 +180,7 @@ impl SortedAgent {
     /// The merge between the sockets of `c`: one input socket, and one
     /// stream, per input endpoint.
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let n = c.input.bind.len() + c.input.connect.len();
+        let n = c.input.bind().len() + c.input.connect().len();
         let core = Sorted::new(n, Duration::from_millis(c.tardy_ms), c.policy);
         Self::per_socket(name, &c.input, &c.output, core)
     }

@@ -255,7 +255,7 @@ impl ZipperAgent {
     /// The zipper between the sockets of `c`; the input's endpoints give the
     /// number of streams.
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let n = c.input.bind.len() + c.input.connect.len();
+        let n = c.input.bind().len() + c.input.connect().len();
         let core = Zipper::new(n, Duration::from_millis(c.sync_ms), c.policy);
         Self::with_core(name, &c.input, &c.output, core)
     }
