@@ -954,3 +954,64 @@ fn closed_stdout_ends_quietly() {
         );
     }
 }
+
+/// The Jsonnet helpers fill in the same defaults the agents use and
+/// docs/agents.md states (so leaving an argument out changes nothing).
+#[test]
+fn jsonnet_helper_defaults_match_the_agents_and_the_docs() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("defaults.jsonnet");
+    std::fs::write(
+        &f,
+        r#"local ptmp = import 'ptmp.libsonnet';
+ptmp.ptmper([
+  ptmp.zipper('z', ptmp.pull('inproc://a'), ptmp.push_bind('inproc://b')),
+  ptmp.window('w', ptmp.pull('inproc://c'), ptmp.push_bind('inproc://d'), tspan=5),
+  ptmp.stats('s', ptmp.pull('inproc://e'), ptmp.push_bind('inproc://f')),
+  ptmp.replay('r', ptmp.pull('inproc://g'), ptmp.push_bind('inproc://h')),
+])"#,
+    )
+    .unwrap();
+    let o = run(&["run", f.to_str().unwrap(), "--dump"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((&v["ttl"], &v["snooze"]), (&json!(-1), &json!(1000)), "{v}");
+    let data = |i: usize| v["proxies"][i]["data"].clone();
+    let z = data(0);
+    assert_eq!(
+        (&z["sync_time"], &z["tardy_policy"]),
+        (&json!(10), &json!("drop"))
+    );
+    assert_eq!(z["input"]["socket"]["hwm"], 1000);
+    let w = data(1);
+    assert_eq!(
+        (&w["tbuf"], &w["toffset"], &w["detid"]),
+        (&json!(0), &json!(0), &json!(-1))
+    );
+    let s = data(2);
+    assert_eq!(s["topkey"], "tpsets");
+    assert_eq!(
+        (
+            &s["link_integration_time"],
+            &s["chan_integration_time"],
+            &s["tick_per_us"]
+        ),
+        (&json!(1000), &json!(10000), &json!(50))
+    );
+    assert_eq!(data(3)["speed"], 50);
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/agents.md"))
+            .unwrap();
+    for said in [
+        "`sync_time` ms (10;",
+        "`toffset` (0)",
+        "`detid` (-1: first input's)",
+        "`topkey` (tpsets)",
+        "`link_integration_time` ms (1000)",
+        "`chan_integration_time` ms (10000)",
+        "`tick_per_us` (50",
+        "`speed` ticks/us (50)",
+    ] {
+        assert!(docs.contains(said), "docs/agents.md lacks {said:?}");
+    }
+}
