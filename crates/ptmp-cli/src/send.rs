@@ -150,7 +150,7 @@ pub fn run(a: &SendArgs) -> CliResult {
     let start = Instant::now();
     // On a data clock: where the grid starts, in ticks, and the Instant it
     // corresponds to (wall-clock ticks are turned into Instants once).
-    let grid = clock.map(|c| c.start(start));
+    let grid = clock.map(Clock::start);
     let mut sent = 0u64;
     'sending: for i in 0..a.count {
         let tstart = if let Some((c, t0, at)) = grid {
@@ -259,8 +259,14 @@ impl Clock {
     }
 
     /// The first grid tick at or after now, and the Instant it falls due.
-    fn start(self, now: Instant) -> (Clock, u64, Instant) {
+    ///
+    /// The wall clock is read before the monotonic one: a pause between the
+    /// two reads (a preemption) then makes the sets late by the pause, never
+    /// early, so no set is sent before its tstart has passed on the wall
+    /// clock.
+    fn start(self) -> (Clock, u64, Instant) {
         let ticks = (ptmp::data::now_us().max(0) as u64).saturating_mul(self.per_us);
+        let now = Instant::now();
         let t0 = ticks.div_ceil(self.step).saturating_mul(self.step);
         (self, t0, now + self.after(t0.saturating_sub(ticks)))
     }
