@@ -64,11 +64,6 @@ impl<'a> Cfg<'a> {
         self.obj.get(key)
     }
 
-    /// Whether `key` is present and not null.
-    pub fn has(&self, key: &str) -> bool {
-        self.obj.has(key)
-    }
-
     /// Keys present but never asked for.
     pub fn unread(&self) -> Vec<String> {
         self.obj.unread()
