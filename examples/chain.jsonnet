@@ -37,17 +37,21 @@
 // the other link's sets after sync_time, and the quiet link's last window,
 // flushed at the stop, comes too late: the zipper counts it tardy.
 local ptmp = import 'ptmp.libsonnet';
-local engine = 'pass';
-// How long the zipper holds a set waiting for the other link: it must
-// exceed the worst delay of a link (here a process on a busy machine), or
-// late sets are counted tardy and dropped; it is also the latency added
-// when a link goes quiet.
-local sync_time = 1000;
+// Top-level arguments (`ptmp run examples/chain.jsonnet --tla-str engine=adjacency
+// --tla-code sync_time=2000`):
+// - engine: what the filter runs on each set ("pass", or "adjacency", which
+//   finds clusters of adjacent channels);
+// - sync_time: how long the zipper holds a set waiting for the other link,
+//   in ms. It must exceed the worst delay of a link (here a process on a
+//   busy machine), or late sets are counted tardy and dropped; it is also
+//   the latency added when a link goes quiet.
+// - tspan: the windows' width in ticks (50000: 1 ms of the 50 MHz clock).
+function(engine='pass', sync_time=1000, tspan=50000)
 local link(n) = 'tcp://127.0.0.1:%d' % (17310 + n);
 local win(n) = 'inproc://chain-win%d' % n;
 ptmp.ptmper([
-  ptmp.window('win1', ptmp.pull_bind(link(1)), ptmp.push_bind(win(1)), tspan=50000),
-  ptmp.window('win2', ptmp.pull_bind(link(2)), ptmp.push_bind(win(2)), tspan=50000),
+  ptmp.window('win1', ptmp.pull_bind(link(1)), ptmp.push_bind(win(1)), tspan=tspan),
+  ptmp.window('win2', ptmp.pull_bind(link(2)), ptmp.push_bind(win(2)), tspan=tspan),
   ptmp.zipper('zip', ptmp.pull([win(1), win(2)]), ptmp.push_bind('inproc://chain-zip'), sync_time=sync_time),
   // keep_detid: the links keep their own detids through the filter (PTMP
   // would stamp every output with the first link's).

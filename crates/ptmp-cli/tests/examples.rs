@@ -278,6 +278,50 @@ fn chain_example_zips_two_clocked_senders() {
 /// `--clock 50 --rate 1000`: tstarts on a 50000-tick grid, one step apart,
 /// each the wall clock in 50 MHz ticks when the set was sent (`created`,
 /// give or take a millisecond; late by at most a generous bound).
+/// The README's `ptmp run` line with Jsonnet arguments: the chain's
+/// top-level arguments are taken, and a code argument that is not code is
+/// one clear error naming it.
+#[test]
+fn chain_example_takes_top_level_arguments() {
+    let d = tempfile::tempdir().unwrap();
+    let f = example("chain.jsonnet");
+    let f = f.to_str().unwrap();
+    let good = finish(
+        spawn_in(
+            d.path(),
+            &[
+                "run",
+                f,
+                "--check",
+                "--tla-str",
+                "engine=adjacency",
+                "--tla-code",
+                "sync_time=2000",
+            ],
+        ),
+        LIMIT,
+        "ptmp run --check",
+    );
+    ok(&good, "ptmp run --check with arguments");
+    assert!(
+        text(&good.stdout).contains("valid: 5 proxies"),
+        "{}",
+        text(&good.stdout)
+    );
+    let bad = finish(
+        spawn_in(
+            d.path(),
+            &["run", f, "--check", "--tla-code", "sync_time=two"],
+        ),
+        LIMIT,
+        "ptmp run --check",
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let e = text(&bad.stderr);
+    assert!(e.contains("sync_time") && e.contains("--tla-str"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+}
+
 #[test]
 fn send_clock_stamps_tstart_from_the_wall_clock() {
     let d = tempfile::tempdir().unwrap();
