@@ -375,7 +375,7 @@ pub fn butterfly(a: &ButterflyArgs) -> CliResult {
     };
     let theory = rate(a.c1, a.t1).min(rate(a.c2, a.t2));
     let ratio = measured / theory;
-    println!(
+    outln!(
         "butterfly c1={} c2={} t1={} ms t2={} ms n={} transport={} placement={}: {} transactions in {:.3} s = {:.3} tx/s; theory {} tx/s; measured/theory {}",
         a.c1,
         a.c2,
@@ -389,16 +389,16 @@ pub fn butterfly(a: &ButterflyArgs) -> CliResult {
         measured,
         if theory.is_finite() { format!("{theory:.3}") } else { "unbounded".into() },
         if theory.is_finite() { format!("{ratio:.3}") } else { "-".into() },
-    );
+    )?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"c1": a.c1, "c2": a.c2, "t1_ms": a.t1, "t2_ms": a.t2,
                 "n": a.count, "transport": a.transport, "placement": a.placement,
                 "elapsed_us": elapsed_us, "tx_per_s": measured,
                 "theory_tx_per_s": theory.is_finite().then_some(theory),
                 "ratio": theory.is_finite().then_some(ratio)})
-        );
+        )?;
     }
     if a.run_dir.is_none() {
         let _ = std::fs::remove_dir_all(&dir);

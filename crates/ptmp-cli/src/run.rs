@@ -2,7 +2,7 @@
 //! its agents, stops them on SIGINT/SIGTERM or when `ttl` runs out, and
 //! prints each agent's final counters.
 
-use crate::common::{stopping, CliError};
+use crate::common::{outln, stopping, CliError};
 use clap::Args;
 use ptmp_agents::jsonnet::{self, Options};
 use ptmp_agents::ptmper::{self, RunConfig};
@@ -113,7 +113,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     }
     let mut v = load_config(&a.file, &opts)?;
     if a.dump {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())?;
         return Ok(());
     }
     if let (Some(t), Some(o)) = (a.ttl, v.as_object_mut()) {
@@ -133,12 +133,12 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     }
     let unused = rc.unused_keys(&v);
     if a.check {
-        println!("{}: valid: {} proxies", a.file.display(), rc.proxies.len());
+        outln!("{}: valid: {} proxies", a.file.display(), rc.proxies.len())?;
         for p in &rc.proxies {
-            println!("  {} ({})", p.name, p.kind.name());
+            outln!("  {} ({})", p.name, p.kind.name())?;
         }
         if !unused.is_empty() {
-            println!("  keys not used by any agent: {}", unused.join(", "));
+            outln!("  keys not used by any agent: {}", unused.join(", "))?;
         }
         return Ok(());
     }
@@ -151,7 +151,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let mut log = std::io::stderr();
     let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()))?;
     for r in &out.reports {
-        println!("{r}");
+        let _ = outln!("{r}");
     }
     if out.failures.is_empty() {
         Ok(())

@@ -1,6 +1,6 @@
 //! `ptmp send`: PTMP's check_send / check_send_rates.
 
-use crate::common::{progress, stopping, CliError, CliResult, SockArgs};
+use crate::common::{outln, progress, stopping, CliError, CliResult, SockArgs};
 use ptmp::{Sender, SocketType, TPSet, TrigPrim, Undelivered};
 use ptmp_agents::nodes::pace_until;
 use std::time::{Duration, Instant};
@@ -204,7 +204,7 @@ pub fn run(a: &SendArgs) -> CliResult {
             Undelivered::AtMost(n) => (Some(n), "at_most"),
             Undelivered::Unknown => (None, "unknown"),
         };
-        println!(
+        let _ = outln!(
             "{}",
             serde_json::json!({"sent": sent, "elapsed_s": elapsed, "rate_hz": rate,
                 "drain_s": drain_s, "undelivered": n, "undelivered_is": how})

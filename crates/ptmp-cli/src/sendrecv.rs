@@ -2,7 +2,7 @@
 //! the same run over raw libzmq moving identical frames, for comparison. The
 //! run itself is the benchmark crate's, shared with `ptmp bench tuning`.
 
-use crate::common::{CliError, CliResult};
+use crate::common::{outln, CliError, CliResult};
 use ptmp_bench::sendrecv::{run_ptmp, run_raw, Pattern, TransportArg};
 
 #[derive(Debug, clap::Args)]
@@ -41,9 +41,9 @@ pub fn run(a: &SendRecvArgs) -> CliResult {
         run_ptmp(a.pattern, a.transport, a.count, a.ntps, a.hwm)?
     };
     if a.json {
-        println!("{}", o.to_json());
+        outln!("{}", o.to_json())?;
     } else {
-        println!(
+        outln!(
             "{} {} {}: {} of {} TPSets ({} TPs each) in {:.3} s: {:.0} Hz, lost {}, errors {}",
             o.impl_name,
             o.pattern.name(),
@@ -55,7 +55,7 @@ pub fn run(a: &SendRecvArgs) -> CliResult {
             o.rate_hz(),
             o.lost(),
             o.errors
-        );
+        )?;
     }
     if o.received == 0 {
         return Err(CliError::fail("nothing was received"));

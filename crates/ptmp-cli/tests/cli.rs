@@ -910,6 +910,7 @@ fn closed_stdout_ends_quietly() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/butterfly.jsonnet"
     );
+    let chain = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/chain.jsonnet");
     let d = tempfile::tempdir().unwrap();
     let rd = d.path().join("run").display().to_string();
     let big = ["--tla-code", "c1=100", "--tla-code", "c2=100"];
@@ -920,6 +921,8 @@ fn closed_stdout_ends_quietly() {
         ]
         .concat(),
         [&["graph", "dot", butterfly][..], &big[..]].concat(),
+        vec!["run", chain, "--check"],
+        vec!["run", chain, "--dump"],
         vec!["shm", "ls"],
         vec![
             "recv",
