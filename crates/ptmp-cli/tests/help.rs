@@ -59,3 +59,71 @@ fn no_internal_shorthand_in_help() {
         }
     }
 }
+
+/// Every `ptmp ...` line in the README's shell examples is a command line
+/// `ptmp` accepts: each is run with `--help` appended, so unknown options,
+/// bad values of the options before it and misspelt subcommands fail
+/// without starting anything.
+#[test]
+fn readme_command_lines_parse() {
+    let readme = include_str!("../../../README.md");
+    let mut checked = 0;
+    let mut in_sh = false;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_sh = line == "```sh";
+            continue;
+        }
+        let line = line.trim();
+        if !in_sh || !line.starts_with("ptmp ") {
+            continue;
+        }
+        let words = shell_words(line);
+        let out = Command::new(PTMP)
+            .args(&words[1..])
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "README line {line:?} is not a valid ptmp command line:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 20,
+        "only {checked} ptmp lines found in the README"
+    );
+}
+
+/// The words of a shell line up to a comment, pipe, redirection or `&`,
+/// with single and double quotes removed (enough for the README's lines).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut w = String::new();
+    let mut quote = None;
+    let mut has = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => w.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                has = true;
+            }
+            (None, '#' | '|' | '>' | '&' | ';') => break,
+            (None, c) if c.is_whitespace() => {
+                if has || !w.is_empty() {
+                    words.push(std::mem::take(&mut w));
+                    has = false;
+                }
+            }
+            (None, c) => w.push(c),
+        }
+    }
+    if has || !w.is_empty() {
+        words.push(w);
+    }
+    words
+}
