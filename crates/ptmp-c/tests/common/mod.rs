@@ -1,0 +1,73 @@
+//! Compiling and running the C test programs against the library cargo
+//! built for this test run.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The directory cargo put `libptmp.a` and `libptmp.so` in: the test
+/// binary lives in its `deps/` subdirectory.
+pub fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+/// This crate's directory.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What a static link of `libptmp.a` needs besides it: the bundled libzmq
+/// is C++, and the Rust standard library uses threads, dlopen and libm.
+pub const STATIC_LIBS: &[&str] = &["-lstdc++", "-lpthread", "-ldl", "-lm", "-lrt"];
+
+/// Compiles `tests/c/NAME.c` with the committed header and links it
+/// statically against `libptmp.a`, with `extra` compiler flags; returns the
+/// program's path in `dir`, or the compiler's output on failure.
+pub fn try_compile(name: &str, dir: &Path, extra: &[&str]) -> Result<PathBuf, String> {
+    let exe = dir.join(name);
+    let src = crate_dir().join("tests/c").join(format!("{name}.c"));
+    let lib = lib_dir().join("libptmp.a");
+    assert!(lib.exists(), "{} was not built", lib.display());
+    let out = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g"])
+        .args(extra)
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg(&src)
+        .arg(&lib)
+        .args(STATIC_LIBS)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("run cc");
+    if out.status.success() {
+        Ok(exe)
+    } else {
+        Err(format!(
+            "cc {} failed:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// [`try_compile`] that fails the test on a compiler error.
+pub fn compile(name: &str, dir: &Path) -> PathBuf {
+    try_compile(name, dir, &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Asserts a finished C program exited 0, showing its output otherwise.
+pub fn assert_ok(what: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
