@@ -17,7 +17,9 @@
 
 use ptmp::{Frames, Receiver, Sender, TPSet, TrigPrim};
 use ptmp_data::dump::{DumpReader, DumpWriter};
-use ptmp_shm::{ChannelConfig, OwnedView, Policy, Reader, StartAt, View, Writer};
+use ptmp_shm::{
+    ChannelConfig, OwnedView, Policy, Reader, StartAt, View, Writer, DEFAULT_BLOCK_TIMEOUT,
+};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -226,15 +228,16 @@ where
     T: Send,
     F: FnMut(Duration) -> PyResult<Option<T>> + Send,
 {
-    // None, a negative value, infinity or a time too far to represent:
-    // wait for ever. NaN is refused (it is no amount of time).
+    // None, infinity or a time too far to represent: wait for ever. NaN is refused (it is no amount of time).
     let deadline = match timeout {
         Some(t) if t.is_nan() => {
             return Err(PyValueError::new_err(
                 "timeout nan: give seconds, or None to wait for ever",
             ))
         }
-        Some(t) if t < 0.0 => None,
+        // A negative time is a deadline already passed (callers compute
+        // `deadline - now`): look once, do not wait.
+        Some(t) if t < 0.0 => Some(Instant::now()),
         Some(t) => Duration::try_from_secs_f64(t)
             .ok()
             .and_then(|d| Instant::now().checked_add(d)),
@@ -617,6 +620,19 @@ pub struct PySender {
     tx: Mutex<Option<Sender>>,
 }
 
+/// Make a sender's shm:// waits for a full ring return after each slice
+/// too (so `blocking` can look for Ctrl-C between them), forgetting a wait
+/// an interrupted call left behind; the block timeout still bounds the
+/// whole wait for each message.
+fn slices(py: Python<'_>, m: &Mutex<Option<Sender>>) {
+    py.detach(|| {
+        let _ = with(m, "sender", |tx| {
+            tx.wait_in_slices();
+            Ok(())
+        });
+    });
+}
+
 /// Run `f` on the locked socket (the lock is taken inside the GIL-free
 /// closure, so a thread blocked in a send never holds the GIL).
 fn with<S, T>(
@@ -647,6 +663,7 @@ impl PySender {
     fn send(&self, py: Python<'_>, tpset: PyRef<'_, PyTPSet>) -> PyResult<()> {
         let set = &tpset.inner;
         let m = &self.tx;
+        slices(py, m);
         blocking(py, None, |slice| {
             with(m, "sender", |tx| {
                 Ok(intr(tx.send_within(set, slice))?.then_some(()))
@@ -659,6 +676,7 @@ impl PySender {
     fn send_many(&self, py: Python<'_>, tpsets: Vec<PyRef<'_, PyTPSet>>) -> PyResult<()> {
         let sets: Vec<&TPSet> = tpsets.iter().map(|t| &t.inner).collect();
         let m = &self.tx;
+        slices(py, m);
         let mut i = 0;
         blocking(py, None, |slice| {
             with(m, "sender", |tx| {
@@ -678,6 +696,7 @@ impl PySender {
     fn send_frames(&self, py: Python<'_>, frames: Vec<Vec<u8>>) -> PyResult<()> {
         let f = Frames::from_slices(&frames);
         let m = &self.tx;
+        slices(py, m);
         blocking(py, None, |slice| {
             with(m, "sender", |tx| {
                 Ok(intr(tx.send_frames_within(&f, slice))?.then_some(()))
@@ -918,7 +937,7 @@ fn read_tpsets(path: std::path::PathBuf) -> PyResult<Vec<PyTPSet>> {
 }
 
 /// Writes a czmqat dump file.
-#[pyclass(module = "ptmp._ptmp", name = "DumpWriter", unsendable)]
+#[pyclass(module = "ptmp._ptmp", name = "DumpWriter")]
 pub struct PyDumpWriter {
     w: Option<DumpWriter<BufWriter<File>>>,
 }
@@ -1012,7 +1031,7 @@ fn byte_buffer(data: &Bound<'_, PyAny>) -> PyResult<PyBuffer<u8>> {
 }
 
 /// The writer of a shared-memory channel (the one process that publishes).
-#[pyclass(module = "ptmp._ptmp", name = "ShmWriter", unsendable)]
+#[pyclass(module = "ptmp._ptmp", name = "ShmWriter")]
 pub struct PyShmWriter {
     w: Writer,
 }
@@ -1038,32 +1057,32 @@ impl PyShmWriter {
     fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         let buf = byte_buffer(data)?;
         let (ptr, len) = (buf.buf_ptr() as usize, buf.len_bytes());
-        let w = &mut self.w;
-        // The address crosses into the GIL-free closure as a number (a raw
-        // pointer is not Send); `buf` keeps the export alive meanwhile.
-        py.detach(move || {
-            let src: &[u8] = if len == 0 {
-                // Nothing to read, and an empty exporter may give a null
-                // pointer, which no slice may hold.
-                &[]
-            } else {
-                // SAFETY: `buf` holds the buffer exported (it is released
-                // only when `buf` drops, after this closure has returned),
-                // and while exported the object may neither free nor move
-                // nor resize that memory (bytearray and NumPy refuse to);
-                // `byte_buffer` checked it is C-contiguous, so its
-                // `len_bytes` bytes from `buf_ptr` are one readable range
-                // of u8, for which any bit pattern is valid. The slice does
-                // not outlive the closure. As with every C extension that
-                // reads a buffer without the GIL, Python code writing into
-                // the same object from another thread meanwhile is the
-                // caller's race (the buffer protocol does not lock); it can
-                // tear the message copied, nothing more.
-                unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
-            };
-            w.publish(src)
-        })
-        .map_err(serr)
+        // A full ring (policy "block") is waited for in slices with the GIL
+        // released, looking for signals between them, so Ctrl-C interrupts
+        // the wait; the block timeout still bounds the whole wait.
+        let total = DEFAULT_BLOCK_TIMEOUT;
+        let t0 = Instant::now();
+        loop {
+            let left = total.saturating_sub(t0.elapsed());
+            self.w
+                .set_block_timeout(left.min(Duration::from_millis(50)));
+            let r = self.publish_once(py, ptr, len);
+            self.w.set_block_timeout(total);
+            match r {
+                Err(ptmp_shm::ShmError::Timeout { .. }) if t0.elapsed() < total => {
+                    py.check_signals()?
+                }
+                Err(ptmp_shm::ShmError::Timeout { name, pid, pos, .. }) => {
+                    return Err(serr(ptmp_shm::ShmError::Timeout {
+                        name,
+                        waited_ms: t0.elapsed().as_millis() as u64,
+                        pid,
+                        pos,
+                    }))
+                }
+                r => return r.map_err(serr),
+            }
+        }
     }
 
     /// The sequence number the next message will get.
@@ -1078,8 +1097,46 @@ impl PyShmWriter {
     }
 }
 
+impl PyShmWriter {
+    /// One publish with the GIL released, of the `len` bytes at `ptr`,
+    /// which the caller's buffer export keeps alive and C-contiguous.
+    fn publish_once(
+        &mut self,
+        py: Python<'_>,
+        ptr: usize,
+        len: usize,
+    ) -> Result<u64, ptmp_shm::ShmError> {
+        let w = &mut self.w;
+        // The address crosses into the GIL-free closure as a number (a raw
+        // pointer is not Send); the caller's `buf` keeps the export alive.
+        py.detach(move || {
+            let src: &[u8] = if len == 0 {
+                // Nothing to read, and an empty exporter may give a null
+                // pointer, which no slice may hold.
+                &[]
+            } else {
+                // SAFETY: the caller's `buf` holds the buffer exported (it
+                // is released only when `buf` drops, after this closure and
+                // this call have returned),
+                // and while exported the object may neither free nor move
+                // nor resize that memory (bytearray and NumPy refuse to);
+                // `byte_buffer` checked it is C-contiguous, so its
+                // `len_bytes` bytes from `buf_ptr` are one readable range
+                // of u8, for which any bit pattern is valid. The slice does
+                // not outlive the closure. As with every C extension that
+                // reads a buffer without the GIL, Python code writing into
+                // the same object from another thread meanwhile is the
+                // caller's race (the buffer protocol does not lock); it can
+                // tear the message copied, nothing more.
+                unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+            };
+            w.publish(src)
+        })
+    }
+}
+
 /// A reader of a shared-memory channel.
-#[pyclass(module = "ptmp._ptmp", name = "ShmReader", unsendable)]
+#[pyclass(module = "ptmp._ptmp", name = "ShmReader")]
 pub struct PyShmReader {
     r: Reader,
     viewing: bool,
@@ -1196,7 +1253,7 @@ impl PyShmReader {
         me.viewing = true;
         drop(me);
         Ok(Some(PyShmView {
-            view: Some(v),
+            view: Some(SendView(v)),
             exports: 0,
             owner: slf.unbind(),
         }))
@@ -1237,10 +1294,24 @@ impl PyShmReader {
     }
 }
 
+/// An [`OwnedView`] that may move to, and be read from, another thread,
+/// so a view handed to another Python thread works there.
+struct SendView(OwnedView);
+
+// SAFETY: the view's raw pointer points into the shared mapping, which the
+// view's own `Arc` of the attachment keeps mapped wherever the view goes;
+// nothing about it is tied to the thread that took it (the reader's
+// registry entry is per process, updated with atomics). Through `&self` the
+// bytes are only read, and concurrent writes by the ring's writer are the
+// seqlock's business (`valid`), from any thread alike.
+unsafe impl Send for SendView {}
+// SAFETY: as above: shared access only reads the mapping and loads atomics.
+unsafe impl Sync for SendView {}
+
 /// A zero-copy view of one message in a shared-memory ring.
-#[pyclass(module = "ptmp._ptmp", name = "ShmView", unsendable)]
+#[pyclass(module = "ptmp._ptmp", name = "ShmView")]
 pub struct PyShmView {
-    view: Option<OwnedView>,
+    view: Option<SendView>,
     exports: usize,
     owner: Py<PyShmReader>,
 }
@@ -1249,6 +1320,7 @@ impl PyShmView {
     fn v(&self) -> PyResult<&OwnedView> {
         self.view
             .as_ref()
+            .map(|v| &v.0)
             .ok_or_else(|| ShmError::new_err("the view was released"))
     }
 }

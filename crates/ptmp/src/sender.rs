@@ -33,6 +33,11 @@ pub struct Sender {
     waited: bool,
     /// Set once [`Sender::finish`] has waited for delivery.
     finished: bool,
+    /// shm:// only: `send_within` waits no longer than its timeout for a
+    /// full ring (see [`Sender::wait_in_slices`]).
+    slices: bool,
+    /// When a full ring first held back the message being sent.
+    held_since: Option<Instant>,
 }
 
 /// How many sent messages may not have reached a peer, as far as a sender
@@ -125,6 +130,8 @@ impl Sender {
             bound,
             subscribers: 0,
             finished: false,
+            slices: false,
+            held_since: None,
         })
     }
 
@@ -174,8 +181,9 @@ impl Sender {
     /// Send one TPSet, waiting at most `timeout` for room: `Ok(false)`, and
     /// nothing sent, when a PUSH or PAIR socket stayed at its high-water mark
     /// (or without any peer) that long. Agents use it so a stop request is
-    /// noticed even when nobody downstream reads. (An shm:// PUSH waits up
-    /// up to its [`ShmSettings::block_timeout`](crate::ShmSettings) instead.)
+    /// noticed even when nobody downstream reads. (An shm:// PUSH waits
+    /// up to its [`ShmSettings::block_timeout`](crate::ShmSettings) instead,
+    /// unless [`Self::wait_in_slices`] was called.)
     pub fn send_within(&mut self, tpset: &TPSet, timeout: Duration) -> Result<bool> {
         encode_tpset(tpset, &mut self.buf);
         let buf = std::mem::take(&mut self.buf);
@@ -228,10 +236,34 @@ impl Sender {
                     }
                 }
             }
+            Link::Shm(tx) if self.slices => {
+                let since = *self.held_since.get_or_insert_with(Instant::now);
+                let total = self.cfg.shm().block_timeout;
+                match tx.publish_sliced(parts, timeout, since, total) {
+                    Ok(false) => return Ok(false),
+                    r => {
+                        self.held_since = None;
+                        r?;
+                    }
+                }
+            }
             Link::Shm(tx) => tx.publish(parts)?,
         }
         self.sent += 1;
         Ok(true)
+    }
+
+    /// Make [`Self::send_within`] and [`Self::send_frames_within`] over
+    /// shm:// wait at most their timeout for a full ring too, returning
+    /// `Ok(false)` like a zmq socket at its high-water mark, so a caller can
+    /// look for a signal between slices. The block timeout still bounds the
+    /// whole wait for one message: it counts from the first call that found
+    /// the ring full, and once it has passed the call fails as a single
+    /// blocking send would. Calling this again also forgets a wait left
+    /// unfinished (a caller that gave up on a message).
+    pub fn wait_in_slices(&mut self) {
+        self.slices = true;
+        self.held_since = None;
     }
 
     /// Send a message given as its frames, schema-blind (for cat and proxies).

@@ -145,8 +145,51 @@ impl ShmTx {
         })
     }
 
+    /// [`Self::publish`] waiting at most `slice` for room: `Ok(false)`, and
+    /// nothing written, while a full ring has held this message back for
+    /// less than the block timeout since `since`; the timeout error, naming
+    /// the whole wait, once it has held it back longer.
+    pub(crate) fn publish_sliced<'a, I>(
+        &mut self,
+        frames: I,
+        slice: Duration,
+        since: Instant,
+        total: Duration,
+    ) -> Result<bool>
+    where
+        I: Iterator<Item = &'a [u8]> + Clone,
+    {
+        self.w
+            .set_block_timeout(total.saturating_sub(since.elapsed()).min(slice));
+        let r = self.publish_mapped(frames, |e| match e {
+            ShmError::Timeout { .. } if since.elapsed() < total => None,
+            ShmError::Timeout { name, pid, pos, .. } => Some(ShmError::Timeout {
+                name,
+                waited_ms: since.elapsed().as_millis() as u64,
+                pid,
+                pos,
+            }),
+            e => Some(e),
+        });
+        self.w.set_block_timeout(total);
+        r
+    }
+
     /// Publish one message given as its frames.
     pub(crate) fn publish<'a, I>(&mut self, frames: I) -> Result<()>
+    where
+        I: Iterator<Item = &'a [u8]> + Clone,
+    {
+        self.publish_mapped(frames, Some).map(|_| ())
+    }
+
+    /// Publish one message; `Ok(false)` when `keep` turns the loan's error
+    /// into None (nothing was written then).
+    fn publish_mapped<'a, I>(
+        &mut self,
+        frames: I,
+        keep: impl FnOnce(ShmError) -> Option<ShmError>,
+    ) -> Result<bool>
     where
         I: Iterator<Item = &'a [u8]> + Clone,
     {
@@ -163,14 +206,19 @@ impl ShmTx {
         }
         let mut loan = match self.w.loan(len) {
             Ok(l) => l,
-            Err(e) => return Err(shm_err("socket.bind", &self.name)(e)),
+            Err(e) => {
+                return match keep(e) {
+                    Some(e) => Err(shm_err("socket.bind", &self.name)(e)),
+                    None => Ok(false),
+                }
+            }
         };
         zmsg_write(frames, &mut loan);
         loan.commit();
         // A segment truncated under the writer: what was committed went
         // nowhere, so say so (one relaxed load).
         self.w.check().map_err(shm_err("socket.bind", &self.name))?;
-        Ok(())
+        Ok(true)
     }
 }
 
