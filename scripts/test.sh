@@ -38,6 +38,11 @@ if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
   fi
 fi
 py="$venv/bin/python"
+# maturin's build backend runs the `maturin` program it installed into the
+# environment's bin directory, so that directory goes first on the PATH, as
+# activating the environment would do.
+PATH="$(cd "$venv/bin" && pwd):$PATH"
+export PATH
 "$py" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 
 echo "== Python bindings: build and install into $venv (maturin, release)"
