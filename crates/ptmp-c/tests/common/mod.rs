@@ -32,7 +32,12 @@ pub fn try_compile(name: &str, dir: &Path, extra: &[&str]) -> Result<PathBuf, St
     let exe = dir.join(name);
     let src = crate_dir().join("tests/c").join(format!("{name}.c"));
     let lib = lib_dir().join("libptmp.a");
-    assert!(lib.exists(), "{} was not built", lib.display());
+    assert!(
+        lib.exists(),
+        "{} was not built: `cargo test` builds only the rlib, so run \
+         `cargo build -p ptmp-c` first (scripts/test.sh does)",
+        lib.display()
+    );
     let out = Command::new("cc")
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g"])
         .args(extra)
