@@ -2,7 +2,7 @@
 //! them (`ptmp shm ls`, `ptmp shm rm`).
 
 use crate::error::{io, Result, ShmError};
-use crate::layout::ChannelConfig;
+use crate::layout::{ChannelConfig, MAX_READERS};
 use crate::name::ChannelName;
 use crate::segment::{pid_alive, shm_dir, Access, Segment, FILE_PREFIX};
 use std::path::PathBuf;
@@ -78,6 +78,53 @@ pub fn list() -> Result<Vec<ChannelInfo>> {
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// One entry of a channel's reader registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderState {
+    /// The PID holding the entry.
+    pub pid: u32,
+    /// Whether that process exists (a dead reader's entry stays until
+    /// another reader takes it over).
+    pub alive: bool,
+    /// The next message the reader will read: the writer's `published`
+    /// minus this is how far the reader is behind.
+    pub position: u64,
+}
+
+/// Channel `name`'s state and its registered readers, read in one look at
+/// the header (for `ptmp top --shm`). The positions are read before the
+/// published count, so a reader is never shown ahead of the writer.
+pub fn inspect(name: &str) -> Result<(ChannelState, Vec<ReaderState>)> {
+    let path = ChannelName::new(name)?.path();
+    let seg = Segment::open(name, path, Access::Group)?;
+    let mut readers = Vec::new();
+    for i in 0..MAX_READERS {
+        let e = seg.entry(i);
+        let pid = e.pid.load(Ordering::SeqCst);
+        if pid == 0 {
+            continue;
+        }
+        readers.push(ReaderState {
+            pid,
+            alive: pid_alive(pid),
+            position: e.pos.load(Ordering::SeqCst),
+        });
+    }
+    let h = seg.header();
+    let pid = h.writer_pid.load(Ordering::SeqCst);
+    let state = ChannelState {
+        config: ChannelConfig {
+            slots: seg.slots as usize,
+            max_message: seg.max_message,
+            policy: seg.policy,
+        },
+        published: h.next_seq.load(Ordering::SeqCst),
+        writer_pid: pid,
+        writer_alive: pid_alive(pid),
+    };
+    Ok((state, readers))
 }
 
 /// Remove channel `name`'s segment. Attached processes keep their mapping;

@@ -99,7 +99,7 @@ mod sigbus;
 mod wait;
 mod writer;
 
-pub use admin::{list, remove, ChannelInfo, ChannelState};
+pub use admin::{inspect, list, remove, ChannelInfo, ChannelState, ReaderState};
 pub use error::{Result, ShmError};
 pub use layout::{
     ChannelConfig, Policy, DEFAULT_MAX_MESSAGE, DEFAULT_SLOTS, HEADER_SIZE, LAYOUT_VERSION, MAGIC,
