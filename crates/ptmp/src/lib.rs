@@ -40,6 +40,7 @@ pub mod config;
 mod drain;
 pub mod error;
 pub mod fields;
+pub mod meter;
 pub mod receiver;
 pub mod sender;
 mod shm;

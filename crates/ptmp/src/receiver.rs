@@ -23,6 +23,8 @@ pub struct Receiver {
     received: u64,
     errors: u64,
     bound: Vec<String>,
+    /// Live counters, readable from other threads ([`crate::meter`]).
+    meter: std::sync::Arc<crate::meter::SocketCounters>,
 }
 
 enum Link {
@@ -65,7 +67,12 @@ impl Receiver {
                 (Link::Zmq(z), b.bound)
             }
         };
+        let meter = crate::meter::register(
+            crate::meter::Dir::Recv,
+            cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
+        );
         Ok(Receiver {
+            meter,
             link,
             cfg,
             received: 0,
@@ -120,6 +127,7 @@ impl Receiver {
     /// Receive one TPSet into `out`, reusing its storage. `Ok(false)` on
     /// timeout.
     pub fn recv_into(&mut self, out: &mut TPSet, timeout: Option<Duration>) -> Result<bool> {
+        let mut bytes = 0;
         let r = match &mut self.link {
             Link::Zmq(z) => {
                 let n = z.recv_two(timeout)?;
@@ -129,6 +137,7 @@ impl Receiver {
                 if n != 2 {
                     Err(WireError::FrameCount(n))
                 } else {
+                    bytes = z.m0.len() + z.m1.len();
                     check_version(&z.m0)
                         .and_then(|()| decode_tpset_into(&z.m1, out).map_err(WireError::from))
                 }
@@ -141,10 +150,15 @@ impl Receiver {
         match r {
             Ok(()) => {
                 self.received += 1;
+                self.meter.add(bytes);
+                if self.meter.sample_due() {
+                    self.meter.sample(out.created, self.lost());
+                }
                 Ok(true)
             }
             Err(e) => {
                 self.errors += 1;
+                self.meter.add_error();
                 Err(Error::Wire(e))
             }
         }
@@ -163,6 +177,7 @@ impl Receiver {
         };
         if got {
             self.received += 1;
+            self.meter.add(frames.iter().map(<[u8]>::len).sum());
         }
         Ok(got)
     }

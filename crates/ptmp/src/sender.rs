@@ -38,6 +38,8 @@ pub struct Sender {
     slices: bool,
     /// When a full ring first held back the message being sent.
     held_since: Option<Instant>,
+    /// Live counters, readable from other threads ([`crate::meter`]).
+    meter: std::sync::Arc<crate::meter::SocketCounters>,
 }
 
 /// How many sent messages may not have reached a peer, as far as a sender
@@ -121,7 +123,12 @@ impl Sender {
                 )
             }
         };
+        let meter = crate::meter::register(
+            crate::meter::Dir::Send,
+            cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
+        );
         Ok(Sender {
+            meter,
             link,
             waited: cfg.subscribers() == 0,
             cfg,
@@ -175,6 +182,7 @@ impl Sender {
             Link::Shm(tx) => tx.publish([&VERSION_FRAME[..], &self.buf[..]].into_iter())?,
         }
         self.sent += 1;
+        self.meter.add(VERSION_FRAME.len() + self.buf.len());
         Ok(())
     }
 
@@ -204,6 +212,7 @@ impl Sender {
         if !self.waited {
             self.wait_configured()?;
         }
+        let bytes: usize = parts.clone().map(<[u8]>::len).sum();
         match &mut self.link {
             Link::Zmq { sock, .. } => {
                 let n = parts.len();
@@ -250,6 +259,7 @@ impl Sender {
             Link::Shm(tx) => tx.publish(parts)?,
         }
         self.sent += 1;
+        self.meter.add(bytes);
         Ok(true)
     }
 
@@ -283,6 +293,7 @@ impl Sender {
         if !self.waited {
             self.wait_configured()?;
         }
+        let bytes: usize = parts.clone().map(<[u8]>::len).sum();
         match &mut self.link {
             Link::Zmq { sock, .. } => {
                 let n = parts.len();
@@ -294,6 +305,7 @@ impl Sender {
             Link::Shm(tx) => tx.publish(parts)?,
         }
         self.sent += 1;
+        self.meter.add(bytes);
         Ok(())
     }
 

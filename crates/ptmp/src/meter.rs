@@ -1,0 +1,215 @@
+//! Live counters of every [`Sender`](crate::Sender) and
+//! [`Receiver`](crate::Receiver) in this process, for status files,
+//! monitors and metrics.
+//!
+//! Each socket owns one [`SocketCounters`], registered in a process-wide
+//! list when the socket is made (the only allocation) and read from other
+//! threads with [`snapshot`]. The owning socket is the only writer, so an
+//! increment is a relaxed load and store, not a locked read-modify-write:
+//! no system call, no allocation, no contended cache line. Latency (now
+//! minus a TPSet's `created`, both in microseconds since the epoch) is
+//! sampled on one received message in [`LATENCY_EVERY`], into a histogram
+//! of power-of-two buckets, so the clock is read rarely.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// One received message in this many has its latency measured.
+pub const LATENCY_EVERY: u64 = 16;
+
+/// Buckets of the latency histogram: bucket `k` counts latencies below
+/// `2^k` microseconds (and at least `2^(k-1)`); the last takes the rest.
+pub const LATENCY_BUCKETS: usize = 40;
+
+/// Whether a socket sends or receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// A [`Sender`](crate::Sender).
+    Send,
+    /// A [`Receiver`](crate::Receiver).
+    Recv,
+}
+
+impl Dir {
+    /// `"send"` or `"recv"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Send => "send",
+            Dir::Recv => "recv",
+        }
+    }
+}
+
+/// The counters of one socket, written by its owner only.
+#[derive(Debug)]
+pub struct SocketCounters {
+    dir: Dir,
+    endpoints: Vec<String>,
+    messages: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+    lost: AtomicU64,
+    lat: [AtomicU64; LATENCY_BUCKETS],
+    lat_max: AtomicU64,
+}
+
+#[inline]
+fn bump(a: &AtomicU64, n: u64) {
+    a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+impl SocketCounters {
+    /// Count one message of `bytes` bytes.
+    #[inline]
+    pub(crate) fn add(&self, bytes: usize) {
+        bump(&self.messages, 1);
+        bump(&self.bytes, bytes as u64);
+    }
+    /// Count one malformed message.
+    #[inline]
+    pub(crate) fn add_error(&self) {
+        bump(&self.errors, 1);
+    }
+    /// Whether the message just counted is one whose latency is sampled.
+    #[inline]
+    pub(crate) fn sample_due(&self) -> bool {
+        self.messages.load(Ordering::Relaxed) % LATENCY_EVERY == 1
+    }
+    /// Record the latency of a message created at `created` (microseconds
+    /// since the epoch) and the receiver's lost count so far.
+    pub(crate) fn sample(&self, created: i64, lost: u64) {
+        self.lost.store(lost, Ordering::Relaxed);
+        let lat = now_us().saturating_sub(created).max(0) as u64;
+        let k = ((64 - lat.leading_zeros()) as usize).min(LATENCY_BUCKETS - 1);
+        bump(&self.lat[k], 1);
+        if lat > self.lat_max.load(Ordering::Relaxed) {
+            self.lat_max.store(lat, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What [`snapshot`] reads of one socket.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Sending or receiving.
+    pub dir: Dir,
+    /// The socket's configured endpoints (bind and connect), as written.
+    pub endpoints: Vec<String>,
+    /// Messages sent or received so far.
+    pub messages: u64,
+    /// Bytes of those messages (both frames; a receiver over shm:// counts
+    /// no bytes, its sender does).
+    pub bytes: u64,
+    /// Malformed messages received and skipped.
+    pub errors: u64,
+    /// Messages known lost before they could be received (shm overruns).
+    pub lost: u64,
+    /// Sampled latencies per bucket, cumulative (see [`LATENCY_BUCKETS`]).
+    pub latency: [u64; LATENCY_BUCKETS],
+    /// The largest sampled latency since the last [`snapshot`] with
+    /// `reset_max`, microseconds.
+    pub latency_max_us: u64,
+}
+
+fn registry() -> &'static Mutex<Vec<Weak<SocketCounters>>> {
+    static R: Mutex<Vec<Weak<SocketCounters>>> = Mutex::new(Vec::new());
+    &R
+}
+
+/// Make and register the counters of a new socket.
+pub(crate) fn register(dir: Dir, endpoints: Vec<String>) -> Arc<SocketCounters> {
+    let c = Arc::new(SocketCounters {
+        dir,
+        endpoints,
+        messages: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        lost: AtomicU64::new(0),
+        lat: std::array::from_fn(|_| AtomicU64::new(0)),
+        lat_max: AtomicU64::new(0),
+    });
+    let mut r = registry().lock().unwrap_or_else(|p| p.into_inner());
+    r.retain(|w| w.strong_count() > 0);
+    r.push(Arc::downgrade(&c));
+    c
+}
+
+/// Every live socket's counters in this process, in creation order. With
+/// `reset_max` the latency maxima start again from zero (the reader that
+/// reports "max over the last interval" asks for it).
+pub fn snapshot(reset_max: bool) -> Vec<Snapshot> {
+    let r = registry().lock().unwrap_or_else(|p| p.into_inner());
+    r.iter()
+        .filter_map(Weak::upgrade)
+        .map(|c| Snapshot {
+            dir: c.dir,
+            endpoints: c.endpoints.clone(),
+            messages: c.messages.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            errors: c.errors.load(Ordering::Relaxed),
+            lost: c.lost.load(Ordering::Relaxed),
+            latency: std::array::from_fn(|k| c.lat[k].load(Ordering::Relaxed)),
+            latency_max_us: if reset_max {
+                c.lat_max.swap(0, Ordering::Relaxed)
+            } else {
+                c.lat_max.load(Ordering::Relaxed)
+            },
+        })
+        .collect()
+}
+
+/// The latency below which fraction `q` of the samples in `hist` fall,
+/// as the upper edge of its bucket in microseconds; `None` with no samples.
+pub fn quantile_us(hist: &[u64], q: f64) -> Option<u64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let want = ((total as f64) * q).ceil().max(1.0) as u64;
+    let mut acc = 0;
+    for (k, n) in hist.iter().enumerate() {
+        acc += n;
+        if acc >= want {
+            return Some(if k == 0 { 0 } else { 1u64 << k });
+        }
+    }
+    Some(1u64 << (hist.len() - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_quantiles() {
+        let c = register(Dir::Recv, vec!["inproc://meter-test".into()]);
+        for _ in 0..3 {
+            c.add(10);
+        }
+        c.add_error();
+        let now = now_us();
+        c.sample(now - 100, 2);
+        c.sample(now - 5000, 2);
+        let s = snapshot(true)
+            .into_iter()
+            .find(|s| s.endpoints == ["inproc://meter-test"])
+            .expect("registered");
+        assert_eq!((s.messages, s.bytes, s.errors, s.lost), (3, 30, 1, 2));
+        assert!(s.latency_max_us >= 5000);
+        // 100 us falls in the bucket below 128, 5000 in the one below 8192.
+        assert_eq!(quantile_us(&s.latency, 0.5), Some(128));
+        assert_eq!(quantile_us(&s.latency, 0.99), Some(8192));
+        assert_eq!(quantile_us(&[0; 4], 0.5), None);
+        drop(c);
+        assert!(snapshot(false)
+            .iter()
+            .all(|s| s.endpoints != ["inproc://meter-test"]));
+    }
+}
