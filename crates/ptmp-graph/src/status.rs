@@ -6,10 +6,21 @@
 //! rates over the last second, whether the node has ended and, at the end,
 //! its final report. `ptmp graph run` prints them on SIGUSR1 or every
 //! `--status` seconds; `ptmp graph status` prints them from another shell.
+//!
+//! Besides `nodes`, a document lists the process's `sockets` (every
+//! Sender and Receiver, from [`ptmp::meter`]): direction, endpoints,
+//! messages, bytes, errors and lost so far, message and byte rates over
+//! about the last second, and the latency since each TPSet's `created`
+//! (p50, p99 and max over that second, microseconds; `null` with no
+//! sample). The supervisor keeps `RUNDIR/processes.json` with each
+//! process's pid, state (`starting`, `running`, `restarting`, `finished`,
+//! `failed`, `stopped`) and restarts so far.
 
+use ptmp::meter::{self, Snapshot};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The directory under `run_dir` holding one status file per process.
@@ -156,6 +167,7 @@ pub fn document(
     let mut v = json!({
         "graph": graph,
         "process": process,
+        "sockets": sockets(),
         "pid": std::process::id(),
         "time_us": std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -168,4 +180,109 @@ pub fn document(
         v["reports"] = Value::Array(r);
     }
     v
+}
+
+/// Snapshots of this process's sockets over about the last second, for
+/// rates and interval latencies.
+static SOCKET_SNAPS: Mutex<VecDeque<(Instant, Vec<Snapshot>)>> = Mutex::new(VecDeque::new());
+
+fn same_socket(a: &Snapshot, b: &Snapshot) -> bool {
+    a.dir == b.dir && a.endpoints == b.endpoints
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// Every socket of this process as the status document lists it.
+pub fn sockets() -> Vec<Value> {
+    let now = Instant::now();
+    let cur = meter::snapshot(true);
+    let mut snaps = SOCKET_SNAPS.lock().unwrap_or_else(|p| p.into_inner());
+    snaps.push_back((now, cur.clone()));
+    while snaps.len() > 2 && now.duration_since(snaps[1].0) >= Duration::from_secs(1) {
+        snaps.pop_front();
+    }
+    let (t0, old) = &snaps[0];
+    let dt = now.duration_since(*t0).as_secs_f64();
+    cur.iter()
+        .map(|s| {
+            let prev = old.iter().find(|o| same_socket(o, s));
+            let d = |a: u64, b: Option<u64>| a.saturating_sub(b.unwrap_or(a));
+            let rate = |a: u64, b: Option<u64>| {
+                if dt > 0.0 && prev.is_some() {
+                    round1(d(a, b) as f64 / dt)
+                } else {
+                    0.0
+                }
+            };
+            let hist: Vec<u64> = (0..s.latency.len())
+                .map(|k| d(s.latency[k], prev.map(|p| p.latency[k])))
+                .collect();
+            let max = snaps
+                .iter()
+                .skip(1)
+                .flat_map(|(_, v)| v.iter().filter(|o| same_socket(o, s)))
+                .map(|o| o.latency_max_us)
+                .max()
+                .unwrap_or(0);
+            let latency = match (
+                meter::quantile_us(&hist, 0.5),
+                meter::quantile_us(&hist, 0.99),
+            ) {
+                (Some(p50), Some(p99)) => json!({"p50": p50, "p99": p99, "max": max.max(p99 / 2)}),
+                _ => Value::Null,
+            };
+            json!({
+                "dir": s.dir.name(),
+                "endpoints": s.endpoints,
+                "messages": s.messages,
+                "bytes": s.bytes,
+                "errors": s.errors,
+                "lost": s.lost,
+                "rate": rate(s.messages, prev.map(|p| p.messages)),
+                "byte_rate": rate(s.bytes, prev.map(|p| p.bytes)),
+                "latency_us": latency,
+            })
+        })
+        .collect()
+}
+
+/// One process of a graph as the supervisor sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessState {
+    /// The process's name.
+    pub name: String,
+    /// Its current pid, while a part runs.
+    pub pid: Option<u32>,
+    /// `starting`, `running`, `restarting`, `finished`, `failed` or
+    /// `stopped`.
+    pub state: &'static str,
+    /// Restarts so far.
+    pub restarts: u32,
+}
+
+/// The supervisor's file of process states.
+pub fn processes_file(run_dir: &Path) -> PathBuf {
+    run_dir.join("processes.json")
+}
+
+/// Write the supervisor's view of its processes (atomically).
+pub fn write_processes(run_dir: &Path, procs: &[ProcessState]) -> std::io::Result<()> {
+    let list: Vec<Value> = procs
+        .iter()
+        .map(|p| json!({"name": p.name, "pid": p.pid, "state": p.state, "restarts": p.restarts}))
+        .collect();
+    write_atomic(
+        &processes_file(run_dir),
+        &json!({"supervisor_pid": std::process::id(), "processes": list}),
+    )
+}
+
+/// The supervisor's view of its processes, if it wrote one:
+/// `{"supervisor_pid": N, "processes": [{name, pid, state, restarts}]}`.
+pub fn read_processes(run_dir: &Path) -> Option<Value> {
+    std::fs::read(processes_file(run_dir))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
 }

@@ -231,6 +231,8 @@ pub fn run(
         }
         p.child = Some(c);
     }
+    let mut shown = Vec::new();
+    publish_states(dir, &procs, false, &mut shown);
     let t0 = Instant::now();
     let mut next_status = opts.status_every.map(|d| t0 + d);
     let mut out = Outcome {
@@ -298,6 +300,7 @@ pub fn run(
                 p.child = Some(c);
             }
         }
+        publish_states(dir, &procs, false, &mut shown);
         if let Some(why) = gave_up {
             out.ok = false;
             break why;
@@ -376,10 +379,38 @@ pub fn run(
             }
         }
     }
+    publish_states(dir, &procs, true, &mut shown);
     out.restarts = procs
         .iter()
         .map(|p| (g.processes[p.index].name.clone(), p.restarts))
         .collect();
     let _ = std::fs::remove_file(&lock);
     Ok(out)
+}
+
+/// Write `RUNDIR/processes.json` (each process's pid, state and restarts)
+/// when it differs from what was last written; `ending` marks every
+/// process not finished or failed (given up) as stopped.
+fn publish_states(dir: &Path, procs: &[Proc], ending: bool, shown: &mut Vec<status::ProcessState>) {
+    let now: Vec<status::ProcessState> = procs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| status::ProcessState {
+            name: p.name.clone(),
+            pid: p.child.as_ref().map(Child::id),
+            state: match (&p.child, p.restart_at, p.exited_clean) {
+                (Some(_), _, _) if !ending => "running",
+                (None, Some(_), _) if !ending => "restarting",
+                (None, _, true) => "finished",
+                (None, None, false) if !ending => "failed",
+                _ if shown.get(i).is_some_and(|s| s.state == "failed") => "failed",
+                _ => "stopped",
+            },
+            restarts: p.restarts,
+        })
+        .collect();
+    if now != *shown {
+        let _ = status::write_processes(dir, &now);
+        *shown = now;
+    }
 }
