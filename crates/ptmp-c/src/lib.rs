@@ -32,6 +32,14 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
+mod dump;
+mod run;
+mod shm;
+
+pub use dump::*;
+pub use run::*;
+pub use shm::*;
+
 /// Success.
 pub const PTMP_OK: c_int = 0;
 /// A receive waited `timeout_ms` and nothing came; not an error, and
@@ -58,6 +66,17 @@ pub const PTMP_ERR_INTERRUPTED: c_int = -6;
 pub const PTMP_ERR_ALLOC: c_int = -7;
 /// A bug in ptmp: a Rust panic was caught at the boundary.
 pub const PTMP_ERR_PANIC: c_int = -8;
+/// The call does not fit the handle's state: a shared-memory commit with no
+/// loan open, a second loan before the first is committed, a validity check
+/// with no view held.
+pub const PTMP_ERR_STATE: c_int = -9;
+/// A file could not be opened, read or written (a dump file, a
+/// configuration); the message names the path.
+pub const PTMP_ERR_IO: c_int = -10;
+/// Agents or a graph ran and failed; the message says which and why.
+pub const PTMP_ERR_RUN: c_int = -11;
+/// A dump-file read reached the end of the file: not an error.
+pub const PTMP_END: c_int = 2;
 
 /// One trigger primitive, the fields of PTMP's `TrigPrim` message.
 ///
@@ -138,7 +157,7 @@ thread_local! {
 }
 
 /// An error on its way to C: the code to return and the message to keep.
-struct Fail(c_int, String);
+pub(crate) struct Fail(pub(crate) c_int, pub(crate) String);
 
 impl From<Error> for Fail {
     fn from(e: Error) -> Self {
@@ -160,7 +179,7 @@ fn set_last_error(msg: &str) {
 
 /// Runs one entry point: a panic or an error becomes its code, and the
 /// message is kept for `ptmp_last_error`.
-fn guard(what: &str, f: impl FnOnce() -> Result<c_int, Fail>) -> c_int {
+pub(crate) fn guard(what: &str, f: impl FnOnce() -> Result<c_int, Fail>) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(code)) => code,
         Ok(Err(Fail(code, msg))) => {
@@ -179,7 +198,7 @@ fn guard(what: &str, f: impl FnOnce() -> Result<c_int, Fail>) -> c_int {
     }
 }
 
-fn null(what: &str) -> Fail {
+pub(crate) fn null(what: &str) -> Fail {
     Fail(PTMP_ERR_NULL, format!("{what} is NULL"))
 }
 
@@ -187,7 +206,7 @@ fn null(what: &str) -> Fail {
 ///
 /// # Safety
 /// `s` is NULL or points to a NUL-terminated string.
-unsafe fn c_str<'a>(s: *const c_char, what: &str) -> Result<&'a str, Fail> {
+pub(crate) unsafe fn c_str<'a>(s: *const c_char, what: &str) -> Result<&'a str, Fail> {
     if s.is_null() {
         return Err(null(what));
     }
@@ -276,18 +295,8 @@ pub unsafe extern "C" fn ptmp_sender_send(
         let s = unsafe { sender.as_mut() }.ok_or_else(|| null("sender"))?;
         // SAFETY: the caller promises NULL or a readable struct.
         let t = unsafe { tpset.as_ref() }.ok_or_else(|| null("tpset"))?;
-        let tps: &[ptmp_trigprim] = if t.ntps == 0 {
-            &[]
-        } else if t.tps.is_null() {
-            return Err(Fail(
-                PTMP_ERR_ARG,
-                format!("tpset.tps is NULL but tpset.ntps = {}", t.ntps),
-            ));
-        } else {
-            // SAFETY: not NULL, and the caller promises `ntps` readable,
-            // initialised primitives that nothing writes during the call.
-            unsafe { std::slice::from_raw_parts(t.tps, t.ntps) }
-        };
+        // SAFETY: the caller promises `ntps` readable primitives at `tps`.
+        let tps = unsafe { c_tps(t) }?;
         to_rust(t, tps, &mut s.scratch);
         s.inner.send(&s.scratch)?;
         Ok(PTMP_OK)
@@ -492,8 +501,29 @@ pub unsafe extern "C" fn ptmp_tpset_clear(tpset: *mut ptmp_tpset) {
     });
 }
 
+/// Borrows the primitives of a C set as a slice, refusing `tps` NULL with
+/// `ntps` > 0.
+///
+/// # Safety
+/// `t.tps` is NULL or points to `t.ntps` readable, initialised primitives
+/// that nothing writes during the borrow.
+pub(crate) unsafe fn c_tps(t: &ptmp_tpset) -> Result<&[ptmp_trigprim], Fail> {
+    if t.ntps == 0 {
+        Ok(&[])
+    } else if t.tps.is_null() {
+        Err(Fail(
+            PTMP_ERR_ARG,
+            format!("tpset.tps is NULL but tpset.ntps = {}", t.ntps),
+        ))
+    } else {
+        // SAFETY: not NULL, and the caller promises `ntps` readable,
+        // initialised primitives that nothing writes during the borrow.
+        Ok(unsafe { std::slice::from_raw_parts(t.tps, t.ntps) })
+    }
+}
+
 /// Fills the reused Rust set from the C struct; every optional field is set.
-fn to_rust(t: &ptmp_tpset, tps: &[ptmp_trigprim], out: &mut TPSet) {
+pub(crate) fn to_rust(t: &ptmp_tpset, tps: &[ptmp_trigprim], out: &mut TPSet) {
     out.count = t.count;
     out.detid = t.detid;
     out.created = t.created;
@@ -517,7 +547,7 @@ fn to_rust(t: &ptmp_tpset, tps: &[ptmp_trigprim], out: &mut TPSet) {
 ///
 /// # Safety
 /// `o.tps` is NULL or a `malloc` block of `o.tps_capacity` primitives.
-unsafe fn to_c(t: &TPSet, o: &mut ptmp_tpset) -> Result<(), Fail> {
+pub(crate) unsafe fn to_c(t: &TPSet, o: &mut ptmp_tpset) -> Result<(), Fail> {
     let n = t.tps.len();
     if n > o.tps_capacity {
         let bytes = n

@@ -1,0 +1,338 @@
+//! Agents and graphs from C: what `ptmp run` and `ptmp graph run` do, on a
+//! configuration given as a path (JSON or Jsonnet) or as JSON text.
+
+use crate::{c_str, guard, null, Fail};
+use crate::{PTMP_ERR_CONFIG, PTMP_ERR_IO, PTMP_ERR_RUN, PTMP_OK, PTMP_TIMEOUT};
+use ptmp_agents::ptmper::{self, RunConfig};
+use std::ffi::{c_char, c_int, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+impl From<ptmp_agents::Error> for Fail {
+    fn from(e: ptmp_agents::Error) -> Self {
+        let code = match &e {
+            ptmp_agents::Error::Config { .. } | ptmp_agents::Error::Jsonnet { .. } => {
+                PTMP_ERR_CONFIG
+            }
+            ptmp_agents::Error::Io { .. } => PTMP_ERR_IO,
+            _ => PTMP_ERR_RUN,
+        };
+        Fail(code, e.to_string())
+    }
+}
+
+/// A configuration argument: JSON text if it starts with `{` (after
+/// blanks), else the path of a JSON or Jsonnet file.
+fn load(config: &str, stop: &dyn Fn() -> bool) -> Result<(serde_json::Value, String), Fail> {
+    if config.trim_start().starts_with('{') {
+        let v = ptmp_agents::jsonnet::parse_json(config)
+            .map_err(|e| Fail(PTMP_ERR_CONFIG, format!("(config): {e}")))?;
+        return Ok((v, "config".into()));
+    }
+    let p = std::path::Path::new(config);
+    if !p.exists() {
+        return Err(Fail(
+            PTMP_ERR_IO,
+            format!("{config}: no such file (give a path, or JSON text starting with '{{')"),
+        ));
+    }
+    let opts = ptmp_agents::jsonnet::Options::default();
+    let v = ptmp_agents::jsonnet::load_until(p, &opts, stop)?;
+    Ok((v, ptmp_graph::name_from_path(p)))
+}
+
+/// The outcome of a run of agents kept for `ptmp_run_wait`.
+type RunResult = Result<(), Fail>;
+
+/// Agents running on a thread of their own (opaque), made by
+/// `ptmp_run_start`.
+#[allow(non_camel_case_types)]
+pub struct ptmp_run {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<RunResult>>,
+    done: Option<(c_int, String)>,
+}
+
+impl ptmp_run {
+    /// Joins the thread if it has ended (or `block`), keeping its outcome.
+    fn reap(&mut self, block: bool) {
+        if let Some(t) = self.thread.take_if(|t| block || t.is_finished()) {
+            self.done = Some(match t.join() {
+                Ok(Ok(())) => (PTMP_OK, String::new()),
+                Ok(Err(Fail(code, msg))) => (code, msg),
+                Err(_) => (PTMP_ERR_RUN, "the agents' thread panicked".into()),
+            });
+        }
+    }
+}
+
+impl Drop for ptmp_run {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.reap(true);
+    }
+}
+
+/// Starts the agents of a ptmper configuration (what `ptmp run` takes; the
+/// C++ PTMP's `ptmper` JSON) on a thread of their own and stores the handle
+/// in `*out` (NULL on failure). `config` is JSON text if it starts with
+/// `{`, else the path of a JSON or Jsonnet file. `ttl_ms` >= 0 replaces
+/// the configuration's own `ttl`; a negative value keeps it.
+///
+/// The configuration is read and checked before this returns: a bad one is
+/// [`PTMP_ERR_CONFIG`] naming the agent, key and value. A failure while
+/// running is reported by `ptmp_run_wait`.
+///
+/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+/// [`PTMP_ERR_CONFIG`], [`PTMP_ERR_IO`] or [`PTMP_ERR_RUN`].
+///
+/// Thread-safety: any thread.
+///
+/// # Safety
+/// `config` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_run_start(
+    config: *const c_char,
+    ttl_ms: i64,
+    out: *mut *mut ptmp_run,
+) -> c_int {
+    guard("ptmp_run_start", || {
+        if out.is_null() {
+            return Err(null("out"));
+        }
+        // SAFETY: not NULL, and the caller promises it is writable.
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: the caller promises NULL or a NUL-terminated string.
+        let config = unsafe { c_str(config, "config") }?;
+        let (mut v, _) = load(config, &|| false)?;
+        if ttl_ms >= 0 {
+            let o = v
+                .as_object_mut()
+                .ok_or_else(|| Fail(PTMP_ERR_CONFIG, "(config): not a JSON object".to_string()))?;
+            o.insert("ttl".into(), serde_json::json!(ttl_ms as f64 / 1000.0));
+        }
+        let rc = RunConfig::parse(&v)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("ptmp-run".into())
+            .spawn(move || -> RunResult {
+                let mut log = std::io::sink();
+                let out = ptmper::run(&rc, &|| s2.load(Ordering::Relaxed), &mut log)?;
+                match out.failures.first() {
+                    Some(f) => Err(Fail(PTMP_ERR_RUN, f.to_string())),
+                    None => Ok(()),
+                }
+            })
+            .map_err(|e| Fail(PTMP_ERR_RUN, format!("cannot start a thread: {e}")))?;
+        let h = Box::new(ptmp_run {
+            stop,
+            thread: Some(thread),
+            done: None,
+        });
+        // SAFETY: as above; the box goes back through `ptmp_run_free`.
+        unsafe { *out = Box::into_raw(h) };
+        Ok(PTMP_OK)
+    })
+}
+
+/// Asks the agents to stop (they end cleanly, as on Ctrl-C in `ptmp
+/// run`); returns at once. `ptmp_run_wait` then waits for them.
+///
+/// Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`].
+///
+/// Thread-safety: any thread, also while another thread is in
+/// `ptmp_run_wait` on the same handle.
+///
+/// # Safety
+/// `run` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_run_stop(run: *const ptmp_run) -> c_int {
+    guard("ptmp_run_stop", || {
+        // SAFETY: the caller promises NULL or a live handle; only the
+        // atomic flag is touched, so other threads may use the handle.
+        let h = unsafe { run.as_ref() }.ok_or_else(|| null("run"))?;
+        h.stop.store(true, Ordering::Relaxed);
+        Ok(PTMP_OK)
+    })
+}
+
+/// Waits up to `timeout_ms` (negative: until they end) for the agents to
+/// end, by their ttl, by themselves or after `ptmp_run_stop`.
+///
+/// Returns [`PTMP_OK`] once they ended well (and every later call too),
+/// [`PTMP_TIMEOUT`] if they still run, or the error they ended with
+/// ([`PTMP_ERR_RUN`] naming the agent, or another code), again on every
+/// later call.
+///
+/// Thread-safety: one thread at a time per handle (`ptmp_run_stop` may be
+/// called meanwhile from others).
+///
+/// # Safety
+/// `run` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_run_wait(run: *mut ptmp_run, timeout_ms: c_int) -> c_int {
+    guard("ptmp_run_wait", || {
+        // SAFETY: the caller promises NULL or a live handle, waited on by
+        // this thread alone; `ptmp_run_stop` from others touches only the
+        // atomic flag.
+        let h = unsafe { run.as_mut() }.ok_or_else(|| null("run"))?;
+        let limit = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+        let t0 = Instant::now();
+        loop {
+            h.reap(false);
+            if let Some((code, msg)) = &h.done {
+                return if *code == PTMP_OK {
+                    Ok(PTMP_OK)
+                } else {
+                    Err(Fail(*code, msg.clone()))
+                };
+            }
+            if limit.is_some_and(|l| t0.elapsed() >= l) {
+                return Ok(PTMP_TIMEOUT);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
+}
+
+/// Stops the agents if they still run, waits for them and frees the
+/// handle. NULL does nothing.
+///
+/// Thread-safety: no other thread may use the handle during or after this.
+///
+/// # Safety
+/// `run` is NULL or a live handle, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_run_free(run: *mut ptmp_run) {
+    guard("ptmp_run_free", || {
+        if !run.is_null() {
+            // SAFETY: the caller gives back the box from `ptmp_run_start`
+            // and never uses it again.
+            drop(unsafe { Box::from_raw(run) });
+        }
+        Ok(PTMP_OK)
+    });
+}
+
+/// Checks a graph configuration (what `ptmp graph check` takes; a path or
+/// JSON text as for `ptmp_run_start`) and, unless `description` is NULL,
+/// stores in `*description` a text describing its processes, transports
+/// and addresses, to be freed with `ptmp_string_free`.
+///
+/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+/// [`PTMP_ERR_CONFIG`] (naming the node, port or edge) or [`PTMP_ERR_IO`].
+///
+/// Thread-safety: any thread.
+///
+/// # Safety
+/// `config` is NULL or a NUL-terminated string; `description` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_graph_check(
+    config: *const c_char,
+    description: *mut *mut c_char,
+) -> c_int {
+    guard("ptmp_graph_check", || {
+        // SAFETY: the caller promises NULL or writable storage.
+        if let Some(d) = unsafe { description.as_mut() } {
+            *d = std::ptr::null_mut();
+        }
+        // SAFETY: the caller promises NULL or a NUL-terminated string.
+        let config = unsafe { c_str(config, "config") }?;
+        let (v, stem) = load(config, &|| false)?;
+        let (g, p) =
+            ptmp_graph::load(&v, &stem, None).map_err(|e| Fail(PTMP_ERR_CONFIG, e.to_string()))?;
+        // SAFETY: as above.
+        if let Some(d) = unsafe { description.as_mut() } {
+            let text = ptmp_graph::plan::describe(&g, &p).replace('\0', " ");
+            *d = CString::new(text).unwrap_or_default().into_raw();
+        }
+        Ok(PTMP_OK)
+    })
+}
+
+/// Runs this host's processes of a graph and supervises them, as `ptmp
+/// graph run` does, until the graph ends, `ttl_ms` passes (negative: no
+/// limit) or a process fails for good. Each process is a child running
+/// `ptmp graph part`: `ptmp_program` is the `ptmp` program to use (NULL:
+/// `ptmp` found on the PATH). `host` names this host in a graph spanning
+/// several (NULL for a one-host graph); `run_dir` is where plans and status
+/// go (NULL: the default).
+///
+/// Returns [`PTMP_OK`] when the graph ran and ended well, or
+/// [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`], [`PTMP_ERR_CONFIG`],
+/// [`PTMP_ERR_IO`] or [`PTMP_ERR_RUN`] (the message says why).
+///
+/// Thread-safety: any thread; blocks the calling one.
+///
+/// # Safety
+/// `config` is NULL or a NUL-terminated string; `host`, `run_dir` and
+/// `ptmp_program` are NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_graph_run(
+    config: *const c_char,
+    host: *const c_char,
+    run_dir: *const c_char,
+    ptmp_program: *const c_char,
+    ttl_ms: i64,
+) -> c_int {
+    guard("ptmp_graph_run", || {
+        // SAFETY: the caller promises NULL or a NUL-terminated string.
+        let config = unsafe { c_str(config, "config") }?;
+        let opt = |s: *const c_char, what: &str| -> Result<Option<String>, Fail> {
+            if s.is_null() {
+                Ok(None)
+            } else {
+                // SAFETY: the caller promises a NUL-terminated string.
+                Ok(Some(unsafe { c_str(s, what) }?.to_string()))
+            }
+        };
+        let host = opt(host, "host")?;
+        let run_dir = opt(run_dir, "run_dir")?;
+        let program = opt(ptmp_program, "ptmp_program")?.unwrap_or_else(|| "ptmp".into());
+        let (v, stem) = load(config, &|| false)?;
+        let (g, p) = ptmp_graph::load(&v, &stem, run_dir.as_deref().map(std::path::Path::new))
+            .map_err(|e| Fail(PTMP_ERR_CONFIG, e.to_string()))?;
+        let opts = ptmp_graph::supervise::Options {
+            part_command: vec![program.into(), "graph".into(), "part".into()],
+            host,
+            ttl: u64::try_from(ttl_ms).ok().map(Duration::from_millis),
+            ..Default::default()
+        };
+        let mut log = std::io::sink();
+        let out = ptmp_graph::supervise::run(&g, &p, &opts, &|| false, &|| false, &mut log)
+            .map_err(|e| Fail(PTMP_ERR_RUN, e.to_string()))?;
+        if !out.ok {
+            return Err(Fail(
+                PTMP_ERR_RUN,
+                format!(
+                    "graph {}: {} (not every process ended well)",
+                    g.name, out.reason
+                ),
+            ));
+        }
+        Ok(PTMP_OK)
+    })
+}
+
+/// Frees a string this library returned (e.g. by `ptmp_graph_check`).
+/// NULL does nothing.
+///
+/// Thread-safety: any thread.
+///
+/// # Safety
+/// `s` is NULL or a string from this library, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_string_free(s: *mut c_char) {
+    guard("ptmp_string_free", || {
+        if !s.is_null() {
+            // SAFETY: the caller gives back a string made by
+            // `CString::into_raw` here and never uses it again.
+            drop(unsafe { CString::from_raw(s) });
+        }
+        Ok(PTMP_OK)
+    });
+}
