@@ -13,6 +13,7 @@ mod send;
 #[cfg(feature = "bench")]
 mod sendrecv;
 mod shm;
+mod top;
 
 use clap::{Parser, Subcommand};
 use common::CliError;
@@ -57,6 +58,9 @@ enum Cmd {
     /// List and remove shared-memory channels.
     #[command(subcommand)]
     Shm(shm::ShmCmd),
+    /// A live view of a running graph (per node and edge: rate, loss,
+    /// lag, restarts) or of this host's shm channels, refreshed every second.
+    Top(top::TopArgs),
     /// Benchmarks: ptmp beside the alternatives, in one run.
     #[cfg(feature = "bench")]
     Bench(ptmp_bench::BenchArgs),
@@ -88,6 +92,7 @@ fn main() {
         #[cfg(feature = "bench")]
         Cmd::BenchChild(c) => ptmp_bench::run_child(&c).map_err(Into::into),
         Cmd::Shm(c) => shm::run(&c),
+        Cmd::Top(a) => top::run(&a),
         Cmd::Graph(c) => graph::run(&c),
         Cmd::Butterfly(a) => graph::butterfly(&a),
     };
