@@ -1,0 +1,814 @@
+//! Presence of ptmp nodes on the local network, over DNS-SD on multicast
+//! DNS (RFC 6762, RFC 6763): the protocol of Bonjour and Avahi, so any
+//! implementation of it can list ptmp nodes, and announce to them.
+//!
+//! Each announced port of a node is one service instance of type
+//! [`SERVICE_TYPE`]. Its TXT record carries the node and port names, the
+//! port's address and transport, the host, pid, start time, the group and
+//! the layout version; with a shared secret, also an HMAC-SHA256 of all of
+//! them (`sig`). A [`Discovery`] browses for the others, keeps the table of
+//! who is present, sends [`Event`]s when a peer joins or leaves, resolves
+//! a node's port by name, and announces ports of its own.
+//!
+//! How fast a change is seen (defaults, quiet network):
+//! - a new port is listed by the others within about 2 s of its
+//!   announcement (probing takes 0.75 s, the announcement follows);
+//! - a port withdrawn cleanly (goodbye packet) is gone within about 1 s;
+//! - a process that dies without a word (kill -9, power loss, cable) is
+//!   noticed by the liveness check: each peer is asked again every
+//!   [`Config::liveness`] and dropped when it has not answered within
+//!   [`Config::liveness_timeout`], so within liveness + timeout + 1 s
+//!   (6 s with the defaults). Without that check multicast DNS would keep
+//!   it for its record lifetime, 120 s.
+//!
+//! Nothing here starts by itself: presence is on only where a program
+//! makes a [`Discovery`].
+
+mod txt;
+
+pub use txt::{name_problem, sign, signature_ok, signed_text, MAX_NAME_BYTES, MAX_TXT_BYTES};
+pub use txt::{MAX_FIELD_BYTES, TXT_VERSION};
+
+use mdns_sd::{ResolvedService, ServiceDaemon, ServiceEvent, ServiceInfo};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The DNS-SD service type every ptmp port is announced under.
+pub const SERVICE_TYPE: &str = "_ptmp._tcp.local.";
+
+/// The group of nodes that set none.
+pub const DEFAULT_GROUP: &str = "default";
+
+/// What can go wrong with presence.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The multicast DNS service could not start or refused a request.
+    #[error("discovery: multicast DNS: {0}")]
+    Mdns(String),
+    /// A name, group or address that cannot be announced.
+    #[error("discovery: {0}")]
+    Config(String),
+    /// Another process already announces this node's port in this group.
+    #[error(
+        "discovery: {name} is already announced by {existing}; refusing to announce it again from {ours}"
+    )]
+    Duplicate {
+        /// `node/port`.
+        name: String,
+        /// Where the one already present is (address, host, pid).
+        existing: String,
+        /// Where this one would have been.
+        ours: String,
+    },
+    /// No peer announced the name within the time given.
+    #[error("discovery: no peer announced {name} in group {group:?} within {waited:?}")]
+    NotFound {
+        /// `node/port`.
+        name: String,
+        /// The group searched.
+        group: String,
+        /// How long it was waited for.
+        waited: Duration,
+    },
+}
+
+/// The result of presence calls.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// How presence behaves; [`Config::default`] is the default group, no
+/// secret, liveness every 3 s with 2 s to answer.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Only peers of this group are seen, and ours are announced in it: two
+    /// experiments on one network use two groups.
+    pub group: String,
+    /// With a secret, announcements are signed and only those signed with
+    /// the same secret are accepted (the others are counted as forged).
+    pub secret: Option<Vec<u8>>,
+    /// How often each known peer is asked whether it is still there.
+    pub liveness: Duration,
+    /// How long a peer has to answer before it is dropped as gone.
+    pub liveness_timeout: Duration,
+    /// How long [`Discovery::announce`] listens, counted from the start of
+    /// the [`Discovery`], before it claims a name, so that a name already
+    /// present is seen and refused.
+    pub settle: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            group: DEFAULT_GROUP.to_string(),
+            secret: None,
+            liveness: Duration::from_secs(3),
+            liveness_timeout: Duration::from_secs(2),
+            settle: Duration::from_millis(1500),
+        }
+    }
+}
+
+impl Config {
+    /// How long after a silent death a peer is still listed, at most (the
+    /// liveness period, its timeout and a second for the queries to go out).
+    pub fn leave_bound(&self) -> Duration {
+        self.liveness + self.liveness_timeout + Duration::from_secs(1)
+    }
+}
+
+/// One port to announce: its name and the address peers connect to
+/// (`tcp://host:port`; a `*` or `0.0.0.0` host is replaced by each peer
+/// with the address the announcement came from).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    /// The port's name within its node, as in a graph (`out`, `in`).
+    pub name: String,
+    /// The address as a ZeroMQ endpoint.
+    pub address: String,
+}
+
+/// One announced port of one peer, as read from its TXT record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// The node's name.
+    pub node: String,
+    /// The port's name within the node.
+    pub port: String,
+    /// The address as announced (may have a wildcard host).
+    pub address: String,
+    /// The transport, the address's scheme (`tcp`, `ipc`, `shm`, ...).
+    pub transport: String,
+    /// The host name the peer reports.
+    pub host: String,
+    /// The announcing process's id on its host.
+    pub pid: u32,
+    /// When the announcing process started, seconds since 1970.
+    pub start: u64,
+    /// The group it announces in.
+    pub group: String,
+    /// The TXT layout version.
+    pub version: String,
+    /// The DNS-SD instance name (unique per announcement).
+    pub instance: String,
+    /// The IP addresses multicast DNS resolved for it.
+    pub ips: Vec<IpAddr>,
+}
+
+impl Peer {
+    /// `node/port`, the name other configs use for this port.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.node, self.port)
+    }
+
+    /// Where it is, for messages: address, host and pid.
+    pub fn location(&self) -> String {
+        format!("{} on {} (pid {})", self.address, self.host, self.pid)
+    }
+
+    /// How long the announcing process has run, by the local clock.
+    pub fn uptime(&self) -> Duration {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Duration::from_secs(now.saturating_sub(self.start))
+    }
+
+    /// The address to connect to: the announced one, with a wildcard host
+    /// (`*`, `0.0.0.0`, `[::]`) replaced by the first resolved IPv4 address
+    /// (a non-loopback one if there is any).
+    pub fn endpoint(&self) -> String {
+        let Some((scheme, rest)) = self.address.split_once("://") else {
+            return self.address.clone();
+        };
+        let Some((host, port)) = rest.rsplit_once(':') else {
+            return self.address.clone();
+        };
+        if !matches!(host, "*" | "0.0.0.0" | "[::]" | "::") {
+            return self.address.clone();
+        }
+        let v4 = |loopback: bool| {
+            self.ips
+                .iter()
+                .find(|ip| ip.is_ipv4() && ip.is_loopback() == loopback)
+                .copied()
+        };
+        match v4(false).or_else(|| v4(true)) {
+            Some(ip) => format!("{scheme}://{ip}:{port}"),
+            None => self.address.clone(),
+        }
+    }
+
+    /// Whether `self` announced before `other` (earlier start, then instance
+    /// name): the one that keeps a name claimed twice.
+    fn senior_to(&self, other: &Peer) -> bool {
+        (self.start, &self.instance) < (other.start, &other.instance)
+    }
+}
+
+/// A change in who is present.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A peer's port appeared.
+    Joined(Peer),
+    /// A peer's port went away (goodbye, or no answer to the liveness check).
+    Left(Peer),
+    /// Two announcements claim one name: the senior one is kept, the other
+    /// refused (not listed; if it is ours, it is withdrawn).
+    Duplicate {
+        /// The one kept.
+        kept: Box<Peer>,
+        /// The newcomer, refused.
+        refused: Box<Peer>,
+    },
+}
+
+/// Announcements seen and ignored, by reason, since the [`Discovery`]
+/// started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Missing or unreadable fields, unknown layout version, bad names.
+    pub malformed: u64,
+    /// Signature missing or wrong while a secret is set.
+    pub forged: u64,
+    /// TXT record or one of its fields over the size limits.
+    pub oversized: u64,
+    /// Announcements of another group (not hostile: just not ours).
+    pub other_group: u64,
+    /// Newcomers refused because their name was already present.
+    pub duplicates: u64,
+}
+
+#[derive(Default)]
+struct AtomicCounters {
+    malformed: AtomicU64,
+    forged: AtomicU64,
+    oversized: AtomicU64,
+    other_group: AtomicU64,
+    duplicates: AtomicU64,
+}
+
+#[derive(Default)]
+struct Table {
+    /// Accepted peers, by instance full name.
+    peers: HashMap<String, Peer>,
+    /// Refused duplicates, by instance full name (not listed).
+    refused: HashMap<String, Peer>,
+    /// Full names of our own announcements.
+    own: HashSet<String>,
+    /// Our own announcements withdrawn because a senior held the name.
+    own_refused: HashMap<String, Error>,
+    subscribers: Vec<mpsc::Sender<Event>>,
+}
+
+struct Shared {
+    table: Mutex<Table>,
+    changed: Condvar,
+    counters: AtomicCounters,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // A panic elsewhere while holding the lock leaves a table that is
+        // still consistent (every update is one insert or remove).
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn publish(t: &mut Table, e: &Event) {
+    t.subscribers.retain(|s| s.send(e.clone()).is_ok());
+}
+
+/// Presence on the network: browses for ptmp peers of one group, keeps
+/// the table of who is present, and announces ports of its own. Dropping
+/// it withdraws its announcements (goodbye packets) and stops.
+pub struct Discovery {
+    daemon: ServiceDaemon,
+    shared: Arc<Shared>,
+    config: Config,
+    started: Instant,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn mdns_err(e: mdns_sd::Error) -> Error {
+    Error::Mdns(e.to_string())
+}
+
+impl Discovery {
+    /// Starts browsing (on every IPv4 interface, loopback included).
+    pub fn start(config: Config) -> Result<Discovery> {
+        if let Some(p) = name_problem("group", &config.group) {
+            return Err(Error::Config(p));
+        }
+        if config.liveness.is_zero() || config.liveness_timeout.is_zero() {
+            return Err(Error::Config(
+                "liveness period and timeout must be more than zero".into(),
+            ));
+        }
+        let daemon = ServiceDaemon::new().map_err(mdns_err)?;
+        // IPv4 only: the addresses ptmp announces are IPv4, and one family
+        // halves the traffic.
+        daemon
+            .disable_interface(mdns_sd::IfKind::IPv6)
+            .map_err(mdns_err)?;
+        let events = daemon.browse(SERVICE_TYPE).map_err(mdns_err)?;
+        let shared = Arc::new(Shared {
+            table: Mutex::new(Table::default()),
+            changed: Condvar::new(),
+            counters: AtomicCounters::default(),
+            stop: AtomicBool::new(false),
+        });
+        let worker = Worker {
+            daemon: daemon.clone(),
+            shared: shared.clone(),
+            config: config.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("ptmp-discovery".into())
+            .spawn(move || worker.run(events))
+            .map_err(|e| Error::Mdns(format!("cannot start the browsing thread: {e}")))?;
+        Ok(Discovery {
+            daemon,
+            shared,
+            config,
+            started: Instant::now(),
+            thread: Some(thread),
+        })
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The peers present now (refused duplicates left out), sorted by name.
+    pub fn peers(&self) -> Vec<Peer> {
+        let mut v: Vec<Peer> = self.shared.lock().peers.values().cloned().collect();
+        v.sort_by(|a, b| (a.name(), &a.instance).cmp(&(b.name(), &b.instance)));
+        v
+    }
+
+    /// A stream of the changes from now on. The receiver may be dropped at
+    /// any time.
+    pub fn subscribe(&self) -> mpsc::Receiver<Event> {
+        let (tx, rx) = mpsc::channel();
+        self.shared.lock().subscribers.push(tx);
+        rx
+    }
+
+    /// Announcements ignored so far, by reason.
+    pub fn counters(&self) -> Counters {
+        let c = &self.shared.counters;
+        Counters {
+            malformed: c.malformed.load(Ordering::Relaxed),
+            forged: c.forged.load(Ordering::Relaxed),
+            oversized: c.oversized.load(Ordering::Relaxed),
+            other_group: c.other_group.load(Ordering::Relaxed),
+            duplicates: c.duplicates.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Waits up to `timeout` for a peer announcing `node`'s `port`, and
+    /// returns it ([`Peer::endpoint`] is the address to connect to). The
+    /// error names the name and the group when none came.
+    pub fn resolve(&self, node: &str, port: &str, timeout: Duration) -> Result<Peer> {
+        let deadline = Instant::now() + timeout;
+        let mut t = self.shared.lock();
+        loop {
+            if let Some(p) = t
+                .peers
+                .values()
+                .filter(|p| p.node == node && p.port == port)
+                .min_by(|a, b| (a.start, &a.instance).cmp(&(b.start, &b.instance)))
+            {
+                return Ok(p.clone());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::NotFound {
+                    name: format!("{node}/{port}"),
+                    group: self.config.group.clone(),
+                    waited: timeout,
+                });
+            }
+            t = self
+                .shared
+                .changed
+                .wait_timeout(t, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Announces `node`'s ports. First listens until [`Config::settle`]
+    /// has passed since the start, then refuses (with both locations) a
+    /// port whose name a peer of the group already announces. The
+    /// announcements last as long as the returned handle.
+    pub fn announce(&self, node: &str, ports: &[PortSpec]) -> Result<Announcement> {
+        if let Some(p) = name_problem("node", node) {
+            return Err(Error::Config(p));
+        }
+        let start = process_start();
+        let host = host_name();
+        let pid = std::process::id();
+        let mut infos = Vec::new();
+        for spec in ports {
+            if let Some(p) = name_problem("port", &spec.name) {
+                return Err(Error::Config(p));
+            }
+            let Some((transport, _)) = spec.address.split_once("://") else {
+                return Err(Error::Config(format!(
+                    "port {:?} address {:?} has no transport (as in tcp://host:port)",
+                    spec.name, spec.address
+                )));
+            };
+            if spec.address.len() > MAX_FIELD_BYTES {
+                return Err(Error::Config(format!(
+                    "port {:?} address is longer than {MAX_FIELD_BYTES} bytes",
+                    spec.name
+                )));
+            }
+            let mut fields = BTreeMap::new();
+            let mut put = |k: &str, v: String| fields.insert(k.to_string(), v);
+            put("v", TXT_VERSION.to_string());
+            put("node", node.to_string());
+            put("port", spec.name.clone());
+            put("addr", spec.address.clone());
+            put("transport", transport.to_string());
+            put("host", host.clone());
+            put("pid", pid.to_string());
+            put("start", start.to_string());
+            put("group", self.config.group.clone());
+            if let Some(secret) = &self.config.secret {
+                let sig = sign(secret, &fields);
+                fields.insert("sig".into(), sig);
+            }
+            infos.push((spec, fields));
+        }
+        // Listen long enough to have heard the peers already present.
+        let settle_left = self.config.settle.saturating_sub(self.started.elapsed());
+        std::thread::sleep(settle_left);
+        {
+            let t = self.shared.lock();
+            for (spec, _) in &infos {
+                if let Some(p) = t
+                    .peers
+                    .values()
+                    .find(|p| p.node == node && p.port == spec.name)
+                {
+                    return Err(Error::Duplicate {
+                        name: format!("{node}/{}", spec.name),
+                        existing: p.location(),
+                        ours: format!("{} on {host} (pid {pid})", spec.address),
+                    });
+                }
+            }
+        }
+        let tag = unique_tag();
+        let mdns_host = format!("ptmp-{tag}.local.");
+        let mut fullnames = Vec::new();
+        for (spec, fields) in infos {
+            let instance = format!("{node}/{}#{tag}", spec.name);
+            let props: Vec<(String, String)> = fields.into_iter().collect();
+            let info = ServiceInfo::new(SERVICE_TYPE, &instance, &mdns_host, "", 0, &props[..])
+                .map_err(mdns_err)?
+                .enable_addr_auto();
+            let fullname = info.get_fullname().to_string();
+            self.shared.lock().own.insert(fullname.clone());
+            self.daemon.register(info).map_err(mdns_err)?;
+            fullnames.push(fullname);
+        }
+        Ok(Announcement {
+            daemon: self.daemon.clone(),
+            shared: self.shared.clone(),
+            fullnames,
+        })
+    }
+}
+
+impl Drop for Discovery {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        // Shutting down sends goodbyes for what is still registered; wait
+        // briefly for them to leave, not for ever.
+        if let Ok(done) = self.daemon.shutdown() {
+            let _ = done.recv_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+/// Ports announced by [`Discovery::announce`]; dropping it withdraws them
+/// with goodbye packets.
+pub struct Announcement {
+    daemon: ServiceDaemon,
+    shared: Arc<Shared>,
+    fullnames: Vec<String>,
+}
+
+impl Announcement {
+    /// The DNS-SD instance full names announced.
+    pub fn instances(&self) -> &[String] {
+        &self.fullnames
+    }
+
+    /// `Some(error naming both locations)` when one of these ports was
+    /// withdrawn because a senior peer announced the same name at about
+    /// the same time.
+    pub fn refused(&self) -> Option<String> {
+        let t = self.shared.lock();
+        self.fullnames
+            .iter()
+            .find_map(|f| t.own_refused.get(f).map(|e| e.to_string()))
+    }
+}
+
+impl Drop for Announcement {
+    fn drop(&mut self) {
+        let mut waits = Vec::new();
+        for f in &self.fullnames {
+            self.shared.lock().own.remove(f);
+            if let Ok(w) = self.daemon.unregister(f) {
+                waits.push(w);
+            }
+        }
+        for w in waits {
+            let _ = w.recv_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+struct Worker {
+    daemon: ServiceDaemon,
+    shared: Arc<Shared>,
+    config: Config,
+}
+
+/// Why an announcement was ignored.
+enum Reject {
+    Malformed,
+    Forged,
+    Oversized,
+    OtherGroup,
+}
+
+impl Worker {
+    fn run(self, events: mdns_sd::Receiver<ServiceEvent>) {
+        let mut next_check = Instant::now() + self.config.liveness;
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            match events.recv_timeout(Duration::from_millis(200)) {
+                Ok(ServiceEvent::ServiceResolved(s)) => self.resolved(&s),
+                Ok(ServiceEvent::ServiceRemoved(_, fullname)) => self.removed(&fullname),
+                Ok(_) => {}
+                Err(mdns_sd::RecvTimeoutError::Timeout) => {}
+                Err(mdns_sd::RecvTimeoutError::Disconnected) => break,
+            }
+            if Instant::now() >= next_check {
+                next_check = Instant::now() + self.config.liveness;
+                // RFC 6762 section 10.4: ask again, and flush what does not
+                // answer in time (the daemon then reports it removed).
+                let names: Vec<String> = {
+                    let t = self.shared.lock();
+                    t.peers.keys().chain(t.refused.keys()).cloned().collect()
+                };
+                for n in names {
+                    let _ = self.daemon.verify(n, self.config.liveness_timeout);
+                }
+            }
+        }
+    }
+
+    fn count(&self, r: Reject) {
+        let c = &self.shared.counters;
+        match r {
+            Reject::Malformed => &c.malformed,
+            Reject::Forged => &c.forged,
+            Reject::Oversized => &c.oversized,
+            Reject::OtherGroup => &c.other_group,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn resolved(&self, s: &ResolvedService) {
+        let peer = match self.read(s) {
+            Ok(p) => p,
+            Err(r) => {
+                // An instance we accepted that now reads badly is dropped.
+                self.removed(&s.fullname);
+                self.count(r);
+                return;
+            }
+        };
+        let mut t = self.shared.lock();
+        let t = &mut *t;
+        if let Some(old) = t.peers.get(&peer.instance) {
+            if old.name() == peer.name() {
+                // A refresh of one already listed (addresses may change).
+                t.peers.insert(peer.instance.clone(), peer);
+                return;
+            }
+            let old = t.peers.remove(&peer.instance).unwrap_or(peer.clone());
+            publish(t, &Event::Left(old));
+        }
+        if t.refused.contains_key(&peer.instance) {
+            t.refused.insert(peer.instance.clone(), peer);
+            return;
+        }
+        let holder = t.peers.values().find(|p| p.name() == peer.name()).cloned();
+        match holder {
+            Some(kept) if kept.senior_to(&peer) => {
+                self.refuse(t, kept, peer);
+            }
+            Some(junior) => {
+                t.peers.remove(&junior.instance);
+                publish(t, &Event::Left(junior.clone()));
+                t.peers.insert(peer.instance.clone(), peer.clone());
+                publish(t, &Event::Joined(peer.clone()));
+                self.refuse(t, peer, junior);
+            }
+            None => {
+                t.peers.insert(peer.instance.clone(), peer.clone());
+                publish(t, &Event::Joined(peer));
+            }
+        }
+        self.shared.changed.notify_all();
+    }
+
+    fn refuse(&self, t: &mut Table, kept: Peer, refused: Peer) {
+        self.shared
+            .counters
+            .duplicates
+            .fetch_add(1, Ordering::Relaxed);
+        if t.own.contains(&refused.instance) {
+            // Ours is the newcomer: withdraw it.
+            let _ = self.daemon.unregister(&refused.instance);
+            t.own_refused.insert(
+                refused.instance.clone(),
+                Error::Duplicate {
+                    name: refused.name(),
+                    existing: kept.location(),
+                    ours: refused.location(),
+                },
+            );
+        }
+        t.refused.insert(refused.instance.clone(), refused.clone());
+        publish(
+            t,
+            &Event::Duplicate {
+                kept: Box::new(kept),
+                refused: Box::new(refused),
+            },
+        );
+    }
+
+    fn removed(&self, fullname: &str) {
+        let mut t = self.shared.lock();
+        t.refused.remove(fullname);
+        if let Some(p) = t.peers.remove(fullname) {
+            publish(&mut t, &Event::Left(p));
+            self.shared.changed.notify_all();
+        }
+    }
+
+    /// Reads and checks one announcement.
+    fn read(&self, s: &ResolvedService) -> std::result::Result<Peer, Reject> {
+        let mut size = 0;
+        let mut fields = BTreeMap::new();
+        for p in s.txt_properties.iter() {
+            let val = p.val().unwrap_or(&[]);
+            size += 2 + p.key().len() + val.len();
+            if val.len() > MAX_FIELD_BYTES {
+                return Err(Reject::Oversized);
+            }
+            let Ok(v) = std::str::from_utf8(val) else {
+                return Err(Reject::Malformed);
+            };
+            fields.insert(p.key().to_ascii_lowercase(), v.to_string());
+        }
+        if size > MAX_TXT_BYTES {
+            return Err(Reject::Oversized);
+        }
+        let get = |k: &str| fields.get(k).cloned().ok_or(Reject::Malformed);
+        if get("v")? != TXT_VERSION {
+            return Err(Reject::Malformed);
+        }
+        let group = get("group")?;
+        if group != self.config.group {
+            return Err(Reject::OtherGroup);
+        }
+        if let Some(secret) = &self.config.secret {
+            if !signature_ok(secret, &fields) {
+                return Err(Reject::Forged);
+            }
+        }
+        let node = get("node")?;
+        let port = get("port")?;
+        if name_problem("node", &node).is_some() || name_problem("port", &port).is_some() {
+            return Err(Reject::Malformed);
+        }
+        let address = get("addr")?;
+        let transport = get("transport")?;
+        if address.split_once("://").map(|(t, _)| t) != Some(transport.as_str()) {
+            return Err(Reject::Malformed);
+        }
+        let pid = get("pid")?.parse().map_err(|_| Reject::Malformed)?;
+        let start = get("start")?.parse().map_err(|_| Reject::Malformed)?;
+        let mut ips: Vec<IpAddr> = s.addresses.iter().map(|a| a.to_ip_addr()).collect();
+        ips.sort();
+        Ok(Peer {
+            node,
+            port,
+            address,
+            transport,
+            host: get("host")?,
+            pid,
+            start,
+            group,
+            version: TXT_VERSION.to_string(),
+            instance: s.fullname.clone(),
+            ips,
+        })
+    }
+}
+
+/// This process's start time, seconds since 1970 (read once: the first
+/// call's clock, which is close enough for seniority and uptime).
+fn process_start() -> u64 {
+    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *START.get_or_init(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    })
+}
+
+/// The host's name as the kernel knows it.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// 8 hex digits, different for every announcement of every process: the
+/// random keys of the standard library's hasher, with the pid and time.
+fn unique_tag() -> String {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    format!("{:08x}", h.finish() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(addr: &str, ips: &[&str]) -> Peer {
+        Peer {
+            node: "n".into(),
+            port: "p".into(),
+            address: addr.into(),
+            transport: "tcp".into(),
+            host: "h".into(),
+            pid: 1,
+            start: 0,
+            group: DEFAULT_GROUP.into(),
+            version: TXT_VERSION.into(),
+            instance: "i".into(),
+            ips: ips.iter().map(|s| s.parse().unwrap()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_wildcard_host_becomes_a_resolved_address() {
+        let p = peer("tcp://*:5000", &["127.0.0.1", "10.0.0.2"]);
+        assert_eq!(p.endpoint(), "tcp://10.0.0.2:5000");
+        let p = peer("tcp://0.0.0.0:5000", &["127.0.0.1"]);
+        assert_eq!(p.endpoint(), "tcp://127.0.0.1:5000");
+        let p = peer("tcp://10.1.1.1:7", &["127.0.0.1"]);
+        assert_eq!(p.endpoint(), "tcp://10.1.1.1:7");
+        let p = peer("ipc:///tmp/x", &["127.0.0.1"]);
+        assert_eq!(p.endpoint(), "ipc:///tmp/x");
+    }
+
+    #[test]
+    fn the_leave_bound_adds_up_the_liveness_settings() {
+        assert_eq!(Config::default().leave_bound(), Duration::from_secs(6));
+    }
+}

@@ -1,0 +1,668 @@
+//! Presence between real processes, each test in a fresh network namespace
+//! (so it neither depends on nor disturbs the host's interfaces): join and
+//! leave (goodbye and kill -9), hostile announcements, duplicate names, and
+//! two namespaces joined by a veth pair.
+//!
+//! This binary is its own test runner (no libtest harness): run plainly it
+//! runs each test in a namespace by re-executing itself there; with
+//! `PTMP_DISC_ROLE` set it is one of the processes a test starts. Needs
+//! root and `ip` (iproute2); without them the tests are skipped with a note.
+
+use ptmp_discovery::{sign, Config, Discovery, Event, PortSpec, SERVICE_TYPE};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------- roles
+
+fn config_from_env() -> Config {
+    let mut c = Config::default();
+    if let Ok(g) = std::env::var("GROUP") {
+        c.group = g;
+    }
+    if let Ok(s) = std::env::var("SECRET") {
+        c.secret = Some(s.into_bytes());
+    }
+    if let Ok(s) = std::env::var("SETTLE_MS") {
+        c.settle = Duration::from_millis(s.parse().unwrap());
+    }
+    c
+}
+
+fn wait_stdin_closed() {
+    let mut buf = [0u8; 64];
+    while std::io::stdin()
+        .read(&mut buf)
+        .map(|n| n > 0)
+        .unwrap_or(false)
+    {}
+}
+
+/// Announces NODE's PORTS (`name=address,...`) until stdin closes.
+fn role_announce() {
+    let d = Discovery::start(config_from_env()).unwrap();
+    let node = std::env::var("NODE").unwrap();
+    let ports: Vec<PortSpec> = std::env::var("PORTS")
+        .unwrap()
+        .split(',')
+        .map(|p| {
+            let (n, a) = p.split_once('=').unwrap();
+            PortSpec {
+                name: n.into(),
+                address: a.into(),
+            }
+        })
+        .collect();
+    match d.announce(&node, &ports) {
+        Ok(a) => {
+            println!("announced");
+            if std::env::var("WATCH_REFUSAL").is_ok() {
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_secs(8) {
+                    if let Some(e) = a.refused() {
+                        println!("withdrawn: {e}");
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+            wait_stdin_closed();
+            drop(a);
+        }
+        Err(e) => {
+            println!("refused: {e}");
+            std::process::exit(3);
+        }
+    }
+}
+
+/// Registers one `_ptmp._tcp` instance with exactly the TXT entries in
+/// TXT (`k=v;k=v`), signed with SIGN_WITH if set, straight through
+/// multicast DNS: what a hostile or broken peer could send.
+fn role_raw() {
+    let daemon = mdns_sd::ServiceDaemon::new().unwrap();
+    daemon.disable_interface(mdns_sd::IfKind::IPv6).unwrap();
+    let mut fields: BTreeMap<String, String> = std::env::var("TXT")
+        .unwrap()
+        .split(';')
+        .filter(|s| !s.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    if let Ok(big) = std::env::var("PAD") {
+        // Several fields under 255 bytes each, too many bytes in all.
+        for i in 0..big.parse::<usize>().unwrap() {
+            fields.insert(format!("pad{i}"), "x".repeat(190));
+        }
+    }
+    if let Ok(s) = std::env::var("SIGN_WITH") {
+        let sig = sign(s.as_bytes(), &fields);
+        fields.insert("sig".into(), sig);
+    }
+    let props: Vec<(String, String)> = fields.into_iter().collect();
+    let instance = std::env::var("INSTANCE").unwrap();
+    let info = mdns_sd::ServiceInfo::new(
+        SERVICE_TYPE,
+        &instance,
+        &format!("raw-{}.local.", std::process::id()),
+        "",
+        0,
+        &props[..],
+    )
+    .unwrap()
+    .enable_addr_auto();
+    daemon.register(info).unwrap();
+    println!("registered");
+    wait_stdin_closed();
+}
+
+/// Prints events and counter changes, one a line, until stdin closes.
+fn role_watch() {
+    let d = Discovery::start(config_from_env()).unwrap();
+    let rx = d.subscribe();
+    println!("watching");
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        wait_stdin_closed();
+        let _ = done_tx.send(());
+    });
+    while done_rx.try_recv().is_err() {
+        if let Ok(e) = rx.recv_timeout(Duration::from_millis(100)) {
+            println!("{}", describe(&e));
+        }
+    }
+}
+
+fn describe(e: &Event) -> String {
+    match e {
+        Event::Joined(p) => format!(
+            "joined {} {} pid {} ips {:?}",
+            p.name(),
+            p.endpoint(),
+            p.pid,
+            p.ips
+        ),
+        Event::Left(p) => format!("left {} pid {}", p.name(), p.pid),
+        Event::Duplicate { kept, refused } => {
+            format!(
+                "duplicate {} kept pid {} refused pid {}",
+                kept.name(),
+                kept.pid,
+                refused.pid
+            )
+        }
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+struct Proc {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Proc {
+    /// Starts this binary in `role` with `env`, optionally inside `netns`.
+    fn start(netns: Option<&str>, role: &str, env: &[(&str, &str)]) -> Proc {
+        let exe = std::env::current_exe().unwrap();
+        let mut cmd = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        cmd.env("PTMP_DISC_ROLE", role)
+            .env_remove("PTMP_DISC_IN_NS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc { child, lines }
+    }
+
+    /// The first line containing `what`, within `limit`.
+    fn expect(&self, what: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("no line with {what:?} within {limit:?}"),
+            }
+        }
+    }
+
+    /// Closes stdin (a clean stop) and waits for the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        drop(self.child.stdin.take());
+        self.child.wait().unwrap()
+    }
+
+    fn kill9(&mut self) {
+        // SAFETY: kill(2) on the pid of a child we started and have not yet
+        // waited for, so the pid cannot have been reused.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The next event that `keep` accepts, within `limit`.
+fn next_event(
+    rx: &mpsc::Receiver<Event>,
+    limit: Duration,
+    keep: impl Fn(&Event) -> bool,
+) -> Option<Event> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(e) if keep(&e) => return Some(e),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+fn joined(e: &Event, name: &str) -> bool {
+    matches!(e, Event::Joined(p) if p.name() == name)
+}
+
+fn left(e: &Event, name: &str) -> bool {
+    matches!(e, Event::Left(p) if p.name() == name)
+}
+
+/// How long a join may take in these tests: the stated 3 s, doubled for a
+/// busy shared machine.
+const JOIN_LIMIT: Duration = Duration::from_secs(6);
+
+// ---------------------------------------------------------------- tests
+
+/// A node's port is listed with every TXT field right, and its clean exit
+/// (goodbye packets) is seen as a leave.
+fn join_and_clean_leave() {
+    let d = Discovery::start(Config::default()).unwrap();
+    let rx = d.subscribe();
+    let t0 = Instant::now();
+    let a = Proc::start(
+        None,
+        "announce",
+        &[
+            ("NODE", "apa1-tcs"),
+            ("PORTS", "out=tcp://*:7001,in=tcp://127.0.0.1:7002"),
+        ],
+    );
+    a.expect("announced", Duration::from_secs(10));
+    let e = next_event(&rx, JOIN_LIMIT, |e| joined(e, "apa1-tcs/out")).expect("join seen");
+    println!("join seen {:?} after start", t0.elapsed());
+    let Event::Joined(p) = e else { unreachable!() };
+    assert_eq!(p.pid, a.child.id());
+    assert_eq!(p.transport, "tcp");
+    assert_eq!(p.address, "tcp://*:7001");
+    assert_eq!(p.endpoint(), "tcp://127.0.0.1:7001", "wildcard filled in");
+    assert_eq!(p.group, "default");
+    assert_eq!(p.host, ptmp_discovery::host_name());
+    assert!(p.uptime() < Duration::from_secs(30));
+    let q = d
+        .resolve("apa1-tcs", "in", JOIN_LIMIT)
+        .expect("second port resolves");
+    assert_eq!(q.endpoint(), "tcp://127.0.0.1:7002");
+    let err = d
+        .resolve("apa1-tcs", "nope", Duration::from_millis(300))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("apa1-tcs/nope"), "{err}");
+
+    let t1 = Instant::now();
+    assert!(a.stop().success());
+    next_event(&rx, Duration::from_secs(4), |e| left(e, "apa1-tcs/out")).expect("leave seen");
+    println!("clean leave seen {:?} after stop", t1.elapsed());
+    assert!(d.peers().iter().all(|p| p.node != "apa1-tcs"));
+}
+
+/// A process killed with SIGKILL says no goodbye; the liveness check drops
+/// it within the stated bound.
+fn kill9_leave_within_bound() {
+    let cfg = Config::default();
+    let bound = cfg.leave_bound();
+    let d = Discovery::start(cfg).unwrap();
+    let rx = d.subscribe();
+    let mut a = Proc::start(
+        None,
+        "announce",
+        &[("NODE", "victim"), ("PORTS", "out=tcp://*:7003")],
+    );
+    next_event(&rx, JOIN_LIMIT, |e| joined(e, "victim/out")).expect("join seen");
+    let t = Instant::now();
+    a.kill9();
+    // Twice the bound: the machine is shared and noisy.
+    next_event(&rx, bound * 2, |e| left(e, "victim/out")).expect("leave after kill -9 seen");
+    println!(
+        "leave after kill -9 seen in {:?} (stated bound {bound:?})",
+        t.elapsed()
+    );
+}
+
+/// Malformed, oversized, forged and other-group announcements are counted
+/// and ignored; an honest one beside them is listed.
+fn hostile_announcements_counted_and_ignored() {
+    let secret = "s3cret";
+    let cfg = Config {
+        group: "exp1".into(),
+        secret: Some(secret.as_bytes().to_vec()),
+        ..Config::default()
+    };
+    let d = Discovery::start(cfg).unwrap();
+    let rx = d.subscribe();
+    let good = "v=1;group=exp1;node=bad;port=out;addr=tcp://*:1;transport=tcp;host=h;pid=9;start=1";
+    // (instance name, TXT entries, extra environment of the raw role)
+    type Case<'a> = (&'a str, String, Vec<(&'a str, &'a str)>);
+    let cases: Vec<Case> = vec![
+        // A pid that is not a number (correctly signed: only the content is bad).
+        (
+            "m1",
+            good.replace("pid=9", "pid=abc"),
+            vec![("SIGN_WITH", secret)],
+        ),
+        // A missing field.
+        (
+            "m2",
+            good.replace(";host=h", ""),
+            vec![("SIGN_WITH", secret)],
+        ),
+        // An unknown layout version.
+        (
+            "m3",
+            good.replace("v=1", "v=99"),
+            vec![("SIGN_WITH", secret)],
+        ),
+        // Signed with another secret.
+        ("f1", good.to_string(), vec![("SIGN_WITH", "guess")]),
+        // Not signed at all.
+        ("f2", good.to_string(), vec![]),
+        // Over 1024 bytes of TXT in fields of 190 bytes.
+        (
+            "o1",
+            good.to_string(),
+            vec![("SIGN_WITH", secret), ("PAD", "7")],
+        ),
+        // Another experiment's group.
+        (
+            "g1",
+            good.replace("exp1", "exp2"),
+            vec![("SIGN_WITH", secret)],
+        ),
+    ];
+    let mut procs = Vec::new();
+    for (inst, txt, extra) in &cases {
+        let mut env = vec![("INSTANCE", *inst), ("TXT", txt.as_str())];
+        env.extend(extra.iter().copied());
+        let p = Proc::start(None, "raw", &env);
+        p.expect("registered", Duration::from_secs(10));
+        procs.push(p);
+    }
+    let honest = Proc::start(
+        None,
+        "announce",
+        &[
+            ("NODE", "honest"),
+            ("PORTS", "out=tcp://*:7004"),
+            ("GROUP", "exp1"),
+            ("SECRET", secret),
+        ],
+    );
+    next_event(&rx, JOIN_LIMIT, |e| joined(e, "honest/out")).expect("honest join seen");
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let want = |c: ptmp_discovery::Counters| {
+        c.malformed >= 3 && c.forged >= 2 && c.oversized >= 1 && c.other_group >= 1
+    };
+    while !want(d.counters()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let c = d.counters();
+    println!("counters {c:?}");
+    assert!(want(c), "every hostile kind counted: {c:?}");
+    let names: Vec<String> = d.peers().iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["honest/out"], "only the honest peer listed");
+    drop(procs);
+    drop(honest);
+}
+
+/// A second process announcing a name already present is refused with
+/// both locations; two announcing at the same moment end with one listed,
+/// the junior withdrawing itself.
+fn duplicate_name_refused() {
+    let d = Discovery::start(Config::default()).unwrap();
+    let rx = d.subscribe();
+    let first = Proc::start(
+        None,
+        "announce",
+        &[("NODE", "twin"), ("PORTS", "out=tcp://*:7005")],
+    );
+    next_event(&rx, JOIN_LIMIT, |e| joined(e, "twin/out")).expect("first seen");
+    let mut second = Proc::start(
+        None,
+        "announce",
+        &[("NODE", "twin"), ("PORTS", "out=tcp://*:7006")],
+    );
+    let line = second.expect("refused", Duration::from_secs(10));
+    println!("{line}");
+    assert!(
+        line.contains("tcp://*:7005") && line.contains(&format!("pid {}", first.child.id())),
+        "{line}"
+    );
+    assert!(
+        line.contains("tcp://*:7006") && line.contains(&format!("pid {}", second.child.id())),
+        "{line}"
+    );
+    assert_eq!(second.child.wait().unwrap().code(), Some(3));
+
+    // A race: both skip the listening time and announce at once.
+    let env = |port: &'static str| {
+        vec![
+            ("NODE", "racer"),
+            ("PORTS", port),
+            ("SETTLE_MS", "0"),
+            ("WATCH_REFUSAL", "1"),
+        ]
+    };
+    let r1 = Proc::start(None, "announce", &env("out=tcp://*:7007"));
+    let r2 = Proc::start(None, "announce", &env("out=tcp://*:7008"));
+    let e = next_event(
+        &rx,
+        JOIN_LIMIT * 2,
+        |e| matches!(e, Event::Duplicate { kept, .. } if kept.node == "racer"),
+    )
+    .expect("duplicate reported");
+    let Event::Duplicate { kept, refused } = e else {
+        unreachable!()
+    };
+    println!(
+        "race: kept {} refused {}",
+        kept.location(),
+        refused.location()
+    );
+    let (junior, senior) = if refused.pid == r1.child.id() {
+        (&r1, &r2)
+    } else {
+        (&r2, &r1)
+    };
+    assert_eq!(kept.pid, senior.child.id());
+    let w = junior.expect("withdrawn", Duration::from_secs(10));
+    assert!(
+        w.contains(&kept.address) && w.contains(&refused.address),
+        "{w}"
+    );
+    // The junior's goodbye leaves only the senior listed.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    loop {
+        let racers: Vec<u32> = d
+            .peers()
+            .iter()
+            .filter(|p| p.node == "racer")
+            .map(|p| p.pid)
+            .collect();
+        if racers == [senior.child.id()] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still listed: {racers:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+// ------------------------------------------------------- namespaces, runner
+
+fn sh(args: &[&str]) -> bool {
+    Command::new(args[0])
+        .args(&args[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A network namespace with loopback up and multicast on, deleted on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Option<Netns> {
+        let name = format!("ptmpd-{}-{tag}", std::process::id());
+        if !sh(&["ip", "netns", "add", &name]) {
+            return None;
+        }
+        let ns = Netns(name);
+        let ok = sh(&["ip", "-n", &ns.0, "link", "set", "lo", "up"])
+            && sh(&["ip", "-n", &ns.0, "link", "set", "lo", "multicast", "on"]);
+        ok.then_some(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        sh(&["ip", "netns", "del", &self.0]);
+    }
+}
+
+/// Two namespaces joined by a veth pair (10.77.0.1 and 10.77.0.2): a
+/// watcher in one sees the other's announcement with its veth address, and
+/// its kill -9 as a leave.
+fn across_two_namespaces() -> Result<(), String> {
+    let (Some(a), Some(b)) = (Netns::new("a"), Netns::new("b")) else {
+        return Err("skipped".into());
+    };
+    let va = format!("pva{}", std::process::id() % 100000);
+    let vb = format!("pvb{}", std::process::id() % 100000);
+    let ok = sh(&[
+        "ip", "link", "add", &va, "netns", &a.0, "type", "veth", "peer", "name", &vb, "netns", &b.0,
+    ]) && sh(&["ip", "-n", &a.0, "addr", "add", "10.77.0.1/24", "dev", &va])
+        && sh(&["ip", "-n", &b.0, "addr", "add", "10.77.0.2/24", "dev", &vb])
+        && sh(&[
+            "ip",
+            "-n",
+            &a.0,
+            "link",
+            "set",
+            &va,
+            "up",
+            "multicast",
+            "on",
+        ])
+        && sh(&[
+            "ip",
+            "-n",
+            &b.0,
+            "link",
+            "set",
+            &vb,
+            "up",
+            "multicast",
+            "on",
+        ]);
+    if !ok {
+        return Err("skipped: cannot make a veth pair".into());
+    }
+    let watch = Proc::start(Some(&a.0), "watch", &[]);
+    watch.expect("watching", Duration::from_secs(10));
+    let mut ann = Proc::start(
+        Some(&b.0),
+        "announce",
+        &[("NODE", "far"), ("PORTS", "out=tcp://*:7010")],
+    );
+    let j = watch.expect("joined far/out", JOIN_LIMIT);
+    println!("{j}");
+    assert!(j.contains("tcp://10.77.0.2:7010"), "the veth address: {j}");
+    let t = Instant::now();
+    ann.kill9();
+    watch.expect("left far/out", Config::default().leave_bound() * 2);
+    println!(
+        "leave across namespaces after kill -9 seen in {:?}",
+        t.elapsed()
+    );
+    Ok(())
+}
+
+const TESTS: &[(&str, fn())] = &[
+    ("join_and_clean_leave", join_and_clean_leave),
+    ("kill9_leave_within_bound", kill9_leave_within_bound),
+    (
+        "hostile_announcements_counted_and_ignored",
+        hostile_announcements_counted_and_ignored,
+    ),
+    ("duplicate_name_refused", duplicate_name_refused),
+];
+
+fn main() {
+    if let Ok(role) = std::env::var("PTMP_DISC_ROLE") {
+        match role.as_str() {
+            "announce" => role_announce(),
+            "raw" => role_raw(),
+            "watch" => role_watch(),
+            r => panic!("unknown role {r}"),
+        }
+        return;
+    }
+    if let Ok(name) = std::env::var("PTMP_DISC_IN_NS") {
+        let f = TESTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .expect("known test")
+            .1;
+        f();
+        return;
+    }
+    // libtest-like arguments: a name filter (anything not starting with -).
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let selected = |n: &str| filter.is_empty() || filter.iter().any(|f| n.contains(f.as_str()));
+    let mut failed = Vec::new();
+    let exe = std::env::current_exe().unwrap();
+    for (name, _) in TESTS.iter().filter(|(n, _)| selected(n)) {
+        let Some(ns) = Netns::new("t") else {
+            println!("test {name} ... skipped: cannot make a network namespace (needs root and iproute2)");
+            continue;
+        };
+        let t = Instant::now();
+        let out = Command::new("ip")
+            .args(["netns", "exec", &ns.0])
+            .arg(&exe)
+            .env("PTMP_DISC_IN_NS", name)
+            .output()
+            .unwrap();
+        let ok = out.status.success();
+        println!(
+            "test {name} ... {} ({:.1?})",
+            if ok { "ok" } else { "FAILED" },
+            t.elapsed()
+        );
+        std::io::stdout().write_all(&out.stdout).unwrap();
+        if !ok {
+            std::io::stdout().write_all(&out.stderr).unwrap();
+            failed.push(*name);
+        }
+    }
+    if selected("across_two_namespaces") {
+        let t = Instant::now();
+        match std::panic::catch_unwind(across_two_namespaces) {
+            Ok(Ok(())) => println!("test across_two_namespaces ... ok ({:.1?})", t.elapsed()),
+            Ok(Err(why)) => println!("test across_two_namespaces ... {why}"),
+            Err(_) => {
+                println!("test across_two_namespaces ... FAILED");
+                failed.push("across_two_namespaces");
+            }
+        }
+    }
+    if !failed.is_empty() {
+        println!("failed: {failed:?}");
+        std::process::exit(101);
+    }
+}
