@@ -4,12 +4,16 @@
 //!
 //! Keys: `input` (required: where the stats messages arrive), `output`
 //! (required: normally `{"socket": {"type": "STREAM", "connect":
-//! ["tcp://carbon-host:2003"]}}`).
+//! ["tcp://carbon-host:2003"]}}`), `prefix` (optional: a dotted path put
+//! before every metric, e.g. `"dune.apa5"`; dots at its ends are dropped;
+//! none by default, as PTMP).
 //!
 //! Each JSON message is flattened into one line per number,
 //! `path value timestamp\n`: the path joins the keys from the top with dots
 //! (array elements by index), so a link's TP rate of the default stats
-//! becomes `tpsets.links.0x1.rates.tps`. The timestamp is the `now` of the
+//! becomes `tpsets.links.0x1.rates.tps` (`dune.apa5.tpsets.links.0x1.rates.tps`
+//! with the prefix above). A space or control character in a key would
+//! break the line apart, so it becomes `_`. The timestamp is the `now` of the
 //! nearest enclosing object that has one (the stats put the link's data
 //! time there, in seconds), else the time the message arrived, in seconds.
 //! All lines of one message go out in one write.
@@ -52,14 +56,34 @@ pub struct Config {
     pub input: SocketConfig,
     /// Socket to carbon (STREAM), or a ZeroMQ socket for GLOT messages.
     pub output: SocketConfig,
+    /// Path put before every metric, without dots at its ends; empty for
+    /// none.
+    pub prefix: String,
 }
 
 impl Config {
     /// Validate the keys of a stats_graphite's `data`.
     pub fn parse(c: &Cfg) -> Result<Config> {
+        let prefix = c.str_opt("prefix")?.unwrap_or("").trim_matches('.');
+        if let Some(bad) = prefix
+            .chars()
+            .find(|ch| ch.is_whitespace() || ch.is_control())
+        {
+            return Err(c.err(
+                "prefix",
+                prefix,
+                format!(
+                    "{bad:?} would break Graphite's line format; use dots, letters, digits, _ or -"
+                ),
+            ));
+        }
+        if prefix.contains("..") {
+            return Err(c.err("prefix", prefix, "an empty path element (two dots)"));
+        }
         Ok(Config {
             input: c.req_socket("input")?,
             output: c.req_socket("output")?,
+            prefix: prefix.to_string(),
         })
     }
 
@@ -83,8 +107,20 @@ impl Config {
 /// carries its own `now`.
 pub fn flatten(v: &Value, prefix: &str, ts: i64, out: &mut String) {
     let join = |k: &str| {
+        // Whitespace or a control character would end the path early or
+        // split the line: carbon would store garbage or drop it.
+        let k: String = k
+            .chars()
+            .map(|c| {
+                if c.is_whitespace() || c.is_control() {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
         if prefix.is_empty() {
-            k.to_string()
+            k
         } else {
             format!("{prefix}.{k}")
         }
@@ -134,6 +170,7 @@ pub struct GraphiteAgent {
     name: String,
     rx: Receiver,
     out: Out,
+    prefix: String,
 }
 
 impl Out {
@@ -230,7 +267,12 @@ impl GraphiteAgent {
     pub fn new(name: String, c: &Config) -> Result<Self> {
         let rx = crate::io::open_rx(&name, &c.input)?;
         let out = Out::open(&name, &c.output)?;
-        Ok(GraphiteAgent { name, rx, out })
+        Ok(GraphiteAgent {
+            name,
+            rx,
+            out,
+            prefix: c.prefix.clone(),
+        })
     }
 }
 
@@ -260,7 +302,7 @@ impl Agent for GraphiteAgent {
                 continue;
             };
             text.clear();
-            flatten(&v, "", ptmp_data::now_us() / 1_000_000, &mut text);
+            flatten(&v, &self.prefix, ptmp_data::now_us() / 1_000_000, &mut text);
             if text.is_empty() {
                 continue;
             }
@@ -308,6 +350,35 @@ mod tests {
                 "tpsets.links.seqno 0 42",
             ]
         );
+    }
+
+    #[test]
+    fn a_prefix_goes_first_and_keys_cannot_break_a_line() {
+        let v = json!({"tpsets": {"a b\nc": 1, "x": {"y\tz": 2.5}}});
+        let mut s = String::new();
+        flatten(&v, "dune.apa5", 7, &mut s);
+        let mut got: Vec<&str> = s.lines().collect();
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            ["dune.apa5.tpsets.a_b_c 1 7", "dune.apa5.tpsets.x.y_z 2.5 7"]
+        );
+        let io = |prefix: Value| {
+            json!({
+                "input": {"socket": {"type": "SUB", "connect": ["inproc://g-in"]}},
+                "output": {"socket": {"type": "STREAM", "connect": ["tcp://127.0.0.1:2003"]}},
+                "prefix": prefix,
+            })
+        };
+        let parse = |v: &Value| Config::parse(&Cfg::new("g", v).unwrap());
+        assert_eq!(
+            parse(&io(json!(".dune.apa5."))).unwrap().prefix,
+            "dune.apa5"
+        );
+        for bad in [json!("du ne"), json!("a\nb"), json!("a..b"), json!(5)] {
+            let e = parse(&io(bad.clone())).unwrap_err().to_string();
+            assert!(e.contains("prefix"), "{bad}: {e}");
+        }
     }
 
     #[test]
