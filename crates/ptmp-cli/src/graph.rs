@@ -122,6 +122,51 @@ pub struct RunArgs {
     /// Stop after SECS seconds.
     #[arg(long, value_name = "SECS")]
     ttl: Option<f64>,
+    #[command(flatten)]
+    http: HttpArgs,
+}
+
+/// Where to serve the live page, JSON state and Prometheus metrics.
+#[derive(Args, Clone, Default)]
+pub struct HttpArgs {
+    /// Serve a live page of the graph, its state as JSON (/api/state) and
+    /// Prometheus metrics (/metrics) at ADDRESS:PORT (or a bare port on
+    /// 127.0.0.1; port 0 picks a free one). Loopback only unless
+    /// --http-allow-remote.
+    #[arg(long, value_name = "ADDR", value_parser = ptmp_monitor::parse_addr)]
+    pub http: Option<std::net::SocketAddr>,
+    /// Allow --http on an address other than loopback: anyone who can reach
+    /// it sees the graph's state (nothing there can change it).
+    #[arg(long, requires = "http")]
+    pub http_allow_remote: bool,
+}
+
+impl HttpArgs {
+    /// Start the monitor when asked; it serves until dropped.
+    pub fn start(
+        &self,
+        g: &Graph,
+        p: &Plan,
+        host: Option<&str>,
+    ) -> CliResult<Option<ptmp_monitor::Monitor>> {
+        let Some(addr) = self.http else {
+            return Ok(None);
+        };
+        let h = match host {
+            Some(h) => g
+                .host_index(h)
+                .map_err(|e| CliError::usage(e.to_string()))?,
+            None => 0,
+        };
+        let mut o = ptmp_monitor::Options::new(addr);
+        o.allow_remote = self.http_allow_remote;
+        let m = ptmp_monitor::start(g, p, h, &o).map_err(|e| match e {
+            ptmp_monitor::Error::Remote(_) => CliError::usage(e.to_string()),
+            _ => CliError::fail(e.to_string()),
+        })?;
+        eprintln!("graph {}: monitor at http://{}/", g.name, m.local_addr());
+        Ok(Some(m))
+    }
 }
 
 fn secs(v: Option<f64>, flag: &str) -> CliResult<Option<Duration>> {
@@ -216,6 +261,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
         GraphCmd::Soak(a) => soak::run(a),
         GraphCmd::Run(a) => {
             let (g, p) = a.src.load()?;
+            let _monitor = a.http.start(&g, &p, a.host.as_deref())?;
             let out = supervise_graph(
                 &g,
                 &p,

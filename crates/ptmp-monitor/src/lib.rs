@@ -1,0 +1,129 @@
+//! A live view of a running ptmp graph over HTTP.
+//!
+//! [`start`] serves, on its own threads:
+//! * `/`: a page that draws the graph (hosts, processes, nodes, ports,
+//!   edges labelled with their transport), colours edges by rate and loss
+//!   and nodes by state, keeps a few minutes of history, and updates live;
+//!   its HTML, script and style are compiled into the binary;
+//! * `/api/state`: the same state as JSON, with history;
+//! * `/events`: server-sent events, one `state` event per update;
+//! * `/metrics`: Prometheus's text exposition format.
+//!
+//! The state is gathered from the run directory (the status files every
+//! process of the graph writes, the supervisor's `processes.json`) once per
+//! period on a thread of its own; requests are answered from the last
+//! snapshot, so no request, however slow, touches the data path.
+//!
+//! Defences: the server binds a loopback address unless told otherwise,
+//! accepts a bounded number of connections (more are answered 503 and
+//! closed), drops a connection whose request head does not arrive within
+//! a few seconds or exceeds 16 KiB, and closes any connection, an event
+//! stream included, that makes no progress for the idle timeout (a client
+//! that stopped reading).
+
+mod prom;
+mod server;
+pub mod state;
+
+pub use server::{start, Monitor};
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How the monitor serves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The address to listen on; port 0 picks a free one.
+    pub addr: SocketAddr,
+    /// Allow an address other than loopback (the page and metrics carry no
+    /// secrets, but nothing authenticates a client either).
+    pub allow_remote: bool,
+    /// Connections served at once; more are refused with 503.
+    pub max_connections: usize,
+    /// Time allowed for a request's head to arrive.
+    pub header_timeout: Duration,
+    /// A connection (an event stream included) making no progress for this
+    /// long is closed.
+    pub idle_timeout: Duration,
+    /// How often the state is gathered and pushed to event streams.
+    pub period: Duration,
+}
+
+impl Options {
+    /// Defaults for serving on `addr`: loopback only, 64 connections,
+    /// 5 s for a request head, 20 s idle, updates every second.
+    pub fn new(addr: SocketAddr) -> Options {
+        Options {
+            addr,
+            allow_remote: false,
+            max_connections: 64,
+            header_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(20),
+            period: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Why the monitor could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A non-loopback address without `allow_remote`.
+    #[error("--http {0}: not a loopback address; the monitor has no authentication, so serving other hosts must be asked for explicitly (--http-allow-remote)")]
+    Remote(SocketAddr),
+    /// The address could not be bound.
+    #[error("--http {addr}: cannot listen: {err}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the system said.
+        err: std::io::Error,
+    },
+    /// A thread or the runtime could not be made.
+    #[error("monitor: {0}")]
+    Start(std::io::Error),
+}
+
+/// Parse an `--http` value: `HOST:PORT` with an IP address (`[::1]:8080`
+/// for IPv6) or `localhost:PORT`, or a bare port on 127.0.0.1.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(p) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], p)));
+    }
+    if let Some(p) = s.strip_prefix("localhost:") {
+        return p
+            .parse::<u16>()
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], p)))
+            .map_err(|_| format!("{s:?}: the port must be a number from 0 to 65535"));
+    }
+    s.parse::<SocketAddr>().map_err(|_| {
+        format!("{s:?}: expected ADDRESS:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or a port")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(
+            parse_addr("9464").unwrap(),
+            "127.0.0.1:9464".parse().unwrap()
+        );
+        assert_eq!(
+            parse_addr("localhost:80").unwrap(),
+            "127.0.0.1:80".parse().unwrap()
+        );
+        assert_eq!(parse_addr("[::1]:1").unwrap(), "[::1]:1".parse().unwrap());
+        for bad in [
+            "",
+            "x",
+            "localhost:x",
+            "1.2.3.4",
+            "1.2.3.4:70000",
+            "host:80",
+        ] {
+            assert!(parse_addr(bad).is_err(), "{bad}");
+        }
+    }
+}

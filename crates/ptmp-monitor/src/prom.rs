@@ -1,0 +1,235 @@
+//! The state in Prometheus's text exposition format (version 0.0.4):
+//! one `# HELP` and `# TYPE` line per metric family, then its samples,
+//! label values escaped as the format requires.
+//!
+//! Families (every sample also carries `graph`):
+//! * `ptmp_messages_total`, `ptmp_bytes_total`: per socket, labels `host`,
+//!   `process`, `node`, `port`, `edge`, `transport`, `direction` (send or
+//!   recv) and `socket` (its index within the process);
+//! * `ptmp_lost_messages_total`, `ptmp_wire_errors_total`: per receiving
+//!   socket, same labels;
+//! * `ptmp_latency_seconds`: per receiving socket, `quantile` 0.5, 0.99
+//!   and 1 (the maximum) over about the last second, from `created`;
+//! * `ptmp_node_messages_total`: per node, `direction` in or out;
+//! * `ptmp_node_up`: 1 while the node's process runs, else 0;
+//! * `ptmp_process_restarts_total`: per process.
+
+use crate::state::SocketRow;
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Escape a label value: backslash, double quote and newline.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            '\n' => o.push_str("\\n"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn labels(pairs: &[(&str, &str)]) -> String {
+    let body: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", esc(v)))
+        .collect();
+    format!("{{{}}}", body.join(","))
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// Render the state and its sockets as a Prometheus scrape.
+pub fn render(state: &Value, rows: &[SocketRow]) -> String {
+    let graph = state["graph"].as_str().unwrap_or("");
+    let mut out = String::new();
+    let sock_labels = |r: &SocketRow| -> Vec<(&str, String)> {
+        vec![
+            ("graph", graph.to_string()),
+            ("host", r.host.clone()),
+            ("process", r.process.clone()),
+            ("node", r.node.clone()),
+            ("port", r.port.clone()),
+            ("edge", r.edge.clone()),
+            ("transport", r.transport.clone()),
+            ("direction", r.direction.clone()),
+            ("socket", r.index.to_string()),
+        ]
+    };
+    let per_socket = |out: &mut String, name: &str, help: &str, key: &str, recv_only: bool| {
+        family(out, name, "counter", help);
+        for r in rows {
+            if recv_only && r.direction != "recv" {
+                continue;
+            }
+            let l = sock_labels(r);
+            let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let _ = writeln!(
+                out,
+                "{name}{} {}",
+                labels(&l),
+                r.doc[key].as_u64().unwrap_or(0)
+            );
+        }
+    };
+    per_socket(
+        &mut out,
+        "ptmp_messages_total",
+        "Messages sent or received by a socket.",
+        "messages",
+        false,
+    );
+    per_socket(
+        &mut out,
+        "ptmp_bytes_total",
+        "Bytes of the messages sent or received by a socket (both frames).",
+        "bytes",
+        false,
+    );
+    per_socket(
+        &mut out,
+        "ptmp_lost_messages_total",
+        "Messages a receiving socket knows it lost (shared-memory overruns).",
+        "lost",
+        true,
+    );
+    per_socket(
+        &mut out,
+        "ptmp_wire_errors_total",
+        "Malformed messages a receiving socket skipped.",
+        "errors",
+        true,
+    );
+    family(
+        &mut out,
+        "ptmp_latency_seconds",
+        "gauge",
+        "Time from a TPSet's created stamp to its receipt over about the last second, sampled: quantile 0.5, 0.99 and 1 (the maximum).",
+    );
+    for r in rows.iter().filter(|r| r.direction == "recv") {
+        let lat = &r.doc["latency_us"];
+        for (q, key) in [("0.5", "p50"), ("0.99", "p99"), ("1", "max")] {
+            let Some(us) = lat[key].as_u64() else {
+                continue;
+            };
+            let mut l = sock_labels(r);
+            l.push(("quantile", q.to_string()));
+            let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let _ = writeln!(
+                out,
+                "ptmp_latency_seconds{} {}",
+                labels(&l),
+                us as f64 / 1e6
+            );
+        }
+    }
+    family(
+        &mut out,
+        "ptmp_node_messages_total",
+        "counter",
+        "Messages a node took in or sent out.",
+    );
+    let nodes = state["nodes"].as_array().cloned().unwrap_or_default();
+    for n in &nodes {
+        for dir in ["in", "out"] {
+            let l = [
+                ("graph", graph),
+                ("host", n["host"].as_str().unwrap_or("")),
+                ("process", n["process"].as_str().unwrap_or("")),
+                ("node", n["name"].as_str().unwrap_or("")),
+                ("kind", n["kind"].as_str().unwrap_or("")),
+                ("direction", dir),
+            ];
+            let _ = writeln!(
+                out,
+                "ptmp_node_messages_total{} {}",
+                labels(&l),
+                n[dir].as_u64().unwrap_or(0)
+            );
+        }
+    }
+    family(
+        &mut out,
+        "ptmp_node_up",
+        "gauge",
+        "1 while the node's process is running, else 0.",
+    );
+    for n in &nodes {
+        let l = [
+            ("graph", graph),
+            ("host", n["host"].as_str().unwrap_or("")),
+            ("process", n["process"].as_str().unwrap_or("")),
+            ("node", n["name"].as_str().unwrap_or("")),
+        ];
+        let up = matches!(n["state"].as_str(), Some("running"));
+        let _ = writeln!(out, "ptmp_node_up{} {}", labels(&l), u8::from(up));
+    }
+    family(
+        &mut out,
+        "ptmp_process_restarts_total",
+        "counter",
+        "Times the supervisor restarted a process.",
+    );
+    for p in state["processes"].as_array().into_iter().flatten() {
+        let l = [
+            ("graph", graph),
+            ("host", p["host"].as_str().unwrap_or("")),
+            ("process", p["name"].as_str().unwrap_or("")),
+        ];
+        let _ = writeln!(
+            out,
+            "ptmp_process_restarts_total{} {}",
+            labels(&l),
+            p["restarts"].as_u64().unwrap_or(0)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn escapes_and_families() {
+        assert_eq!(esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        let state = json!({"graph": "g", "nodes": [{"name": "n\"1", "host": "h", "process": "p",
+            "kind": "source", "in": 0, "out": 7, "state": "running"}],
+            "processes": [{"name": "p", "host": "h", "restarts": 2}]});
+        let rows = vec![SocketRow {
+            process: "p".into(),
+            host: "h".into(),
+            node: "n\"1".into(),
+            port: "out".into(),
+            edge: "e0".into(),
+            transport: "shm".into(),
+            direction: "recv".into(),
+            doc: json!({"messages": 5, "bytes": 50, "lost": 1, "errors": 0,
+                        "latency_us": {"p50": 64, "p99": 1024, "max": 900}}),
+            ..Default::default()
+        }];
+        let t = render(&state, &rows);
+        assert!(t.contains("# TYPE ptmp_messages_total counter\n"));
+        assert!(t.contains("node=\"n\\\"1\""));
+        assert!(t.contains("ptmp_messages_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"shm\",direction=\"recv\",socket=\"0\"} 5\n"));
+        assert!(t.contains("quantile=\"0.99\"} 0.001024\n"));
+        assert!(t.contains("ptmp_process_restarts_total{graph=\"g\",host=\"h\",process=\"p\"} 2\n"));
+        assert!(t.contains("direction=\"out\"} 7\n"));
+        // Every sample line belongs to the family announced before it.
+        let mut fam = String::new();
+        for line in t.lines() {
+            if let Some(r) = line.strip_prefix("# TYPE ") {
+                fam = r.split(' ').next().unwrap_or("").to_string();
+            } else if !line.starts_with('#') {
+                assert!(line.starts_with(&fam), "{line} outside {fam}");
+            }
+        }
+    }
+}

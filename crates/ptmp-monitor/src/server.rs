@@ -1,0 +1,306 @@
+//! The HTTP side: one thread gathers the state each period into a
+//! snapshot, another runs a single-threaded tokio runtime with hyper
+//! serving requests from the latest snapshot.
+
+use crate::state::Collector;
+use crate::{prom, Error, Options};
+use bytes::Bytes;
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use ptmp_graph::plan::Plan;
+use ptmp_graph::Graph;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Notify, Semaphore};
+use tokio_stream::wrappers::WatchStream;
+use tokio_stream::StreamExt;
+
+const INDEX_HTML: &str = include_str!("web/index.html");
+const APP_JS: &str = include_str!("web/app.js");
+const STYLE_CSS: &str = include_str!("web/style.css");
+
+/// The largest request head accepted (hyper answers 431 beyond it).
+const MAX_HEAD: usize = 16 * 1024;
+
+/// What every request is answered from, replaced once per period.
+#[derive(Default)]
+struct Snapshot {
+    /// The state without history, as sent in each event.
+    state: Bytes,
+    /// The state with history (`/api/state`).
+    full: Bytes,
+    /// The Prometheus text.
+    metrics: Bytes,
+}
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// A running monitor; dropping it stops the server and its threads.
+pub struct Monitor {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    shutdown: Arc<Notify>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Monitor {
+    /// The address actually listened on (its port resolved when 0 was
+    /// asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.shutdown.notify_one();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn snapshot(c: &mut Collector) -> Snapshot {
+    let (mut state, rows) = c.collect();
+    let metrics = prom::render(&state, &rows);
+    let brief = serde_json::to_vec(&state).unwrap_or_default();
+    state["history"] = c.history();
+    Snapshot {
+        state: Bytes::from(brief),
+        full: Bytes::from(serde_json::to_vec(&state).unwrap_or_default()),
+        metrics: Bytes::from(metrics),
+    }
+}
+
+/// Start serving the state of graph `g` (planned as `plan`, this being
+/// host `host` of it) as `opts` say. Fails at once when the address is
+/// not loopback and remote clients were not allowed, or cannot be bound.
+pub fn start(g: &Graph, plan: &Plan, host: usize, opts: &Options) -> Result<Monitor, Error> {
+    if !opts.addr.ip().is_loopback() && !opts.allow_remote {
+        return Err(Error::Remote(opts.addr));
+    }
+    let std_listener = std::net::TcpListener::bind(opts.addr).map_err(|err| Error::Bind {
+        addr: opts.addr,
+        err,
+    })?;
+    let addr = std_listener.local_addr().map_err(Error::Start)?;
+    std_listener.set_nonblocking(true).map_err(Error::Start)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let shutdown = Arc::new(Notify::new());
+    let mut collector = Collector::new(g, plan, host);
+    let (tx, rx) = watch::channel(Arc::new(snapshot(&mut collector)));
+    let period = opts.period;
+    let stop2 = stop.clone();
+    let gather = std::thread::Builder::new()
+        .name("ptmp-monitor-state".into())
+        .spawn(move || {
+            let mut next = Instant::now() + period;
+            while !stop2.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                if now < next {
+                    std::thread::sleep((next - now).min(Duration::from_millis(50)));
+                    continue;
+                }
+                next += period;
+                if next < now {
+                    next = now + period;
+                }
+                tx.send_replace(Arc::new(snapshot(&mut collector)));
+            }
+        })
+        .map_err(Error::Start)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(Error::Start)?;
+    let opts2 = opts.clone();
+    let shutdown2 = shutdown.clone();
+    let serve = std::thread::Builder::new()
+        .name("ptmp-monitor-http".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) else {
+                    return;
+                };
+                accept_loop(listener, rx, opts2, shutdown2).await;
+            });
+        });
+    let serve = match serve {
+        Ok(h) => h,
+        Err(e) => {
+            stop.store(true, Ordering::Relaxed);
+            let _ = gather.join();
+            return Err(Error::Start(e));
+        }
+    };
+    Ok(Monitor {
+        addr,
+        stop,
+        shutdown,
+        threads: vec![gather, serve],
+    })
+}
+
+fn millis(t0: Instant) -> u64 {
+    t0.elapsed().as_millis() as u64
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    rx: watch::Receiver<Arc<Snapshot>>,
+    opts: Options,
+    shutdown: Arc<Notify>,
+) {
+    let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+    let t0 = Instant::now();
+    loop {
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                // Out of descriptors and the like: wait a little, go on.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.notified() => return,
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            // Full: say so without waiting on the client, and close.
+            let _ = stream.try_write(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let rx = rx.clone();
+        let opts = opts.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let progress = Arc::new(AtomicU64::new(millis(t0)));
+            let p2 = progress.clone();
+            let svc = service_fn(move |req| {
+                p2.store(millis(t0), Ordering::Relaxed);
+                let r = respond(&req, &rx, &p2, t0);
+                async move { Ok::<_, Infallible>(r) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(opts.header_timeout)
+                .max_buf_size(MAX_HEAD)
+                .serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            let idle = opts.idle_timeout.as_millis() as u64;
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tokio::select! {
+                    _ = &mut conn => break,
+                    _ = tick.tick() => {
+                        // Dropping the connection closes its socket.
+                        if millis(t0).saturating_sub(progress.load(Ordering::Relaxed)) > idle {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+fn full(status: StatusCode, ctype: &'static str, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Full::new(body).boxed_unsync());
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+fn respond(
+    req: &Request<Incoming>,
+    rx: &watch::Receiver<Arc<Snapshot>>,
+    progress: &Arc<AtomicU64>,
+    t0: Instant,
+) -> Response<Body> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = full(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"only GET and HEAD\n"),
+        );
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    let snap = rx.borrow().clone();
+    match req.uri().path() {
+        "/" | "/index.html" => full(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            Bytes::from_static(INDEX_HTML.as_bytes()),
+        ),
+        "/app.js" => full(
+            StatusCode::OK,
+            "text/javascript; charset=utf-8",
+            Bytes::from_static(APP_JS.as_bytes()),
+        ),
+        "/style.css" => full(
+            StatusCode::OK,
+            "text/css; charset=utf-8",
+            Bytes::from_static(STYLE_CSS.as_bytes()),
+        ),
+        "/api/state" => full(StatusCode::OK, "application/json", snap.full.clone()),
+        "/metrics" => full(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            snap.metrics.clone(),
+        ),
+        "/events" => {
+            let progress = progress.clone();
+            let head = futures_once(Bytes::from_static(b"retry: 2000\n\n"));
+            // Each new snapshot becomes one event; the stream is polled only
+            // as fast as the client reads, so a stuck client holds one
+            // snapshot at most, and stops making progress.
+            let events = WatchStream::new(rx.clone()).map(move |s| {
+                progress.store(millis(t0), Ordering::Relaxed);
+                let mut b = Vec::with_capacity(s.state.len() + 24);
+                b.extend_from_slice(b"event: state\ndata: ");
+                b.extend_from_slice(&s.state);
+                b.extend_from_slice(b"\n\n");
+                Ok::<_, Infallible>(Frame::data(Bytes::from(b)))
+            });
+            let body = StreamBody::new(head.chain(events)).boxed_unsync();
+            let mut r = Response::new(body);
+            let h = r.headers_mut();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r
+        }
+        _ => full(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"not found: try /, /api/state, /events or /metrics\n"),
+        ),
+    }
+}
+
+fn futures_once(
+    b: Bytes,
+) -> impl tokio_stream::Stream<Item = Result<Frame<Bytes>, Infallible>> + Send {
+    tokio_stream::once(Ok(Frame::data(b)))
+}

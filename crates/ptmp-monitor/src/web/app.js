@@ -1,0 +1,236 @@
+// The live page of a ptmp graph: fetch the state with its history once,
+// then follow server-sent events, redrawing the graph and the tables on
+// each update. No library: plain DOM and SVG.
+"use strict";
+
+const KEEP = 300; // samples of history, one per update
+const NODE_W = 150, NODE_H = 58, COL = 240, ROW = 96, PAD = 28;
+const SVGNS = "http://www.w3.org/2000/svg";
+
+let hist = { t: [], edges: {}, nodes: {} };
+let prev = null; // the previous state, for loss seen since then
+let updates = 0;
+
+function el(name, attrs, parent) {
+  const e = document.createElementNS(SVGNS, name);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function text(parent, x, y, s, cls, anchor) {
+  const t = el("text", { x, y, class: cls || "", "text-anchor": anchor || "start" }, parent);
+  t.textContent = s;
+  return t;
+}
+function fmt(x) {
+  if (x === null || x === undefined) return "–";
+  if (x >= 1e9) return (x / 1e9).toFixed(1) + "G";
+  if (x >= 1e6) return (x / 1e6).toFixed(1) + "M";
+  if (x >= 1e4) return (x / 1e3).toFixed(1) + "k";
+  return Number.isInteger(x) ? String(x) : x.toFixed(1);
+}
+function us(x) {
+  if (x === null || x === undefined) return "–";
+  return x >= 1000 ? (x / 1000).toFixed(1) + " ms" : x + " µs";
+}
+function push(arr, v) { arr.push(v); if (arr.length > KEEP) arr.shift(); }
+
+// Layers by longest path from the nodes nothing feeds; a cycle (a sink's
+// done port back to its source) is cut after as many passes as nodes.
+function layout(st) {
+  const idx = {}; st.nodes.forEach((n, i) => idx[n.name] = i);
+  const layer = st.nodes.map(() => 0);
+  const pairs = [];
+  for (const e of st.edges)
+    for (const f of e.from) for (const t of e.to)
+      if (f.port !== "done" && t.port !== "done") pairs.push([idx[f.node], idx[t.node]]);
+  for (let pass = 0; pass < st.nodes.length; pass++) {
+    let moved = false;
+    for (const [a, b] of pairs)
+      if (layer[b] < layer[a] + 1 && layer[a] + 1 < st.nodes.length) { layer[b] = layer[a] + 1; moved = true; }
+    if (!moved) break;
+  }
+  const cols = {};
+  st.nodes.forEach((n, i) => (cols[layer[i]] = cols[layer[i]] || []).push(i));
+  const key = (i) => [st.nodes[i].host, st.nodes[i].process, st.nodes[i].name].join("\u0000");
+  const pos = [];
+  let maxRow = 0;
+  for (const c in cols) {
+    cols[c].sort((a, b) => key(a) < key(b) ? -1 : 1);
+    cols[c].forEach((i, r) => {
+      pos[i] = { x: PAD * 2 + c * COL, y: PAD * 2 + 14 + r * ROW };
+      maxRow = Math.max(maxRow, r);
+    });
+  }
+  const ncols = Math.max(...layer) + 1;
+  return { idx, pos, width: PAD * 4 + (ncols - 1) * COL + NODE_W, height: PAD * 4 + 14 + maxRow * ROW + NODE_H + 20 };
+}
+
+function portXY(st, lay, nodeName, portName, out) {
+  const i = lay.idx[nodeName], n = st.nodes[i], p = lay.pos[i];
+  const side = n.ports.filter((q) => (q.dir === "out") === out);
+  const k = Math.max(0, side.findIndex((q) => q.name === portName));
+  return { x: p.x + (out ? NODE_W : 0), y: p.y + NODE_H * (k + 1) / (side.length + 1) };
+}
+
+function bbox(points) {
+  const xs = points.map((p) => p.x), ys = points.map((p) => p.y);
+  return { x0: Math.min(...xs), y0: Math.min(...ys), x1: Math.max(...xs) + NODE_W, y1: Math.max(...ys) + NODE_H };
+}
+
+function edgeColour(e) {
+  const p = prev && prev.edges.find((q) => q.id === e.id);
+  const newLoss = p ? (e.lost - p.lost) + (e.errors - p.errors) > 0 : e.lost + e.errors > 0;
+  if (newLoss) return "#e03131";
+  return e.rate > 0 ? "#2f9e44" : "#9aa5b1";
+}
+
+function nodeFill(state) {
+  return { running: "#d3f9d8", restarting: "#fff3bf", failed: "#ffc9c9", starting: "#d0ebff" }[state] || "#e9ecef";
+}
+
+function spark(values, cls, w, h) {
+  const svg = el("svg", { width: w, height: h, viewBox: `0 0 ${w} ${h}` });
+  const max = Math.max(1e-9, ...values);
+  const n = values.length;
+  if (n > 1) {
+    const pts = values.map((v, i) => `${(i * (w - 2) / (n - 1) + 1).toFixed(1)},${(h - 2 - v / max * (h - 4)).toFixed(1)}`);
+    el("polyline", { points: pts.join(" "), class: cls }, svg);
+  }
+  return svg;
+}
+
+function draw(st) {
+  const svg = document.getElementById("graph");
+  const lay = layout(st);
+  svg.setAttribute("width", lay.width); svg.setAttribute("height", lay.height);
+  svg.setAttribute("viewBox", `0 0 ${lay.width} ${lay.height}`);
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+  el("defs", {}, svg).innerHTML =
+    '<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#495057"/></marker>';
+  // Hosts, then processes, as boxes around their nodes.
+  const groups = (key) => {
+    const g = {};
+    st.nodes.forEach((n, i) => (g[n[key]] = g[n[key]] || []).push(lay.pos[i]));
+    return g;
+  };
+  const hosts = groups("host");
+  for (const h in hosts) {
+    const b = bbox(hosts[h]);
+    el("rect", { x: b.x0 - PAD, y: b.y0 - PAD - 14, width: b.x1 - b.x0 + 2 * PAD, height: b.y1 - b.y0 + 2 * PAD + 14, rx: 8, class: "hostbox" }, svg);
+    text(svg, b.x0 - PAD + 6, b.y0 - PAD - 2, "host " + h, "boxlabel");
+  }
+  const procs = groups("process");
+  for (const p in procs) {
+    const b = bbox(procs[p]);
+    el("rect", { x: b.x0 - 10, y: b.y0 - 18, width: b.x1 - b.x0 + 20, height: b.y1 - b.y0 + 26, rx: 6, class: "procbox" }, svg);
+    text(svg, b.x0 - 6, b.y0 - 6, "process " + p, "boxlabel");
+  }
+  // Edges under the nodes.
+  for (const e of st.edges) {
+    const colour = edgeColour(e);
+    const width = 1.5 + Math.log10(1 + e.rate) * 1.2;
+    for (const f of e.from) for (const t of e.to) {
+      const a = portXY(st, lay, f.node, f.port, true), b = portXY(st, lay, t.node, t.port, false);
+      const back = b.x <= a.x;
+      const dx = Math.max(40, Math.abs(b.x - a.x) / 2);
+      const d = back
+        ? `M${a.x},${a.y} C${a.x + 60},${a.y + ROW * 0.8} ${b.x - 60},${b.y + ROW * 0.8} ${b.x},${b.y}`
+        : `M${a.x},${a.y} C${a.x + dx},${a.y} ${b.x - dx},${b.y} ${b.x},${b.y}`;
+      el("path", { d, class: "edge", stroke: colour, "stroke-width": width.toFixed(2), "marker-end": "url(#arrow)",
+        "data-edge": e.id, "data-rate": e.rate, "data-lost": e.lost }, svg);
+      const mx = (a.x + b.x) / 2, my = (a.y + b.y) / 2 + (back ? ROW * 0.6 : 0) - 4;
+      const label = `${e.pattern} ${e.transport} · ${fmt(e.rate)}/s` + (e.lost ? ` · lost ${fmt(e.lost)}` : "");
+      text(svg, mx, my, label, "edgelabel", "middle").setAttribute("data-edge-label", e.id);
+    }
+  }
+  st.nodes.forEach((n, i) => {
+    const p = lay.pos[i];
+    const g = el("g", { class: "node", "data-node": n.name, "data-state": n.state, "data-restarts": n.restarts,
+      transform: `translate(${p.x},${p.y})` }, svg);
+    el("rect", { width: NODE_W, height: NODE_H, rx: 5, class: "body", fill: nodeFill(n.state) }, g);
+    text(g, 8, 17, n.name, "name");
+    text(g, 8, 32, `${n.kind} · ${n.state}`, "sub");
+    text(g, 8, 47, `in ${fmt(n.in_rate)}/s  out ${fmt(n.out_rate)}/s`, "sub");
+    if (n.restarts > 0) text(g, NODE_W - 6, 17, `↻${n.restarts}`, "restarts", "end");
+    for (const out of [false, true]) {
+      const side = n.ports.filter((q) => (q.dir === "out") === out);
+      side.forEach((q, k) => {
+        const y = NODE_H * (k + 1) / (side.length + 1), x = out ? NODE_W : 0;
+        el("circle", { cx: x, cy: y, r: 4, class: "port" }, g);
+        text(g, out ? x - 7 : x + 7, y + 3, q.name, "portlabel", out ? "end" : "start").setAttribute("visibility", side.length > 1 || q.name !== (out ? "out" : "in") ? "visible" : "hidden");
+      });
+    }
+  });
+}
+
+function tables(st) {
+  const eb = document.querySelector("#edges tbody");
+  eb.textContent = "";
+  for (const e of st.edges) {
+    const tr = eb.insertRow();
+    tr.dataset.edge = e.id;
+    const side = (v) => v.map((r) => `${r.node}.${r.port}`).join(", ");
+    const cells = [e.id, `${side(e.from)} → ${side(e.to)}`, `${e.pattern} ${e.transport}`, fmt(e.rate), fmt(e.byte_rate),
+      fmt(e.sent), fmt(e.received), fmt(e.lost), fmt(e.errors),
+      `${us(e.latency_us.p50)} / ${us(e.latency_us.p99)} / ${us(e.latency_us.max)}`];
+    cells.forEach((c, k) => { const td = tr.insertCell(); td.textContent = c; if (k === 7 && e.lost > 0) td.className = "lost"; });
+    const h = hist.edges[e.id] || { rate: [], lost: [] };
+    const td = tr.insertCell();
+    td.appendChild(spark(h.rate, "spark", 160, 26));
+    td.appendChild(spark(h.lost, "sparklost", 60, 26));
+  }
+  const nb = document.querySelector("#nodes tbody");
+  nb.textContent = "";
+  for (const n of st.nodes) {
+    const tr = nb.insertRow();
+    [n.name, n.kind, n.process, n.host, n.state, n.restarts, fmt(n.in), fmt(n.out), fmt(n.in_rate), fmt(n.out_rate)]
+      .forEach((c) => { tr.insertCell().textContent = c; });
+    const h = hist.nodes[n.name] || { rate: [] };
+    tr.insertCell().appendChild(spark(h.rate, "spark", 160, 26));
+  }
+}
+
+function record(st) {
+  push(hist.t, st.uptime_s);
+  for (const e of st.edges) {
+    const h = hist.edges[e.id] = hist.edges[e.id] || { rate: [], lost: [] };
+    push(h.rate, e.rate); push(h.lost, e.lost);
+  }
+  for (const n of st.nodes) {
+    const h = hist.nodes[n.name] = hist.nodes[n.name] || { rate: [] };
+    push(h.rate, Math.max(n.in_rate, n.out_rate));
+  }
+}
+
+function show(st) {
+  document.getElementById("gname").textContent = st.graph;
+  const restarts = st.processes.reduce((a, p) => a + p.restarts, 0);
+  const lost = st.edges.reduce((a, e) => a + e.lost, 0);
+  document.getElementById("summary").textContent =
+    `host ${st.host} · ${st.nodes.length} nodes · ${st.edges.length} edges · ${st.processes.length} processes · restarts ${restarts} · lost ${fmt(lost)} · up ${Math.round(st.uptime_s)} s`;
+  draw(st);
+  tables(st);
+  prev = st;
+  updates += 1;
+  document.body.dataset.updates = updates;
+}
+
+async function main() {
+  try {
+    const r = await fetch("/api/state", { cache: "no-store" });
+    const st = await r.json();
+    if (st.history) hist = st.history;
+    show(st);
+  } catch (e) { /* the event stream below retries */ }
+  const es = new EventSource("/events");
+  const conn = document.getElementById("conn");
+  es.onopen = () => { conn.textContent = "live"; conn.className = "conn up"; };
+  es.onerror = () => { conn.textContent = "reconnecting"; conn.className = "conn down"; };
+  es.addEventListener("state", (ev) => {
+    const st = JSON.parse(ev.data);
+    record(st);
+    show(st);
+  });
+}
+main();
