@@ -413,6 +413,29 @@ void ptmp_receiver_free(struct ptmp_receiver *receiver);
 void ptmp_tpset_clear(struct ptmp_tpset *tpset);
 
 /**
+ * The `index`th address the sender bound, with a `*` port resolved to
+ * the port the system chose (e.g. `tcp://127.0.0.1:41234`), or NULL if it
+ * bound fewer. The string belongs to the handle and lives as long as it.
+ *
+ * Thread-safety: any thread while the handle lives (it only reads what
+ * was fixed when the socket was made).
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`.
+ */
+const char *ptmp_sender_endpoint(const struct ptmp_sender *sender, size_t index);
+
+/**
+ * The `index`th address the receiver bound, as `ptmp_sender_endpoint`.
+ *
+ * Thread-safety: any thread while the handle lives.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle from `ptmp_receiver_new`.
+ */
+const char *ptmp_receiver_endpoint(const struct ptmp_receiver *receiver, size_t index);
+
+/**
  * Opens the dump file at `path` for reading and stores the handle in
  * `*out` (NULL on failure).
  *
@@ -815,6 +838,21 @@ uint64_t ptmp_shm_reader_lost(const struct ptmp_shm_reader *reader);
 void ptmp_shm_reader_free(struct ptmp_shm_reader *reader);
 
 /**
+ * Removes channel `name`'s file (as `ptmp shm rm NAME`). A writer or
+ * readers still attached keep their mapping; new ones no longer find it.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+ * [`PTMP_ERR_CONFIG`] (a bad name) or [`PTMP_ERR_TRANSPORT`] (no such
+ * channel, or it could not be removed).
+ *
+ * Thread-safety: any thread.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string.
+ */
+int ptmp_shm_remove(const char *name);
+
+/**
  * Creates shared-memory channel `name` and becomes its one writer, with
  * `slots` slots (a power of two, at least 2) of up to `max_message` bytes
  * each, and `policy` [`PTMP_SHM_OVERWRITE`] or [`PTMP_SHM_BLOCK`]. Stores
@@ -1006,6 +1044,21 @@ uint64_t ptmp_shm_reader_lost(const struct ptmp_shm_reader *reader);
  * `reader` is NULL or a live handle, not used again.
  */
 void ptmp_shm_reader_free(struct ptmp_shm_reader *reader);
+
+/**
+ * Removes channel `name`'s file (as `ptmp shm rm NAME`). A writer or
+ * readers still attached keep their mapping; new ones no longer find it.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+ * [`PTMP_ERR_CONFIG`] (a bad name) or [`PTMP_ERR_TRANSPORT`] (no such
+ * channel, or it could not be removed).
+ *
+ * Thread-safety: any thread.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string.
+ */
+int ptmp_shm_remove(const char *name);
 
 /**
  * Opens the dump file at `path` for reading and stores the handle in

@@ -140,6 +140,7 @@ pub struct ptmp_tpset {
 #[allow(non_camel_case_types)]
 pub struct ptmp_sender {
     inner: Sender,
+    endpoints: Vec<CString>,
     // Reused for every send, so converting from the C struct allocates
     // nothing once it has grown.
     scratch: TPSet,
@@ -149,6 +150,7 @@ pub struct ptmp_sender {
 #[allow(non_camel_case_types)]
 pub struct ptmp_receiver {
     inner: Receiver,
+    endpoints: Vec<CString>,
     scratch: TPSet,
 }
 
@@ -261,6 +263,7 @@ pub unsafe extern "C" fn ptmp_sender_new(
         let json = unsafe { c_str(json_config, "json_config") }?;
         let inner = Sender::from_json(json)?;
         let handle = Box::new(ptmp_sender {
+            endpoints: c_strings(inner.bound_endpoints()),
             inner,
             scratch: TPSet::default(),
         });
@@ -388,6 +391,7 @@ pub unsafe extern "C" fn ptmp_receiver_new(
         let json = unsafe { c_str(json_config, "json_config") }?;
         let inner = Receiver::from_json(json)?;
         let handle = Box::new(ptmp_receiver {
+            endpoints: c_strings(inner.bound_endpoints()),
             inner,
             scratch: TPSet::default(),
         });
@@ -520,6 +524,51 @@ pub(crate) unsafe fn c_tps(t: &ptmp_tpset) -> Result<&[ptmp_trigprim], Fail> {
         // initialised primitives that nothing writes during the borrow.
         Ok(unsafe { std::slice::from_raw_parts(t.tps, t.ntps) })
     }
+}
+
+fn c_strings(v: &[String]) -> Vec<CString> {
+    v.iter()
+        .map(|s| CString::new(s.replace('\0', " ")).unwrap_or_default())
+        .collect()
+}
+
+/// The `index`th address the sender bound, with a `*` port resolved to
+/// the port the system chose (e.g. `tcp://127.0.0.1:41234`), or NULL if it
+/// bound fewer. The string belongs to the handle and lives as long as it.
+///
+/// Thread-safety: any thread while the handle lives (it only reads what
+/// was fixed when the socket was made).
+///
+/// # Safety
+/// `sender` is NULL or a live handle from `ptmp_sender_new`.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_sender_endpoint(
+    sender: *const ptmp_sender,
+    index: usize,
+) -> *const c_char {
+    // SAFETY: the caller promises NULL or a live handle; only the
+    // endpoints fixed at creation are read.
+    unsafe { sender.as_ref() }
+        .and_then(|s| s.endpoints.get(index))
+        .map_or(std::ptr::null(), |e| e.as_ptr())
+}
+
+/// The `index`th address the receiver bound, as `ptmp_sender_endpoint`.
+///
+/// Thread-safety: any thread while the handle lives.
+///
+/// # Safety
+/// `receiver` is NULL or a live handle from `ptmp_receiver_new`.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_receiver_endpoint(
+    receiver: *const ptmp_receiver,
+    index: usize,
+) -> *const c_char {
+    // SAFETY: the caller promises NULL or a live handle; only the
+    // endpoints fixed at creation are read.
+    unsafe { receiver.as_ref() }
+        .and_then(|r| r.endpoints.get(index))
+        .map_or(std::ptr::null(), |e| e.as_ptr())
 }
 
 /// Fills the reused Rust set from the C struct; every optional field is set.

@@ -502,3 +502,24 @@ pub unsafe extern "C" fn ptmp_shm_reader_free(reader: *mut ptmp_shm_reader) {
         Ok(PTMP_OK)
     });
 }
+
+/// Removes channel `name`'s file (as `ptmp shm rm NAME`). A writer or
+/// readers still attached keep their mapping; new ones no longer find it.
+///
+/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+/// [`PTMP_ERR_CONFIG`] (a bad name) or [`PTMP_ERR_TRANSPORT`] (no such
+/// channel, or it could not be removed).
+///
+/// Thread-safety: any thread.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_shm_remove(name: *const c_char) -> c_int {
+    guard("ptmp_shm_remove", || {
+        // SAFETY: the caller promises NULL or a NUL-terminated string.
+        let name = unsafe { c_str(name, "name") }?;
+        ptmp_shm::remove(name)?;
+        Ok(PTMP_OK)
+    })
+}

@@ -14,10 +14,23 @@ const N: u32 = 40;
 /// Runs the C sender against a Rust receiver and checks every field of
 /// every set against what `sender.c` derives from the set's number.
 fn c_sender_to_rust(exe: &Path) {
+    c_sender_to_rust_via(&[], exe)
+}
+
+/// As [`c_sender_to_rust`], the program run under `wrap` (e.g. valgrind).
+fn c_sender_to_rust_via(wrap: &[String], exe: &Path) {
     let mut rx =
         Receiver::from_json(r#"{"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}}"#).unwrap();
     let ep = rx.bound_endpoints()[0].clone();
-    let child = Command::new(exe)
+    let mut cmd = match wrap.split_first() {
+        Some((w, rest)) => {
+            let mut c = Command::new(w);
+            c.args(rest).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    let child = cmd
         .arg(&ep)
         .arg(N.to_string())
         .stdout(std::process::Stdio::piped())
@@ -69,11 +82,39 @@ fn c_sender_to_rust_receiver_over_tcp() {
 #[test]
 fn c_sender_under_address_and_undefined_sanitizers() {
     let dir = tempfile::tempdir().unwrap();
-    let flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"];
-    match try_compile("sender", dir.path(), &flags) {
+    match try_compile("sender", dir.path(), common::SANITIZE) {
         Ok(exe) => c_sender_to_rust(&exe),
         // Only a compiler without the sanitizer runtimes is excused.
-        Err(e) if e.contains("asan") || e.contains("ubsan") => {
+        Err(e) if common::no_sanitizer_runtime(&e) => {
+            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn c_sender_under_valgrind() {
+    let Some(vg) = common::valgrind() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    c_sender_to_rust_via(&vg, &compile("sender", dir.path()));
+}
+
+/// The C shared-memory and dump-file program: plain, then sanitized.
+#[test]
+fn c_shared_memory_and_dump_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |exe: &Path| {
+        let out = Command::new(exe).arg(dir.path()).output().unwrap();
+        assert_ok("C shm and dump checks", &out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("0 failures"), "{stdout}");
+    };
+    run(&compile("features", dir.path()));
+    match try_compile("features", dir.path(), common::SANITIZE) {
+        Ok(exe) => run(&exe),
+        Err(e) if common::no_sanitizer_runtime(&e) => {
             eprintln!("note: sanitizers are not available here, skipped:\n{e}");
         }
         Err(e) => panic!("{e}"),
