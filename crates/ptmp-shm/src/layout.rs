@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 /// First bytes of every ptmp shared-memory channel.
 pub const MAGIC: [u8; 8] = *b"PTMPSHM\0";
 /// The layout version this code reads and writes.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Bytes reserved for the header: one page of fields, one page of reader
 /// registry.
 pub const HEADER_SIZE: usize = 8192;
@@ -73,7 +73,7 @@ pub(crate) struct Header {
     _pad5: [u8; 48],
 }
 
-// The on-disk format (layout version 3). Changing any of these is a new
+// The on-disk format (layout version 4). Changing any of these is a new
 // layout version.
 const _: () = assert!(offset_of!(Header, magic) == 0);
 const _: () = assert!(offset_of!(Header, version) == 8);

@@ -40,10 +40,20 @@
 //!    writer killed mid-message leaves an odd stamp and an unchanged
 //!    `next_seq`: readers see nothing new, and the next writer overwrites
 //!    that slot with its own message number `next_seq`.
-//! 6. **Wake-ups.** After publishing, the writer bumps the `notify` futex word
-//!    and wakes sleepers when `waiters` is non-zero; a reader registers in
-//!    `waiters` and re-checks `next_seq` before sleeping. Both sides use
-//!    sequentially consistent operations, so a wake-up cannot be lost.
+//! 6. **Wake-ups.** A reader about to sleep sets the low bit of the
+//!    `notify` futex word (`protocol::SLEEPING`) and re-checks `next_seq`
+//!    before sleeping on the value it set. After publishing, the writer
+//!    loads `notify` and, only if the bit is set, clears it by adding one
+//!    and wakes the sleepers; a publish finding the bit clear makes no
+//!    system call. Both sides put a sequentially consistent point between
+//!    their store and their load (the store-buffering pattern), so either
+//!    the writer sees the bit or the reader sees the message: a wake-up
+//!    cannot be lost. A [`Policy::Block`] writer that finds the ring full
+//!    spins briefly, then announces in `writer_needs` the position it waits
+//!    for (a quarter of the ring past the one it strictly needs, never past
+//!    the newest message) and sets `writer_waiting`; a reader that releases
+//!    up to that position wakes it on `space`. The writer also sleeps at
+//!    most 1 ms at a time, so no reader can hold it by not waking it.
 //!    (Invariants 3 to 6 are the functions of [`protocol`], which
 //!    `tests/loom.rs` model-checks.)
 //! 7. **Truncation.** A new segment has every page reserved when it is

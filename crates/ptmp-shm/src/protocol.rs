@@ -27,6 +27,8 @@ pub trait Word: Sync {
     fn fetch_add(&self, v: Self::Value, order: Ordering) -> Self::Value;
     /// Atomic subtract, returning the value before.
     fn fetch_sub(&self, v: Self::Value, order: Ordering) -> Self::Value;
+    /// Atomic bitwise or, returning the value before.
+    fn fetch_or(&self, v: Self::Value, order: Ordering) -> Self::Value;
     /// A memory fence of the same family as this word's atomics.
     fn fence(order: Ordering);
     /// Where a side stores one word and then loads another that the other
@@ -59,6 +61,10 @@ macro_rules! word {
             #[inline]
             fn fetch_sub(&self, v: $value, order: Ordering) -> $value {
                 <$atomic>::fetch_sub(self, v, order)
+            }
+            #[inline]
+            fn fetch_or(&self, v: $value, order: Ordering) -> $value {
+                <$atomic>::fetch_or(self, v, order)
             }
             #[inline]
             fn fence(order: Ordering) {
@@ -181,24 +187,38 @@ pub fn still<W: Word<Value = u64>>(stamp: &W, seq: u64) -> Result<(), u64> {
     }
 }
 
+/// The low bit of the `notify` futex word: set by a reader about to sleep,
+/// cleared by the writer when it wakes the sleepers. The other 31 bits count
+/// wake-ups, so every wake changes the word and a sleep on the value seen
+/// before it returns at once.
+pub const SLEEPING: u32 = 1;
+
 /// Writer, after [`publish`]: wake sleeping readers if there are any
-/// (invariant 6). `wake` is the futex wake on `notify`.
+/// (invariant 6). `wake` is the futex wake on `notify`. Only the first
+/// publish after a reader announced its sleep makes the system call: the
+/// wake clears [`SLEEPING`], so a writer running ahead of readers that are
+/// still waking up does not call the kernel again for every message.
 #[inline]
-pub fn notify_readers<W: Word<Value = u32>>(waiters: &W, notify: &W, wake: impl FnOnce(&W)) {
-    // Between the store of `next_seq` and the load of `waiters`.
+pub fn notify_readers<W: Word<Value = u32>>(notify: &W, wake: impl FnOnce(&W)) {
+    // Between the store of `next_seq` and the load of `notify`: either this
+    // load sees a reader's SLEEPING bit, or that reader's look at
+    // `next_seq` (after setting the bit) sees this message.
     W::seq_cst_point();
-    if waiters.load(Ordering::SeqCst) > 0 {
+    if notify.load(Ordering::SeqCst) & SLEEPING != 0 {
+        // Only the writer clears the bit (invariant 2), so it is still set:
+        // adding one clears it and counts the wake-up in one step.
         notify.fetch_add(1, Ordering::SeqCst);
         wake(notify);
     }
 }
 
-/// Reader with nothing to read: register as a waiter, then look once more
-/// with `ready`, and only if still nothing call `sleep` with the `notify`
-/// value seen before that look (the futex wait sleeps only while `notify`
-/// still holds it). Returns `ready`'s answer and `sleep`'s result.
-/// Invariant 6: a publish between the look and the sleep changes `notify`
-/// first, so the sleep returns at once; no wake-up is lost.
+/// Reader with nothing to read: announce the sleep (count in `waiters`,
+/// set [`SLEEPING`] in `notify`), then look once more with `ready`, and only
+/// if still nothing call `sleep` with the `notify` value set (the futex wait
+/// sleeps only while `notify` still holds it). Returns `ready`'s answer and
+/// `sleep`'s result. Invariant 6: a publish after the bit was set wakes, and
+/// changes `notify` first, so the sleep returns at once; a publish before
+/// it is seen by the look. No wake-up is lost.
 #[inline]
 pub fn reader_sleep<W: Word<Value = u32>, T>(
     waiters: &W,
@@ -206,11 +226,12 @@ pub fn reader_sleep<W: Word<Value = u32>, T>(
     ready: impl FnOnce() -> bool,
     sleep: impl FnOnce(u32) -> T,
 ) -> (bool, Option<T>) {
+    // `waiters` only tells an observer (`ptmp shm inspect`, a debugger)
+    // how many sleep; the writer looks at the bit.
     waiters.fetch_add(1, Ordering::SeqCst);
-    // Between the store of `waiters` and the loads of `notify` and
-    // `next_seq`.
+    let seen = notify.fetch_or(SLEEPING, Ordering::SeqCst) | SLEEPING;
+    // Between the store of the bit and the load of `next_seq`.
     W::seq_cst_point();
-    let seen = notify.load(Ordering::SeqCst);
     let ready = ready();
     let slept = (!ready).then(|| sleep(seen));
     waiters.fetch_sub(1, Ordering::SeqCst);

@@ -37,7 +37,7 @@ pub(crate) fn futex_wait(word: &AtomicU32, seen: u32, t: Duration) -> rustix::io
 /// (invariant 6).
 pub(crate) fn notify_readers(seg: &Segment) {
     let h = seg.header();
-    protocol::notify_readers(&h.waiters, &h.notify, |w| futex_wake(w, i32::MAX as u32));
+    protocol::notify_readers(&h.notify, |w| futex_wake(w, i32::MAX as u32));
 }
 
 impl Reader {
@@ -132,10 +132,14 @@ pub fn wait_any(
         for (w, r) in waits.iter_mut().zip(readers) {
             let h = r.seg().header();
             h.waiters.fetch_add(1, Ordering::SeqCst);
-            w.val = u64::from(h.notify.load(Ordering::SeqCst));
+            let seen = h.notify.fetch_or(protocol::SLEEPING, Ordering::SeqCst);
+            w.val = u64::from(seen | protocol::SLEEPING);
             w.uaddr = futex::WaitPtr::new(h.notify.as_ptr().cast());
             w.flags = WaitFlags::SIZE_U32;
         }
+        // Between the stores of the bits and the loads of `next_seq` in
+        // the scan (as `protocol::reader_sleep` does for one channel).
+        std::sync::atomic::fence(Ordering::SeqCst);
         let got = scan(ready);
         if !got {
             // futex_waitv takes an absolute time on the given clock.

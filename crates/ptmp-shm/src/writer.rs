@@ -40,6 +40,14 @@ pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// that died without waking it.
 const REAP_PAUSE: Duration = Duration::from_millis(1);
 
+/// A blocked writer's spin before it sleeps: this many looks at the
+/// registry, [`WRITER_SPIN_PAUSES`] CPU pause instructions apart (some tens
+/// of microseconds in all).
+const WRITER_SPIN_ROUNDS: u32 = 64;
+
+/// CPU pause instructions between two looks of a spinning writer.
+const WRITER_SPIN_PAUSES: u32 = 32;
+
 impl Writer {
     /// Create channel `name` with `cfg`, or take over an existing one whose
     /// writer is gone (its layout must match `cfg`).
@@ -214,18 +222,47 @@ impl Writer {
 
     /// Policy::Block: wait until no live reader still needs the message that
     /// writing `s` would overwrite (`s - slots`).
+    ///
+    /// A full ring is met with hysteresis: the writer spins briefly, then
+    /// sleeps until the slowest reader has freed a quarter of the ring (or
+    /// 1 ms has passed), not one slot, so a writer faster than its reader
+    /// costs one wake-up per quarter ring instead of one per message, and
+    /// the messages that follow find room from the cached floor without
+    /// looking at the registry.
     fn wait_for_space(&mut self, s: u64) -> Result<()> {
         let (seg, floor, timeout) = (&self.seg, &mut self.floor, self.block_timeout);
         if s < floor.min_pos + seg.slots || Self::room(seg, floor, s, false)?.is_ok() {
             return Ok(());
         }
         seg.check_layout()?;
+        // The position every reader must reach for `s` to be written, and
+        // the one the writer would rather wait for (never beyond `s`, which
+        // every reader reaches once it has read all that is published).
+        let exact = (s + 1).saturating_sub(seg.slots);
+        let want = (exact + Self::hysteresis(seg.slots)).min(s);
+        // A reader busy on another core frees slots within microseconds:
+        // spin a little before asking the kernel for anything.
+        for _ in 0..WRITER_SPIN_ROUNDS {
+            for _ in 0..WRITER_SPIN_PAUSES {
+                std::hint::spin_loop();
+            }
+            if Self::slowest(seg, s, false)?.is_none_or(|(p, _)| p >= want) {
+                break;
+            }
+        }
+        if Self::room(seg, floor, s, false)?.is_ok() {
+            return Ok(());
+        }
         let t0 = Instant::now();
         let h = seg.header();
         let (needs, waiting, space) = (&h.writer_needs, &h.writer_waiting, &h.space);
+        let timed_out = std::cell::Cell::new(false);
         let r = loop {
-            let need = (s + 1).saturating_sub(seg.slots);
-            let check = || match Self::room(seg, floor, s, true) {
+            // Look for readers that died without waking this writer only
+            // after a sleep ran out, not after every wake-up: each look is a
+            // system call per registered reader.
+            let reap = timed_out.get();
+            let check = || match Self::room(seg, floor, s, reap) {
                 Err(e) => Some(Err(e)),
                 Ok(Ok(())) => Some(Ok(())),
                 Ok(Err((pos, pid))) => {
@@ -240,17 +277,25 @@ impl Writer {
                     })
                 }
             };
-            // Sleep until a reader advances, or 1 ms to look for dead ones.
+            // Sleep until a reader reaches `want`, or 1 ms to look for dead
+            // ones.
             let sleep = |seen| {
-                let _ = futex_wait(space, seen, REAP_PAUSE);
+                let r = futex_wait(space, seen, REAP_PAUSE);
+                timed_out.set(r == Err(rustix::io::Errno::TIMEDOUT));
             };
-            if let Some(r) = protocol::writer_wait_round(needs, waiting, space, need, check, sleep)
+            if let Some(r) = protocol::writer_wait_round(needs, waiting, space, want, check, sleep)
             {
                 break r;
             }
         };
         protocol::writer_wait_end(waiting);
         r
+    }
+
+    /// How many slots past the one it needs a blocked writer waits for: a
+    /// quarter of the ring, at least one.
+    fn hysteresis(slots: u64) -> u64 {
+        (slots / 4).max(1)
     }
 
     /// Whether message `s` may be written now (updating the cached floor);

@@ -51,6 +51,16 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     loom::model::Builder::new().check(f);
 }
 
+/// For the models with three threads, whose every interleaving would take
+/// minutes: at most three preemptions per execution, which loom's authors
+/// find catches nearly every bug in practice, and which here still covers
+/// each reader being preempted anywhere in its sleep.
+fn model_bounded(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(f);
+}
+
 /// A one-slot ring: message `s` fills the slot with two words, both
 /// `word(s)`. The payload is two relaxed atomics, so loom sees every mix of
 /// old and new words a reader could copy.
@@ -161,7 +171,7 @@ fn a_sleeping_reader_is_woken_by_a_publish() {
         let w = h.clone();
         let writer = thread::spawn(move || {
             protocol::publish(&w.next_seq, 0);
-            protocol::notify_readers(&w.waiters, &w.notify, |_| w.futex.wake());
+            protocol::notify_readers(&w.notify, |_| w.futex.wake());
         });
         // The reader's wait: look, and sleep until something is published.
         // Deadlocks (and loom fails) if a wake-up can be lost.
@@ -175,6 +185,102 @@ fn a_sleeping_reader_is_woken_by_a_publish() {
             );
         }
         writer.join().unwrap();
+    });
+}
+
+/// A reader's wait for message `pos`, as `Reader::wait` runs it: look, and
+/// sleep until something is published.
+fn wait_for(h: &Wakeup, pos: u64) {
+    while h.next_seq.load(Ordering::Acquire) <= pos {
+        protocol::reader_sleep(
+            &h.waiters,
+            &h.notify,
+            || h.next_seq.load(Ordering::SeqCst) > pos,
+            |seen| h.futex.wait(&h.notify, seen),
+        );
+    }
+}
+
+#[test]
+fn a_reader_that_sleeps_again_is_woken_by_the_next_publish() {
+    // The first wake clears the sleeping bit; a reader that then sleeps for
+    // the next message must set it again, or the writer would publish that
+    // message without a wake-up.
+    model(|| {
+        let h = Arc::new(Wakeup {
+            next_seq: AtomicU64::new(0),
+            waiters: AtomicU32::new(0),
+            notify: AtomicU32::new(0),
+            futex: Futex::new(),
+        });
+        let w = h.clone();
+        let writer = thread::spawn(move || {
+            for seq in 0..2 {
+                protocol::publish(&w.next_seq, seq);
+                protocol::notify_readers(&w.notify, |_| w.futex.wake());
+            }
+        });
+        wait_for(&h, 0);
+        wait_for(&h, 1);
+        writer.join().unwrap();
+        // Nobody sleeps any more, whatever the interleaving was.
+        assert_eq!(h.waiters.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn two_sleeping_readers_are_both_woken_by_one_publish() {
+    // One wake clears the bit both set: it must reach both.
+    model_bounded(|| {
+        let h = Arc::new(Wakeup {
+            next_seq: AtomicU64::new(0),
+            waiters: AtomicU32::new(0),
+            notify: AtomicU32::new(0),
+            futex: Futex::new(),
+        });
+        let r = h.clone();
+        let other = thread::spawn(move || wait_for(&r, 0));
+        let w = h.clone();
+        let writer = thread::spawn(move || {
+            protocol::publish(&w.next_seq, 0);
+            protocol::notify_readers(&w.notify, |_| w.futex.wake());
+        });
+        wait_for(&h, 0);
+        other.join().unwrap();
+        writer.join().unwrap();
+    });
+}
+
+#[test]
+fn a_writer_wakes_a_reader_once_per_sleep() {
+    // The point of the sleeping bit: the reader sleeps (at most) once, for
+    // message 0, and only polls for message 1; the writer's two publishes
+    // make at most one wake-up between them, even when the second comes
+    // while the reader is still waking from the first.
+    model(|| {
+        let h = Arc::new(Wakeup {
+            next_seq: AtomicU64::new(0),
+            waiters: AtomicU32::new(0),
+            notify: AtomicU32::new(0),
+            futex: Futex::new(),
+        });
+        let wakes = Arc::new(AtomicU32::new(0));
+        let (w, n) = (h.clone(), wakes.clone());
+        let writer = thread::spawn(move || {
+            for seq in 0..2 {
+                protocol::publish(&w.next_seq, seq);
+                protocol::notify_readers(&w.notify, |_| {
+                    n.fetch_add(1, Ordering::SeqCst);
+                    w.futex.wake();
+                });
+            }
+        });
+        wait_for(&h, 0);
+        while h.next_seq.load(Ordering::Acquire) < 2 {
+            thread::yield_now();
+        }
+        writer.join().unwrap();
+        assert!(wakes.load(Ordering::SeqCst) <= 1);
     });
 }
 
@@ -222,6 +328,49 @@ fn a_blocked_writer_is_woken_when_a_reader_frees_a_slot() {
                 break;
             }
         }
+        protocol::writer_wait_end(&h.waiting);
+        reader.join().unwrap();
+    });
+}
+
+#[test]
+fn a_blocked_writer_waiting_for_a_quarter_ring_is_woken() {
+    // Hysteresis: the writer needs the reader at position 2 to write
+    // message 3 of a two-slot ring, but announces that it waits for 3 (the
+    // newest message, where a reader that reads everything ends up); the
+    // reader releases one message at a time. The writer must neither sleep
+    // for ever nor go on before position 2.
+    model(|| {
+        let h = Arc::new(Space {
+            pos: AtomicU64::new(1),
+            waiting: AtomicU32::new(0),
+            needs: AtomicU64::new(0),
+            space: AtomicU32::new(0),
+            futex: Futex::new(),
+        });
+        let r = h.clone();
+        let reader = thread::spawn(move || {
+            for to in 2..=3 {
+                protocol::release(&r.pos, &r.waiting, &r.needs, &r.space, to, |_| {
+                    r.futex.wake()
+                });
+            }
+        });
+        let (exact, want) = (2, 3);
+        loop {
+            let done = protocol::writer_wait_round(
+                &h.needs,
+                &h.waiting,
+                &h.space,
+                want,
+                || (protocol::reader_pos(&h.pos) >= exact).then_some(()),
+                |seen| h.futex.wait(&h.space, seen),
+            );
+            if done.is_some() {
+                break;
+            }
+        }
+        assert!(protocol::reader_pos(&h.pos) >= exact);
         protocol::writer_wait_end(&h.waiting);
         reader.join().unwrap();
     });

@@ -23,9 +23,9 @@ use ptmp_data::{Frames, TPSet, WireError};
 use ptmp_shm::{ChannelConfig, ChannelName, Deadline, Policy, Reader, ShmError, StartAt, Writer};
 use std::time::{Duration, Instant};
 
-fn shm_err(key: &str, name: &str) -> impl FnOnce(ShmError) -> Error {
-    let key = key.to_string();
-    let name = name.to_string();
+/// Turn a ring error into ours, naming the key and channel. Nothing is
+/// allocated until there is an error: it runs on every message's path.
+fn shm_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 'a {
     move |e| match e {
         ShmError::BadConfig { .. } | ShmError::BadName(_) => {
             Error::config(key, format!("\"shm://{name}\""), e.to_string())
@@ -335,6 +335,13 @@ impl ShmRx {
     }
 }
 
+/// Whether a message whose first frame is `first` matches a subscription
+/// (`everything`: the empty prefix is among them).
+#[inline]
+fn wants(everything: bool, subscribe: &[Vec<u8>], first: &[u8]) -> bool {
+    everything || subscribe.iter().any(|p| first.starts_with(p))
+}
+
 /// One channel of a receiver.
 struct Chan {
     name: String,
@@ -347,6 +354,9 @@ struct Chan {
     /// takes what comes next.
     start: StartAt,
     subscribe: Vec<Vec<u8>>,
+    /// Whether `subscribe` holds the empty prefix (everything, the default
+    /// and a PULL's case): then no message's first frame is compared.
+    everything: bool,
     /// Who may own the segment (the `shm_mode` key).
     access: ptmp_shm::Access,
     /// Messages seen overwritten while being read (counted as lost).
@@ -362,6 +372,7 @@ impl Chan {
             reader: None,
             start: StartAt::Next,
             subscribe: cfg.subscribe().to_vec(),
+            everything: cfg.subscribe().iter().any(|p| p.is_empty()),
             access: cfg.shm().mode,
             torn: 0,
         };
@@ -445,7 +456,7 @@ impl Chan {
                 Some(n) => Err(WireError::FrameCount(n)),
                 None => Err(WireError::FrameCount(0)),
             };
-            let wanted = n.is_none() || self.subscribe.iter().any(|p| f0.starts_with(p));
+            let wanted = n.is_none() || wants(self.everything, &self.subscribe, f0);
             if !view.valid() {
                 self.torn += 1;
             } else if wanted {
@@ -488,7 +499,7 @@ impl Chan {
                 }
             }
             let first = frames.get(0).unwrap_or(&[]);
-            if self.subscribe.iter().any(|p| first.starts_with(p)) {
+            if wants(self.everything, &self.subscribe, first) {
                 return Ok(true);
             }
             left = deadline.remaining();
