@@ -230,7 +230,12 @@ pub fn sockets() -> Vec<Value> {
                 meter::quantile_us(&hist, 0.5),
                 meter::quantile_us(&hist, 0.99),
             ) {
-                (Some(p50), Some(p99)) => json!({"p50": p50, "p99": p99, "max": max.max(p99 / 2)}),
+                // A quantile is its bucket's upper edge, so it may
+                // exceed the true maximum: cap it there.
+                (Some(p50), Some(p99)) if max > 0 => {
+                    json!({"p50": p50.min(max), "p99": p99.min(max), "max": max})
+                }
+                (Some(p50), Some(p99)) => json!({"p50": p50, "p99": p99, "max": p99}),
                 _ => Value::Null,
             };
             json!({

@@ -4,7 +4,7 @@
 "use strict";
 
 const KEEP = 300; // samples of history, one per update
-const NODE_W = 150, NODE_H = 58, COL = 240, ROW = 96, PAD = 28;
+const NODE_W = 150, NODE_H = 58, COL = 330, ROW = 110, PAD = 28;
 const SVGNS = "http://www.w3.org/2000/svg";
 
 let hist = { t: [], edges: {}, nodes: {} };
@@ -107,7 +107,7 @@ function draw(st) {
   svg.setAttribute("viewBox", `0 0 ${lay.width} ${lay.height}`);
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   el("defs", {}, svg).innerHTML =
-    '<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#495057"/></marker>';
+    '<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#495057"/></marker>';
   // Hosts, then processes, as boxes around their nodes.
   const groups = (key) => {
     const g = {};
@@ -139,7 +139,7 @@ function draw(st) {
         : `M${a.x},${a.y} C${a.x + dx},${a.y} ${b.x - dx},${b.y} ${b.x},${b.y}`;
       el("path", { d, class: "edge", stroke: colour, "stroke-width": width.toFixed(2), "marker-end": "url(#arrow)",
         "data-edge": e.id, "data-rate": e.rate, "data-lost": e.lost }, svg);
-      const mx = (a.x + b.x) / 2, my = (a.y + b.y) / 2 + (back ? ROW * 0.6 : 0) - 4;
+      const mx = (a.x + b.x) / 2, my = (a.y + b.y) / 2 + (back ? ROW * 0.6 : 0) - 7;
       const label = `${e.pattern} ${e.transport} · ${fmt(e.rate)}/s` + (e.lost ? ` · lost ${fmt(e.lost)}` : "");
       text(svg, mx, my, label, "edgelabel", "middle").setAttribute("data-edge-label", e.id);
     }
@@ -158,7 +158,10 @@ function draw(st) {
       side.forEach((q, k) => {
         const y = NODE_H * (k + 1) / (side.length + 1), x = out ? NODE_W : 0;
         el("circle", { cx: x, cy: y, r: 4, class: "port" }, g);
-        text(g, out ? x - 7 : x + 7, y + 3, q.name, "portlabel", out ? "end" : "start").setAttribute("visibility", side.length > 1 || q.name !== (out ? "out" : "in") ? "visible" : "hidden");
+        // Port names outside the box, above the port; the plain "in" and
+        // "out" of a one-port side go without saying.
+        if (side.length > 1 || q.name !== (out ? "out" : "in"))
+          text(g, out ? x + 6 : x - 6, y - 6, q.name, "portlabel", out ? "start" : "end");
       });
     }
   });

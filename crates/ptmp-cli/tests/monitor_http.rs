@@ -1,0 +1,696 @@
+//! `ptmp graph run --http`: the live page, JSON state and metrics of a real
+//! running graph, checked as their users would check them: a real
+//! Prometheus server scrapes the metrics and answers a query, a real
+//! headless chromium loads the page and sees every node drawn and an edge's
+//! rate change, and raw TCP clients misbehave (garbage, a slow request
+//! head, huge headers, too many connections, an event stream never read)
+//! while TPSets keep flowing.
+//!
+//! Prometheus and chromium are Debian's `prometheus` and `chromium`
+//! packages; a test whose program is missing says so and skips.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+
+/// A graph run with `--http`, stopped (SIGINT, then killed) when dropped.
+struct Run {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid, which is not yet reaped.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(20) {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Three processes, source -> filter -> sink, the source at 200 sets/s
+/// with no count, so it runs until stopped.
+fn graph(dir: &Path) -> PathBuf {
+    let g = json!({
+        "name": format!("mon-{}", std::process::id()),
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"rate": 200, "tps": 4, "detid": 1}},
+            {"name": "pass", "type": "filter", "data": {"engine": "pass"}},
+            {"name": "sink", "type": "sink", "data": {}}
+        ],
+        "edges": [
+            {"from": "src.out", "to": "pass.in", "pattern": "pushpull"},
+            {"from": "pass.out", "to": "sink.in", "pattern": "pushpull"}
+        ]
+    });
+    let f = dir.join("mon.json");
+    std::fs::write(&f, g.to_string()).unwrap();
+    f
+}
+
+fn start(extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(dir.path());
+    let mut child = Command::new(PTMP)
+        .args(["graph", "run"])
+        .arg(&g)
+        .arg("--run-dir")
+        .arg(dir.path().join("run"))
+        .args(["--http", "127.0.0.1:0", "--ttl", "120"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if let Some(a) = line.split("monitor at http://").nth(1) {
+                let _ = tx.send(a.trim_end_matches('/').to_string());
+            }
+        }
+    });
+    let addr = match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(a) => a.parse().unwrap(),
+        Err(_) => {
+            let _ = child.kill();
+            panic!("ptmp graph run --http printed no monitor address");
+        }
+    };
+    Run {
+        child,
+        addr,
+        _dir: dir,
+    }
+}
+
+/// One request on its own connection; (status, body).
+fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    // Read to the end, or to the length the head gives (chromium's
+    // DevTools server keeps the connection open).
+    let mut b = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        b.extend_from_slice(&buf[..n]);
+        let t = String::from_utf8_lossy(&b);
+        if let Some((head, body)) = t.split_once("\r\n\r\n") {
+            let len = head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            });
+            if len.is_some_and(|n| body.len() >= n) {
+                break;
+            }
+        }
+    }
+    let t = String::from_utf8_lossy(&b).into_owned();
+    let status = t
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = t.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
+    (status, body.to_string())
+}
+
+fn state(addr: SocketAddr) -> Value {
+    let (code, body) = get(addr, "/api/state");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Messages the sink has received so far, per the JSON state.
+fn sink_in(addr: SocketAddr) -> u64 {
+    state(addr)["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "sink")
+        .and_then(|n| n["in"].as_u64())
+        .unwrap()
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn state_metrics_and_page_served() {
+    let r = start(&[]);
+    wait_for("messages at the sink", Duration::from_secs(30), || {
+        sink_in(r.addr) > 0
+    });
+    let st = state(r.addr);
+    let names: Vec<&str> = st["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["src", "pass", "sink"]);
+    assert_eq!(st["edges"].as_array().unwrap().len(), 2);
+    assert!(st["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["state"] == "running" && p["restarts"] == 0));
+    assert!(st["history"]["t"].as_array().is_some());
+    let (code, m) = get(r.addr, "/metrics");
+    assert_eq!(code, 200);
+    assert!(m.contains("# TYPE ptmp_messages_total counter"), "{m}");
+    assert!(m.contains("node=\"src\",port=\"out\",edge=\"e0\""), "{m}");
+    let (code, page) = get(r.addr, "/");
+    assert_eq!(code, 200);
+    assert!(page.contains("<svg id=\"graph\""));
+    assert_eq!(get(r.addr, "/app.js").0, 200);
+    assert_eq!(get(r.addr, "/nothing").0, 404);
+    // Events: the stream starts with a retry hint, then state events.
+    let mut s = TcpStream::connect(r.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 65536];
+    let t0 = Instant::now();
+    while seen.matches("event: state").count() < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(15), "{seen}");
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "event stream closed: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("text/event-stream"));
+}
+
+#[test]
+fn non_loopback_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(dir.path());
+    let o = Command::new(PTMP)
+        .args(["graph", "run"])
+        .arg(&g)
+        .arg("--run-dir")
+        .arg(dir.path().join("run"))
+        .args(["--http", "0.0.0.0:0", "--ttl", "5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not a loopback address") && err.contains("--http-allow-remote"),
+        "{err}"
+    );
+    // Nothing was started.
+    assert!(!dir.path().join("run/status").exists() || err.contains("loopback"));
+    let o = Command::new(PTMP)
+        .args(["graph", "run"])
+        .arg(&g)
+        .args(["--http", "127.0.0.1:notaport"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("notaport"));
+    let r = start(&["--http-allow-remote"]);
+    assert_eq!(
+        state(r.addr)["graph"],
+        format!("mon-{}", std::process::id())
+    );
+}
+
+/// Read until the peer closes or `limit` passes; what was read and whether
+/// it closed.
+fn read_until_closed(s: &mut TcpStream, limit: Duration) -> (String, bool) {
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        match s.read(&mut buf) {
+            Ok(0) => return (String::from_utf8_lossy(&out).into_owned(), true),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return (String::from_utf8_lossy(&out).into_owned(), true),
+        }
+    }
+    (String::from_utf8_lossy(&out).into_owned(), false)
+}
+
+#[test]
+fn bad_and_slow_clients_do_not_stop_the_server_or_the_data() {
+    let r = start(&[]);
+    wait_for("messages at the sink", Duration::from_secs(30), || {
+        sink_in(r.addr) > 0
+    });
+
+    // Garbage: a 400 and a closed connection.
+    let mut s = TcpStream::connect(r.addr).unwrap();
+    s.write_all(b"\x00\x01\x02 this is not http\r\n\r\n")
+        .unwrap();
+    let (t, closed) = read_until_closed(&mut s, Duration::from_secs(10));
+    assert!(closed && t.starts_with("HTTP/1.1 400"), "{t:?}");
+
+    // A request head of 64 KiB: refused (431) and closed.
+    let mut s = TcpStream::connect(r.addr).unwrap();
+    let big = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(65536)
+    );
+    let _ = s.write_all(big.as_bytes());
+    let (t, closed) = read_until_closed(&mut s, Duration::from_secs(10));
+    assert!(
+        closed && (t.is_empty() || t.starts_with("HTTP/1.1 431")),
+        "{t:?}"
+    );
+
+    // Slowloris: a head dribbled a byte at a time is cut off (the head
+    // timeout is 5 s; the bound here is generous).
+    let mut s = TcpStream::connect(r.addr).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .unwrap();
+    let t0 = Instant::now();
+    let mut closed = false;
+    while t0.elapsed() < Duration::from_secs(30) {
+        if s.write_all(b"a").is_err() {
+            closed = true;
+            break;
+        }
+        let (_, c) = read_until_closed(&mut s, Duration::from_millis(300));
+        if c {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a slow request head was never cut off");
+
+    // More connections than allowed (64): the extra ones get 503 at once;
+    // the server answers again once they are gone.
+    let mut held: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(r.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut extra = TcpStream::connect(r.addr).unwrap();
+    let (t, _) = read_until_closed(&mut extra, Duration::from_secs(10));
+    assert!(t.starts_with("HTTP/1.1 503"), "{t:?}");
+    held.clear();
+    wait_for(
+        "the server answering again",
+        Duration::from_secs(10),
+        || {
+            TcpStream::connect(r.addr)
+                .ok()
+                .map(|mut s| {
+                    let _ = s.write_all(
+                        b"GET /api/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                    );
+                    read_until_closed(&mut s, Duration::from_secs(5))
+                        .0
+                        .starts_with("HTTP/1.1 200")
+                })
+                .unwrap_or(false)
+        },
+    );
+
+    // A client that opens the event stream and never reads: the server
+    // goes on answering, and TPSets go on reaching the sink.
+    let mut stuck = TcpStream::connect(r.addr).unwrap();
+    stuck
+        .write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let before = sink_in(r.addr);
+    let mut last = before;
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_secs(2));
+        let now = sink_in(r.addr);
+        assert!(now > last, "the sink stopped at {now} with a stuck client");
+        last = now;
+    }
+    drop(stuck);
+    // The data path is in other processes: the rate the graph reports is
+    // the source's, not zero.
+    let st = state(r.addr);
+    assert!(st["edges"][1]["rate"].as_f64().unwrap() > 0.0, "{st}");
+}
+
+fn which(p: &str) -> Option<PathBuf> {
+    let p = Path::new(p);
+    p.exists().then(|| p.to_path_buf())
+}
+
+#[test]
+fn prometheus_scrapes_the_metrics() {
+    let Some(prom) = which("/usr/bin/prometheus") else {
+        eprintln!("SKIPPED prometheus_scrapes_the_metrics: /usr/bin/prometheus missing (Debian package prometheus)");
+        return;
+    };
+    let r = start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: ptmp\n    static_configs:\n      - targets: ['{}']\n",
+            r.addr
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut p = Command::new(prom)
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let paddr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let query = "/api/v1/query?query=sum(ptmp_messages_total%7Bnode%3D%22sink%22%7D)";
+    let t0 = Instant::now();
+    let mut last = String::new();
+    let found = loop {
+        if t0.elapsed() > Duration::from_secs(60) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let Ok(mut s) = TcpStream::connect(paddr) else {
+            continue;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let _ = write!(
+            s,
+            "GET {query} HTTP/1.1\r\nHost: {paddr}\r\nConnection: close\r\n\r\n"
+        );
+        let mut b = Vec::new();
+        let _ = s.read_to_end(&mut b);
+        last = String::from_utf8_lossy(&b).into_owned();
+        let Some((_, body)) = last.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<Value>(body) else {
+            continue;
+        };
+        let value = v["data"]["result"][0]["value"][1]
+            .as_str()
+            .and_then(|x| x.parse::<f64>().ok());
+        if let Some(x) = value.filter(|x| *x > 0.0) {
+            break Some(x);
+        }
+    };
+    let _ = p.kill();
+    let _ = p.wait();
+    let x = found.unwrap_or_else(|| panic!("prometheus never answered a non-zero value: {last}"));
+    assert!(x > 0.0);
+}
+
+// ---- a minimal client of chromium's DevTools protocol over a websocket ----
+
+struct Ws {
+    s: TcpStream,
+    next: u64,
+}
+
+impl Ws {
+    fn connect(url: &str) -> Ws {
+        let rest = url.strip_prefix("ws://").expect("ws url");
+        let (host, path) = rest.split_once('/').unwrap();
+        let mut s = TcpStream::connect(host).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .unwrap();
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            s.read_exact(&mut b).unwrap();
+            head.push(b[0]);
+        }
+        assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
+        Ws { s, next: 1 }
+    }
+
+    fn send_text(&mut self, t: &str) {
+        let p = t.as_bytes();
+        let mut f = vec![0x81u8];
+        match p.len() {
+            n if n < 126 => f.push(0x80 | n as u8),
+            n if n < 65536 => {
+                f.push(0x80 | 126);
+                f.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                f.push(0x80 | 127);
+                f.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        let mask = [1u8, 2, 3, 4];
+        f.extend_from_slice(&mask);
+        f.extend(p.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.s.write_all(&f).unwrap();
+    }
+
+    fn read_message(&mut self) -> String {
+        let mut msg = Vec::new();
+        loop {
+            let mut h = [0u8; 2];
+            self.s.read_exact(&mut h).unwrap();
+            let mut n = (h[1] & 0x7f) as u64;
+            if n == 126 {
+                let mut b = [0u8; 2];
+                self.s.read_exact(&mut b).unwrap();
+                n = u16::from_be_bytes(b) as u64;
+            } else if n == 127 {
+                let mut b = [0u8; 8];
+                self.s.read_exact(&mut b).unwrap();
+                n = u64::from_be_bytes(b);
+            }
+            let mut p = vec![0u8; n as usize];
+            self.s.read_exact(&mut p).unwrap();
+            match h[0] & 0x0f {
+                0x9 | 0xA => continue, // ping, pong
+                _ => msg.extend_from_slice(&p),
+            }
+            if h[0] & 0x80 != 0 {
+                return String::from_utf8_lossy(&msg).into_owned();
+            }
+        }
+    }
+
+    /// Call `method` and return its result.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send_text(&json!({"id": id, "method": method, "params": params}).to_string());
+        loop {
+            let v: Value = serde_json::from_str(&self.read_message()).unwrap();
+            if v["id"] == id {
+                assert!(v["error"].is_null(), "{method}: {v}");
+                return v["result"].clone();
+            }
+        }
+    }
+
+    fn eval(&mut self, expr: &str) -> Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expr, "returnByValue": true}),
+        );
+        r["result"]["value"].clone()
+    }
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let val = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => (c - b'A') as u32,
+            b'a'..=b'z' => (c - b'a') as u32 + 26,
+            b'0'..=b'9' => (c - b'0') as u32 + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => 0,
+        }
+    };
+    let b: Vec<u8> = s
+        .bytes()
+        .filter(|c| *c != b'=' && !c.is_ascii_whitespace())
+        .collect();
+    let mut out = Vec::with_capacity(b.len() * 3 / 4);
+    for chunk in b.chunks(4) {
+        let mut acc = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            acc |= val(*c) << (18 - 6 * i);
+        }
+        let bytes = acc.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
+}
+
+/// The page in headless chromium: every node drawn, live updates arrive,
+/// an edge's rate changes; a screenshot is saved (into docs/images too
+/// when PTMP_SAVE_SCREENSHOT is set).
+#[test]
+fn page_in_headless_chromium() {
+    let Some(chrome) = which("/usr/bin/chromium") else {
+        eprintln!("SKIPPED page_in_headless_chromium: /usr/bin/chromium missing (Debian package chromium)");
+        return;
+    };
+    let r = start(&[]);
+    let profile = tempfile::tempdir().unwrap();
+    let mut c = Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--remote-debugging-port=0",
+            "--window-size=1300,900",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _guard = Kill(&mut c);
+    let port_file = profile.path().join("DevToolsActivePort");
+    let mut port = 0u16;
+    wait_for("chromium's DevTools port", Duration::from_secs(30), || {
+        port = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.parse().ok()))
+            .unwrap_or(0);
+        port != 0
+    });
+    let devtools: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut ws_url = String::new();
+    wait_for("a page target", Duration::from_secs(30), || {
+        let (_, body) = get(devtools, "/json/list");
+        ws_url = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|v| {
+                v.as_array()?
+                    .iter()
+                    .find(|t| t["type"] == "page")
+                    .and_then(|t| t["webSocketDebuggerUrl"].as_str().map(str::to_string))
+            })
+            .unwrap_or_default();
+        !ws_url.is_empty()
+    });
+    let mut ws = Ws::connect(&ws_url);
+    ws.call(
+        "Page.navigate",
+        json!({"url": format!("http://{}/", r.addr)}),
+    );
+    let probe = "JSON.stringify({updates: +document.body.dataset.updates || 0, \
+        nodes: [...document.querySelectorAll('#graph g.node')].map(g => g.dataset.node), \
+        rates: [...document.querySelectorAll('#graph path.edge')].map(p => +p.dataset.rate), \
+        conn: (document.getElementById('conn') || {}).textContent})";
+    let mut rates_seen: Vec<Vec<f64>> = Vec::new();
+    let mut last = Value::Null;
+    let t0 = Instant::now();
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "the page did not show live changing rates: {last} after {rates_seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let v = ws.eval(probe);
+        let Some(text) = v.as_str() else {
+            continue;
+        };
+        last = serde_json::from_str(text).unwrap();
+        let rates: Vec<f64> = last["rates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_f64)
+            .collect();
+        if !rates.is_empty() && rates_seen.last() != Some(&rates) {
+            rates_seen.push(rates);
+        }
+        let first_edge: Vec<f64> = rates_seen.iter().map(|r| r[0]).collect();
+        let changed = first_edge.windows(2).any(|w| w[0] != w[1]);
+        if last["updates"].as_u64().unwrap_or(0) >= 4 && changed && first_edge.last() > Some(&0.0) {
+            break;
+        }
+    }
+    let nodes: Vec<&str> = last["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(nodes, ["src", "pass", "sink"], "{last}");
+    assert_eq!(last["conn"], "live", "{last}");
+    assert_eq!(last["rates"].as_array().unwrap().len(), 2, "{last}");
+    // Let the sparklines grow a little, then take the picture.
+    std::thread::sleep(Duration::from_secs(3));
+    let shot = ws.call(
+        "Page.captureScreenshot",
+        json!({"format": "png", "captureBeyondViewport": true}),
+    );
+    let png = base64_decode(shot["data"].as_str().unwrap());
+    assert!(png.starts_with(b"\x89PNG"), "not a png");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("monitor.png");
+    std::fs::write(&out, &png).unwrap();
+    eprintln!("screenshot: {}", out.display());
+    if std::env::var_os("PTMP_SAVE_SCREENSHOT").is_some() {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/images/monitor.png");
+        std::fs::create_dir_all(docs.parent().unwrap()).unwrap();
+        std::fs::write(&docs, &png).unwrap();
+    }
+}
