@@ -1,6 +1,7 @@
 //! `ptmp top` as a person uses it: in a terminal (a detached tmux session
 //! of fixed size, read with capture-pane, keys sent with send-keys) against
-//! a real running graph and real shm writers and readers; and from a
+//! a real running graph (one of whose processes is killed and restarted)
+//! and real shm writers and readers; and from a
 //! script (`--once`) against run directories holding bad files.
 //!
 //! The terminal tests need tmux (Debian package `tmux`); without it they
@@ -285,6 +286,23 @@ fn top_follows_a_running_graph_in_a_terminal() {
     ] {
         assert!(pane.contains(e), "edge {e} in\n{pane}");
     }
+    // A process killed: the supervisor restarts it, and the view shows the
+    // restart and the new pid.
+    let win1 = |p: &str| {
+        rows(p, "NODE")
+            .into_iter()
+            .find(|r| r[0] == "win1")
+            .map(|r| r.iter().map(|c| c.to_string()).collect::<Vec<_>>())
+    };
+    let old = win1(&pane).unwrap();
+    let pid: i32 = old[3].parse().unwrap();
+    // SAFETY: kill(2) on a pid the view shows for a part of our graph,
+    // still running (its row said so).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let p = tmux.wait_for("win1 restarted", Duration::from_secs(20), |p| {
+        win1(p).is_some_and(|r| r[5] == "1" && r[4] == "running" && r[3] != old[3])
+    });
+    eprintln!("after SIGKILL of win1 (pid {pid}):\n{p}");
     tmux.quit_and_check();
     // The graph stops as on Ctrl-C, cleaning up its rings and sockets.
     let mut graph = graph;
