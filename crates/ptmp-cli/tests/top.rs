@@ -116,21 +116,21 @@ impl Tmux {
         }
     }
 
-    /// `q` ends the view: the shell is in the foreground again, with its
-    /// prompt on the main screen.
-    fn quit_and_check(&self) {
-        self.key("q");
+    /// `key` (`q` or Ctrl-C) ends the view: the shell is in the foreground
+    /// again, with its prompt on the main screen.
+    fn quit_and_check(&self, key: &str) {
+        self.key(key);
         let t = Instant::now();
         while self.current_command() != "bash" {
             assert!(
                 t.elapsed() < Duration::from_secs(5),
-                "ptmp top still runs 5 s after q ({}); pane:\n{}",
+                "ptmp top still runs 5 s after {key} ({}); pane:\n{}",
                 self.current_command(),
                 self.pane()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let p = self.wait_for("the prompt after q", Duration::from_secs(5), |p| {
+        let p = self.wait_for("the prompt again", Duration::from_secs(5), |p| {
             p.lines()
                 .rev()
                 .find(|l| !l.trim().is_empty())
@@ -138,7 +138,7 @@ impl Tmux {
         });
         assert!(
             !p.contains("NODE") && !p.contains("CHANNEL"),
-            "the view's screen is gone after q:\n{p}"
+            "the view's screen is gone after {key}:\n{p}"
         );
     }
 }
@@ -303,7 +303,7 @@ fn top_follows_a_running_graph_in_a_terminal() {
         win1(p).is_some_and(|r| r[5] == "1" && r[4] == "running" && r[3] != old[3])
     });
     eprintln!("after SIGKILL of win1 (pid {pid}):\n{p}");
-    tmux.quit_and_check();
+    tmux.quit_and_check("q");
     // The graph stops as on Ctrl-C, cleaning up its rings and sockets.
     let mut graph = graph;
     signal(&graph.0, libc::SIGINT);
@@ -432,7 +432,7 @@ fn top_shm_shows_the_writer_and_a_lagging_reader() {
         behind(p, lagging.0.id()).is_some_and(|(b, _)| b > b_lag)
     });
     eprintln!("{p2}");
-    tmux.quit_and_check();
+    tmux.quit_and_check("C-c");
     drop((writer, keeping_up, lagging));
 }
 
