@@ -900,8 +900,7 @@ impl View for GraphView {
                 .flatten();
             let p99 = on(true).filter_map(|x| x.p99_us).reduce(f64::max);
             let mut lag = None;
-            if transport == "shm" {
-                let name = &addr["shm://".len()..];
+            if let Some(name) = addr.strip_prefix("shm://") {
                 match ptmp_shm::inspect(name) {
                     Ok((st, readers)) => {
                         if r.is_none() {

@@ -508,6 +508,13 @@ fn once_shows_bad_and_vanished_status_as_messages() {
     std::fs::write(rd.join("status/pb.json"), "{\"graph\": \"g\", \"nodes\": [").unwrap();
     std::fs::write(rd.join("status/pc.json"), "[1, 2]").unwrap();
     std::fs::write(rd.join("processes.json"), "\u{0}\u{1}garbage").unwrap();
+    // A plan cut short, and one of the wrong shape throughout.
+    std::fs::write(rd.join("plan-pd.json"), "{\"config\": {\"proxies\": [").unwrap();
+    std::fs::write(
+        rd.join("plan-pe.json"),
+        r#"{"process": 7, "config": {"proxies": [{"name": ["x"], "data": {"out": {"socket": "shm"}, "in": {"socket": {"type": 3, "bind": "shm"}}}}, 5]}}"#,
+    )
+    .unwrap();
     let (code, out, err) = top_once(&[rd.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{out}{err}");
     let nodes = rows(&out, "NODE");
@@ -532,5 +539,6 @@ fn once_shows_bad_and_vanished_status_as_messages() {
     assert!(out.contains("pb.json: not JSON"), "{out}");
     assert!(out.contains("pc.json: not a status document"), "{out}");
     assert!(out.contains("processes.json: not JSON"), "{out}");
+    assert!(out.contains("plan-pd.json: unreadable plan"), "{out}");
     assert!(!err.contains("panicked"), "{err}");
 }
