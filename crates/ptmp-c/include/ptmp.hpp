@@ -169,6 +169,13 @@ private:
     std::vector<TrigPrim> tps_;
 };
 
+/// PTMP's names for the message classes (its protobuf `ptmp::data`
+/// namespace), so code written against PTMP's headers compiles as is.
+namespace data {
+using TPSet = ::ptmp::TPSet;
+using TrigPrim = ::ptmp::TrigPrim;
+}  // namespace data
+
 /// A sending socket from PTMP's JSON socket configuration, as PTMP's
 /// TPSender.
 class TPSender {
