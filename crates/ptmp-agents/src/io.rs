@@ -11,9 +11,14 @@ pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
     Receiver::new(c.clone()).map_err(Error::socket(agent))
 }
 
-/// Open an output socket of `agent`; an error names the agent.
+/// Open an output socket of `agent`; an error names the agent. Over shm
+/// its timed sends wait in slices, as zmq's do at their high-water mark,
+/// so an agent waiting for a slow reader still sees its stop request (the
+/// ring's block timeout still bounds the whole wait for one message).
 pub fn open_tx(agent: &str, c: &SocketConfig) -> Result<Sender> {
-    Sender::new(c.clone()).map_err(Error::socket(agent))
+    let mut tx = Sender::new(c.clone()).map_err(Error::socket(agent))?;
+    tx.wait_in_slices();
+    Ok(tx)
 }
 
 /// Open the input and output sockets of a one-in, one-out agent; errors

@@ -67,6 +67,7 @@ pub mod progress;
 pub mod ptmper;
 pub mod replay;
 pub mod run;
+pub mod seen;
 pub mod spec;
 pub mod stats;
 pub mod stop_order;

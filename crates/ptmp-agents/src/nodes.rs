@@ -10,16 +10,22 @@
 //!   waits for one message there (a sink saying it has everything) and
 //!   reports the throughput from its first send to that message: the
 //!   butterfly's send_requests. Each set carries its sequence number in
-//!   `count` (from 0) and the wall-clock send time in `created`.
+//!   `count` (from `first_count`, default 0: a graph part restarting a
+//!   source sets it so the sequence goes on) and the wall-clock send time
+//!   in `created`.
 //! * `sink`: takes messages from `input`. Keys: `count` (end after this
 //!   many; absent, run until stopped), `ofile` (a dump file to write them
 //!   to). With a `done` socket, when `count` have arrived it sends one TPSet
 //!   there, its `count` the number received: the butterfly's receive_replies.
+//!   With `dedup` true, a set whose (`detid`, `count`) already arrived is
+//!   dropped (see [`crate::seen`]), and the report says how many were
+//!   dropped and how many numbers are missing.
 //! * `worker`: forwards each message from `input` to `output` after a
 //!   simulated piece of work: `work_us` microseconds (default 0) spent
 //!   `wait`ing, either `"sleep"` (the default; the thread sleeps, as the
 //!   butterfly's components do) or `"spin"` (a busy wait, precise for short
-//!   times but it holds a core).
+//!   times but it holds a core). `dedup` as for the sink: a set seen before
+//!   is not forwarded again.
 //! * `proxy`: a worker with no work: forwards from `input` to `output`,
 //!   e.g. the butterfly's intermediate, fanning several upstream instances
 //!   into several downstream ones.
@@ -30,6 +36,7 @@
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
 use crate::io::{open_rx, open_tx};
+use crate::seen::{Seen, Verdict};
 use crate::{recv_frames, send_frames, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet, TrigPrim};
 use ptmp_data::dump::DumpWriter;
@@ -53,6 +60,8 @@ pub struct SourceConfig {
     pub tps: u32,
     /// The `detid` of every set.
     pub detid: u32,
+    /// The `count` of the first set (a restarted source goes on counting).
+    pub first_count: u64,
 }
 
 impl SourceConfig {
@@ -84,6 +93,7 @@ impl SourceConfig {
             },
             tps: c.int_or("tps", 0, 0, 100_000)? as u32,
             detid: c.int_or("detid", 0, 0, u32::MAX as i64)? as u32,
+            first_count: c.u64_opt("first_count")?.unwrap_or(0),
         })
     }
 }
@@ -99,6 +109,8 @@ pub struct SinkConfig {
     pub count: Option<u64>,
     /// Dump file to write the messages to, if any.
     pub ofile: Option<PathBuf>,
+    /// Drop sets whose (`detid`, `count`) already arrived.
+    pub dedup: bool,
 }
 
 impl SinkConfig {
@@ -123,6 +135,7 @@ impl SinkConfig {
             done,
             count,
             ofile,
+            dedup: c.bool_or("dedup", false)?,
         })
     }
 }
@@ -138,6 +151,8 @@ pub struct WorkerConfig {
     pub work: Duration,
     /// Busy-wait the work instead of sleeping it.
     pub spin: bool,
+    /// Forward no set whose (`detid`, `count`) already arrived.
+    pub dedup: bool,
 }
 
 impl WorkerConfig {
@@ -145,12 +160,14 @@ impl WorkerConfig {
     pub fn parse(c: &Cfg, proxy: bool) -> Result<Self> {
         let input = c.req_socket("input")?;
         let output = c.req_socket("output")?;
+        let dedup = c.bool_or("dedup", false)?;
         if proxy {
             return Ok(WorkerConfig {
                 input,
                 output,
                 work: Duration::ZERO,
                 spin: false,
+                dedup,
             });
         }
         let work_us = c.num_or("work_us", 0.0, 0.0, 3.6e9)?;
@@ -160,6 +177,7 @@ impl WorkerConfig {
             output,
             work: Duration::from_secs_f64(work_us / 1e6),
             spin,
+            dedup,
         })
     }
 }
@@ -200,6 +218,14 @@ pub fn pace_until(due: Instant) {
             std::hint::spin_loop();
         }
     }
+}
+
+/// Whether the message in `f` is a TPSet `seen` has seen before (a
+/// message that is not a TPSet passes).
+fn again(seen: &mut Seen, f: &Frames, scratch: &mut TPSet) -> bool {
+    f.get(1)
+        .and_then(|b| crate::seen::count_and_detid(b, scratch))
+        .is_some_and(|(count, detid)| seen.check(detid, count) == Verdict::Again)
 }
 
 /// Slowest `rate` of a source other than 0 (one set in about 11.6 days).
@@ -257,7 +283,10 @@ impl Agent for SourceAgent {
         let mut first: Option<Instant> = None;
         let mut sent = 0u64;
         let mut unsent = 0u64;
-        while (self.c.count == 0 || sent < self.c.count) && !ctl.stopped() {
+        // `count` numbers the whole sequence: a source going on from
+        // `first_count` sends what is left of it.
+        let todo = self.c.count.saturating_sub(self.c.first_count);
+        while (self.c.count == 0 || sent < todo) && !ctl.stopped() {
             if let Some(p) = period {
                 let due = Duration::try_from_secs_f64(p.as_secs_f64() * sent as f64)
                     .ok()
@@ -267,7 +296,8 @@ impl Agent for SourceAgent {
                     break;
                 }
             }
-            set.count = sent as u32; // wraps, as PTMP's 32-bit count
+            // Wraps, as PTMP's 32-bit count.
+            set.count = self.c.first_count.wrapping_add(sent) as u32;
             set.created = ptmp_data::now_us();
             set.tstart = (set.created.max(0) as u64).saturating_mul(50);
             for tp in &mut set.tps {
@@ -290,7 +320,7 @@ impl Agent for SourceAgent {
                 .push(("elapsed_us".into(), el.as_micros() as u64));
             return Ok(r);
         };
-        if sent < self.c.count {
+        if sent < todo {
             r.lines
                 .push("stopped before sending count; no done awaited".into());
             return Ok(r);
@@ -380,12 +410,19 @@ impl Agent for SinkAgent {
         let mut f = Frames::new();
         let mut n = 0u64;
         let mut first: Option<Instant> = None;
+        let mut seen = self.c.dedup.then(Seen::new);
+        let mut scratch = TPSet::default();
         let res: Result<()> = (|| {
             while self.c.count.is_none_or(|c| n < c) && !ctl.done(false) {
                 match recv_frames(&mut self.rx, &mut f, ctl, &self.name)? {
                     Got::Set => {}
                     Got::Nothing => continue,
                     Got::Done => break,
+                }
+                if let Some(s) = &mut seen {
+                    if again(s, &f, &mut scratch) {
+                        continue;
+                    }
                 }
                 first.get_or_insert_with(Instant::now);
                 n += 1;
@@ -401,6 +438,11 @@ impl Agent for SinkAgent {
         }
         res?;
         let mut r = Report::new(&self.name, "sink").count("received", n);
+        if let Some(s) = &seen {
+            r = r
+                .count("duplicates", s.dropped)
+                .count("missing", s.missing());
+        }
         if let Some(t) = first {
             r.counters
                 .push(("first_to_last_us".into(), t.elapsed().as_micros() as u64));
@@ -457,12 +499,21 @@ impl Agent for WorkerAgent {
         let mut f = Frames::new();
         let (mut n, mut unsent) = (0u64, 0u64);
         let mut busy = Duration::ZERO;
+        let mut seen = self.c.dedup.then(Seen::new);
+        let mut scratch = TPSet::default();
+        let mut dropped = 0u64;
         // done(false): a flood of input ends the drain after DRAIN_MAX.
         while !ctl.done(false) {
             match recv_frames(&mut self.rx, &mut f, ctl, &self.name)? {
                 Got::Set => {}
                 Got::Nothing => continue,
                 Got::Done => break,
+            }
+            if let Some(s) = &mut seen {
+                if again(s, &f, &mut scratch) {
+                    dropped += 1;
+                    continue;
+                }
             }
             n += 1;
             if !self.c.work.is_zero() {
@@ -477,6 +528,9 @@ impl Agent for WorkerAgent {
         let mut r = Report::new(&self.name, self.kind)
             .count("forwarded", n - unsent)
             .count("unsent_at_stop", unsent);
+        if let Some(s) = &seen {
+            r = r.count("duplicates", dropped).count("missing", s.missing());
+        }
         if !self.c.work.is_zero() {
             r.counters.push(("work_us".into(), busy.as_micros() as u64));
         }

@@ -48,6 +48,7 @@
 pub mod dot;
 pub mod part;
 pub mod plan;
+pub mod rundir;
 pub mod soak;
 pub mod status;
 pub mod supervise;
@@ -842,7 +843,65 @@ impl Graph {
                 }
             }
         }
+        if let Some(cycle) = self.cycle() {
+            let names: Vec<&str> = cycle.iter().map(|&k| self.nodes[k].name.as_str()).collect();
+            return Err(self.err(format!(
+                "edges form a cycle, which cannot drain (a stop drains upstream first, and a cycle has no upstream end; messages could circle for ever): {} -> {}; only an edge to a done port may lead back upstream",
+                names.join(" -> "),
+                names[0]
+            )));
+        }
         Ok(())
+    }
+
+    /// A cycle of nodes along the edges that carry data (edges to a `done`
+    /// port report back upstream and are left out), as the nodes in order,
+    /// or `None` when there is none.
+    pub fn cycle(&self) -> Option<Vec<usize>> {
+        let n = self.nodes.len();
+        let mut next = vec![BTreeSet::new(); n];
+        for e in self
+            .edges
+            .iter()
+            .filter(|e| e.to.iter().all(|t| t.port != "done"))
+        {
+            for f in &e.from {
+                for t in &e.to {
+                    next[f.node].insert(t.node);
+                }
+            }
+        }
+        // Depth first, without recursion (a graph may be large): 0 not
+        // seen, 1 on the current path, 2 finished.
+        let mut mark = vec![0u8; n];
+        for root in 0..n {
+            if mark[root] != 0 {
+                continue;
+            }
+            let mut path: Vec<(usize, Vec<usize>)> =
+                vec![(root, next[root].iter().rev().copied().collect())];
+            mark[root] = 1;
+            while let Some((_, todo)) = path.last_mut() {
+                match todo.pop() {
+                    Some(k) if mark[k] == 1 => {
+                        let at = path.iter().position(|(x, _)| *x == k).expect("on path");
+                        return Some(path[at..].iter().map(|(x, _)| *x).collect());
+                    }
+                    Some(k) if mark[k] == 0 => {
+                        mark[k] = 1;
+                        let mut t: Vec<usize> = next[k].iter().copied().collect();
+                        t.reverse();
+                        path.push((k, t));
+                    }
+                    Some(_) => {}
+                    None => {
+                        let (k, _) = path.pop().expect("non-empty");
+                        mark[k] = 2;
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Process indices in an order where each comes after the processes

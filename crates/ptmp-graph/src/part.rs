@@ -59,10 +59,75 @@ impl PartPlan {
     }
 }
 
+/// The file where a part records, per source node, the `count` its
+/// sources started from and its pid: `RUNDIR/sequence/PROCESS.json`.
+pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
+    run_dir.join("sequence").join(format!("{process}.json"))
+}
+
+/// Where each source of this process starts counting. A process that ran
+/// before in this run (it crashed and is restarted) left its sources' last
+/// counts in its status file (sent so far, at most a status interval old)
+/// and where they started in its sequence file; each source goes on from
+/// their sum, so its sequence continues rather than starting again at 0.
+/// Numbers sent in the last moments before the crash may be sent again;
+/// the nodes downstream drop those they already had (`dedup`). Records
+/// the starts, with our pid, for the next restart.
+fn continue_counts(plan: &PartPlan, config: &mut Value) {
+    let seq = sequence_file(&plan.run_dir, &plan.process);
+    let before: Value = std::fs::read(&seq)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let st: Value = std::fs::read(status::status_file(&plan.run_dir, &plan.process))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let mut now = serde_json::Map::new();
+    let Some(proxies) = config["proxies"].as_array_mut() else {
+        return;
+    };
+    for p in proxies.iter_mut().filter(|p| p["type"] == "source") {
+        let name = p["name"].as_str().unwrap_or_default().to_string();
+        let prev = &before[&name];
+        let mut first = prev["first"]
+            .as_u64()
+            .or_else(|| p["data"]["first_count"].as_u64())
+            .unwrap_or(0);
+        // The status is this source's last life's only when its pid is
+        // the one that recorded the start; otherwise that life died before
+        // its first status and its sends are unknown (and few).
+        if prev["pid"].as_i64().is_some() && st["pid"] == prev["pid"] {
+            let out = st["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|n| n["name"] == name.as_str())
+                .and_then(|n| n["out"].as_u64())
+                .unwrap_or(0);
+            first = first.saturating_add(out);
+        }
+        if !p["data"].is_object() {
+            p["data"] = json!({});
+        }
+        p["data"]["first_count"] = json!(first);
+        now.insert(name, json!({"first": first, "pid": std::process::id()}));
+    }
+    if now.is_empty() {
+        return;
+    }
+    if let Some(d) = seq.parent() {
+        let _ = std::fs::create_dir_all(d);
+    }
+    let _ = status::write_atomic(&seq, &Value::Object(now));
+}
+
 /// Run the part until it ends; returns the exit status.
 pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32 {
     let who = format!("{}/{}", plan.graph, plan.process);
-    let rc = match RunConfig::parse(&plan.config) {
+    let mut config = plan.config.clone();
+    continue_counts(plan, &mut config);
+    let rc = match RunConfig::parse(&config) {
         Ok(rc) => rc,
         Err(e) => {
             let _ = writeln!(log, "{who}: {e}");

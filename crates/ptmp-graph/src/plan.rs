@@ -28,7 +28,7 @@
 use crate::{Error, Graph, Pattern, PortRef, Result};
 use ptmp::{Attach, Endpoint, Transport};
 use ptmp_agents::plugin::Plugins;
-use ptmp_agents::Proxy;
+use ptmp_agents::{Kind, Proxy};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,6 +57,15 @@ pub struct Plan {
     /// Where ipc sockets, plan files and status files go.
     pub run_dir: PathBuf,
 }
+
+/// How long a graph node writing an shm edge waits for a reader that does
+/// not read (a stalled process, SIGSTOP): a day, where a lone sender's
+/// default is 10 s. In a graph the supervisor looks after processes: a dead
+/// reader is noticed by its pid and dropped at once, so a reader that is
+/// alive but slow must slow its writer down (back-pressure), not make it
+/// fail and be restarted. The nodes wait in slices, so a stop still ends
+/// the wait within the usual drain time.
+pub const SHM_BLOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 /// The default run directory of graph `name`: `$TMPDIR/ptmp-graph-NAME`.
 pub fn default_run_dir(name: &str) -> PathBuf {
@@ -229,6 +238,7 @@ impl Plan {
             }
         }
         // Each node's data with its sockets.
+        let counted = counted_streams(g);
         let mut configs = Vec::new();
         let mut finite = Vec::new();
         let plugins = Plugins::load(&g.plugins).map_err(|e| err(e.to_string()))?;
@@ -246,6 +256,9 @@ impl Plan {
                 ) {
                     let spec = node.port(r.port).expect("validated");
                     data.insert(spec.key.into(), socket(g, &links, r, list));
+                }
+                if counted[k] && matches!(node.kind, Kind::Worker | Kind::Proxy | Kind::Sink) {
+                    data.entry("dedup").or_insert(json!(true));
                 }
                 let v = Value::Object(data);
                 let proxy =
@@ -280,6 +293,83 @@ impl Plan {
             .filter_map(|(_, a)| a.strip_prefix("shm://").map(str::to_string))
             .collect()
     }
+}
+
+/// Per node: whether everything reaching it comes from graph sources
+/// through workers and proxies only, which pass sets on unchanged, so each
+/// set's (`detid`, `count`) names it. Workers, proxies and sinks fed that
+/// way drop sets they have seen before (`dedup`): a restarted reader or
+/// source delivers some again. Other agents make sets of their own (a
+/// window, a replay of a file), whose numbers need not be unique.
+pub fn counted_streams(g: &Graph) -> Vec<bool> {
+    let n = g.nodes.len();
+    let mut feeders = vec![Vec::new(); n];
+    for e in g
+        .edges
+        .iter()
+        .filter(|e| e.to.iter().all(|t| t.port != "done"))
+    {
+        for t in &e.to {
+            feeders[t.node].extend(e.from.iter().map(|f| f.node));
+        }
+    }
+    let passes = |k: usize| matches!(g.nodes[k].kind, Kind::Worker | Kind::Proxy);
+    // Sources are counted; a passing node is when all its feeders are
+    // (the data edges form no cycle, so this settles in n rounds).
+    let mut counted: Vec<bool> = (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
+    for _ in 0..n {
+        let mut changed = false;
+        for k in 0..n {
+            if counted[k] || feeders[k].is_empty() {
+                continue;
+            }
+            let ok = feeders[k]
+                .iter()
+                .all(|&f| counted[f] && (g.nodes[f].kind == Kind::Source || passes(f)));
+            if ok && (passes(k) || g.nodes[k].kind == Kind::Sink) {
+                counted[k] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    counted
+}
+
+/// Per node: whether it receives whole streams — it is counted (see
+/// [`counted_streams`]) and no pushpull edge on the way to it deals sets
+/// out round-robin among several inputs, so a number it never receives is
+/// a set lost upstream, not one a sibling took.
+pub fn whole_streams(g: &Graph) -> Vec<bool> {
+    let counted = counted_streams(g);
+    let n = g.nodes.len();
+    let mut whole: Vec<bool> = (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
+    for _ in 0..n {
+        let mut changed = false;
+        for k in 0..n {
+            if whole[k] || !counted[k] {
+                continue;
+            }
+            let ok = g
+                .edges
+                .iter()
+                .filter(|e| e.to.iter().any(|t| t.node == k && t.port != "done"))
+                .all(|e| {
+                    !(e.pattern == Pattern::PushPull && e.to.len() > 1)
+                        && e.from.iter().all(|f| whole[f.node])
+                });
+            if ok {
+                whole[k] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    whole
 }
 
 /// The address port `b` binds for edge `i` over `t`.
@@ -351,6 +441,16 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
     }
     let mut s = Map::new();
     s.insert("type".into(), json!(stype));
+    if spec.dir == crate::Dir::Out
+        && list
+            .iter()
+            .all(|&i| links[i].transport == ptmp::Transport::Shm)
+    {
+        s.insert(
+            "shm_block_timeout_ms".into(),
+            json!(SHM_BLOCK_TIMEOUT.as_millis() as u64),
+        );
+    }
     if !bind.is_empty() {
         s.insert("bind".into(), json!(bind));
     }

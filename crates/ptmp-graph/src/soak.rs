@@ -12,12 +12,12 @@
 //! * Counting: every sink writes a dump file (the soak gives each sink
 //!   without an `ofile` one in the run directory). Each source sends its own
 //!   stream, told apart by `detid`, each set numbered by `count` from 0; a
-//!   source restarted after a kill starts a new numbering, and its sets are
-//!   told apart from the old ones by their `created` time (after the kill).
-//!   Per stream: sent (the source's own count; for a killed incarnation its
-//!   last status or the highest number received, whichever is more),
-//!   received, received once (unique), duplicated (a number seen twice) and
-//!   lost (numbers below sent never received). Per edge: what the upstream
+//!   source restarted after a kill goes on numbering where its last status
+//!   said it was, so a stream has one numbering over every incarnation.
+//!   Per stream: sent (the highest number received, or where the last
+//!   incarnation got to, whichever is more), received, received once
+//!   (unique), duplicated (a number seen twice) and lost (numbers below
+//!   sent never received). Per edge: what the upstream
 //!   nodes sent and the downstream nodes received, from the status files
 //!   (summed over every incarnation; approximate for a killed one, whose
 //!   last status may be up to a quarter of a second old).
@@ -264,13 +264,6 @@ impl Track {
             }
         }
         t
-    }
-    /// A node's out count in one incarnation.
-    fn out_of(&self, process: &str, pid: i32, node: &str) -> u64 {
-        self.seen
-            .get(&(process.to_string(), pid))
-            .and_then(|(v, _)| v.iter().find(|x| x.0 == node).map(|x| x.2))
-            .unwrap_or(0)
     }
 }
 
@@ -536,8 +529,9 @@ impl Write for SayLog<'_, '_> {
 /// Per stream (source node) tallies from the sinks' dumps.
 #[derive(Default)]
 struct Stream {
-    /// Per incarnation: count -> times received.
-    got: Vec<HashMap<u32, u32>>,
+    /// count -> times received. A restarted source goes on counting, so
+    /// one stream has one numbering over every incarnation.
+    got: HashMap<u32, u32>,
     received: u64,
 }
 
@@ -616,20 +610,12 @@ fn account(
                 foreign += 1;
                 continue;
             };
-            let Some(&src) = sources.iter().find(|&&i| detid_of(i) == set.detid) else {
+            if !sources.iter().any(|&i| detid_of(i) == set.detid) {
                 foreign += 1;
                 continue;
-            };
-            let process = &g.processes[g.nodes[src].process].name;
-            let inc = kills_of(process)
-                .iter()
-                .filter(|k| k.at_us <= set.created)
-                .count();
-            let s = streams.entry(set.detid).or_default();
-            if s.got.len() <= inc {
-                s.got.resize_with(inc + 1, HashMap::new);
             }
-            *s.got[inc].entry(set.count).or_insert(0) += 1;
+            let s = streams.entry(set.detid).or_default();
+            *s.got.entry(set.count).or_insert(0) += 1;
             s.received += 1;
         }
     }
@@ -645,32 +631,37 @@ fn account(
         let process = &g.processes[node.process].name;
         let detid = detid_of(i);
         let ks = kills_of(process);
-        let mut st = streams.remove(&detid).unwrap_or_default();
-        if st.got.len() < ks.len() + 1 {
-            st.got.resize_with(ks.len() + 1, HashMap::new);
-        }
-        let (mut sent, mut uniq, mut dup, mut lost) = (0u64, 0u64, 0u64, 0u64);
-        for (k, got) in st.got.iter().enumerate() {
-            let max_got = got.keys().max().map_or(0, |m| *m as u64 + 1);
-            let said = if k < ks.len() {
-                sh.track.out_of(process, ks[k].pid, &node.name)
+        let st = streams.remove(&detid).unwrap_or_default();
+        // Sent: the highest number received, or what the last incarnation
+        // said it reached (where it started, from the sequence file its
+        // part keeps, plus its own count), whichever is more.
+        let max_got = st.got.keys().max().map_or(0, |m| *m as u64 + 1);
+        let last = sh
+            .track
+            .seen
+            .iter()
+            .filter(|((p, pid), _)| p == process && !ks.iter().any(|x| x.pid == *pid))
+            .filter_map(|((_, pid), (v, _))| {
+                v.iter().find(|x| x.0 == node.name).map(|x| (*pid, x.2))
+            })
+            .max_by_key(|x| x.1);
+        let seq: Value = std::fs::read(part::sequence_file(&plan.run_dir, process))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        let said = last.map_or(0, |(pid, out)| {
+            let from = &seq[&node.name];
+            let first = if from["pid"].as_i64() == Some(pid as i64) {
+                from["first"].as_u64().unwrap_or(0)
             } else {
-                // The surviving incarnation: its final status.
-                sh.track
-                    .seen
-                    .iter()
-                    .filter(|((p, pid), _)| p == process && !ks.iter().any(|x| x.pid == *pid))
-                    .filter_map(|(_, (v, _))| v.iter().find(|x| x.0 == node.name).map(|x| x.2))
-                    .max()
-                    .unwrap_or(0)
+                0
             };
-            let s = said.max(max_got);
-            let u = got.len() as u64;
-            sent += s;
-            uniq += u;
-            dup += got.values().map(|c| (*c - 1) as u64).sum::<u64>();
-            lost += s.saturating_sub(u);
-        }
+            first + out
+        });
+        let sent = said.max(max_got);
+        let uniq = st.got.len() as u64;
+        let dup = st.got.values().map(|c| (*c - 1) as u64).sum::<u64>();
+        let lost = sent.saturating_sub(uniq);
         t_sent += sent;
         t_recv += st.received;
         t_uniq += uniq;
@@ -1004,7 +995,7 @@ mod tests {
 
     /// The counting from a dump: source a (detid 1) was killed once at
     /// time 1000, its first life sent 5 (numbers 0..5, 3 never arrived),
-    /// its second life sent 3 (numbers 0..3 again, all arrived, 1 twice);
+    /// its second life sent 3 more (numbers 5..8, all arrived, 6 twice);
     /// source b (detid 0) sent 4, all arrived. Lost, duplicated and the
     /// bound are what they must be, and the duplicate fails the run.
     #[test]
@@ -1014,7 +1005,12 @@ mod tests {
         prepare(&mut v, d.path(), 10).unwrap();
         let (g, plan) = crate::load(&v, "x", Some(d.path())).unwrap();
         let a1 = [(1, 0, 10), (1, 1, 20), (1, 2, 30), (1, 4, 50)];
-        let a2 = [(1, 0, 2000), (1, 1, 2010), (1, 1, 2010), (1, 2, 2020)];
+        // Its second life went on from 5 (where its part recorded it
+        // started): 5, 6 twice, 7.
+        let a2 = [(1, 5, 2000), (1, 6, 2010), (1, 6, 2010), (1, 7, 2020)];
+        let seq = part::sequence_file(d.path(), "a");
+        std::fs::create_dir_all(seq.parent().unwrap()).unwrap();
+        std::fs::write(&seq, json!({"a": {"first": 5, "pid": 101}}).to_string()).unwrap();
         let b = [(0, 0, 5), (0, 1, 15), (0, 2, 1500), (0, 3, 2500)];
         let mut all: Vec<(u32, u32, i64)> = Vec::new();
         all.extend(a1);
@@ -1048,6 +1044,7 @@ mod tests {
             reason: "interrupted".into(),
             restarts: vec![("a".into(), 1)],
             ok: true,
+            ..Default::default()
         };
         let opts = Options {
             duration: Duration::from_secs(1),

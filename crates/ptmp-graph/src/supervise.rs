@@ -13,7 +13,9 @@
 //!   that ends by itself has exited cleanly (a counted source and sink);
 //!   the remaining parts are then stopped upstream first, each given time to
 //!   drain, and the graph's shm rings are removed.
-//! * Only one supervisor runs per run directory (`supervisor.pid`).
+//! * Only one supervisor runs per run directory (`supervisor.pid`, locked;
+//!   see [`crate::rundir`]), and each run starts clean of what an earlier
+//!   one left.
 
 use crate::part::PartPlan;
 use crate::plan::Plan;
@@ -70,6 +72,12 @@ pub struct Outcome {
     /// False when the graph gave up on a process or a part failed to stop
     /// cleanly.
     pub ok: bool,
+    /// Sets lost per edge (index into [`Graph::edges`]), from the gaps in
+    /// the numbers its receiving node saw: for each edge into a node that
+    /// receives whole streams and drops repeats, what that node is missing
+    /// less what the node feeding it was already missing. Edges whose
+    /// receiving node could not tell are left out.
+    pub lost: Vec<(usize, u64)>,
 }
 
 struct Proc {
@@ -112,12 +120,6 @@ fn describe(s: ExitStatus) -> String {
     }
 }
 
-/// Whether a process `pid` exists and we may signal it (`kill(pid, 0)`).
-/// Zero and negative numbers name process groups, not a process: false.
-fn pid_alive(pid: i32) -> bool {
-    pid > 0 && Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
-}
-
 /// Send `sig` to process `pid` (a child of ours), ignoring failure: a child
 /// that has exited meanwhile needs no signal. Non-positive pids, which would
 /// name process groups, are ignored.
@@ -152,20 +154,11 @@ pub fn run(
     let dir = &plan.run_dir;
     std::fs::create_dir_all(status::status_dir(dir))
         .map_err(|e| run_err(&format!("run dir {}", dir.display()), e))?;
-    let lock = dir.join("supervisor.pid");
-    if let Ok(text) = std::fs::read_to_string(&lock) {
-        if let Ok(pid) = text.trim().parse::<i32>() {
-            if pid != std::process::id() as i32 && pid_alive(pid) {
-                return Err(Error::Run(format!(
-                    "graph {}: already running from {} (supervisor pid {pid}); stop it or use another --run-dir",
-                    g.name,
-                    dir.display()
-                )));
-            }
-        }
+    // The lock first: a supervisor refused here has touched nothing.
+    let lock = crate::rundir::lock(dir, &g.name)?;
+    for s in crate::rundir::clear_leftovers(g, plan, host, lock.stale, opts.stop_timeout) {
+        let _ = writeln!(log, "graph {}: {s}", g.name);
     }
-    std::fs::write(&lock, std::process::id().to_string())
-        .map_err(|e| run_err("write supervisor.pid", e))?;
     let order = g.process_order();
     let mut procs: Vec<Proc> = Vec::new();
     for &i in &order {
@@ -198,7 +191,7 @@ pub fn run(
         });
     }
     if procs.is_empty() {
-        let _ = std::fs::remove_file(&lock);
+        drop(lock);
         return Err(Error::Invalid {
             graph: g.name.clone(),
             msg: format!("no process is placed on host {}", g.hosts[host].name),
@@ -366,25 +359,23 @@ pub fn run(
             None => out.ok = false,
         }
     }
-    // Rings this host's processes wrote.
-    for l in &plan.links {
-        if l.transport != ptmp::Transport::Shm {
-            continue;
-        }
-        for (w, a) in &l.binds {
-            if g.processes[g.nodes[w.node].process].host == host {
-                if let Some(name) = a.strip_prefix("shm://") {
-                    let _ = ptmp_shm::remove(name);
-                }
-            }
-        }
-    }
+    // Rings and ipc socket files this host's processes bound.
+    crate::rundir::remove_bound(g, plan, host);
     publish_states(dir, &procs, true, &mut shown);
+    out.lost = edge_losses(g, dir);
+    for (e, n) in out.lost.iter().filter(|(_, n)| *n > 0) {
+        let _ = writeln!(
+            log,
+            "graph {}: {}: {n} lost (numbers missing downstream of it, less those its sending node was already missing; counts the sets inside a killed process too)",
+            g.name,
+            g.edge_label(*e)
+        );
+    }
     out.restarts = procs
         .iter()
         .map(|p| (g.processes[p.index].name.clone(), p.restarts))
         .collect();
-    let _ = std::fs::remove_file(&lock);
+    drop(lock);
     Ok(out)
 }
 
@@ -413,4 +404,40 @@ fn publish_states(dir: &Path, procs: &[Proc], ending: bool, shown: &mut Vec<stat
         let _ = status::write_processes(dir, &now);
         *shown = now;
     }
+}
+
+/// A node's `missing` counter from the final reports in `dir`'s status
+/// files (absent when the node does not count gaps or left no report).
+fn missing_counts(dir: &Path) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for st in status::read_all(dir) {
+        for r in st["reports"].as_array().into_iter().flatten() {
+            if let (Some(n), Some(k)) = (r["name"].as_str(), r["counters"]["missing"].as_u64()) {
+                m.insert(n.to_string(), k);
+            }
+        }
+    }
+    m
+}
+
+/// Per edge, the sets lost on it (see [`Outcome::lost`]).
+fn edge_losses(g: &Graph, dir: &Path) -> Vec<(usize, u64)> {
+    let whole = crate::plan::whole_streams(g);
+    let missing = missing_counts(dir);
+    let mut out = Vec::new();
+    for (i, e) in g.edges.iter().enumerate() {
+        if e.to.len() != 1 || e.to[0].port == "done" || !whole[e.to[0].node] {
+            continue;
+        }
+        let Some(&at) = missing.get(&g.nodes[e.to[0].node].name) else {
+            continue;
+        };
+        let before: u64 = e
+            .from
+            .iter()
+            .map(|f| missing.get(&g.nodes[f.node].name).copied().unwrap_or(0))
+            .sum();
+        out.push((i, at.saturating_sub(before)));
+    }
+    out
 }

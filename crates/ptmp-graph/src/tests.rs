@@ -334,3 +334,92 @@ fn dot_draws_every_pair_of_ports() {
     // A two-line label: name, then type (dot's \n escape, written once).
     assert!(d.contains("\"s\" [label=\"s\\nsource\"]"), "{d}");
 }
+
+#[test]
+fn a_cycle_of_data_edges_is_refused_naming_its_nodes() {
+    // w -> p -> w, fed by src, as a loop back into a merge.
+    let v = json!({
+        "name": "loop",
+        "nodes": [
+            {"name": "src", "type": "source"},
+            {"name": "z", "type": "zipper"},
+            {"name": "w", "type": "worker"},
+            {"name": "p", "type": "proxy"},
+            {"name": "snk", "type": "sink"}
+        ],
+        "edges": [
+            {"from": "src.out", "to": "z.in", "pattern": "pushpull"},
+            {"from": "z.out", "to": "w.in", "pattern": "pushpull"},
+            {"from": "w.out", "to": ["p.in", "snk.in"], "pattern": "pubsub"},
+            {"from": "p.out", "to": "z.in", "pattern": "pushpull"}
+        ]
+    });
+    let e = err_of(&v);
+    assert!(e.contains("edges form a cycle"), "{e}");
+    assert!(e.contains("z -> w -> p -> z"), "{e}");
+    // A sink telling its source it is done is not a data edge: no cycle.
+    let v = json!({
+        "name": "done",
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"count": 5}},
+            {"name": "snk", "type": "sink", "data": {"count": 5}}
+        ],
+        "edges": [
+            {"from": "src.out", "to": "snk.in", "pattern": "pushpull"},
+            {"from": "snk.done", "to": "src.done", "pattern": "pair"}
+        ]
+    });
+    let g = Graph::parse(&v, "x").unwrap();
+    assert_eq!(g.cycle(), None);
+}
+
+#[test]
+fn graph_shm_writers_wait_for_a_slow_reader_instead_of_failing() {
+    let g = Graph::parse(&chain(), "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
+    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    assert_eq!(
+        out["shm_block_timeout_ms"],
+        json!(crate::plan::SHM_BLOCK_TIMEOUT.as_millis() as u64),
+        "{out}"
+    );
+    // Readers do not get it; zmq edges do not either.
+    let inp = &p.configs[1]["proxies"][0]["data"]["input"]["socket"];
+    assert!(inp.get("shm_block_timeout_ms").is_none(), "{inp}");
+    let v = edit(|v| v["edges"][0]["transport"] = json!("ipc"));
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
+    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    assert!(out.get("shm_block_timeout_ms").is_none(), "{out}");
+}
+
+#[test]
+fn the_run_directory_lock_is_exclusive_and_notices_a_dead_holder() {
+    let d = tempfile::tempdir().unwrap();
+    let me = std::process::id();
+    let l = crate::rundir::lock(d.path(), "t").unwrap();
+    assert_eq!(l.stale, None);
+    // A second lock (another open file, as another process would have) is
+    // refused, naming the holder.
+    let e = crate::rundir::lock(d.path(), "t")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains(&format!(
+            "already running from {} (supervisor pid {me})",
+            d.path().display()
+        )),
+        "{e}"
+    );
+    drop(l);
+    assert!(!crate::rundir::lock_path(d.path()).exists());
+    // A pid left by a supervisor that died (no lock held) is reported.
+    std::fs::write(crate::rundir::lock_path(d.path()), "4194303").unwrap();
+    let l = crate::rundir::lock(d.path(), "t").unwrap();
+    assert_eq!(l.stale, Some(4_194_303));
+    assert_eq!(
+        std::fs::read_to_string(crate::rundir::lock_path(d.path())).unwrap(),
+        me.to_string()
+    );
+}
