@@ -143,3 +143,20 @@ fn install_then_build_with_cmake() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("version: 0.1.0"), "{err}");
 }
+
+/// The programs docs/c-api.md shows are the ones these tests build.
+#[test]
+fn docs_show_the_tested_programs() {
+    let docs = std::fs::read_to_string(common::crate_dir().join("../../docs/c-api.md")).unwrap();
+    for (src, from) in [
+        ("tests/c/minimal.c", "#include <stdio.h>"),
+        ("tests/cpp/port.cpp", "#include <cstdio>"),
+    ] {
+        let text = std::fs::read_to_string(common::crate_dir().join(src)).unwrap();
+        let body = &text[text.find(from).unwrap()..];
+        assert!(
+            docs.contains(body),
+            "docs/c-api.md does not show {src} as it is"
+        );
+    }
+}
