@@ -7,6 +7,7 @@ mod common;
 mod graph;
 #[cfg(not(feature = "bench"))]
 mod no_bench;
+mod peers;
 mod recv;
 mod run;
 mod send;
@@ -55,6 +56,9 @@ enum Cmd {
     /// through two stages of parallel workers, load-balanced, and the
     /// throughput is the slowest stage's instances over its time per request.
     Butterfly(graph::ButterflyArgs),
+    /// Who is present on the local network (DNS-SD over multicast DNS):
+    /// name, ports, host, pid, uptime; --watch prints joins and leaves.
+    Peers(peers::PeersArgs),
     /// List and remove shared-memory channels.
     #[command(subcommand)]
     Shm(shm::ShmCmd),
@@ -91,6 +95,7 @@ fn main() {
         Cmd::Bench(_) => no_bench::run("bench"),
         #[cfg(feature = "bench")]
         Cmd::BenchChild(c) => ptmp_bench::run_child(&c).map_err(Into::into),
+        Cmd::Peers(a) => peers::run(&a),
         Cmd::Shm(c) => shm::run(&c),
         Cmd::Top(a) => top::run(&a),
         Cmd::Graph(c) => graph::run(&c),

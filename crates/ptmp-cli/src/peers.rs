@@ -1,0 +1,243 @@
+//! `ptmp peers`: who is present on the local network (DNS-SD over
+//! multicast DNS), and optionally announce ports while listening.
+
+use crate::common::{stopping, CliError};
+use clap::Args;
+use ptmp_discovery::{Config, Counters, Discovery, Event, Peer, PortSpec, DEFAULT_GROUP};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+type CliResult<T> = Result<T, CliError>;
+
+#[derive(Args)]
+pub struct PeersArgs {
+    /// List only peers of this group (and announce in it).
+    #[arg(long, default_value = DEFAULT_GROUP)]
+    group: String,
+    /// A file whose contents are the group's shared secret: only
+    /// announcements signed with it are listed, and ours are signed.
+    #[arg(long, value_name = "FILE")]
+    secret_file: Option<PathBuf>,
+    /// Listen this many seconds before listing who is present (and, with
+    /// --announce, at least this long before claiming the names, so a name
+    /// already present is seen and refused).
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    wait: f64,
+    /// Print join and leave events as they happen (and counts of ignored
+    /// announcements when they change), until interrupted.
+    #[arg(long)]
+    watch: bool,
+    /// With --watch, or while announcing: stop after this many seconds.
+    #[arg(long = "for", value_name = "SECONDS")]
+    run_for: Option<f64>,
+    /// Announce this node's ports (given with --port) while running.
+    #[arg(long, value_name = "NODE")]
+    announce: Option<String>,
+    /// A port to announce, as NAME=ADDRESS (for example out=tcp://*:5000).
+    #[arg(long = "port", value_name = "NAME=ADDRESS", requires = "announce")]
+    ports: Vec<String>,
+    /// Seconds without an answer after which a silent peer is dropped.
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    liveness_timeout: f64,
+}
+
+fn seconds(what: &str, v: f64) -> CliResult<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero() || what == "--wait")
+        .ok_or_else(|| CliError::usage(format!("{what} {v}: give a number of seconds above zero")))
+}
+
+fn config(a: &PeersArgs) -> CliResult<Config> {
+    let secret = match &a.secret_file {
+        None => None,
+        Some(p) => {
+            let s = std::fs::read(p)
+                .map_err(|e| CliError::usage(format!("--secret-file {}: {e}", p.display())))?;
+            let s = s.trim_ascii().to_vec();
+            if s.is_empty() {
+                return Err(CliError::usage(format!(
+                    "--secret-file {}: the file is empty",
+                    p.display()
+                )));
+            }
+            Some(s)
+        }
+    };
+    let d = Config::default();
+    Ok(Config {
+        group: a.group.clone(),
+        secret,
+        liveness_timeout: seconds("--liveness-timeout", a.liveness_timeout)?,
+        settle: d.settle.max(seconds("--wait", a.wait)?),
+        ..d
+    })
+}
+
+fn port_specs(a: &PeersArgs) -> CliResult<Vec<PortSpec>> {
+    a.ports
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((n, addr)) if !n.is_empty() && !addr.is_empty() => Ok(PortSpec {
+                name: n.to_string(),
+                address: addr.to_string(),
+            }),
+            _ => Err(CliError::usage(format!(
+                "--port {p:?}: give NAME=ADDRESS, for example out=tcp://*:5000"
+            ))),
+        })
+        .collect()
+}
+
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+fn port_text(p: &Peer) -> String {
+    format!("{}={}", p.port, p.endpoint())
+}
+
+/// One line per process: its ports gathered.
+fn table(peers: &[Peer]) -> String {
+    let mut rows: BTreeMap<(String, String, u32), (Vec<String>, Duration)> = BTreeMap::new();
+    for p in peers {
+        let row = rows
+            .entry((p.node.clone(), p.host.clone(), p.pid))
+            .or_insert_with(|| (Vec::new(), p.uptime()));
+        row.0.push(port_text(p));
+    }
+    let mut lines = vec![(
+        "NAME".to_string(),
+        "PORTS".to_string(),
+        "HOST".to_string(),
+        "PID".to_string(),
+        "UPTIME".to_string(),
+    )];
+    for ((node, host, pid), (ports, up)) in rows {
+        lines.push((node, ports.join(" "), host, pid.to_string(), human(up)));
+    }
+    let w = |f: fn(&(String, String, String, String, String)) -> &String| {
+        lines.iter().map(|l| f(l).len()).max().unwrap_or(0)
+    };
+    let (w0, w1, w2, w3) = (w(|l| &l.0), w(|l| &l.1), w(|l| &l.2), w(|l| &l.3));
+    let mut out = String::new();
+    for l in &lines {
+        out.push_str(&format!(
+            "{:w0$}  {:w1$}  {:w2$}  {:>w3$}  {}\n",
+            l.0, l.1, l.2, l.3, l.4
+        ));
+    }
+    out
+}
+
+fn event_line(e: &Event) -> String {
+    match e {
+        Event::Joined(p) => format!(
+            "joined {} {} host {} pid {}",
+            p.name(),
+            p.endpoint(),
+            p.host,
+            p.pid
+        ),
+        Event::Left(p) => format!("left {} host {} pid {}", p.name(), p.host, p.pid),
+        Event::Duplicate { kept, refused } => format!(
+            "duplicate {}: kept {}, refused {}",
+            kept.name(),
+            kept.location(),
+            refused.location()
+        ),
+    }
+}
+
+fn counters_line(c: &Counters) -> String {
+    format!(
+        "ignored announcements: malformed {} forged {} oversized {} other-group {} duplicate {}",
+        c.malformed, c.forged, c.oversized, c.other_group, c.duplicates
+    )
+}
+
+fn emit(out: &mut impl Write, text: &str) -> CliResult<()> {
+    match writeln!(out, "{text}").and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::closed()),
+        Err(e) => Err(CliError::fail(format!("writing to standard output: {e}"))),
+    }
+}
+
+pub fn run(a: &PeersArgs) -> CliResult<()> {
+    let cfg = config(a)?;
+    let wait = seconds("--wait", a.wait)?;
+    let run_for = a.run_for.map(|v| seconds("--for", v)).transpose()?;
+    let ports = port_specs(a)?;
+    if a.announce.is_some() && ports.is_empty() {
+        return Err(CliError::usage("--announce needs at least one --port"));
+    }
+    let d = Discovery::start(cfg).map_err(|e| CliError::fail(e.to_string()))?;
+    let events = d.subscribe();
+    let t0 = Instant::now();
+    let mut out = std::io::stdout().lock();
+    let announcement = match &a.announce {
+        Some(node) => {
+            let ann = d.announce(node, &ports).map_err(|e| match e {
+                ptmp_discovery::Error::Config(_) => CliError::usage(e.to_string()),
+                e => CliError::fail(e.to_string()),
+            })?;
+            emit(&mut out, &format!("announced {node}"))?;
+            Some(ann)
+        }
+        None => None,
+    };
+    let over = |now: Instant| run_for.is_some_and(|r| now.duration_since(t0) >= r);
+    if !a.watch {
+        while t0.elapsed() < wait && !stopping() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        emit(&mut out, table(&d.peers()).trim_end())?;
+        if announcement.is_some() {
+            // Keep the announcement up until told to stop.
+            while !stopping() && !over(Instant::now()) {
+                if let Some(why) = announcement.as_ref().and_then(|a| a.refused()) {
+                    return Err(CliError::fail(why));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        return Ok(());
+    }
+    let mut last = Counters::default();
+    while !stopping() && !over(Instant::now()) {
+        if let Ok(e) = events.recv_timeout(Duration::from_millis(100)) {
+            emit(&mut out, &event_line(&e))?;
+        }
+        let c = d.counters();
+        if c != last {
+            emit(&mut out, &counters_line(&c))?;
+            last = c;
+        }
+        if let Some(why) = announcement.as_ref().and_then(|a| a.refused()) {
+            return Err(CliError::fail(why));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uptimes_read_plainly() {
+        assert_eq!(human(Duration::from_secs(5)), "5s");
+        assert_eq!(human(Duration::from_secs(125)), "2m05s");
+        assert_eq!(human(Duration::from_secs(7260)), "2h01m");
+        assert_eq!(human(Duration::from_secs(90000)), "1d01h");
+    }
+}

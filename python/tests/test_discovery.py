@@ -1,0 +1,231 @@
+"""Presence seen by an independent implementation: Python's `zeroconf`
+package (DNS-SD over multicast DNS) browses for the `_ptmp._tcp` services
+that `ptmp peers --announce` announces, and announces its own for
+`ptmp peers` to list; hostile announcements from it are counted and
+ignored. Each test runs in a fresh network namespace (loopback with
+multicast on), so it neither depends on nor disturbs the host's network.
+
+Needs root and iproute2 (`ip netns`), the `ptmp` program built
+(target/debug or target/release, or $PTMP_BIN) and zeroconf; skipped with
+the reason otherwise."""
+
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+zeroconf = pytest.importorskip("zeroconf")
+
+ROOT = Path(__file__).resolve().parents[2]
+TYPE = "_ptmp._tcp.local."
+
+
+def ptmp_bin():
+    env = os.environ.get("PTMP_BIN")
+    if env:
+        return env
+    for d in ("debug", "release"):
+        p = ROOT / "target" / d / "ptmp"
+        if p.exists():
+            return str(p)
+    pytest.skip("the ptmp program is not built (cargo build -p ptmp-cli)")
+
+
+@pytest.fixture
+def netns():
+    if shutil.which("ip") is None or os.geteuid() != 0:
+        pytest.skip("network namespaces need root and iproute2")
+    name = f"ptmpdpy-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+        pytest.skip("cannot make a network namespace here")
+    try:
+        for cmd in (["link", "set", "lo", "up"], ["link", "set", "lo", "multicast", "on"]):
+            subprocess.run(["ip", "-n", name] + cmd, check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name])
+
+
+def in_ns(ns, argv, **kw):
+    return subprocess.Popen(["ip", "netns", "exec", ns] + argv,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+# The zeroconf side, run as its own process inside the namespace.
+PEER = textwrap.dedent("""
+    import json, socket, sys, time
+    from zeroconf import (IPVersion, ServiceBrowser, ServiceInfo,
+                          ServiceStateChange, Zeroconf)
+    mode, arg, secs = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3])
+    zc = Zeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
+    TYPE = "_ptmp._tcp.local."
+    if mode == "browse":
+        seen = {}
+        def changed(zeroconf, service_type, name, state_change):
+            if state_change is ServiceStateChange.Added:
+                seen[name] = None
+        ServiceBrowser(zc, TYPE, handlers=[changed])
+        end = time.time() + secs
+        while time.time() < end and len(seen) < arg["want"]:
+            time.sleep(0.1)
+        out = []
+        for name in list(seen):
+            info = zc.get_service_info(TYPE, name, timeout=3000)
+            if info is None:
+                continue
+            props = {k.decode(): (v.decode() if v is not None else None)
+                     for k, v in info.properties.items()}
+            out.append({"name": name, "port": info.port,
+                        "addresses": info.parsed_addresses(), "txt": props})
+        print(json.dumps(out), flush=True)
+    else:
+        for i, svc in enumerate(arg):
+            props = {k.encode(): (bytes.fromhex(v[4:]) if isinstance(v, str)
+                                  and v.startswith("hex:") else
+                                  (None if v is None else v.encode()))
+                     for k, v in svc["txt"].items()}
+            info = ServiceInfo(TYPE, svc["instance"] + "." + TYPE,
+                               addresses=[socket.inet_aton("127.0.0.1")],
+                               port=svc.get("port", 9), properties=props,
+                               server=f"zcpeer{i}-{svc['instance'].replace('/', '-')}.local.")
+            zc.register_service(info)
+        print("registered", flush=True)
+        time.sleep(secs)
+        zc.unregister_all_services()
+    zc.close()
+""")
+
+
+def zc_peer(ns, mode, arg, secs):
+    return in_ns(ns, [sys.executable, "-c", PEER, mode, json.dumps(arg), str(secs)])
+
+
+def honest_txt(node, port, group="default", pid=4242, secret=None, **over):
+    txt = {"v": "1", "node": node, "port": port, "addr": "tcp://127.0.0.1:6000",
+           "transport": "tcp", "host": "pyhost", "pid": str(pid),
+           "start": str(int(time.time()) - 100), "group": group}
+    txt.update(over)
+    return signed(txt, secret) if secret is not None else txt
+
+
+def signed(txt, secret):
+    """The TXT entries with their signature: HMAC-SHA256 of every entry
+    but sig, sorted by key, as "key=value\n" (an entry without a value
+    as "key=\n")."""
+    text = "".join(f"{k}={v or ''}\n" for k, v in sorted(txt.items()))
+    return txt | {"sig": hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()}
+
+
+def test_zeroconf_sees_what_ptmp_announces(netns):
+    ann = in_ns(netns, [ptmp_bin(), "peers", "--announce", "apa1-tcs",
+                        "--port", "out=tcp://*:7101", "--port", "in=tcp://127.0.0.1:7102",
+                        "--wait", "0", "--for", "12"])
+    try:
+        assert ann.stdout.readline().strip() == "announced apa1-tcs"
+        zc = zc_peer(netns, "browse", {"want": 2}, 8)
+        out, err = zc.communicate(timeout=30)
+        assert zc.returncode == 0, err
+        got = {s["txt"]["port"]: s for s in json.loads(out)}
+        assert set(got) == {"out", "in"}, out
+        t = got["out"]["txt"]
+        assert t["v"] == "1" and t["node"] == "apa1-tcs" and t["group"] == "default"
+        assert t["addr"] == "tcp://*:7101" and t["transport"] == "tcp"
+        assert t["pid"] == str(ann.pid)
+        assert abs(int(t["start"]) - time.time()) < 60
+        assert t["host"] == Path("/proc/sys/kernel/hostname").read_text().strip()
+        assert got["in"]["txt"]["addr"] == "tcp://127.0.0.1:7102"
+        assert "127.0.0.1" in got["out"]["addresses"]
+        assert got["out"]["name"].startswith("apa1-tcs/out#")
+    finally:
+        ann.kill()
+        ann.wait()
+
+
+def test_ptmp_peers_lists_a_zeroconf_announcement(netns):
+    zc = zc_peer(netns, "announce",
+                 [{"instance": "pynode/out", "txt": honest_txt("pynode", "out")},
+                  {"instance": "pynode/in", "txt": honest_txt("pynode", "in",
+                                                              addr="tcp://*:6001")}], 10)
+    try:
+        assert zc.stdout.readline().strip() == "registered"
+        r = subprocess.run(["ip", "netns", "exec", netns, ptmp_bin(), "peers", "--wait", "3"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines[0].split() == ["NAME", "PORTS", "HOST", "PID", "UPTIME"], r.stdout
+        row = [l for l in lines if l.startswith("pynode")]
+        assert len(row) == 1, r.stdout
+        cols = row[0].split()
+        # The wildcard address is filled in with the address zeroconf gave.
+        assert "in=tcp://127.0.0.1:6001" in cols and "out=tcp://127.0.0.1:6000" in cols
+        assert "pyhost" in cols and "4242" in cols
+        # Started 100 s before the announcement: the uptime says so.
+        m, s = cols[-1].rstrip("s").split("m")
+        assert 100 <= int(m) * 60 + int(s) < 160, row
+    finally:
+        zc.kill()
+        zc.wait()
+
+
+def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path):
+    secret = b"s3cret"
+    (tmp_path / "secret").write_bytes(secret + b"\n")
+    watch = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "9",
+                          "--group", "exp1", "--secret-file", str(tmp_path / "secret")])
+    time.sleep(0.5)
+    good = dict(group="exp1", secret=secret)
+    hostile = [
+        # Bytes that are not UTF-8.
+        {"instance": "h1", "txt": honest_txt("h1", "out", **good) | {"host": "hex:fffe00"}},
+        # A key with no value, and no node name (signed: only the content is bad).
+        {"instance": "h2", "txt": signed({"v": "1", "group": "exp1", "flag": None}, secret)},
+        # Signed with the wrong secret: a forged group membership.
+        {"instance": "h3", "txt": honest_txt("h3", "out", group="exp1", secret=b"guess")},
+        # Too big: six fields of 200 bytes.
+        {"instance": "h4", "txt": honest_txt("h4", "out", **good)
+         | {f"pad{i}": "x" * 200 for i in range(6)}},
+        # An honest one, signed by the independent implementation.
+        {"instance": "ok", "txt": honest_txt("honest", "out", **good)},
+    ]
+    zc = zc_peer(netns, "announce", hostile, 8)
+    try:
+        out, err = watch.communicate(timeout=40)
+        assert watch.returncode == 0, err
+        assert "joined honest/out tcp://127.0.0.1:6000 host pyhost pid 4242" in out, out
+        counts = [l for l in out.splitlines() if l.startswith("ignored announcements")]
+        assert counts, out
+        last = counts[-1].split()
+        n = {last[i]: int(last[i + 1]) for i in range(2, len(last) - 1, 2)}
+        assert n["malformed"] >= 2 and n["forged"] >= 1 and n["oversized"] >= 1, counts[-1]
+        for bad in ("h1", "h2", "h3", "h4"):
+            assert f"joined {bad}/" not in out
+    finally:
+        zc.kill()
+        zc.wait()
+
+
+def test_a_name_held_by_zeroconf_is_refused_to_ptmp(netns):
+    zc = zc_peer(netns, "announce",
+                 [{"instance": "twin/out", "txt": honest_txt("twin", "out")}], 10)
+    try:
+        assert zc.stdout.readline().strip() == "registered"
+        r = subprocess.run(["ip", "netns", "exec", netns, ptmp_bin(), "peers", "--announce",
+                            "twin", "--port", "out=tcp://*:7103", "--wait", "3", "--for", "1"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        # Both locations: the one present (zeroconf's) and ours.
+        assert "tcp://127.0.0.1:6000 on pyhost (pid 4242)" in r.stderr, r.stderr
+        assert "tcp://*:7103" in r.stderr, r.stderr
+    finally:
+        zc.kill()
+        zc.wait()
