@@ -221,6 +221,52 @@ fn state_metrics_and_page_served() {
     assert!(seen.contains("text/event-stream"));
 }
 
+/// A process killed with SIGKILL: the state, the page's data and the
+/// metrics count its restart, and the node runs again.
+#[test]
+fn a_restart_is_shown() {
+    let r = start(&[]);
+    wait_for("messages at the sink", Duration::from_secs(30), || {
+        sink_in(r.addr) > 0
+    });
+    let pid = state(r.addr)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "pass")
+        .and_then(|p| p["pid"].as_u64())
+        .unwrap();
+    // SAFETY: kill(2) on a pid the supervisor reported as its running child.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
+    let mut last = Value::Null;
+    wait_for("the restart shown", Duration::from_secs(30), || {
+        last = state(r.addr);
+        let p = last["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == "pass")
+            .cloned()
+            .unwrap();
+        p["restarts"] == 1 && p["state"] == "running"
+    });
+    let (_, m) = get(r.addr, "/metrics");
+    assert!(
+        m.contains(&format!(
+            "ptmp_process_restarts_total{{graph=\"mon-{}\",host=\"localhost\",process=\"pass\"}} 1\n",
+            std::process::id()
+        )),
+        "{m}"
+    );
+    // Data flows through the restarted process again.
+    let before = sink_in(r.addr);
+    wait_for("the sink receiving again", Duration::from_secs(30), || {
+        sink_in(r.addr) > before
+    });
+}
+
 #[test]
 fn non_loopback_refused_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
