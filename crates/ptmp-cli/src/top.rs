@@ -60,7 +60,32 @@ pub struct TopArgs {
 /// frame that is only an error message makes `--once` fail).
 struct Frame {
     lines: Vec<String>,
+    /// How to colour a line on a terminal, by index (plain when absent).
+    tones: HashMap<usize, Tone>,
     empty_because: Option<String>,
+}
+
+/// The colour of a line on a terminal: what needs a look stands out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tone {
+    Plain,
+    /// A table's heading.
+    Head,
+    /// Starting, restarting, stale, falling behind.
+    Warn,
+    /// Failed, gone, losing messages.
+    Bad,
+}
+
+impl Tone {
+    fn escape(self) -> &'static str {
+        match self {
+            Tone::Plain => "",
+            Tone::Head => "\x1b[1m",
+            Tone::Warn => "\x1b[33m",
+            Tone::Bad => "\x1b[1;31m",
+        }
+    }
 }
 
 /// What a view remembers between frames.
@@ -269,8 +294,17 @@ fn live(view: &mut dyn View, every: Duration, iterations: Option<u64>) -> CliRes
         let (rows, cols) = (rows.max(1), cols.max(10));
         let mut s = String::from("\x1b[H");
         let shown = f.lines.len().min(rows.saturating_sub(1));
-        for l in &f.lines[..shown] {
+        for (i, l) in f.lines[..shown].iter().enumerate() {
+            let tone = match f.tones.get(&i) {
+                Some(t) => *t,
+                None if l.starts_with("! ") => Tone::Warn,
+                None => Tone::Plain,
+            };
+            s.push_str(tone.escape());
             s.push_str(&clip(l, cols));
+            if tone != Tone::Plain {
+                s.push_str("\x1b[0m");
+            }
             s.push_str("\x1b[K\r\n");
         }
         if shown < f.lines.len() {
@@ -359,6 +393,28 @@ fn micros(v: Option<f64>) -> String {
         Some(r) if r.is_finite() => format!("{r:.0}"),
         _ => "-".into(),
     }
+}
+
+/// Lay out a table (see [`table`]) at the end of `lines`, its heading and
+/// each row toned.
+fn add_table(
+    lines: &mut Vec<String>,
+    tones: &mut HashMap<usize, Tone>,
+    cols: &[Col],
+    rows: &[Vec<String>],
+    tone: impl Fn(usize, &[String]) -> Tone,
+) {
+    let base = lines.len();
+    tones.insert(base, Tone::Head);
+    for (i, r) in rows.iter().enumerate() {
+        tones.insert(base + 1 + i, tone(i, r));
+    }
+    lines.extend(table(cols, rows));
+}
+
+/// A cell as a number, 0 when it is none.
+fn cell_u64(r: &[String], i: usize) -> u64 {
+    r.get(i).and_then(|c| c.parse().ok()).unwrap_or(0)
 }
 
 fn num(v: Option<u64>) -> String {
@@ -570,6 +626,9 @@ fn pid_alive(pid: u64) -> bool {
     u32::try_from(pid).is_ok_and(ptmp_shm::pid_alive)
 }
 
+/// An edge's sockets: the senders', the receivers'.
+type Ends<'a> = (Vec<&'a PlanSocket>, Vec<&'a PlanSocket>);
+
 /// One socket a process reports in its status file.
 struct SockFig {
     /// The plan's node it belongs to, when that can be told.
@@ -608,9 +667,11 @@ impl View for GraphView {
             lines.push(why.clone());
             return Frame {
                 lines,
+                tones: HashMap::new(),
                 empty_because: Some(why),
             };
         }
+        let mut tones = HashMap::new();
         let (graph, plan_nodes, socks) = self.plans(&mut msgs);
         let stats = self.statuses(&mut msgs);
         let supervised = self.supervised(&mut msgs);
@@ -762,6 +823,41 @@ impl View for GraphView {
             }
         }
 
+        // Edges: an address with senders on one side, receivers on the other.
+        let mut edges: BTreeMap<String, Ends> = BTreeMap::new();
+        for s in &socks {
+            for a in &s.addresses {
+                let e = edges.entry(a.clone()).or_default();
+                if s.sends {
+                    e.0.push(s);
+                } else {
+                    e.1.push(s);
+                }
+            }
+        }
+        // How far downstream each node is (the longest path to it from a
+        // node nothing feeds), so nodes and edges are listed in the order
+        // the data flows. A cycle only stops the counting after a bound.
+        let mut depth: HashMap<&str, usize> = HashMap::new();
+        for _ in 0..=plan_nodes.len() {
+            let mut moved = false;
+            for (tx, rx) in edges.values() {
+                for s in tx {
+                    let d = depth.get(s.node.as_str()).copied().unwrap_or(0) + 1;
+                    for r in rx {
+                        let e = depth.entry(r.node.as_str()).or_insert(0);
+                        if *e < d && d <= plan_nodes.len() {
+                            *e = d;
+                            moved = true;
+                        }
+                    }
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        let depth_of = |n: &str| depth.get(n).copied().unwrap_or(0);
         // Nodes: the plans' list, with any node only a status file names.
         let mut order: Vec<(String, String, String)> = plan_nodes
             .iter()
@@ -772,6 +868,7 @@ impl View for GraphView {
                 order.push((name.clone(), p.clone(), "?".into()));
             }
         }
+        order.sort_by(|a, b| depth_of(&a.0).cmp(&depth_of(&b.0)).then(a.0.cmp(&b.0)));
         let running = figs.values().filter(|f| f.state == "running").count();
         let no_status = |process: &str| -> (String, Option<u64>, Option<u64>) {
             match proc_of.get(process) {
@@ -832,7 +929,9 @@ impl View for GraphView {
             };
             rows.push(row);
         }
-        lines.extend(table(
+        add_table(
+            &mut lines,
+            &mut tones,
             &[
                 ("NODE", false),
                 ("TYPE", false),
@@ -848,20 +947,20 @@ impl View for GraphView {
                 ("P99 US", true),
             ],
             &rows,
-        ));
-
-        // Edges: an address with senders on one side, receivers on the other.
-        let mut edges: BTreeMap<String, (Vec<&PlanSocket>, Vec<&PlanSocket>)> = BTreeMap::new();
-        for s in &socks {
-            for a in &s.addresses {
-                let e = edges.entry(a.clone()).or_default();
-                if s.sends {
-                    e.0.push(s);
+            |_, r| {
+                let state = r.get(4).map_or("", String::as_str);
+                if matches!(state, "failed" | "gone") || cell_u64(r, 10) > 0 {
+                    Tone::Bad
+                } else if state != "running" && state != "ended" && state != "exited"
+                    || cell_u64(r, 5) > 0
+                {
+                    Tone::Warn
                 } else {
-                    e.1.push(s);
+                    Tone::Plain
                 }
-            }
-        }
+            },
+        );
+
         let ports_of = |node: &str, sends: bool| {
             socks
                 .iter()
@@ -869,7 +968,14 @@ impl View for GraphView {
                 .count()
         };
         let mut erows = Vec::new();
-        for (addr, (tx, rx)) in &edges {
+        let mut edge_order: Vec<(&String, &Ends)> = edges.iter().collect();
+        let key = |e: &Ends| {
+            let d = e.0.iter().map(|s| depth_of(&s.node)).min().unwrap_or(0);
+            let n = e.0.first().map_or("", |s| s.node.as_str());
+            (d, n.to_string())
+        };
+        edge_order.sort_by_key(|(_, e)| key(e));
+        for (addr, (tx, rx)) in edge_order {
             if tx.is_empty() || rx.is_empty() {
                 continue;
             }
@@ -970,7 +1076,9 @@ impl View for GraphView {
         }
         if !erows.is_empty() {
             lines.push(String::new());
-            lines.extend(table(
+            add_table(
+                &mut lines,
+                &mut tones,
                 &[
                     ("EDGE", false),
                     ("TRANSPORT", false),
@@ -981,7 +1089,14 @@ impl View for GraphView {
                     ("ADDRESS", false),
                 ],
                 &erows,
-            ));
+                |_, r| {
+                    if cell_u64(r, 4) > 0 {
+                        Tone::Bad
+                    } else {
+                        Tone::Plain
+                    }
+                },
+            );
         }
         let empty_because = if order.is_empty() {
             let why = format!(
@@ -999,6 +1114,7 @@ impl View for GraphView {
         }
         Frame {
             lines,
+            tones,
             empty_because,
         }
     }
@@ -1042,6 +1158,7 @@ impl View for ShmView {
                 lines.push(why.clone());
                 return Frame {
                     lines,
+                    tones: HashMap::new(),
                     empty_because: Some(why),
                 };
             }
@@ -1061,6 +1178,8 @@ impl View for ShmView {
         lines.push(String::new());
         let now = Instant::now();
         let mut rows = Vec::new();
+        let mut row_tones = Vec::new();
+        let mut tones = HashMap::new();
         let mut msgs = Vec::new();
         for c in &chans {
             let (st, readers) = match ptmp_shm::inspect(&c.name) {
@@ -1083,6 +1202,11 @@ impl View for ShmView {
                 _ => None,
             };
             let overwrite = st.config.policy == ptmp_shm::Policy::Overwrite;
+            row_tones.push(if st.writer_pid != 0 && !st.writer_alive {
+                Tone::Warn
+            } else {
+                Tone::Plain
+            });
             rows.push(vec![
                 c.name.clone(),
                 if overwrite { "pub" } else { "push" }.into(),
@@ -1115,6 +1239,16 @@ impl View for ShmView {
                 } else {
                     "-".into()
                 };
+                let slots = st.config.slots as u64;
+                row_tones.push(if !x.alive || (overwrite && behind > slots) {
+                    Tone::Bad
+                } else if behind * 2 > slots {
+                    // More than half a ring behind: near losing (pub) or
+                    // holding the writer back (push).
+                    Tone::Warn
+                } else {
+                    Tone::Plain
+                });
                 rows.push(vec![
                     format!("  reader {}", x.pid),
                     String::new(),
@@ -1136,7 +1270,9 @@ impl View for ShmView {
                 ),
             );
         }
-        lines.extend(table(
+        add_table(
+            &mut lines,
+            &mut tones,
             &[
                 ("CHANNEL / READER", false),
                 ("POLICY", false),
@@ -1149,7 +1285,8 @@ impl View for ShmView {
                 ("", false),
             ],
             &rows,
-        ));
+            |i, _| row_tones[i],
+        );
         if chans.is_empty() {
             lines.push("(no channels)".into());
         }
@@ -1159,6 +1296,7 @@ impl View for ShmView {
         }
         Frame {
             lines,
+            tones,
             empty_because: None,
         }
     }
