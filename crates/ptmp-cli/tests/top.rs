@@ -348,7 +348,7 @@ fn top_shm_shows_the_writer_and_a_lagging_reader() {
         "-n",
         "100000000",
         "-r",
-        "3000",
+        "1000",
     ]);
     let t = Instant::now();
     while !shm.join(format!("ptmp.{chan}")).exists() {
