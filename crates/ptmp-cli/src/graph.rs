@@ -158,14 +158,40 @@ impl HttpArgs {
                 .map_err(|e| CliError::usage(e.to_string()))?,
             None => 0,
         };
-        let mut o = ptmp_monitor::Options::new(addr);
-        o.allow_remote = self.http_allow_remote;
-        let m = ptmp_monitor::start(g, p, h, &o).map_err(|e| match e {
-            ptmp_monitor::Error::Remote(_) => CliError::usage(e.to_string()),
-            _ => CliError::fail(e.to_string()),
-        })?;
+        let m = self.serve(ptmp_monitor::start(g, p, h, &self.options(addr)))?;
         eprintln!("graph {}: monitor at http://{}/", g.name, m.local_addr());
         Ok(Some(m))
+    }
+
+    /// Start the monitor of the agents of this process (`ptmp run`), whose
+    /// evaluated configuration is `config`, when asked.
+    pub fn start_local(&self, config: &Value) -> CliResult<Option<ptmp_monitor::Monitor>> {
+        let Some(addr) = self.http else {
+            return Ok(None);
+        };
+        let local = ptmp_monitor::local::Local::new(config);
+        let m = self.serve(ptmp_monitor::start_with(
+            Box::new(local),
+            &self.options(addr),
+        ))?;
+        eprintln!("ptmp run: monitor at http://{}/", m.local_addr());
+        Ok(Some(m))
+    }
+
+    fn options(&self, addr: std::net::SocketAddr) -> ptmp_monitor::Options {
+        let mut o = ptmp_monitor::Options::new(addr);
+        o.allow_remote = self.http_allow_remote;
+        o
+    }
+
+    fn serve(
+        &self,
+        r: Result<ptmp_monitor::Monitor, ptmp_monitor::Error>,
+    ) -> CliResult<ptmp_monitor::Monitor> {
+        r.map_err(|e| match e {
+            ptmp_monitor::Error::Remote(_) => CliError::usage(e.to_string()),
+            _ => CliError::fail(e.to_string()),
+        })
     }
 }
 

@@ -90,6 +90,8 @@ pub struct RunArgs {
     /// Verbose: ticks, unused keys, per-stream detail.
     #[arg(short, long)]
     verbose: bool,
+    #[command(flatten)]
+    http: crate::graph::HttpArgs,
 }
 
 pub fn run(a: &RunArgs) -> Result<(), CliError> {
@@ -148,6 +150,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
             unused.join(", ")
         );
     }
+    let _monitor = a.http.start_local(&v)?;
     let mut log = std::io::stderr();
     let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()))?;
     for r in &out.reports {

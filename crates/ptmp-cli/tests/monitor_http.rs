@@ -221,6 +221,81 @@ fn state_metrics_and_page_served() {
     assert!(seen.contains("text/event-stream"));
 }
 
+/// `ptmp run CONFIG --http`: the agents of one process, their sockets
+/// matched to the configuration, edges by address.
+#[test]
+fn ptmp_run_serves_its_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let ipc = format!("ipc://{}/b.ipc", dir.path().display());
+    let inproc = format!("inproc://runmon-{}", std::process::id());
+    let cfg = json!({"name": "runmon", "proxies": [
+        {"name": "src", "type": "source", "data": {"rate": 200, "tps": 2, "detid": 3,
+            "output": {"socket": {"type": "PUSH", "bind": [inproc]}}}},
+        {"name": "fil", "type": "filter", "data": {"engine": "pass",
+            "input": {"socket": {"type": "PULL", "connect": [inproc]}},
+            "output": {"socket": {"type": "PUSH", "bind": [ipc]}}}},
+        {"name": "sink", "type": "sink", "data": {
+            "input": {"socket": {"type": "PULL", "connect": [ipc]}}}}
+    ]});
+    let f = dir.path().join("run.json");
+    std::fs::write(&f, cfg.to_string()).unwrap();
+    let mut child = Command::new(PTMP)
+        .arg("run")
+        .arg(&f)
+        .args(["--ttl", "60", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr: SocketAddr = loop {
+        let Some(Ok(l)) = lines.next() else {
+            let _ = child.kill();
+            panic!("ptmp run --http printed no monitor address");
+        };
+        if let Some(a) = l.split("monitor at http://").nth(1) {
+            break a.trim_end_matches('/').parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    let mut last = Value::Null;
+    wait_for("both edges flowing", Duration::from_secs(30), || {
+        last = state(addr);
+        last["edges"].as_array().is_some_and(|e| {
+            e.len() == 2
+                && e.iter()
+                    .all(|e| e["rate"].as_f64() > Some(0.0) && e["received"].as_u64() > Some(0))
+        })
+    });
+    let names: Vec<&str> = last["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["src", "fil", "sink"]);
+    assert_eq!(last["edges"][0]["from"][0]["node"], "src", "{last}");
+    assert_eq!(last["edges"][0]["to"][0]["node"], "fil", "{last}");
+    assert_eq!(last["edges"][1]["transport"], "ipc", "{last}");
+    let (_, m) = get(addr, "/metrics");
+    assert!(
+        m.contains("node=\"sink\",port=\"input\",edge=\"e1\",transport=\"ipc\",direction=\"recv\""),
+        "{m}"
+    );
+    // SAFETY: kill(2) on our own child's pid, which is not yet reaped.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("ptmp run did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A process killed with SIGKILL: the state, the page's data and the
 /// metrics count its restart, and the node runs again.
 #[test]

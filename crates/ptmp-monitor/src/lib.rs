@@ -25,7 +25,8 @@ mod prom;
 mod server;
 pub mod state;
 
-pub use server::{start, Monitor};
+pub mod local;
+pub use server::{start, start_with, Monitor};
 
 use std::net::SocketAddr;
 use std::time::Duration;

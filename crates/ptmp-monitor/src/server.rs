@@ -2,7 +2,7 @@
 //! snapshot, another runs a single-threaded tokio runtime with hyper
 //! serving requests from the latest snapshot.
 
-use crate::state::Collector;
+use crate::state::{Collector, Gather, History};
 use crate::{prom, Error, Options};
 use bytes::Bytes;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
@@ -70,11 +70,12 @@ impl Drop for Monitor {
     }
 }
 
-fn snapshot(c: &mut Collector) -> Snapshot {
-    let (mut state, rows) = c.collect();
+fn snapshot(c: &mut dyn Gather, h: &mut History) -> Snapshot {
+    let (mut state, rows) = c.gather();
+    h.record(&state);
     let metrics = prom::render(&state, &rows);
     let brief = serde_json::to_vec(&state).unwrap_or_default();
-    state["history"] = c.history();
+    state["history"] = h.to_json();
     Snapshot {
         state: Bytes::from(brief),
         full: Bytes::from(serde_json::to_vec(&state).unwrap_or_default()),
@@ -86,6 +87,11 @@ fn snapshot(c: &mut Collector) -> Snapshot {
 /// host `host` of it) as `opts` say. Fails at once when the address is
 /// not loopback and remote clients were not allowed, or cannot be bound.
 pub fn start(g: &Graph, plan: &Plan, host: usize, opts: &Options) -> Result<Monitor, Error> {
+    start_with(Box::new(Collector::new(g, plan, host)), opts)
+}
+
+/// Start serving what `gather` says, as `opts` say (see [`start`]).
+pub fn start_with(mut gather: Box<dyn Gather>, opts: &Options) -> Result<Monitor, Error> {
     if !opts.addr.ip().is_loopback() && !opts.allow_remote {
         return Err(Error::Remote(opts.addr));
     }
@@ -97,8 +103,8 @@ pub fn start(g: &Graph, plan: &Plan, host: usize, opts: &Options) -> Result<Moni
     std_listener.set_nonblocking(true).map_err(Error::Start)?;
     let stop = Arc::new(AtomicBool::new(false));
     let shutdown = Arc::new(Notify::new());
-    let mut collector = Collector::new(g, plan, host);
-    let (tx, rx) = watch::channel(Arc::new(snapshot(&mut collector)));
+    let mut hist = History::default();
+    let (tx, rx) = watch::channel(Arc::new(snapshot(gather.as_mut(), &mut hist)));
     let period = opts.period;
     let stop2 = stop.clone();
     let gather = std::thread::Builder::new()
@@ -115,7 +121,7 @@ pub fn start(g: &Graph, plan: &Plan, host: usize, opts: &Options) -> Result<Moni
                 if next < now {
                     next = now + period;
                 }
-                tx.send_replace(Arc::new(snapshot(&mut collector)));
+                tx.send_replace(Arc::new(snapshot(gather.as_mut(), &mut hist)));
             }
         })
         .map_err(Error::Start)?;

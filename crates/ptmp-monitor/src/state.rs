@@ -58,9 +58,63 @@ pub struct Collector {
     edge_addrs: Vec<Vec<String>>,
     ports_by_process: BTreeMap<usize, Vec<PortAt>>,
     started: Instant,
+}
+
+/// Something that can say, now, what the state is: a graph run (from its
+/// run directory) or the agents of this very process.
+pub trait Gather: Send {
+    /// The state now (without history) and every socket, labelled.
+    fn gather(&mut self) -> (Value, Vec<SocketRow>);
+}
+
+impl Gather for Collector {
+    fn gather(&mut self) -> (Value, Vec<SocketRow>) {
+        self.collect()
+    }
+}
+
+/// The last [`HISTORY`] updates of every edge's rate and loss and every
+/// node's rate, taken from successive states.
+#[derive(Default)]
+pub struct History {
     times: VecDeque<f64>,
-    edge_hist: Vec<(VecDeque<f64>, VecDeque<f64>)>,
-    node_hist: Vec<VecDeque<f64>>,
+    edges: BTreeMap<String, (VecDeque<f64>, VecDeque<f64>)>,
+    nodes: BTreeMap<String, VecDeque<f64>>,
+}
+
+impl History {
+    /// Add one state's figures.
+    pub fn record(&mut self, state: &Value) {
+        push(&mut self.times, state["uptime_s"].as_f64().unwrap_or(0.0));
+        for e in state["edges"].as_array().into_iter().flatten() {
+            let id = e["id"].as_str().unwrap_or("").to_string();
+            let h = self.edges.entry(id).or_default();
+            push(&mut h.0, e["rate"].as_f64().unwrap_or(0.0));
+            push(&mut h.1, e["lost"].as_f64().unwrap_or(0.0));
+        }
+        for n in state["nodes"].as_array().into_iter().flatten() {
+            let name = n["name"].as_str().unwrap_or("").to_string();
+            let r = n["in_rate"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .max(n["out_rate"].as_f64().unwrap_or(0.0));
+            push(self.nodes.entry(name).or_default(), r);
+        }
+    }
+
+    /// `{"t": [seconds since the monitor started], "edges": {id: {"rate":
+    /// [...], "lost": [...]}}, "nodes": {name: {"rate": [...]}}}`.
+    pub fn to_json(&self) -> Value {
+        let mut edges = Map::new();
+        for (id, (r, l)) in &self.edges {
+            edges.insert(id.clone(), json!({"rate": r, "lost": l}));
+        }
+        let mut nodes = Map::new();
+        for (name, r) in &self.nodes {
+            nodes.insert(name.clone(), json!({"rate": r}));
+        }
+        json!({"t": self.times, "edges": edges, "nodes": nodes})
+    }
 }
 
 fn push(q: &mut VecDeque<f64>, v: f64) {
@@ -116,9 +170,6 @@ impl Collector {
             edge_addrs,
             ports_by_process,
             started: Instant::now(),
-            times: VecDeque::new(),
-            edge_hist: vec![Default::default(); graph.edges.len()],
-            node_hist: vec![Default::default(); graph.nodes.len()],
         }
     }
 
@@ -185,8 +236,7 @@ impl Collector {
     }
 
     /// Read the run directory now and return the whole state (without
-    /// history) and every socket, matched to the plan; the history is
-    /// extended by one sample.
+    /// history) and every socket, matched to the plan.
     pub fn collect(&mut self) -> (Value, Vec<SocketRow>) {
         let g = &self.graph;
         let statuses = status::read_all(&self.run_dir);
@@ -236,7 +286,7 @@ impl Collector {
                 "state": state, "restarts": restarts, "pid": pid}));
         }
         let mut nodes = Vec::new();
-        for (i, n) in g.nodes.iter().enumerate() {
+        for n in &g.nodes {
             let p = &g.processes[n.process];
             let (mut state, restarts, _) = if p.host == self.host {
                 proc_state(&p.name)
@@ -249,7 +299,6 @@ impl Collector {
             }
             let in_rate = d["in_rate"].as_f64().unwrap_or(0.0);
             let out_rate = d["out_rate"].as_f64().unwrap_or(0.0);
-            push(&mut self.node_hist[i], in_rate.max(out_rate));
             let ports: Vec<Value> = ptmp_graph::ports(n.kind)
                 .unwrap_or(&[])
                 .iter()
@@ -290,8 +339,6 @@ impl Collector {
             };
             let lost = sum("recv", "lost");
             let errors = sum("recv", "errors");
-            push(&mut self.edge_hist[i].0, rate);
-            push(&mut self.edge_hist[i].1, lost);
             let side = |v: &[ptmp_graph::PortRef]| -> Vec<Value> {
                 v.iter()
                     .map(|r| json!({"node": g.nodes[r.node].name, "port": r.port}))
@@ -311,7 +358,6 @@ impl Collector {
                 "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
             }));
         }
-        push(&mut self.times, (t * 10.0).round() / 10.0);
         let hosts: Vec<Value> = g
             .hosts
             .iter()
@@ -323,20 +369,5 @@ impl Collector {
             "hosts": hosts, "processes": processes, "nodes": nodes, "edges": edges,
         });
         (state, rows)
-    }
-
-    /// The history of the last [`HISTORY`] updates: `{"t": [seconds since
-    /// the monitor started], "edges": {id: {"rate": [...], "lost":
-    /// [...]}}, "nodes": {name: {"rate": [...]}}}`.
-    pub fn history(&self) -> Value {
-        let mut edges = Map::new();
-        for (i, (r, l)) in self.edge_hist.iter().enumerate() {
-            edges.insert(format!("e{i}"), json!({"rate": r, "lost": l}));
-        }
-        let mut nodes = Map::new();
-        for (i, r) in self.node_hist.iter().enumerate() {
-            nodes.insert(self.graph.nodes[i].name.clone(), json!({"rate": r}));
-        }
-        json!({"t": self.times, "edges": edges, "nodes": nodes})
     }
 }

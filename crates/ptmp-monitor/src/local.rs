@@ -1,0 +1,274 @@
+//! The state of the agents of this very process (`ptmp run CONFIG
+//! --http`): no graph and no run directory, so the shape comes from the
+//! configuration (each agent's sockets, by the keys of its `data`) and
+//! the figures from the live socket counters of this process. An edge is
+//! an address: its senders are the sockets that send to it, its receivers
+//! those that receive from it.
+
+use crate::state::{Gather, SocketRow};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+struct Port {
+    key: String,
+    send: bool,
+    endpoints: Vec<String>,
+    stype: String,
+}
+
+struct Agent {
+    name: String,
+    kind: String,
+    ports: Vec<Port>,
+}
+
+/// The agents of one ptmper configuration, watched in this process.
+pub struct Local {
+    name: String,
+    agents: Vec<Agent>,
+    started: Instant,
+}
+
+fn walk(path: &str, v: &Value, out: &mut Vec<Port>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(s) = m.get("socket").filter(|s| s.is_object()) {
+                let stype = s["type"].as_str().unwrap_or("").to_ascii_uppercase();
+                let endpoints: Vec<String> = ["bind", "connect"]
+                    .iter()
+                    .flat_map(|k| match &s[*k] {
+                        Value::String(a) => vec![a.clone()],
+                        Value::Array(a) => a
+                            .iter()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect(),
+                        _ => vec![],
+                    })
+                    .collect();
+                let send = match stype.as_str() {
+                    "PUB" | "PUSH" | "XPUB" | "STREAM" => true,
+                    "PAIR" => path.contains("out"),
+                    _ => false,
+                };
+                out.push(Port {
+                    key: path.to_string(),
+                    send,
+                    endpoints,
+                    stype,
+                });
+                return;
+            }
+            for (k, x) in m {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                walk(&p, x, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                walk(&format!("{path}[{i}]"), x, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn scheme(address: &str) -> &str {
+    address.split("://").next().unwrap_or("")
+}
+
+impl Local {
+    /// Watch the agents of ptmper configuration `config` (PTMP's `{name,
+    /// proxies: [{name, type, data}]}`, already evaluated).
+    pub fn new(config: &Value) -> Local {
+        let mut agents = Vec::new();
+        for (i, p) in config["proxies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let mut ports = Vec::new();
+            walk("", &p["data"], &mut ports);
+            agents.push(Agent {
+                name: p["name"]
+                    .as_str()
+                    .map_or_else(|| format!("proxies[{i}]"), str::to_string),
+                kind: p["type"].as_str().unwrap_or("?").to_string(),
+                ports,
+            });
+        }
+        Local {
+            name: config["name"].as_str().unwrap_or("ptmp run").to_string(),
+            agents,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Gather for Local {
+    fn gather(&mut self) -> (Value, Vec<SocketRow>) {
+        let docs = ptmp_graph::status::sockets();
+        // Every address, numbered in order, is an edge.
+        let mut addrs: BTreeMap<&str, usize> = BTreeMap::new();
+        for a in &self.agents {
+            for p in &a.ports {
+                for e in &p.endpoints {
+                    let n = addrs.len();
+                    addrs.entry(e.as_str()).or_insert(n);
+                }
+            }
+        }
+        // Sockets to ports: same direction and endpoints, in order.
+        let mut used: Vec<Vec<bool>> = self
+            .agents
+            .iter()
+            .map(|a| vec![false; a.ports.len()])
+            .collect();
+        let mut rows = Vec::new();
+        // (agent, port) -> the socket documents it owns.
+        let mut owned: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        for (k, d) in docs.iter().enumerate() {
+            let send = d["dir"] == "send";
+            let eps: Vec<&str> = d["endpoints"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let mut row = SocketRow {
+                process: self.name.clone(),
+                host: "localhost".into(),
+                index: k,
+                direction: if send { "send" } else { "recv" }.into(),
+                doc: d.clone(),
+                ..Default::default()
+            };
+            let mut hit = None;
+            'find: for (ai, a) in self.agents.iter().enumerate() {
+                for (pi, p) in a.ports.iter().enumerate() {
+                    if !used[ai][pi] && p.send == send && p.endpoints == eps {
+                        hit = Some((ai, pi));
+                        break 'find;
+                    }
+                }
+            }
+            if let Some((ai, pi)) = hit {
+                used[ai][pi] = true;
+                owned.entry((ai, pi)).or_default().push(k);
+                let p = &self.agents[ai].ports[pi];
+                row.node = self.agents[ai].name.clone();
+                row.port = p.key.clone();
+                if let Some(e) = p.endpoints.first() {
+                    row.edge = format!("e{}", addrs[e.as_str()]);
+                    row.transport = scheme(e).to_string();
+                }
+            }
+            rows.push(row);
+        }
+        let fsum = |ks: &[usize], key: &str| -> f64 {
+            // Plus 0.0: an empty sum of floats is -0.0.
+            ks.iter()
+                .map(|&k| docs[k][key].as_f64().unwrap_or(0.0))
+                .sum::<f64>()
+                + 0.0
+        };
+        let mut nodes = Vec::new();
+        for (ai, a) in self.agents.iter().enumerate() {
+            let mut ins = vec![];
+            let mut outs = vec![];
+            for (pi, p) in a.ports.iter().enumerate() {
+                let ks = owned.get(&(ai, pi)).cloned().unwrap_or_default();
+                if p.send {
+                    outs.extend(ks);
+                } else {
+                    ins.extend(ks);
+                }
+            }
+            let ports: Vec<Value> = a
+                .ports
+                .iter()
+                .map(|p| json!({"name": p.key, "dir": if p.send { "out" } else { "in" }}))
+                .collect();
+            nodes.push(json!({
+                "name": a.name, "kind": a.kind, "process": self.name, "host": "localhost",
+                "state": "running", "restarts": 0,
+                "in": fsum(&ins, "messages") as u64, "out": fsum(&outs, "messages") as u64,
+                "in_rate": fsum(&ins, "rate"), "out_rate": fsum(&outs, "rate"), "ports": ports,
+            }));
+        }
+        let mut edges = Vec::new();
+        let mut by_index: Vec<(&str, usize)> = addrs.iter().map(|(a, n)| (*a, *n)).collect();
+        by_index.sort_by_key(|x| x.1);
+        for (addr, n) in by_index {
+            let mut from = vec![];
+            let mut to = vec![];
+            let mut senders = vec![];
+            let mut receivers = vec![];
+            let mut pattern = "pair";
+            for (ai, a) in self.agents.iter().enumerate() {
+                for (pi, p) in a.ports.iter().enumerate() {
+                    if !p.endpoints.iter().any(|e| e == addr) {
+                        continue;
+                    }
+                    let r = json!({"node": a.name, "port": p.key});
+                    let ks = owned.get(&(ai, pi)).cloned().unwrap_or_default();
+                    if p.send {
+                        from.push(r);
+                        senders.extend(ks);
+                        pattern = match p.stype.as_str() {
+                            "PUB" | "XPUB" => "pubsub",
+                            "PUSH" => "pushpull",
+                            _ => pattern,
+                        };
+                    } else {
+                        to.push(r);
+                        receivers.extend(ks);
+                    }
+                }
+            }
+            let lat = |q: &str| -> Value {
+                receivers
+                    .iter()
+                    .filter_map(|&k| docs[k]["latency_us"][q].as_u64())
+                    .max()
+                    .map_or(Value::Null, Value::from)
+            };
+            let rate = if senders.is_empty() {
+                fsum(&receivers, "rate")
+            } else {
+                fsum(&senders, "rate")
+            };
+            edges.push(json!({
+                "id": format!("e{n}"), "pattern": pattern, "transport": scheme(addr),
+                "addresses": [addr], "from": from, "to": to,
+                "sent": fsum(&senders, "messages") as u64,
+                "received": fsum(&receivers, "messages") as u64,
+                "bytes": fsum(&senders, "bytes") as u64,
+                "rate": (rate * 10.0).round() / 10.0,
+                "byte_rate": fsum(&senders, "byte_rate").round(),
+                "lost": fsum(&receivers, "lost") as u64,
+                "errors": fsum(&receivers, "errors") as u64,
+                "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
+            }));
+        }
+        let t = self.started.elapsed().as_secs_f64();
+        let state = json!({
+            "graph": self.name, "host": "localhost",
+            "time_us": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_micros() as u64)
+                .unwrap_or(0),
+            "uptime_s": (t * 10.0).round() / 10.0,
+            "hosts": [{"name": "localhost", "address": "127.0.0.1"}],
+            "processes": [{"name": self.name, "host": "localhost", "state": "running",
+                           "restarts": 0, "pid": std::process::id()}],
+            "nodes": nodes, "edges": edges,
+        });
+        (state, rows)
+    }
+}
