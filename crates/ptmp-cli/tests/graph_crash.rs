@@ -221,7 +221,8 @@ fn a_killed_supervisor_leaves_nothing_the_next_run_reads() {
 /// Four supervisors of one run directory started at the same moment:
 /// exactly one runs the graph to its end; each other is refused with exit
 /// status 1, naming the winner's pid, and takes nothing of its run away
-/// (the winner's sink gets every set).
+/// (the winner's sink gets every set). The run's end removes its ipc
+/// socket files.
 #[test]
 fn of_supervisors_started_together_exactly_one_runs() {
     let d = tempfile::tempdir().unwrap();
@@ -263,8 +264,10 @@ fn of_supervisors_started_together_exactly_one_runs() {
     }
     let counts: Vec<u64> = sets(&out).iter().map(|s| s.count as u64).collect();
     assert_eq!(counts, (0..n).collect::<Vec<_>>());
+    // The winner's clean end leaves no pid file, ring or ipc socket file.
     assert!(!rd.join("supervisor.pid").exists());
     assert_eq!(shm_rings(&name), Vec::<String>::new());
+    assert_eq!(sockets_left(&rd), Vec::<String>::new());
 }
 
 /// A cycle of data edges is refused by check and run (exit 2, naming the

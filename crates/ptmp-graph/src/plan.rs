@@ -300,7 +300,8 @@ impl Plan {
 /// set's (`detid`, `count`) names it. Workers, proxies and sinks fed that
 /// way drop sets they have seen before (`dedup`): a restarted reader or
 /// source delivers some again. Other agents make sets of their own (a
-/// window, a replay of a file), whose numbers need not be unique.
+/// window, a replay of a file), whose numbers need not be unique; and when
+/// two sources send the same `detid`, no number names one set.
 pub fn counted_streams(g: &Graph) -> Vec<bool> {
     let n = g.nodes.len();
     let mut feeders = vec![Vec::new(); n];
@@ -311,6 +312,15 @@ pub fn counted_streams(g: &Graph) -> Vec<bool> {
     {
         for t in &e.to {
             feeders[t.node].extend(e.from.iter().map(|f| f.node));
+        }
+    }
+    // Two sources sending the same detid would number the same sets:
+    // then nothing is judged by its number.
+    let mut detids = std::collections::BTreeSet::new();
+    for node in g.nodes.iter().filter(|x| x.kind == Kind::Source) {
+        let d = node.data.get("detid").and_then(Value::as_u64).unwrap_or(0);
+        if !detids.insert(d) {
+            return (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
         }
     }
     let passes = |k: usize| matches!(g.nodes[k].kind, Kind::Worker | Kind::Proxy);

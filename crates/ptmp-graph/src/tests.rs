@@ -423,3 +423,56 @@ fn the_run_directory_lock_is_exclusive_and_notices_a_dead_holder() {
         me.to_string()
     );
 }
+
+#[test]
+fn only_receivers_of_uniquely_numbered_streams_drop_repeats() {
+    let dedup = |p: &Plan, proc_: usize| p.configs[proc_]["proxies"][0]["data"]["dedup"].clone();
+    // src -> w -> snk: w and snk drop repeats, and both see whole streams.
+    let g = Graph::parse(&chain(), "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
+    assert_eq!((dedup(&p, 1), dedup(&p, 2)), (json!(true), json!(true)));
+    assert_eq!(crate::plan::whole_streams(&g), vec![true, true, true]);
+    // A user's own setting is kept.
+    let v = edit(|v| v["nodes"][2]["data"] = json!({"dedup": false}));
+    let p = Plan::make(&Graph::parse(&v, "x").unwrap(), Path::new("/tmp/x")).unwrap();
+    assert_eq!(dedup(&p, 2), json!(false));
+    // Two sources with the same detid: numbers name no single set.
+    let v = json!({
+        "name": "two",
+        "nodes": [
+            {"name": "a", "type": "source"},
+            {"name": "b", "type": "source"},
+            {"name": "snk", "type": "sink"}
+        ],
+        "edges": [{"from": ["a.out", "b.out"], "to": "snk.in", "pattern": "pushpull"}]
+    });
+    let p = Plan::make(&Graph::parse(&v, "x").unwrap(), Path::new("/tmp/x")).unwrap();
+    assert_eq!(dedup(&p, 2), Value::Null);
+    // Distinct detids: the sink drops repeats.
+    let mut v = v;
+    v["nodes"][1]["data"] = json!({"detid": 1});
+    let p = Plan::make(&Graph::parse(&v, "x").unwrap(), Path::new("/tmp/x")).unwrap();
+    assert_eq!(dedup(&p, 2), json!(true));
+    // Behind a round-robin fan-out: repeats are still dropped, but the
+    // workers see shares, and the sink is not judged whole (conservative:
+    // its feeders are not).
+    let v = json!({
+        "name": "fan",
+        "nodes": [
+            {"name": "src", "type": "source"},
+            {"name": "w1", "type": "worker"},
+            {"name": "w2", "type": "worker"},
+            {"name": "snk", "type": "sink"}
+        ],
+        "edges": [
+            {"from": "src.out", "to": ["w1.in", "w2.in"], "pattern": "pushpull"},
+            {"from": ["w1.out", "w2.out"], "to": "snk.in", "pattern": "pushpull"}
+        ]
+    });
+    let g = Graph::parse(&v, "x").unwrap();
+    assert_eq!(crate::plan::counted_streams(&g), vec![true; 4]);
+    assert_eq!(
+        crate::plan::whole_streams(&g),
+        vec![true, false, false, false]
+    );
+}
