@@ -417,8 +417,7 @@ void ptmp_tpset_clear(struct ptmp_tpset *tpset);
  * the port the system chose (e.g. `tcp://127.0.0.1:41234`), or NULL if it
  * bound fewer. The string belongs to the handle and lives as long as it.
  *
- * Thread-safety: any thread while the handle lives (it only reads what
- * was fixed when the socket was made).
+ * Thread-safety: one thread at a time per sender, as its other calls.
  *
  * # Safety
  * `sender` is NULL or a live handle from `ptmp_sender_new`.
@@ -428,7 +427,7 @@ const char *ptmp_sender_endpoint(const struct ptmp_sender *sender, size_t index)
 /**
  * The `index`th address the receiver bound, as `ptmp_sender_endpoint`.
  *
- * Thread-safety: any thread while the handle lives.
+ * Thread-safety: one thread at a time per receiver, as its other calls.
  *
  * # Safety
  * `receiver` is NULL or a live handle from `ptmp_receiver_new`.

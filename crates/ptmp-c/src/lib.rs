@@ -536,8 +536,7 @@ fn c_strings(v: &[String]) -> Vec<CString> {
 /// the port the system chose (e.g. `tcp://127.0.0.1:41234`), or NULL if it
 /// bound fewer. The string belongs to the handle and lives as long as it.
 ///
-/// Thread-safety: any thread while the handle lives (it only reads what
-/// was fixed when the socket was made).
+/// Thread-safety: one thread at a time per sender, as its other calls.
 ///
 /// # Safety
 /// `sender` is NULL or a live handle from `ptmp_sender_new`.
@@ -555,7 +554,7 @@ pub unsafe extern "C" fn ptmp_sender_endpoint(
 
 /// The `index`th address the receiver bound, as `ptmp_sender_endpoint`.
 ///
-/// Thread-safety: any thread while the handle lives.
+/// Thread-safety: one thread at a time per receiver, as its other calls.
 ///
 /// # Safety
 /// `receiver` is NULL or a live handle from `ptmp_receiver_new`.

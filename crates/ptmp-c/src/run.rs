@@ -6,7 +6,7 @@ use crate::{PTMP_ERR_CONFIG, PTMP_ERR_IO, PTMP_ERR_RUN, PTMP_OK, PTMP_TIMEOUT};
 use ptmp_agents::ptmper::{self, RunConfig};
 use std::ffi::{c_char, c_int, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -51,11 +51,17 @@ type RunResult = Result<(), Fail>;
 #[allow(non_camel_case_types)]
 pub struct ptmp_run {
     stop: Arc<AtomicBool>,
+    // Behind a lock so `ptmp_run_stop` may share the handle with a waiter.
+    state: Mutex<RunState>,
+}
+
+/// The agents' thread until it is joined, then how it ended.
+struct RunState {
     thread: Option<JoinHandle<RunResult>>,
     done: Option<(c_int, String)>,
 }
 
-impl ptmp_run {
+impl RunState {
     /// Joins the thread if it has ended (or `block`), keeping its outcome.
     fn reap(&mut self, block: bool) {
         if let Some(t) = self.thread.take_if(|t| block || t.is_finished()) {
@@ -71,7 +77,10 @@ impl ptmp_run {
 impl Drop for ptmp_run {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        self.reap(true);
+        self.state
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .reap(true);
     }
 }
 
@@ -129,8 +138,10 @@ pub unsafe extern "C" fn ptmp_run_start(
             .map_err(|e| Fail(PTMP_ERR_RUN, format!("cannot start a thread: {e}")))?;
         let h = Box::new(ptmp_run {
             stop,
-            thread: Some(thread),
-            done: None,
+            state: Mutex::new(RunState {
+                thread: Some(thread),
+                done: None,
+            }),
         });
         // SAFETY: as above; the box goes back through `ptmp_run_free`.
         unsafe { *out = Box::into_raw(h) };
@@ -175,21 +186,22 @@ pub unsafe extern "C" fn ptmp_run_stop(run: *const ptmp_run) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ptmp_run_wait(run: *mut ptmp_run, timeout_ms: c_int) -> c_int {
     guard("ptmp_run_wait", || {
-        // SAFETY: the caller promises NULL or a live handle, waited on by
-        // this thread alone; `ptmp_run_stop` from others touches only the
-        // atomic flag.
-        let h = unsafe { run.as_mut() }.ok_or_else(|| null("run"))?;
+        // SAFETY: the caller promises NULL or a live handle; it is only
+        // shared (the state is behind its lock, the stop flag atomic).
+        let h = unsafe { run.as_ref() }.ok_or_else(|| null("run"))?;
         let limit = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
         let t0 = Instant::now();
         loop {
-            h.reap(false);
-            if let Some((code, msg)) = &h.done {
+            let mut st = h.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.reap(false);
+            if let Some((code, msg)) = &st.done {
                 return if *code == PTMP_OK {
                     Ok(PTMP_OK)
                 } else {
                     Err(Fail(*code, msg.clone()))
                 };
             }
+            drop(st);
             if limit.is_some_and(|l| t0.elapsed() >= l) {
                 return Ok(PTMP_TIMEOUT);
             }

@@ -41,6 +41,8 @@ pub struct ptmp_shm_writer {
     // the writer.
     loan: Option<Loan<'static>>,
     writer: *mut Writer,
+    // Kept here so it can be read while a loan borrows the writer.
+    max_message: usize,
 }
 
 impl Drop for ptmp_shm_writer {
@@ -119,6 +121,7 @@ pub unsafe extern "C" fn ptmp_shm_writer_new(
         let w = Writer::create(name, cfg)?;
         let h = Box::new(ptmp_shm_writer {
             loan: None,
+            max_message: w.max_message(),
             writer: Box::into_raw(Box::new(w)),
         });
         // SAFETY: as above; the box goes back through `ptmp_shm_writer_free`.
@@ -268,11 +271,8 @@ pub unsafe extern "C" fn ptmp_shm_writer_publish(
 /// `writer` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn ptmp_shm_writer_max_message(writer: *const ptmp_shm_writer) -> usize {
-    // SAFETY: the caller promises NULL or a live handle; the writer is only
-    // read, and a loan never changes `max_message`.
-    unsafe { writer.as_ref() }
-        // SAFETY: the pointer is live for the handle's life.
-        .map_or(0, |h| unsafe { &*h.writer }.max_message())
+    // SAFETY: the caller promises NULL or a live handle.
+    unsafe { writer.as_ref() }.map_or(0, |h| h.max_message)
 }
 
 /// Gives up an open loan (unpublished), leaves the channel (its file stays
