@@ -73,7 +73,7 @@ pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
 /// Numbers sent in the last moments before the crash may be sent again;
 /// the nodes downstream drop those they already had (`dedup`). Records
 /// the starts, with our pid, for the next restart.
-fn continue_counts(plan: &PartPlan, config: &mut Value) {
+pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     let seq = sequence_file(&plan.run_dir, &plan.process);
     let before: Value = std::fs::read(&seq)
         .ok()

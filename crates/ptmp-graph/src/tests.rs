@@ -476,3 +476,54 @@ fn only_receivers_of_uniquely_numbered_streams_drop_repeats() {
         vec![true, false, false, false]
     );
 }
+
+#[test]
+fn a_restarted_part_continues_its_sources_counts() {
+    use crate::part::{continue_counts, sequence_file, PartPlan};
+    let d = tempfile::tempdir().unwrap();
+    let plan = PartPlan {
+        graph: "t".into(),
+        process: "front".into(),
+        run_dir: d.path().to_path_buf(),
+        config: json!({"name": "t/front", "proxies": [
+            {"name": "src", "type": "source", "data": {"count": 100}},
+            {"name": "w", "type": "worker", "data": {}}
+        ]}),
+    };
+    let first = |c: &Value| c["proxies"][0]["data"]["first_count"].clone();
+    let me = std::process::id() as i64;
+    // The first start: from 0, recorded with our pid; workers untouched.
+    let mut c = plan.config.clone();
+    continue_counts(&plan, &mut c);
+    assert_eq!(first(&c), json!(0));
+    assert!(c["proxies"][1]["data"].get("first_count").is_none());
+    let seq: Value =
+        serde_json::from_slice(&std::fs::read(sequence_file(d.path(), "front")).unwrap()).unwrap();
+    assert_eq!(seq["src"], json!({"first": 0, "pid": me}));
+    // That life's last status said 40 sent: the next starts at 40.
+    let sfile = crate::status::status_file(d.path(), "front");
+    std::fs::create_dir_all(sfile.parent().unwrap()).unwrap();
+    let st = |pid: i64, out: u64| {
+        json!({"pid": pid, "nodes": [{"name": "src", "in": 0, "out": out}]}).to_string()
+    };
+    std::fs::write(&sfile, st(me, 40)).unwrap();
+    let mut c = plan.config.clone();
+    continue_counts(&plan, &mut c);
+    assert_eq!(first(&c), json!(40));
+    // The status is of a life older than the one recorded (the last died
+    // before its first status): start where the last started.
+    std::fs::write(&sfile, st(1, 25)).unwrap();
+    let mut c = plan.config.clone();
+    continue_counts(&plan, &mut c);
+    assert_eq!(first(&c), json!(40));
+    // A first_count of the node's own is where a first start begins.
+    std::fs::remove_file(sequence_file(d.path(), "front")).unwrap();
+    let mut p2 = PartPlan {
+        config: plan.config.clone(),
+        ..plan
+    };
+    p2.config["proxies"][0]["data"]["first_count"] = json!(7);
+    let mut c = p2.config.clone();
+    continue_counts(&p2, &mut c);
+    assert_eq!(first(&c), json!(7));
+}
