@@ -21,10 +21,18 @@
 //!   (6 s with the defaults). Without that check multicast DNS would keep
 //!   it for its record lifetime, 120 s.
 //!
+//! A socket config may name a peer's port instead of its address,
+//! `"connect": ["name://apa1-tcs/out"]`: [`resolve_config`] fills in the
+//! addresses, and a [`NamedReceiver`] also follows a peer that comes back
+//! elsewhere.
+//!
 //! Nothing here starts by itself: presence is on only where a program
 //! makes a [`Discovery`].
 
+mod named;
 mod txt;
+
+pub use named::{names_in, parse_name, resolve_config, NamedReceiver, NAME_SCHEME};
 
 pub use txt::{name_problem, sign, signature_ok, signed_text, MAX_NAME_BYTES, MAX_TXT_BYTES};
 pub use txt::{MAX_FIELD_BYTES, TXT_VERSION};
@@ -66,6 +74,9 @@ pub enum Error {
         /// Where this one would have been.
         ours: String,
     },
+    /// A socket made for a named peer failed.
+    #[error("discovery: socket: {0}")]
+    Socket(String),
     /// No peer announced the name within the time given.
     #[error("discovery: no peer announced {name} in group {group:?} within {waited:?}")]
     NotFound {
@@ -407,9 +418,11 @@ impl Discovery {
     }
 
     /// Announces `node`'s ports. First listens until [`Config::settle`]
-    /// has passed since the start, then refuses (with both locations) a
-    /// port whose name a peer of the group already announces. The
-    /// announcements last as long as the returned handle.
+    /// has passed since the start; a port whose name a peer of the group
+    /// already announces is checked again, and refused (with both
+    /// locations) if that peer answers within [`Config::liveness_timeout`],
+    /// taken over if it does not (a process that died and is replaced).
+    /// The announcements last as long as the returned handle.
     pub fn announce(&self, node: &str, ports: &[PortSpec]) -> Result<Announcement> {
         if let Some(p) = name_problem("node", node) {
             return Err(Error::Config(p));
@@ -454,20 +467,46 @@ impl Discovery {
         // Listen long enough to have heard the peers already present.
         let settle_left = self.config.settle.saturating_sub(self.started.elapsed());
         std::thread::sleep(settle_left);
-        {
-            let t = self.shared.lock();
-            for (spec, _) in &infos {
-                if let Some(p) = t
-                    .peers
-                    .values()
-                    .find(|p| p.node == node && p.port == spec.name)
-                {
+        // A holder of one of our names may be a process that died without
+        // a goodbye (the one this process replaces, say): ask it again, and
+        // take the name over if it does not answer in time.
+        let holders = |t: &Table| -> Vec<Peer> {
+            t.peers
+                .values()
+                .filter(|p| p.node == node && infos.iter().any(|(s, _)| s.name == p.port))
+                .cloned()
+                .collect()
+        };
+        let present = holders(&self.shared.lock());
+        for p in &present {
+            let _ = self
+                .daemon
+                .verify(p.instance.clone(), self.config.liveness_timeout);
+        }
+        if !present.is_empty() {
+            let deadline = Instant::now() + self.config.liveness_timeout + Duration::from_secs(1);
+            let mut t = self.shared.lock();
+            loop {
+                let still = holders(&t);
+                let Some(p) = still.first() else { break };
+                let now = Instant::now();
+                if now >= deadline {
+                    let spec = infos.iter().find(|(s, _)| s.name == p.port).map(|x| x.0);
                     return Err(Error::Duplicate {
-                        name: format!("{node}/{}", spec.name),
+                        name: p.name(),
                         existing: p.location(),
-                        ours: format!("{} on {host} (pid {pid})", spec.address),
+                        ours: format!(
+                            "{} on {host} (pid {pid})",
+                            spec.map_or("", |s| s.address.as_str())
+                        ),
                     });
                 }
+                t = self
+                    .shared
+                    .changed
+                    .wait_timeout(t, deadline - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
         }
         let tag = unique_tag();

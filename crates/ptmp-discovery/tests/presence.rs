@@ -8,7 +8,7 @@
 //! `PTMP_DISC_ROLE` set it is one of the processes a test starts. Needs
 //! root and `ip` (iproute2); without them the tests are skipped with a note.
 
-use ptmp_discovery::{sign, Config, Discovery, Event, PortSpec, SERVICE_TYPE};
+use ptmp_discovery::{sign, Config, Discovery, Event, NamedReceiver, PortSpec, SERVICE_TYPE};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -118,6 +118,36 @@ fn role_raw() {
     daemon.register(info).unwrap();
     println!("registered");
     wait_stdin_closed();
+}
+
+/// Sends numbered TPSets (from FIRST on, one every 20 ms) from a PUSH
+/// socket bound on 127.0.0.1:TCP, announced as NODE's port `out`.
+fn role_sendann() {
+    let d = Discovery::start(config_from_env()).unwrap();
+    let node = std::env::var("NODE").unwrap();
+    let addr = format!("tcp://127.0.0.1:{}", std::env::var("TCP").unwrap());
+    let cfg =
+        ptmp::SocketConfig::new(ptmp::SocketType::Push, ptmp::Attach::Bind, &[&addr]).unwrap();
+    let mut tx = ptmp::Sender::new(cfg).unwrap();
+    let _a = d
+        .announce(
+            &node,
+            &[PortSpec {
+                name: "out".into(),
+                address: addr,
+            }],
+        )
+        .unwrap();
+    println!("announced");
+    let first: u32 = std::env::var("FIRST").unwrap().parse().unwrap();
+    for i in first.. {
+        let t = ptmp::TPSet {
+            count: i,
+            ..Default::default()
+        };
+        tx.send(&t).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Prints events and counter changes, one a line, until stdin closes.
@@ -497,6 +527,79 @@ fn duplicate_name_refused() {
     }
 }
 
+/// A receiver whose config names its peer (`name://src/out`) finds it,
+/// follows it when it is killed and started again at another address, and
+/// loses nothing that had reached it; a name that never appears is an
+/// error after the timeout, naming it.
+fn connect_by_name_follows_a_moved_peer() {
+    let d = Discovery::start(Config::default()).unwrap();
+    let err = NamedReceiver::new(
+        &d,
+        r#"{"socket": {"type": "PULL", "connect": ["name://ghost/out"]}}"#,
+        Duration::from_millis(500),
+    )
+    .err()
+    .expect("no such peer")
+    .to_string();
+    assert!(err.contains("ghost/out"), "{err}");
+
+    let mut a = Proc::start(
+        None,
+        "sendann",
+        &[("NODE", "src"), ("TCP", "7201"), ("FIRST", "0")],
+    );
+    let mut r = NamedReceiver::new(
+        &d,
+        r#"{"socket": {"type": "PULL", "connect": ["name://src/out"]}}"#,
+        JOIN_LIMIT,
+    )
+    .unwrap();
+    assert_eq!(r.peers()[0].endpoint(), "tcp://127.0.0.1:7201");
+    let mut got = Vec::new();
+    while got.len() < 10 {
+        let t = r
+            .recv(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("from the first sender");
+        got.push(t.count);
+    }
+    a.kill9();
+    // Started again at once, elsewhere: it takes the name over from the
+    // dead one, which does not answer.
+    let b = Proc::start(
+        None,
+        "sendann",
+        &[("NODE", "src"), ("TCP", "7202"), ("FIRST", "1000")],
+    );
+    b.expect("announced", Duration::from_secs(15));
+    let mut from_b = Vec::new();
+    while from_b.len() < 10 {
+        let t = r
+            .recv(Some(Duration::from_secs(15)))
+            .unwrap()
+            .expect("from the second sender");
+        if t.count >= 1000 {
+            from_b.push(t.count);
+        } else {
+            got.push(t.count);
+        }
+    }
+    println!(
+        "first sender: {} received before its death; second: {:?}",
+        got.len(),
+        &from_b[..3]
+    );
+    let want: Vec<u32> = (0..got.len() as u32).collect();
+    assert_eq!(
+        got, want,
+        "what reached the receiver from the dead sender, in order, none lost"
+    );
+    assert_eq!(from_b, (1000..1010).collect::<Vec<u32>>());
+    assert_eq!(r.moves(), 1);
+    assert_eq!(r.peers()[0].pid, b.child.id());
+    assert_eq!(r.peers()[0].endpoint(), "tcp://127.0.0.1:7202");
+}
+
 // ------------------------------------------------------- namespaces, runner
 
 fn sh(args: &[&str]) -> bool {
@@ -597,6 +700,10 @@ const TESTS: &[(&str, fn())] = &[
         hostile_announcements_counted_and_ignored,
     ),
     ("duplicate_name_refused", duplicate_name_refused),
+    (
+        "connect_by_name_follows_a_moved_peer",
+        connect_by_name_follows_a_moved_peer,
+    ),
 ];
 
 fn main() {
@@ -605,6 +712,7 @@ fn main() {
             "announce" => role_announce(),
             "raw" => role_raw(),
             "watch" => role_watch(),
+            "sendann" => role_sendann(),
             r => panic!("unknown role {r}"),
         }
         return;
