@@ -159,8 +159,8 @@ fn event_line(e: &Event) -> String {
 
 fn counters_line(c: &Counters) -> String {
     format!(
-        "ignored announcements: malformed {} forged {} oversized {} other-group {} duplicate {}",
-        c.malformed, c.forged, c.oversized, c.other_group, c.duplicates
+        "ignored announcements: malformed {} forged {} oversized {} other-group {} duplicate {} table-full {}",
+        c.malformed, c.forged, c.oversized, c.other_group, c.duplicates, c.table_full
     )
 }
 

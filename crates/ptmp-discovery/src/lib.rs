@@ -110,6 +110,10 @@ pub struct Config {
     /// the [`Discovery`], before it claims a name, so that a name already
     /// present is seen and refused.
     pub settle: Duration,
+    /// The most ports listed at once; announcements beyond are counted
+    /// ([`Counters::table_full`]) and ignored, so a flood of made-up
+    /// names cannot exhaust memory.
+    pub max_peers: usize,
 }
 
 impl Default for Config {
@@ -120,6 +124,7 @@ impl Default for Config {
             liveness: Duration::from_secs(3),
             liveness_timeout: Duration::from_secs(2),
             settle: Duration::from_millis(1500),
+            max_peers: 4096,
         }
     }
 }
@@ -253,6 +258,9 @@ pub struct Counters {
     pub other_group: u64,
     /// Newcomers refused because their name was already present.
     pub duplicates: u64,
+    /// Well-formed announcements ignored because [`Config::max_peers`]
+    /// ports were listed already.
+    pub table_full: u64,
 }
 
 #[derive(Default)]
@@ -262,6 +270,7 @@ struct AtomicCounters {
     oversized: AtomicU64,
     other_group: AtomicU64,
     duplicates: AtomicU64,
+    table_full: AtomicU64,
 }
 
 #[derive(Default)]
@@ -382,6 +391,7 @@ impl Discovery {
             oversized: c.oversized.load(Ordering::Relaxed),
             other_group: c.other_group.load(Ordering::Relaxed),
             duplicates: c.duplicates.load(Ordering::Relaxed),
+            table_full: c.table_full.load(Ordering::Relaxed),
         }
     }
 
@@ -659,6 +669,13 @@ impl Worker {
         }
         if t.refused.contains_key(&peer.instance) {
             t.refused.insert(peer.instance.clone(), peer);
+            return;
+        }
+        if t.peers.len() + t.refused.len() >= self.config.max_peers {
+            self.shared
+                .counters
+                .table_full
+                .fetch_add(1, Ordering::Relaxed);
             return;
         }
         let holder = t.peers.values().find(|p| p.name() == peer.name()).cloned();

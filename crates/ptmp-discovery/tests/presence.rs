@@ -600,6 +600,35 @@ fn connect_by_name_follows_a_moved_peer() {
     assert_eq!(r.peers()[0].endpoint(), "tcp://127.0.0.1:7202");
 }
 
+/// Past `max_peers` listed ports, further announcements are counted and
+/// ignored (a flood of made-up names cannot exhaust memory).
+fn a_full_table_ignores_newcomers() {
+    let d = Discovery::start(Config {
+        max_peers: 1,
+        ..Config::default()
+    })
+    .unwrap();
+    let rx = d.subscribe();
+    let _a = Proc::start(
+        None,
+        "announce",
+        &[("NODE", "one"), ("PORTS", "out=tcp://*:7301")],
+    );
+    next_event(&rx, JOIN_LIMIT, |e| joined(e, "one/out")).expect("first listed");
+    let _b = Proc::start(
+        None,
+        "announce",
+        &[("NODE", "two"), ("PORTS", "out=tcp://*:7302")],
+    );
+    let deadline = Instant::now() + JOIN_LIMIT;
+    while d.counters().table_full == 0 {
+        assert!(Instant::now() < deadline, "the second was not counted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let names: Vec<String> = d.peers().iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["one/out"]);
+}
+
 // ------------------------------------------------------- namespaces, runner
 
 fn sh(args: &[&str]) -> bool {
@@ -703,6 +732,10 @@ const TESTS: &[(&str, fn())] = &[
     (
         "connect_by_name_follows_a_moved_peer",
         connect_by_name_follows_a_moved_peer,
+    ),
+    (
+        "a_full_table_ignores_newcomers",
+        a_full_table_ignores_newcomers,
     ),
 ];
 
