@@ -64,9 +64,42 @@ fn graph(dir: &Path) -> PathBuf {
     f
 }
 
+/// Two sources in one process, fanned in to a zipper that shares a
+/// process with a filter, and a sink: three processes, transports of
+/// several kinds, for the page's picture.
+fn merge_graph(dir: &Path) -> PathBuf {
+    let g = json!({
+        "name": format!("mon-merge-{}", std::process::id()),
+        "nodes": [
+            {"name": "link1", "type": "source", "data": {"rate": 200, "tps": 4, "detid": 1}},
+            {"name": "link2", "type": "source", "data": {"rate": 300, "tps": 4, "detid": 2}},
+            {"name": "zip", "type": "zipper", "data": {"sync_time": 1000}},
+            {"name": "pass", "type": "filter", "data": {"engine": "pass", "keep_detid": true}},
+            {"name": "sink", "type": "sink", "data": {}}
+        ],
+        "edges": [
+            {"from": ["link1.out", "link2.out"], "to": "zip.in", "pattern": "pushpull"},
+            {"from": "zip.out", "to": "pass.in", "pattern": "pushpull"},
+            {"from": "pass.out", "to": "sink.in", "pattern": "pushpull"}
+        ],
+        "processes": [
+            {"name": "sources", "nodes": ["link1", "link2"]},
+            {"name": "merge", "nodes": ["zip", "pass"]},
+            {"name": "sink", "nodes": ["sink"]}
+        ]
+    });
+    let f = dir.join("merge.json");
+    std::fs::write(&f, g.to_string()).unwrap();
+    f
+}
+
 fn start(extra: &[&str]) -> Run {
+    start_graph(graph, extra)
+}
+
+fn start_graph(make: fn(&Path) -> PathBuf, extra: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    let g = graph(dir.path());
+    let g = make(dir.path());
     let mut child = Command::new(PTMP)
         .args(["graph", "run"])
         .arg(&g)
@@ -701,7 +734,7 @@ fn page_in_headless_chromium() {
         eprintln!("SKIPPED page_in_headless_chromium: /usr/bin/chromium missing (Debian package chromium)");
         return;
     };
-    let r = start(&[]);
+    let r = start_graph(merge_graph, &[]);
     let profile = tempfile::tempdir().unwrap();
     let mut c = Command::new(chrome)
         .args([
@@ -711,7 +744,7 @@ fn page_in_headless_chromium() {
             "--no-first-run",
             "--hide-scrollbars",
             "--remote-debugging-port=0",
-            "--window-size=1300,900",
+            "--window-size=1300,800",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("about:blank")
@@ -795,9 +828,12 @@ fn page_in_headless_chromium() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(nodes, ["src", "pass", "sink"], "{last}");
+    let mut nodes = nodes.clone();
+    nodes.sort();
+    assert_eq!(nodes, ["link1", "link2", "pass", "sink", "zip"], "{last}");
     assert_eq!(last["conn"], "live", "{last}");
-    assert_eq!(last["rates"].as_array().unwrap().len(), 2, "{last}");
+    // One arrow per sender of the fan-in, one per other edge.
+    assert_eq!(last["rates"].as_array().unwrap().len(), 4, "{last}");
     // Let the sparklines grow a little, then take the picture.
     std::thread::sleep(Duration::from_secs(3));
     let shot = ws.call(

@@ -187,7 +187,7 @@ pub fn document(
 static SOCKET_SNAPS: Mutex<VecDeque<(Instant, Vec<Snapshot>)>> = Mutex::new(VecDeque::new());
 
 fn same_socket(a: &Snapshot, b: &Snapshot) -> bool {
-    a.dir == b.dir && a.endpoints == b.endpoints
+    a.id == b.id
 }
 
 fn round1(x: f64) -> f64 {

@@ -43,6 +43,7 @@ impl Dir {
 /// The counters of one socket, written by its owner only.
 #[derive(Debug)]
 pub struct SocketCounters {
+    id: u64,
     dir: Dir,
     endpoints: Vec<String>,
     messages: AtomicU64,
@@ -98,6 +99,9 @@ impl SocketCounters {
 /// What [`snapshot`] reads of one socket.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// A number unique to the socket within this process (two sockets may
+    /// share direction and endpoints).
+    pub id: u64,
     /// Sending or receiving.
     pub dir: Dir,
     /// The socket's configured endpoints (bind and connect), as written.
@@ -125,7 +129,9 @@ fn registry() -> &'static Mutex<Vec<Weak<SocketCounters>>> {
 
 /// Make and register the counters of a new socket.
 pub(crate) fn register(dir: Dir, endpoints: Vec<String>) -> Arc<SocketCounters> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let c = Arc::new(SocketCounters {
+        id: NEXT.fetch_add(1, Ordering::Relaxed),
         dir,
         endpoints,
         messages: AtomicU64::new(0),
@@ -149,6 +155,7 @@ pub fn snapshot(reset_max: bool) -> Vec<Snapshot> {
     r.iter()
         .filter_map(Weak::upgrade)
         .map(|c| Snapshot {
+            id: c.id,
             dir: c.dir,
             endpoints: c.endpoints.clone(),
             messages: c.messages.load(Ordering::Relaxed),

@@ -130,6 +130,7 @@ function draw(st) {
   for (const e of st.edges) {
     const colour = edgeColour(e);
     const width = 1.5 + Math.log10(1 + e.rate) * 1.2;
+    let labelled = false; // a fan-in or fan-out carries the edge's label once
     for (const f of e.from) for (const t of e.to) {
       const a = portXY(st, lay, f.node, f.port, true), b = portXY(st, lay, t.node, t.port, false);
       const back = b.x <= a.x;
@@ -141,7 +142,8 @@ function draw(st) {
         "data-edge": e.id, "data-rate": e.rate, "data-lost": e.lost }, svg);
       const mx = (a.x + b.x) / 2, my = (a.y + b.y) / 2 + (back ? ROW * 0.6 : 0) - 7;
       const label = `${e.pattern} ${e.transport} · ${fmt(e.rate)}/s` + (e.lost ? ` · lost ${fmt(e.lost)}` : "");
-      text(svg, mx, my, label, "edgelabel", "middle").setAttribute("data-edge-label", e.id);
+      if (!labelled) text(svg, mx, my, label, "edgelabel", "middle").setAttribute("data-edge-label", e.id);
+      labelled = true;
     }
   }
   st.nodes.forEach((n, i) => {
