@@ -564,3 +564,58 @@ fn over_zmq_a_restart_loses_only_what_it_held_and_says_how_many_per_edge() {
     );
     assert_eq!(reported, missing.len() as u64, "missing {missing:?}\n{e}");
 }
+
+/// The fault soak over shm (the default transports): source -> 2 workers
+/// -> sink, every process but the sink's killed or stopped at random for
+/// 6 s, at 1,000 sets a second, slow enough that a killed worker's input
+/// ring still holds what it had passed on when its successor attaches.
+/// Nothing is delivered twice (before restarts went on counting and
+/// receivers dropped repeats, this soak found 1,065 duplicates in 4 worker
+/// kills), the accounts balance and what is lost stays within the bound.
+#[test]
+fn the_shm_soak_with_kills_delivers_nothing_twice() {
+    let d = tempfile::tempdir().unwrap();
+    let rd = d.path().join("run");
+    let g = json!({
+        "name": format!("crash-soak-{}", std::process::id()),
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"rate": 1000}},
+            {"name": "w1", "type": "worker"},
+            {"name": "w2", "type": "worker"},
+            {"name": "snk", "type": "sink"}
+        ],
+        "edges": [
+            {"from": "src.out", "to": "w1.in", "pattern": "pushpull"},
+            {"from": "w1.out", "to": "w2.in", "pattern": "pushpull"},
+            {"from": "w2.out", "to": "snk.in", "pattern": "pushpull"}
+        ]
+    });
+    let f = write_graph(d.path(), &g);
+    let c = Command::new(PTMP)
+        .args(["graph", "soak"])
+        .arg(&f)
+        .arg("--run-dir")
+        .arg(&rd)
+        .args([
+            "--seconds",
+            "6",
+            "--every-ms",
+            "500",
+            "--start",
+            "3",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(c, Duration::from_secs(60));
+    let so = text(&o.stdout);
+    let r: Value = serde_json::from_str(so.lines().last().unwrap_or("{}")).unwrap_or_default();
+    let e = &r["end_to_end"];
+    assert!(r["faults"]["kills"].as_u64() > Some(0), "{so}");
+    assert_eq!(e["duplicated"], 0, "{so}");
+    assert!(e["sent"].as_u64() > Some(500), "{so}");
+    assert_eq!(r["ok"], true, "{so}\n{}", text(&o.stderr));
+    assert!(o.status.success(), "{so}");
+}
