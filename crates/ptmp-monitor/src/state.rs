@@ -371,3 +371,144 @@ impl Collector {
         (state, rows)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptmp_graph::status::{write_atomic, write_processes, ProcessState};
+
+    /// A fan-in from two nodes of one process, placed so both senders share
+    /// a process and an address: each socket must land on its own node.
+    #[test]
+    fn sockets_matched_to_edges_and_states_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = json!({
+            "name": "t",
+            "nodes": [
+                {"name": "a", "type": "source", "data": {"rate": 10}},
+                {"name": "b", "type": "source", "data": {"rate": 10}},
+                {"name": "z", "type": "zipper", "data": {}},
+                {"name": "s", "type": "sink", "data": {}}
+            ],
+            "edges": [
+                {"from": ["a.out", "b.out"], "to": "z.in", "pattern": "pushpull", "transport": "ipc"},
+                {"from": "z.out", "to": "s.in", "pattern": "pushpull"}
+            ],
+            "processes": [{"name": "src", "nodes": ["a", "b"]}, {"name": "zs", "nodes": ["z", "s"]}]
+        });
+        let (g, p) = ptmp_graph::load(&g, "t", Some(dir.path())).unwrap();
+        let e0 = p.links[0].binds[0].1.clone();
+        let e1 = p.links[1].binds[0].1.clone();
+        std::fs::create_dir_all(status::status_dir(dir.path())).unwrap();
+        let sock = |d: &str, ep: &str, m: u64, rate: f64, lost: u64| {
+            json!({"dir": d, "endpoints": [ep], "messages": m, "bytes": m * 10, "errors": 0,
+                   "lost": lost, "rate": rate, "byte_rate": rate * 10.0,
+                   "latency_us": if d == "recv" { json!({"p50": 8, "p99": 64, "max": 70}) } else { Value::Null }})
+        };
+        let node = |n: &str, i: u64, o: u64, ended: bool| json!({"name": n, "in": i, "out": o, "ended": ended, "in_rate": 1.0, "out_rate": 2.0});
+        write_atomic(
+            &status::status_file(dir.path(), "src"),
+            &json!({"process": "src", "pid": 1, "nodes": [node("a", 0, 5, false), node("b", 0, 7, true)],
+                    "sockets": [sock("send", &e0, 5, 1.0, 0), sock("send", &e0, 7, 2.0, 0)]}),
+        )
+        .unwrap();
+        write_atomic(
+            &status::status_file(dir.path(), "zs"),
+            &json!({"process": "zs", "pid": 2, "nodes": [node("z", 12, 11, false), node("s", 9, 0, false)],
+                    "sockets": [sock("recv", &e0, 12, 3.0, 1), sock("send", &e1, 11, 3.0, 0),
+                                sock("recv", &e1, 9, 2.5, 2)]}),
+        )
+        .unwrap();
+        write_processes(
+            dir.path(),
+            &[
+                ProcessState {
+                    name: "src".into(),
+                    pid: Some(1),
+                    state: "running",
+                    restarts: 0,
+                },
+                ProcessState {
+                    name: "zs".into(),
+                    pid: None,
+                    state: "restarting",
+                    restarts: 3,
+                },
+            ],
+        )
+        .unwrap();
+        let mut c = Collector::new(&g, &p, 0);
+        let (st, rows) = c.collect();
+        let who: Vec<(&str, &str, &str, &str)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.node.as_str(),
+                    r.port.as_str(),
+                    r.edge.as_str(),
+                    r.direction.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            who,
+            [
+                ("a", "out", "e0", "send"),
+                ("b", "out", "e0", "send"),
+                ("z", "in", "e0", "recv"),
+                ("z", "out", "e1", "send"),
+                ("s", "in", "e1", "recv")
+            ]
+        );
+        let e = &st["edges"][0];
+        assert_eq!(
+            (e["sent"].as_u64(), e["received"].as_u64()),
+            (Some(12), Some(12))
+        );
+        assert_eq!(e["rate"].as_f64(), Some(3.0));
+        assert_eq!(e["lost"].as_u64(), Some(1));
+        assert_eq!(e["transport"], "ipc");
+        assert_eq!(e["latency_us"]["p99"].as_u64(), Some(64));
+        assert_eq!(st["edges"][1]["lost"].as_u64(), Some(2));
+        let n = |name: &str| {
+            st["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["name"] == name)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(n("a")["state"], "running");
+        assert_eq!(n("b")["state"], "ended");
+        assert_eq!(n("z")["state"], "restarting");
+        assert_eq!(n("z")["restarts"].as_u64(), Some(3));
+        assert_eq!(n("s")["in"].as_u64(), Some(9));
+        let mut h = History::default();
+        h.record(&st);
+        h.record(&st);
+        let hj = h.to_json();
+        assert_eq!(hj["edges"]["e0"]["rate"], json!([3.0, 3.0]));
+        assert_eq!(hj["nodes"]["a"]["rate"], json!([2.0, 2.0]));
+    }
+
+    /// No status files and no supervisor file yet: every node is there,
+    /// with nothing known about it.
+    #[test]
+    fn nothing_written_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = json!({"name": "u", "nodes": [
+            {"name": "a", "type": "source", "data": {}}, {"name": "s", "type": "sink", "data": {}}],
+            "edges": [{"from": "a.out", "to": "s.in", "pattern": "pushpull"}]});
+        let (g, p) = ptmp_graph::load(&g, "u", Some(dir.path())).unwrap();
+        let (st, rows) = Collector::new(&g, &p, 0).collect();
+        assert!(rows.is_empty());
+        assert_eq!(st["nodes"].as_array().unwrap().len(), 2);
+        assert!(st["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["state"] == "unknown"));
+        assert_eq!(st["edges"][0]["rate"].as_f64(), Some(0.0));
+    }
+}
