@@ -234,6 +234,13 @@ fn full(status: StatusCode, ctype: &'static str, body: Bytes) -> Response<Body> 
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
+    // The page loads nothing from elsewhere and is framed by nobody.
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+        ),
+    );
     r
 }
 

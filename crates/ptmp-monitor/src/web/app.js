@@ -62,7 +62,7 @@ function layout(st) {
       maxRow = Math.max(maxRow, r);
     });
   }
-  const ncols = Math.max(...layer) + 1;
+  const ncols = Math.max(0, ...layer) + 1;
   return { idx, pos, width: PAD * 4 + (ncols - 1) * COL + NODE_W, height: PAD * 4 + 14 + maxRow * ROW + NODE_H + 20 };
 }
 
