@@ -51,7 +51,7 @@ pub enum TransportArg {
     Inproc,
     Ipc,
     Tcp,
-    /// ptmp's shared-memory ring (pubsub only).
+    /// ptmp's shared-memory ring (PUB/SUB and PUSH/PULL).
     Shm,
 }
 

@@ -131,3 +131,146 @@ pub fn request_stop() {
 pub fn stopping() -> bool {
     STOP.load(Ordering::Relaxed)
 }
+
+/// What a side of a benchmark asked of the kernel so far: system calls (when
+/// the kernel lets us count them) and context switches.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Kernel {
+    /// System calls entered, `None` where they cannot be counted.
+    pub syscalls: Option<u64>,
+    /// Voluntary context switches (sleeps: futex waits, blocking reads).
+    pub voluntary: u64,
+    /// Involuntary ones (preemptions).
+    pub involuntary: u64,
+}
+
+impl Kernel {
+    /// What happened between `self` (earlier) and `later`.
+    pub fn since(self, later: Kernel) -> Kernel {
+        Kernel {
+            syscalls: later
+                .syscalls
+                .zip(self.syscalls)
+                .map(|(b, a)| b.saturating_sub(a)),
+            voluntary: later.voluntary.saturating_sub(self.voluntary),
+            involuntary: later.involuntary.saturating_sub(self.involuntary),
+        }
+    }
+
+    /// Context switches of both kinds.
+    pub fn switches(&self) -> u64 {
+        self.voluntary + self.involuntary
+    }
+}
+
+/// The first 64 bytes of the kernel's `perf_event_attr` (its version 0
+/// size), which is all a counting tracepoint event needs.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+/// `perf_event_attr.inherit`: count threads created after opening too.
+const PERF_FLAG_INHERIT: u64 = 1 << 1;
+
+/// A counter of the system calls this thread makes (and, with `inherit`,
+/// the threads it starts afterwards, counted once they have exited), read
+/// from the kernel's `raw_syscalls:sys_enter` tracepoint with
+/// perf_event_open. Needs tracefs and the right to trace this process
+/// (root, CAP_PERFMON, or a permissive `perf_event_paranoid`); without them
+/// the count is `None` and tables print "-".
+pub struct Syscalls {
+    fd: Option<std::os::fd::OwnedFd>,
+}
+
+impl Syscalls {
+    /// Open the counter (never fails: `None` counts then).
+    pub fn open(inherit: bool) -> Syscalls {
+        use std::os::fd::FromRawFd;
+        let id = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .iter()
+            .find_map(|d| {
+                std::fs::read_to_string(format!("{d}/events/raw_syscalls/sys_enter/id"))
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+            });
+        let Some(id) = id else {
+            return Syscalls { fd: None };
+        };
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: id,
+            flags: if inherit { PERF_FLAG_INHERIT } else { 0 },
+            ..Default::default()
+        };
+        // SAFETY: perf_event_open reads `attr`, which lives across the call
+        // and whose `size` says how much of it there is; pid 0 and cpu -1
+        // count this thread wherever it runs; it touches no other memory.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttr,
+                0,
+                -1,
+                -1,
+                0,
+            )
+        };
+        if fd < 0 {
+            return Syscalls { fd: None };
+        }
+        // SAFETY: the kernel just gave us this descriptor, owned by nobody
+        // else.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) };
+        Syscalls { fd: Some(fd) }
+    }
+
+    /// System calls counted so far.
+    pub fn read(&self) -> Option<u64> {
+        use std::io::Read;
+        let fd = self.fd.as_ref()?;
+        let mut b = [0u8; 8];
+        let mut f = std::fs::File::from(fd.try_clone().ok()?);
+        f.read_exact(&mut b).ok()?;
+        Some(u64::from_ne_bytes(b))
+    }
+}
+
+/// Context switches so far, of this thread (`thread`) or of the whole
+/// process, from getrusage.
+pub fn switches(thread: bool) -> (u64, u64) {
+    // SAFETY: rusage is plain integers, so all-zero is a valid value.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    let who = if thread {
+        libc::RUSAGE_THREAD
+    } else {
+        libc::RUSAGE_SELF
+    };
+    // SAFETY: getrusage only writes the struct we pass, which lives across
+    // the call.
+    unsafe { libc::getrusage(who, &mut u) };
+    (u.ru_nvcsw as u64, u.ru_nivcsw as u64)
+}
+
+/// A snapshot of [`Kernel`] counts: `counter` for system calls, context
+/// switches of this thread or the whole process.
+pub fn kernel(counter: &Syscalls, thread: bool) -> Kernel {
+    let (voluntary, involuntary) = switches(thread);
+    Kernel {
+        syscalls: counter.read(),
+        voluntary,
+        involuntary,
+    }
+}

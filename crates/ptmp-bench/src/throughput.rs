@@ -117,6 +117,9 @@ fn zerr(op: &'static str) -> impl FnOnce(zmq::Error) -> BenchError {
 /// Receiver side: counts by the TPSet count. `ready` is called once the
 /// socket is bound; `ctx` is the zmq context to share for raw inproc.
 fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> BenchResult<Value> {
+    // Opened before the socket, so that libzmq's I/O threads are counted.
+    let procs = ctx.is_none();
+    let ctr = crate::sys::Syscalls::open(procs);
     let (_, rt) = types(c.pattern);
     let shm = c.addr.starts_with("shm://");
     let attach = if shm { "connect" } else { "bind" };
@@ -125,6 +128,7 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
     let (mut first, mut last) = (None, Instant::now());
     let idle = Duration::from_secs(3);
     let warmup = c.warmup;
+    let (k0, t0);
     let mut note = |count: u32, got: &mut u64| {
         *got += 1;
         if count != next {
@@ -144,6 +148,8 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
                 "shm_slots": 4096, "shm_max_message": 4096}});
             let mut rx = Receiver::new(SocketConfig::from_value(&cfg)?)?;
             ready();
+            k0 = crate::sys::kernel(&ctr, !procs);
+            t0 = Instant::now();
             let mut t = TPSet::default();
             while got < c.count {
                 let mut ok = false;
@@ -178,6 +184,8 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
             rx.set_rcvtimeo(idle.as_millis() as i32)
                 .map_err(zerr("rcvtimeo"))?;
             ready();
+            k0 = crate::sys::kernel(&ctr, !procs);
+            t0 = Instant::now();
             let (mut m0, mut m1) = (zmq::Message::new(), zmq::Message::new());
             let mut t = TPSet::default();
             while got < c.count {
@@ -204,14 +212,21 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
         }
     }
     let span = first.map_or(0.0, |f| (last - f).as_secs_f64());
+    // The socket is gone (its threads joined) before this snapshot.
+    let loop_s = t0.elapsed().as_secs_f64();
+    let k = k0.since(crate::sys::kernel(&ctr, !procs));
     Ok(
         json!({"received": got, "timed": got.saturating_sub(warmup), "gaps": gaps,
-        "span_s": span, "hwm_mb": crate::sys::peak_rss_mb()}),
+        "span_s": span, "hwm_mb": crate::sys::peak_rss_mb(),
+        "syscalls": k.syscalls, "switches": k.switches(), "loop_s": loop_s}),
     )
 }
 
-/// Sender side.
-fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult {
+/// Sender side; returns what it asked of the kernel while sending (and
+/// closing its socket).
+fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Value> {
+    let procs = ctx.is_none();
+    let ctr = crate::sys::Syscalls::open(procs);
     crate::sys::pin(c.cpu)?;
     let (st, _) = types(c.pattern);
     let shm = c.addr.starts_with("shm://");
@@ -224,6 +239,8 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult {
             crate::tpset::pace_until(start + p.mul_f64(i as f64));
         }
     };
+    let k0;
+    let t0;
     match c.implementation {
         Impl::Ptmp => {
             let mut cfg = json!({"socket": {"type": st, attach: [c.addr], "sndhwm": c.hwm,
@@ -232,6 +249,8 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult {
                 cfg["socket"]["subscribers"] = json!(1);
             }
             let mut tx = Sender::new(SocketConfig::from_value(&cfg)?)?;
+            k0 = crate::sys::kernel(&ctr, !procs);
+            t0 = Instant::now();
             for i in 0..c.count {
                 pace(i);
                 t.count = i as u32;
@@ -258,6 +277,8 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult {
                 tx.recv_bytes(0).map_err(zerr("wait for subscriber"))?;
             }
             let mut buf = Vec::new();
+            k0 = crate::sys::kernel(&ctr, !procs);
+            t0 = Instant::now();
             for i in 0..c.count {
                 pace(i);
                 t.count = i as u32;
@@ -269,7 +290,9 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult {
             }
         }
     }
-    Ok(())
+    let loop_s = t0.elapsed().as_secs_f64();
+    let k = k0.since(crate::sys::kernel(&ctr, !procs));
+    Ok(json!({"syscalls": k.syscalls, "switches": k.switches(), "loop_s": loop_s}))
 }
 
 pub fn child(c: &ChildArgs) -> BenchResult {
@@ -280,8 +303,9 @@ pub fn child(c: &ChildArgs) -> BenchResult {
         })?;
         println!("{j}");
     } else {
-        send(c, None)?;
-        println!("{}", json!({"hwm_mb": crate::sys::peak_rss_mb()}));
+        let mut j = send(c, None)?;
+        j["hwm_mb"] = json!(crate::sys::peak_rss_mb());
+        println!("{j}");
     }
     Ok(())
 }
@@ -296,6 +320,38 @@ struct RowOut {
     send_rss: f64,
     recv_rss: f64,
     procs: bool,
+    send_k: SideKernel,
+    recv_k: SideKernel,
+}
+
+/// What one side asked of the kernel over its loop.
+#[derive(Debug, Clone, Copy)]
+struct SideKernel {
+    /// System calls (NaN: not counted).
+    syscalls: f64,
+    switches: f64,
+    loop_s: f64,
+}
+
+impl SideKernel {
+    fn from_json(j: &Value) -> SideKernel {
+        let f = |k: &str| j[k].as_f64().unwrap_or(f64::NAN);
+        SideKernel {
+            syscalls: f("syscalls"),
+            switches: f("switches"),
+            loop_s: f("loop_s"),
+        }
+    }
+
+    /// Per message of `n`, and per second of the side's loop.
+    fn rates(&self, n: u64) -> (f64, f64) {
+        let per_s = if self.loop_s > 0.0 {
+            self.switches / self.loop_s
+        } else {
+            f64::NAN
+        };
+        (self.syscalls / n.max(1) as f64, per_s)
+    }
 }
 
 fn address(tr: TransportArg, tag: &str) -> BenchResult<String> {
@@ -349,20 +405,24 @@ fn one_row(
         let ctx = zmq::Context::new();
         let c0 = crate::sys::cpu_seconds();
         let (tx_ready, rx_ready) = std::sync::mpsc::channel();
-        let j = std::thread::scope(|sc| -> BenchResult<Value> {
+        let (j, sj) = std::thread::scope(|sc| -> BenchResult<(Value, Value)> {
             let recv = sc.spawn(|| {
                 receive(&cr, Some(&ctx), move || {
                     let _ = tx_ready.send(());
                 })
             });
+            let mut sj = Value::Null;
             if rx_ready.recv().is_ok() {
                 // A scoped thread, so pinning it does not pin this one.
-                sc.spawn(|| send(&cs, Some(&ctx)))
+                sj = sc
+                    .spawn(|| send(&cs, Some(&ctx)))
                     .join()
                     .map_err(|_| BenchError::fail("sender thread panicked"))??;
             }
-            recv.join()
-                .map_err(|_| BenchError::fail("receiver thread panicked"))?
+            let j = recv
+                .join()
+                .map_err(|_| BenchError::fail("receiver thread panicked"))??;
+            Ok((j, sj))
         })?;
         let c1 = crate::sys::cpu_seconds();
         return Ok(RowOut {
@@ -374,6 +434,8 @@ fn one_row(
             send_rss: crate::sys::peak_rss_mb(),
             recv_rss: f64::NAN,
             procs: false,
+            send_k: SideKernel::from_json(&sj),
+            recv_k: SideKernel::from_json(&j),
         });
     }
     let exe = std::env::current_exe()?;
@@ -421,12 +483,12 @@ fn one_row(
     let mut tx_out = String::new();
     let _ = std::io::Read::read_to_string(&mut tx.stdout.take().expect("piped"), &mut tx_out);
     let (st, send_cpu_s) = crate::sys::reap(&mut tx)?;
-    let send_rss = tx_out
+    let sj = tx_out
         .lines()
         .last()
         .and_then(|l| serde_json::from_str::<Value>(l).ok())
-        .and_then(|j| j["hwm_mb"].as_f64())
-        .unwrap_or(f64::NAN);
+        .unwrap_or(Value::Null);
+    let send_rss = sj["hwm_mb"].as_f64().unwrap_or(f64::NAN);
     line.clear();
     out.read_line(&mut line)?;
     let (_, recv_cpu_s) = crate::sys::reap(&mut rx)?;
@@ -452,6 +514,8 @@ fn one_row(
         send_rss,
         recv_rss: j["hwm_mb"].as_f64().unwrap_or(f64::NAN),
         procs: true,
+        send_k: SideKernel::from_json(&sj),
+        recv_k: SideKernel::from_json(&j),
     })
 }
 
@@ -483,6 +547,14 @@ pub struct ThroughputRow {
     pub send_rss_mb: f64,
     /// The receiver's, likewise.
     pub recv_rss_mb: f64,
+    /// System calls the sender made per TPSet sent (NaN: not counted).
+    pub send_syscalls: f64,
+    /// The receiver's, likewise.
+    pub recv_syscalls: f64,
+    /// The sender's context switches per second of its loop.
+    pub send_csw_s: f64,
+    /// The receiver's, likewise.
+    pub recv_csw_s: f64,
 }
 
 impl Row for ThroughputRow {
@@ -500,6 +572,10 @@ impl Row for ThroughputRow {
             "receiver CPU %",
             "sender peak RSS MB",
             "receiver peak RSS MB",
+            "sender syscalls/msg",
+            "receiver syscalls/msg",
+            "sender csw/s",
+            "receiver csw/s",
         ]
     }
     fn cells(&self) -> Vec<Cell> {
@@ -518,6 +594,10 @@ impl Row for ThroughputRow {
             Cell::maybe(self.recv_cpu_pct, f0),
             Cell::maybe(self.send_rss_mb, f1),
             Cell::maybe(self.recv_rss_mb, f1),
+            Cell::maybe(self.send_syscalls, |x| format!("{x:.4}")),
+            Cell::maybe(self.recv_syscalls, |x| format!("{x:.4}")),
+            Cell::maybe(self.send_csw_s, f0),
+            Cell::maybe(self.recv_csw_s, f0),
         ]
     }
 }
@@ -574,6 +654,8 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
                 0.0
             }
         };
+        let (send_syscalls, send_csw_s) = r.send_k.rates(a.count);
+        let (recv_syscalls, recv_csw_s) = r.recv_k.rates(a.count);
         let row = ThroughputRow {
             pattern: p,
             transport: tr,
@@ -587,13 +669,17 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
             recv_cpu_pct: pct(r.recv_cpu_s),
             send_rss_mb: r.send_rss,
             recv_rss_mb: r.recv_rss,
+            send_syscalls,
+            recv_syscalls,
+            send_csw_s,
+            recv_csw_s,
         };
         pb.suspend(|| crate::report::row(&row));
         out.push(row);
     }
     pb.finish_and_clear();
     crate::report::note(format!(
-        "\n{} TPSets per row{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop).",
+        "\n{} TPSets per row{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop); system calls per TPSet and context switches per second cover each side's whole loop and the closing of its socket, libzmq's threads included (system calls are counted with perf_event_open on the raw_syscalls:sys_enter tracepoint, \"-\" where the kernel does not allow it; inproc rows count each side's own thread only).",
         a.count,
         if a.warmup > 0 { format!(", {} warmup", a.warmup) } else { String::new() },
         a.rate.map_or(String::new(), |r| format!(", paced at {r}/s")),
