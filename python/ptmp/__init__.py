@@ -17,13 +17,15 @@ slot; ``memoryview(v)`` or ``v.numpy()``). Dump files: ``read_dump``,
 ``graph_check(config)`` and ``run_graph(config)`` (each process a
 ``python -m ptmp._part`` child); Jsonnet files take ``tla_str``,
 ``tla_code``, ``ext_str`` and ``jpath``. Shared-memory channels:
-``shm_list()`` and ``shm_remove(name)``. Guide: docs/python.md.
+``shm_list()`` and ``shm_remove(name)``. Presence on the network:
+``Peers`` (docs/discovery.md). Guide: docs/python.md.
 """
 
 from ._ptmp import (  # noqa: F401
     VERSION_FRAME,
     ConfigError,
     DumpWriter,
+    Peers,
     PtmpError,
     Receiver,
     Sender,
@@ -48,6 +50,7 @@ __all__ = [
     "VERSION_FRAME",
     "ConfigError",
     "DumpWriter",
+    "Peers",
     "PtmpError",
     "Receiver",
     "Sender",

@@ -2,7 +2,7 @@
 package (DNS-SD over multicast DNS) browses for the `_ptmp._tcp` services
 that `ptmp peers --announce` announces, and announces its own for
 `ptmp peers` to list; hostile announcements from it are counted and
-ignored. Each test runs in a fresh network namespace (loopback with
+ignored; the Python bindings' `ptmp.Peers` sees its joins and leaves. Each test runs in a fresh network namespace (loopback with
 multicast on), so it neither depends on nor disturbs the host's network.
 
 Needs root and iproute2 (`ip netns`), the `ptmp` program built
@@ -229,3 +229,48 @@ def test_a_name_held_by_zeroconf_is_refused_to_ptmp(netns):
     finally:
         zc.kill()
         zc.wait()
+
+
+def test_python_peers_announces_and_iterates_events(netns):
+    pytest.importorskip("ptmp")
+    code = textwrap.dedent("""
+        import json, ptmp
+        with ptmp.Peers() as p:
+            p.announce("pyself", {"out": "tcp://*:7401"})
+            print("announced", flush=True)
+            seen = []
+            for ev in p:
+                seen.append([ev["event"], ev["peer"]["name"]])
+                if ev["event"] == "left" and ev["peer"]["name"] == "zc/out":
+                    break
+            me = p.resolve("pyself", "out", 5.0)
+            try:
+                p.resolve("ghost", "out", 0.3)
+                missing = None
+            except ptmp.PtmpError as e:
+                missing = str(e)
+            print(json.dumps({"seen": seen, "me": me, "missing": missing,
+                              "listed": [x["name"] for x in p.list()]}), flush=True)
+    """)
+    me = in_ns(netns, [sys.executable, "-c", code])
+    zc = None
+    try:
+        assert me.stdout.readline().strip() == "announced"
+        # zeroconf announces for 3 s, then says goodbye.
+        zc = zc_peer(netns, "announce", [{"instance": "zc/out", "txt": honest_txt("zc", "out")}], 3)
+        out, err = me.communicate(timeout=40)
+        assert me.returncode == 0, err
+        got = json.loads(out.strip().splitlines()[-1])
+        seen = got["seen"]
+        assert ["joined", "zc/out"] in seen and seen[-1] == ["left", "zc/out"], seen
+        assert seen.index(["joined", "zc/out"]) < seen.index(["left", "zc/out"])
+        assert got["me"]["endpoint"] == "tcp://127.0.0.1:7401"
+        assert got["me"]["pid"] == me.pid and got["me"]["transport"] == "tcp"
+        assert "ghost/out" in got["missing"]
+        assert got["listed"] == ["pyself/out"], got["listed"]
+    finally:
+        me.kill()
+        me.wait()
+        if zc is not None:
+            zc.kill()
+            zc.wait()

@@ -15,6 +15,8 @@
 //! says whether the writer has overwritten the slot meanwhile (the same
 //! seqlock check as Rust's `View::valid`).
 
+mod peers;
+
 use ptmp::{Frames, Receiver, Sender, TPSet, TrigPrim};
 use ptmp_data::dump::{DumpReader, DumpWriter};
 use ptmp_shm::{
@@ -1792,6 +1794,7 @@ fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyShmWriter>()?;
     m.add_class::<PyShmReader>()?;
     m.add_class::<PyShmView>()?;
+    m.add_class::<peers::PyPeers>()?;
     m.add_function(wrap_pyfunction!(read_dump, m)?)?;
     m.add_function(wrap_pyfunction!(read_tpsets, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
