@@ -405,7 +405,11 @@ impl Reader {
             // Woken with nothing to read more than once: whatever the ring
             // says, the deadline still holds.
             empty += 1;
-            if empty > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d) {
+            // A zero timeout only looks: no spin, no clock read, and no
+            // announced sleep that would cost the writer a wake-up.
+            if timeout.is_some_and(|t| t.is_zero())
+                || (empty > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d))
+            {
                 return Ok(None);
             }
             if !self.wait(deadline.instant())? {
@@ -469,7 +473,9 @@ impl Reader {
                     }
                 }
                 Try::NotYet => {
+                    // A zero timeout only looks, as in `recv`.
                     if last_look
+                        || timeout.is_some_and(|t| t.is_zero())
                         || (rounds > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d))
                     {
                         return Ok(None);

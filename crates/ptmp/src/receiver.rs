@@ -164,6 +164,32 @@ impl Receiver {
         }
     }
 
+    /// Receive up to `out.len()` TPSets in one call, decoding into the
+    /// sets of `out` (their storage reused): waits up to `timeout` for the
+    /// first (`None`: forever), then takes only what has already arrived.
+    /// Returns how many were filled, from the front; 0 on timeout or when
+    /// `out` is empty. An error ends the batch: it is returned when it comes
+    /// first; after some sets, those are returned (a malformed message is
+    /// counted in [`Self::errors`], a persistent error is the next call's).
+    pub fn recv_batch(&mut self, out: &mut [TPSet], timeout: Option<Duration>) -> Result<usize> {
+        let Some((first, rest)) = out.split_first_mut() else {
+            return Ok(0);
+        };
+        if !self.recv_into(first, timeout)? {
+            return Ok(0);
+        }
+        let mut n = 1;
+        for set in rest {
+            match self.recv_into(set, Some(Duration::ZERO)) {
+                Ok(true) => n += 1,
+                // What came is returned; an error that persists (a broken
+                // socket or segment) is the next call's.
+                Ok(false) | Err(_) => break,
+            }
+        }
+        Ok(n)
+    }
+
     /// Receive one message as raw frames into `frames`, schema-blind.
     /// `Ok(false)` on timeout.
     pub fn recv_raw_into(
