@@ -12,7 +12,7 @@
 //! ```
 //!
 //! `PTMP_C_BENCH_N` (TPSets per run, default 200000) and
-//! `PTMP_C_BENCH_ROUNDS` (default 5) change its size.
+//! `PTMP_C_BENCH_ROUNDS` (default 7) change its size.
 
 mod common;
 
@@ -30,8 +30,8 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 /// One C run: the receiver first (it prints "ready ENDPOINT"), then the
-/// sender; returns the receiver's msg/s.
-fn c_run(exe: &Path, recv_cfg: &str, send_cfg: impl Fn(&str) -> String, n: u64) -> f64 {
+/// sender; returns the receiver's msg/s and how many sets it missed.
+fn c_run(exe: &Path, recv_cfg: &str, send_cfg: impl Fn(&str) -> String, n: u64) -> (f64, f64) {
     let mut rx = Command::new(exe)
         .args(["recv", recv_cfg, &n.to_string()])
         .stdout(Stdio::piped())
@@ -55,12 +55,17 @@ fn c_run(exe: &Path, recv_cfg: &str, send_cfg: impl Fn(&str) -> String, n: u64) 
     assert!(rx.wait().unwrap().success(), "C receiver failed: {line}");
     // "received R gaps G seconds S rate X"
     let f: Vec<&str> = line.split_whitespace().collect();
-    f[7].parse()
-        .unwrap_or_else(|_| panic!("bad result line {line:?}"))
+    let num = |i: usize| -> f64 {
+        f.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("bad result line {line:?}"))
+    };
+    (num(7), n as f64 - num(1))
 }
 
-/// One run of the Rust CLI's benchmark on one case; returns ptmp's msg/s.
-fn rust_run(ptmp: &Path, pattern: &str, transport: &str, n: u64, dir: &Path) -> f64 {
+/// One run of the Rust CLI's benchmark on one case; returns ptmp's msg/s
+/// and its lost count.
+fn rust_run(ptmp: &Path, pattern: &str, transport: &str, n: u64, dir: &Path) -> (f64, f64) {
     let st = Command::new(ptmp)
         .arg("bench")
         .arg("--out")
@@ -74,13 +79,15 @@ fn rust_run(ptmp: &Path, pattern: &str, transport: &str, n: u64, dir: &Path) -> 
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("throughput.json")).unwrap())
             .unwrap();
-    j["tables"][0]["rows"]
+    let row = j["tables"][0]["rows"]
         .as_array()
         .unwrap()
         .iter()
         .find(|r| r["impl"] == "ptmp")
-        .and_then(|r| r["msg/s"]["value"].as_f64())
-        .expect("a ptmp row with msg/s")
+        .expect("a ptmp row")
+        .clone();
+    let rate = row["msg/s"]["value"].as_f64().expect("msg/s");
+    (rate, row["lost"]["value"].as_f64().unwrap_or(f64::NAN))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -97,7 +104,7 @@ fn median(v: &mut [f64]) -> f64 {
 #[ignore = "a benchmark: run with --release -- --ignored --nocapture"]
 fn c_api_throughput_against_the_rust_cli() {
     let n = env_or("PTMP_C_BENCH_N", 200_000);
-    let rounds = env_or("PTMP_C_BENCH_ROUNDS", 5);
+    let rounds = env_or("PTMP_C_BENCH_ROUNDS", 7);
     let lib = common::lib_dir();
     let ptmp = lib.join("ptmp");
     assert!(
@@ -134,12 +141,25 @@ fn c_api_throughput_against_the_rust_cli() {
         )
     };
     let (mut c_tcp, mut r_tcp, mut c_shm, mut r_shm) = (vec![], vec![], vec![], vec![]);
+    let mut lost = [0.0f64; 4];
+    let mut keep = |v: &mut Vec<f64>, k: usize, (rate, l): (f64, f64)| {
+        v.push(rate);
+        lost[k] += l;
+    };
     for round in 0..rounds {
-        c_tcp.push(c_run(&exe, tcp_recv, tcp_send, n));
-        r_tcp.push(rust_run(&ptmp, "pushpull", "tcp", n, dir.path()));
-        c_shm.push(c_run(&exe, &shm_recv, shm_send, n));
+        keep(&mut c_tcp, 0, c_run(&exe, tcp_recv, tcp_send, n));
+        keep(
+            &mut r_tcp,
+            1,
+            rust_run(&ptmp, "pushpull", "tcp", n, dir.path()),
+        );
+        keep(&mut c_shm, 2, c_run(&exe, &shm_recv, shm_send, n));
         let _ = ptmp_shm::remove(&shm);
-        r_shm.push(rust_run(&ptmp, "pubsub", "shm", n, dir.path()));
+        keep(
+            &mut r_shm,
+            3,
+            rust_run(&ptmp, "pubsub", "shm", n, dir.path()),
+        );
         eprintln!(
             "round {round}: tcp C {:.0} Rust {:.0}; shm C {:.0} Rust {:.0} msg/s",
             c_tcp[c_tcp.len() - 1],
@@ -156,18 +176,22 @@ fn c_api_throughput_against_the_rust_cli() {
     };
     println!("\n{n} TPSets of {NTPS} TrigPrims per run, {rounds} rounds, alternating C and Rust\n");
     println!(
-        "| case | C API median msg/s | Rust CLI median msg/s | C / Rust | C runs | Rust runs |"
+        "| case | C API median msg/s | Rust CLI median msg/s | ratio of medians | median of per-round ratios | C runs | Rust runs | lost C / Rust (all runs) |"
     );
-    println!("|---|---|---|---|---|---|");
-    for (case, c, r) in [
-        ("pushpull tcp", &mut c_tcp, &mut r_tcp),
-        ("pubsub shm", &mut c_shm, &mut r_shm),
+    println!("|---|---|---|---|---|---|---|---|");
+    for (case, c, r, lc, lr) in [
+        ("pushpull tcp", &mut c_tcp, &mut r_tcp, lost[0], lost[1]),
+        ("pubsub shm", &mut c_shm, &mut r_shm, lost[2], lost[3]),
     ] {
         let (runs_c, runs_r) = (fmt(c), fmt(r));
+        // Each round runs C then Rust back to back, so a round's ratio is
+        // less exposed to the load drifting over the whole run.
+        let mut paired: Vec<f64> = c.iter().zip(r.iter()).map(|(a, b)| a / b).collect();
         let (mc, mr) = (median(c), median(r));
         println!(
-            "| {case} | {mc:.0} | {mr:.0} | {:.2} | {runs_c} | {runs_r} |",
-            mc / mr
+            "| {case} | {mc:.0} | {mr:.0} | {:.2} | {:.2} | {runs_c} | {runs_r} | {lc:.0} / {lr:.0} |",
+            mc / mr,
+            median(&mut paired)
         );
     }
 }
