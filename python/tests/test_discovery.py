@@ -126,6 +126,24 @@ def signed(txt, secret):
     return txt | {"sig": hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()}
 
 
+@pytest.mark.parametrize("args,says", [
+    (["--announce", "a/b", "--port", "out=tcp://*:1"], 'node name "a/b"'),
+    (["--announce", "a", "--port", "bad"], "give NAME=ADDRESS"),
+    (["--announce", "a"], "needs at least one --port"),
+    (["--secret-file", "/nonexistent/key"], "--secret-file /nonexistent/key"),
+    (["--wait", "nan"], "--wait NaN"),
+    (["--watch", "--for=-1"], "--for -1"),
+    (["--group", ""], "group name is empty"),
+    (["--announce", "a", "--port", "x" * 30 + "=tcp://*:1"], "more than 24"),
+])
+def test_bad_arguments_are_refused_before_anything_is_sent(args, says):
+    # No namespace needed: each is refused before the network is touched.
+    r = subprocess.run([ptmp_bin(), "peers"] + args, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert says in r.stderr, r.stderr
+
+
 def test_zeroconf_sees_what_ptmp_announces(netns):
     ann = in_ns(netns, [ptmp_bin(), "peers", "--announce", "apa1-tcs",
                         "--port", "out=tcp://*:7101", "--port", "in=tcp://127.0.0.1:7102",

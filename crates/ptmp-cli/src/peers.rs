@@ -3,7 +3,9 @@
 
 use crate::common::{stopping, CliError};
 use clap::Args;
-use ptmp_discovery::{Config, Counters, Discovery, Event, Peer, PortSpec, DEFAULT_GROUP};
+use ptmp_discovery::{
+    name_problem, Config, Counters, Discovery, Event, Peer, PortSpec, DEFAULT_GROUP,
+};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -47,7 +49,10 @@ fn seconds(what: &str, v: f64) -> CliResult<Duration> {
     Duration::try_from_secs_f64(v)
         .ok()
         .filter(|d| !d.is_zero() || what == "--wait")
-        .ok_or_else(|| CliError::usage(format!("{what} {v}: give a number of seconds above zero")))
+        .ok_or_else(|| {
+            let least = if what == "--wait" { "" } else { " above zero" };
+            CliError::usage(format!("{what} {v}: give a number of seconds{least}"))
+        })
 }
 
 fn config(a: &PeersArgs) -> CliResult<Config> {
@@ -179,6 +184,15 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
     let ports = port_specs(a)?;
     if a.announce.is_some() && ports.is_empty() {
         return Err(CliError::usage("--announce needs at least one --port"));
+    }
+    // Names are checked before anything is sent on the network.
+    let names = std::iter::once(("group", a.group.as_str()))
+        .chain(a.announce.as_deref().map(|n| ("node", n)))
+        .chain(ports.iter().map(|p| ("port", p.name.as_str())));
+    for (what, name) in names {
+        if let Some(p) = name_problem(what, name) {
+            return Err(CliError::usage(p));
+        }
     }
     let d = Discovery::start(cfg).map_err(|e| CliError::fail(e.to_string()))?;
     let events = d.subscribe();
