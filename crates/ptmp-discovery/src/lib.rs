@@ -650,8 +650,9 @@ impl Worker {
         let peer = match self.read(s) {
             Ok(p) => p,
             Err(r) => {
-                // An instance we accepted that now reads badly is dropped.
-                self.removed(&s.fullname);
+                // A bad update of an instance already listed is ignored
+                // like any other: the listed one stays, so a forger cannot
+                // evict a genuine peer by reusing its instance name.
                 self.count(r);
                 return;
             }

@@ -115,6 +115,10 @@ fn role_raw() {
     )
     .unwrap()
     .enable_addr_auto();
+    let mut info = info;
+    if std::env::var("NOPROBE").is_ok() {
+        info.set_requires_probe(false);
+    }
     daemon.register(info).unwrap();
     println!("registered");
     wait_stdin_closed();
@@ -428,7 +432,10 @@ fn hostile_announcements_counted_and_ignored() {
             ("SECRET", secret),
         ],
     );
-    next_event(&rx, JOIN_LIMIT, |e| joined(e, "honest/out")).expect("honest join seen");
+    let Some(Event::Joined(honest_peer)) = next_event(&rx, JOIN_LIMIT, |e| joined(e, "honest/out"))
+    else {
+        panic!("honest join not seen")
+    };
     let deadline = Instant::now() + Duration::from_secs(8);
     let want = |c: ptmp_discovery::Counters| {
         c.malformed >= 3 && c.forged >= 2 && c.oversized >= 1 && c.other_group >= 1
@@ -441,6 +448,35 @@ fn hostile_announcements_counted_and_ignored() {
     assert!(want(c), "every hostile kind counted: {c:?}");
     let names: Vec<String> = d.peers().iter().map(|p| p.name()).collect();
     assert_eq!(names, ["honest/out"], "only the honest peer listed");
+
+    // A forger reusing the honest peer's instance name (skipping the
+    // probe that would have told it the name is taken) cannot evict it.
+    let forged_before = d.counters().forged;
+    let instance = honest_peer
+        .instance
+        .strip_suffix(&format!(".{SERVICE_TYPE}"))
+        .unwrap()
+        .to_string();
+    let evil = good.replace("node=bad", "node=honest");
+    let f = Proc::start(
+        None,
+        "raw",
+        &[("INSTANCE", &instance), ("TXT", &evil), ("NOPROBE", "1")],
+    );
+    f.expect("registered", Duration::from_secs(10));
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while d.counters().forged == forged_before {
+        assert!(Instant::now() < deadline, "the forged update was not seen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let still: Vec<u32> = d.peers().iter().map(|p| p.pid).collect();
+    assert_eq!(
+        still,
+        [honest.child.id()],
+        "the honest peer is still listed"
+    );
+    drop(f);
     drop(procs);
     drop(honest);
 }
