@@ -61,6 +61,11 @@ pub struct ThroughputArgs {
     /// smx_perf's -l: the zmq sender's linger at exit, ms.
     #[arg(short = 'l', long = "linger", default_value_t = 2000)]
     pub linger_ms: i32,
+    /// ptmp rows: TPSets per send_batch / recv_batch call (1: send and
+    /// recv_into, one set per call). Both sides read the clock once per
+    /// call, so every set of a batch carries the same `created`.
+    #[arg(short = 'b', long = "batch", default_value_t = 1)]
+    pub batch: u32,
 }
 
 /// `ptmp tput-child`: one side of a throughput row (internal).
@@ -90,6 +95,8 @@ pub struct ChildArgs {
     pub spin: u32,
     #[arg(long, default_value_t = 2000)]
     pub linger_ms: i32,
+    #[arg(long, default_value_t = 1)]
+    pub batch: u32,
 }
 
 fn types(p: Pattern) -> (&'static str, &'static str) {
@@ -129,13 +136,12 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
     let idle = Duration::from_secs(3);
     let warmup = c.warmup;
     let (k0, t0);
-    let mut note = |count: u32, got: &mut u64| {
+    let mut note = |count: u32, got: &mut u64, now: Instant| {
         *got += 1;
         if count != next {
             gaps += 1;
         }
         next = count.wrapping_add(1);
-        let now = Instant::now();
         // Timing starts at the first message after the warmup.
         if *got > warmup {
             first.get_or_insert(now);
@@ -150,19 +156,27 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
             ready();
             k0 = crate::sys::kernel(&ctr, !procs);
             t0 = Instant::now();
-            let mut t = TPSet::default();
+            let mut sets = vec![TPSet::default(); c.batch.max(1) as usize];
             while got < c.count {
-                let mut ok = false;
+                let want = ((c.count - got) as usize).min(sets.len());
+                let mut n = 0;
                 for _ in 0..c.spin {
-                    if rx.recv_into(&mut t, Some(Duration::ZERO))? {
-                        ok = true;
+                    n = rx.recv_batch(&mut sets[..want], Some(Duration::ZERO))?;
+                    if n > 0 {
                         break;
                     }
                 }
-                if !ok && !rx.recv_into(&mut t, Some(idle))? {
-                    break;
+                if n == 0 {
+                    n = rx.recv_batch(&mut sets[..want], Some(idle))?;
+                    if n == 0 {
+                        break;
+                    }
                 }
-                note(t.count, &mut got);
+                // One clock read per call: per set with --batch 1.
+                let now = Instant::now();
+                for t in &sets[..n] {
+                    note(t.count, &mut got, now);
+                }
             }
         }
         Impl::Raw => {
@@ -207,7 +221,7 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
                 // Decode as ptmp does, so both sides do the same work.
                 ptmp::data::decode_tpset_into(&m1, &mut t)
                     .map_err(|e| BenchError::fail(format!("raw payload: {e}")))?;
-                note(t.count, &mut got);
+                note(t.count, &mut got, Instant::now());
             }
         }
     }
@@ -251,11 +265,19 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Value> {
             let mut tx = Sender::new(SocketConfig::from_value(&cfg)?)?;
             k0 = crate::sys::kernel(&ctr, !procs);
             t0 = Instant::now();
-            for i in 0..c.count {
+            let mut sets = vec![t.clone(); c.batch.max(1) as usize];
+            let mut i = 0;
+            while i < c.count {
+                let k = ((c.count - i) as usize).min(sets.len());
                 pace(i);
-                t.count = i as u32;
-                t.created = ptmp::data::now_us();
-                tx.send(&t)?;
+                // One clock read per call: per set with --batch 1.
+                let now = ptmp::data::now_us();
+                for (j, s) in sets[..k].iter_mut().enumerate() {
+                    s.count = (i + j as u64) as u32;
+                    s.created = now;
+                }
+                tx.send_batch(&sets[..k])?;
+                i += k as u64;
             }
         }
         Impl::Raw => {
@@ -397,6 +419,7 @@ fn one_row(
         cpu,
         spin: a.spin,
         linger_ms: a.linger_ms,
+        batch: a.batch,
     };
     if tr == TransportArg::Inproc {
         // One process, two threads running the very code of the two child
@@ -456,7 +479,8 @@ fn one_row(
                 "--spin",
                 &a.spin.to_string(),
             ])
-            .args(["--linger-ms", &a.linger_ms.to_string()]);
+            .args(["--linger-ms", &a.linger_ms.to_string()])
+            .args(["--batch", &a.batch.to_string()]);
         if let Some(r) = a.rate {
             cmd.args(["--rate", &r.to_string()]);
         }
@@ -679,12 +703,13 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
     }
     pb.finish_and_clear();
     crate::report::note(format!(
-        "\n{} TPSets per row{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop); system calls per TPSet and context switches per second cover each side's whole loop and the closing of its socket, libzmq's threads included (system calls are counted with perf_event_open on the raw_syscalls:sys_enter tracepoint, \"-\" where the kernel does not allow it; inproc rows count each side's own thread only).",
+        "\n{} TPSets per row{}{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop); system calls per TPSet and context switches per second cover each side's whole loop and the closing of its socket, libzmq's threads included (system calls are counted with perf_event_open on the raw_syscalls:sys_enter tracepoint, \"-\" where the kernel does not allow it; inproc rows count each side's own thread only).",
         a.count,
         if a.warmup > 0 { format!(", {} warmup", a.warmup) } else { String::new() },
         a.rate.map_or(String::new(), |r| format!(", paced at {r}/s")),
         a.affinity.as_ref().map_or(String::new(), |c| format!(", pinned to CPUs {c}")),
-        if a.spin > 0 { format!(", receiver spin {}", a.spin) } else { String::new() }
+        if a.spin > 0 { format!(", receiver spin {}", a.spin) } else { String::new() },
+        if a.batch > 1 { format!(", ptmp rows {} TPSets per send_batch/recv_batch call", a.batch) } else { String::new() }
     ));
     Ok(out)
 }
