@@ -181,3 +181,46 @@ fn c_error_paths() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("0 failures"), "{stdout}");
 }
+
+/// A graph run from C, each part a `ptmp graph part` child of the `ptmp`
+/// program cargo built next to the library (a workspace test run builds
+/// it; a run of this crate alone may not have).
+#[test]
+fn c_runs_a_graph() {
+    let ptmp = common::lib_dir().join("ptmp");
+    if !ptmp.exists() {
+        eprintln!(
+            "note: {} is not built (cargo build -p ptmp-cli); graph run skipped",
+            ptmp.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("graph", dir.path());
+    let out = Command::new(&exe)
+        .arg(common::crate_dir().join("../../examples/chain-graph.jsonnet"))
+        .arg(dir.path().join("run"))
+        .arg(&ptmp)
+        .output()
+        .unwrap();
+    assert_ok("C graph run", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("run: 0") && stdout.contains("0 failures"),
+        "{stdout}"
+    );
+    // The parts' final reports (the children share the program's output):
+    // the sink got what the sources sent through.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("[sink] sink (sink) received=") && stderr.contains("sink: stopping"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let received: u64 = stdout
+        .split("[sink] sink (sink) received=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(received > 0, "the sink received nothing:\n{stdout}");
+}
