@@ -18,8 +18,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 
-# The C library's tests compile C programs against libptmp.a, which
-# `cargo test` does not build (it builds the crate's rlib only).
+# The C library's tests (and python/tests/test_c_interop.py) compile C and
+# C++ programs against libptmp.a, which `cargo test` does not build.
 echo "== the C library (libptmp.a, libptmp.so)"
 cargo build -p ptmp-c --locked --quiet
 
