@@ -337,6 +337,27 @@ int ptmp_sender_send(struct ptmp_sender *sender, const struct ptmp_tpset *tpset)
 int ptmp_sender_send_bytes(struct ptmp_sender *sender, const uint8_t *data, size_t len);
 
 /**
+ * Sends one message of `n` raw frames, schema-blind: frame `i` is the
+ * `lens[i]` bytes at `datas[i]`. A PTMP TPSet message is two frames, the
+ * version and the encoded set; other messages pass as they are (a
+ * receiving `ptmp_receiver_recv` counts them as not TPSets).
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`n` is 0),
+ * [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle; `datas` and `lens` are NULL or point
+ * to `n` entries each; `datas[i]` is NULL (only with `lens[i]` 0) or
+ * points to `lens[i]` readable bytes.
+ */
+int ptmp_sender_send_frames(struct ptmp_sender *sender,
+                            const uint8_t *const *datas,
+                            const size_t *lens,
+                            size_t n);
+
+/**
  * Closes a sender and frees its handle. Like PTMP, it first waits (bounded
  * by the socket's linger) until what was sent has left this process, so
  * "send N and exit" loses nothing. NULL is accepted and does nothing.
@@ -386,6 +407,41 @@ int ptmp_receiver_new(const char *json_config, struct ptmp_receiver **out);
  * NULL or points to a writable `ptmp_tpset` obeying the rule above.
  */
 int ptmp_receiver_recv(struct ptmp_receiver *receiver, struct ptmp_tpset *out, int timeout_ms);
+
+/**
+ * Receives one message as raw frames, schema-blind, waiting at most
+ * `timeout_ms` (negative: forever); the number of frames goes to
+ * `*nframes`, and `ptmp_receiver_frame` gives each. For a PTMP TPSet
+ * message, frame 1 is the set's protobuf encoding.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (`*nframes` is 0),
+ * [`PTMP_ERR_NULL`], [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+ *
+ * Thread-safety: one thread at a time per receiver.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle; `nframes` is NULL or writable.
+ */
+int ptmp_receiver_recv_frames(struct ptmp_receiver *receiver, int timeout_ms, size_t *nframes);
+
+/**
+ * Frame `index` of the message the last `ptmp_receiver_recv_frames`
+ * received: its bytes to `*data` and length to `*len`. The bytes belong to
+ * the receiver and stay valid until its next receive or free.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`] or [`PTMP_ERR_ARG`] (no such
+ * frame).
+ *
+ * Thread-safety: one thread at a time per receiver.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle; `data` and `len` are NULL or
+ * writable.
+ */
+int ptmp_receiver_frame(const struct ptmp_receiver *receiver,
+                        size_t index,
+                        const uint8_t **data,
+                        size_t *len);
 
 /**
  * Closes a receiver and frees its handle. NULL is accepted and does

@@ -26,7 +26,7 @@
 //! `ptmp_tpset_clear` frees it. To send, `tps` may point anywhere readable.
 
 use ptmp_core::data::{decode_tpset_into, VERSION_FRAME};
-use ptmp_core::{Error, Receiver, Sender, TPSet, TrigPrim};
+use ptmp_core::{Error, Frames, Receiver, Sender, TPSet, TrigPrim};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -151,6 +151,8 @@ pub struct ptmp_sender {
 pub struct ptmp_receiver {
     inner: Receiver,
     endpoints: Vec<CString>,
+    // The frames of the last `ptmp_receiver_recv_frames`, reused.
+    frames: Frames,
     scratch: TPSet,
 }
 
@@ -345,6 +347,77 @@ pub unsafe extern "C" fn ptmp_sender_send_bytes(
     })
 }
 
+/// Sends one message of `n` raw frames, schema-blind: frame `i` is the
+/// `lens[i]` bytes at `datas[i]`. A PTMP TPSet message is two frames, the
+/// version and the encoded set; other messages pass as they are (a
+/// receiving `ptmp_receiver_recv` counts them as not TPSets).
+///
+/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`n` is 0),
+/// [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+///
+/// Thread-safety: one thread at a time per sender.
+///
+/// # Safety
+/// `sender` is NULL or a live handle; `datas` and `lens` are NULL or point
+/// to `n` entries each; `datas[i]` is NULL (only with `lens[i]` 0) or
+/// points to `lens[i]` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_sender_send_frames(
+    sender: *mut ptmp_sender,
+    datas: *const *const u8,
+    lens: *const usize,
+    n: usize,
+) -> c_int {
+    guard("ptmp_sender_send_frames", || {
+        // SAFETY: the caller promises NULL or a live handle.
+        let s = unsafe { sender.as_mut() }.ok_or_else(|| null("sender"))?;
+        if n == 0 {
+            return Err(Fail(
+                PTMP_ERR_ARG,
+                "n is 0: a message has at least one frame".into(),
+            ));
+        }
+        if datas.is_null() {
+            return Err(null("datas"));
+        }
+        if lens.is_null() {
+            return Err(null("lens"));
+        }
+        // SAFETY: both not NULL, and the caller promises `n` entries each.
+        let (ds, ls) = unsafe {
+            (
+                std::slice::from_raw_parts(datas, n),
+                std::slice::from_raw_parts(lens, n),
+            )
+        };
+        let frame = |i: usize| -> Result<&[u8], Fail> {
+            match (ds[i].is_null(), ls[i]) {
+                (_, 0) => Ok(&[]),
+                (true, len) => Err(Fail(
+                    PTMP_ERR_NULL,
+                    format!("datas[{i}] is NULL but lens[{i}] = {len}"),
+                )),
+                // SAFETY: not NULL, and the caller promises `lens[i]`
+                // readable bytes at `datas[i]` for the call.
+                (false, len) => Ok(unsafe { std::slice::from_raw_parts(ds[i], len) }),
+            }
+        };
+        // Up to 8 frames without allocating; more are rare.
+        const FEW: usize = 8;
+        if n <= FEW {
+            let mut arr: [&[u8]; FEW] = [&[]; FEW];
+            for (i, slot) in arr.iter_mut().enumerate().take(n) {
+                *slot = frame(i)?;
+            }
+            s.inner.send_raw(&arr[..n])?;
+        } else {
+            let v = (0..n).map(frame).collect::<Result<Vec<_>, _>>()?;
+            s.inner.send_raw(&v)?;
+        }
+        Ok(PTMP_OK)
+    })
+}
+
 /// Closes a sender and frees its handle. Like PTMP, it first waits (bounded
 /// by the socket's linger) until what was sent has left this process, so
 /// "send N and exit" loses nothing. NULL is accepted and does nothing.
@@ -391,6 +464,7 @@ pub unsafe extern "C" fn ptmp_receiver_new(
         let json = unsafe { c_str(json_config, "json_config") }?;
         let inner = Receiver::from_json(json)?;
         let handle = Box::new(ptmp_receiver {
+            frames: Frames::new(),
             endpoints: c_strings(inner.bound_endpoints()),
             inner,
             scratch: TPSet::default(),
@@ -446,6 +520,83 @@ pub unsafe extern "C" fn ptmp_receiver_recv(
         // SAFETY: `o.tps` is NULL or a malloc block of `tps_capacity`
         // primitives, as the caller promises and this library keeps.
         unsafe { to_c(&r.scratch, o) }?;
+        Ok(PTMP_OK)
+    })
+}
+
+/// Receives one message as raw frames, schema-blind, waiting at most
+/// `timeout_ms` (negative: forever); the number of frames goes to
+/// `*nframes`, and `ptmp_receiver_frame` gives each. For a PTMP TPSet
+/// message, frame 1 is the set's protobuf encoding.
+///
+/// Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (`*nframes` is 0),
+/// [`PTMP_ERR_NULL`], [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+///
+/// Thread-safety: one thread at a time per receiver.
+///
+/// # Safety
+/// `receiver` is NULL or a live handle; `nframes` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_receiver_recv_frames(
+    receiver: *mut ptmp_receiver,
+    timeout_ms: c_int,
+    nframes: *mut usize,
+) -> c_int {
+    guard("ptmp_receiver_recv_frames", || {
+        // SAFETY: the caller promises NULL or a live handle.
+        let r = unsafe { receiver.as_mut() }.ok_or_else(|| null("receiver"))?;
+        // SAFETY: the caller promises NULL or writable storage.
+        let n = unsafe { nframes.as_mut() }.ok_or_else(|| null("nframes"))?;
+        *n = 0;
+        r.frames.clear();
+        let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+        if !r.inner.recv_raw_into(&mut r.frames, timeout)? {
+            return Ok(PTMP_TIMEOUT);
+        }
+        *n = r.frames.len();
+        Ok(PTMP_OK)
+    })
+}
+
+/// Frame `index` of the message the last `ptmp_receiver_recv_frames`
+/// received: its bytes to `*data` and length to `*len`. The bytes belong to
+/// the receiver and stay valid until its next receive or free.
+///
+/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`] or [`PTMP_ERR_ARG`] (no such
+/// frame).
+///
+/// Thread-safety: one thread at a time per receiver.
+///
+/// # Safety
+/// `receiver` is NULL or a live handle; `data` and `len` are NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_receiver_frame(
+    receiver: *const ptmp_receiver,
+    index: usize,
+    data: *mut *const u8,
+    len: *mut usize,
+) -> c_int {
+    guard("ptmp_receiver_frame", || {
+        // SAFETY: the caller promises NULL or a live handle.
+        let r = unsafe { receiver.as_ref() }.ok_or_else(|| null("receiver"))?;
+        // SAFETY: the caller promises NULL or writable storage, each.
+        let (d, l) = unsafe { (data.as_mut(), len.as_mut()) };
+        let (d, l) = (
+            d.ok_or_else(|| null("data"))?,
+            l.ok_or_else(|| null("len"))?,
+        );
+        let f = r.frames.get(index).ok_or_else(|| {
+            Fail(
+                PTMP_ERR_ARG,
+                format!(
+                    "frame {index}: the last message received has {} frame(s)",
+                    r.frames.len()
+                ),
+            )
+        })?;
+        *d = f.as_ptr();
+        *l = f.len();
         Ok(PTMP_OK)
     })
 }
