@@ -28,6 +28,28 @@
 //!
 //! Nothing here starts by itself: presence is on only where a program
 //! makes a [`Discovery`].
+//!
+//! ```no_run
+//! use ptmp_discovery::{Config, Discovery, Event, PortSpec};
+//! use std::time::Duration;
+//!
+//! let d = Discovery::start(Config { group: "exp1".into(), ..Config::default() })?;
+//! // Announced as long as `_ann` lives; dropped, it says goodbye.
+//! let _ann = d.announce("apa1-tcs", &[PortSpec {
+//!     name: "out".into(),
+//!     address: "tcp://*:5000".into(),
+//! }])?;
+//! for p in d.peers() {
+//!     println!("{} {} {} pid {} up {:?}", p.name(), p.endpoint(), p.host, p.pid, p.uptime());
+//! }
+//! let events = d.subscribe();
+//! if let Ok(Event::Joined(p)) = events.recv_timeout(Duration::from_secs(5)) {
+//!     println!("joined {}", p.name());
+//! }
+//! let peer = d.resolve("apa2-tcs", "out", Duration::from_secs(10))?;
+//! println!("connect to {}", peer.endpoint());
+//! # Ok::<(), ptmp_discovery::Error>(())
+//! ```
 
 mod named;
 mod txt;
