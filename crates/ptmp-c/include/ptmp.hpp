@@ -206,6 +206,18 @@ public:
     void send_bytes(const void* data, size_t len) {
         detail::check(ptmp_sender_send_bytes(h_, static_cast<const uint8_t*>(data), len));
     }
+    /// Sends one message of raw frames, schema-blind.
+    void send_frames(const std::vector<std::string>& frames) {
+        std::vector<const uint8_t*> datas;
+        std::vector<size_t> lens;
+        datas.reserve(frames.size());
+        lens.reserve(frames.size());
+        for (const auto& f : frames) {
+            datas.push_back(reinterpret_cast<const uint8_t*>(f.data()));
+            lens.push_back(f.size());
+        }
+        detail::check(ptmp_sender_send_frames(h_, datas.data(), lens.data(), frames.size()));
+    }
     /// PTMP's call shape: `sender(tpset)`.
     void operator()(const TPSet& t) { send(t); }
     /// The `i`th bound address with a `*` port resolved; empty if none.
@@ -259,6 +271,21 @@ public:
     /// ownership rule of ptmp_receiver_recv holds for `t.tps`.
     bool recv(ptmp_tpset& t, int timeout_ms = -1) {
         return detail::check(ptmp_receiver_recv(h_, &t, timeout_ms)) != PTMP_TIMEOUT;
+    }
+    /// Receives one message as raw frames (copied into `frames`); false on
+    /// a timeout. A TPSet's frame 1 is its protobuf encoding.
+    bool recv_frames(std::vector<std::string>& frames, int timeout_ms = -1) {
+        size_t n = 0;
+        if (detail::check(ptmp_receiver_recv_frames(h_, timeout_ms, &n)) == PTMP_TIMEOUT)
+            return false;
+        frames.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+            const uint8_t* d = nullptr;
+            size_t len = 0;
+            detail::check(ptmp_receiver_frame(h_, i, &d, &len));
+            frames[i].assign(reinterpret_cast<const char*>(d), len);
+        }
+        return true;
     }
     /// PTMP's call shape: `receiver(tpset, timeout_ms)`.
     bool operator()(TPSet& t, int timeout_ms = -1) { return recv(t, timeout_ms); }

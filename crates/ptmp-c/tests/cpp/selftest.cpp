@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ptmp.hpp"
 
@@ -108,6 +109,17 @@ static void sockets() {
     EXPECT(!receiver.recv(got, 50));
     // Garbage bytes are refused before they are sent.
     EXPECT_ERROR(PTMP_ERR_ARG, "not an encoded TPSet", moved.send_bytes("\xff\xff", 2));
+    // Raw frames, and a TPSet seen raw.
+    moved.send_frames({"a", "", std::string("b\0c", 3)});
+    std::vector<std::string> frames;
+    EXPECT(receiver.recv_frames(frames, 5000));
+    EXPECT(frames.size() == 3 && frames[0] == "a" && frames[1].empty() &&
+           frames[2] == std::string("b\0c", 3));
+    moved.send(make_set(5));
+    EXPECT(receiver.recv_frames(frames, 5000) && frames.size() == 2);
+    moved.send_bytes(frames[1].data(), frames[1].size());
+    EXPECT(receiver.recv(got, 5000) && same(got, make_set(5)));
+    EXPECT(!receiver.recv_frames(frames, 10));
     // Using a moved-from object is an error with a message, not a crash.
     EXPECT_ERROR(PTMP_ERR_NULL, "sender is NULL", sender.send(make_set(1)));
 }
