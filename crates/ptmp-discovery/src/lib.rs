@@ -543,7 +543,13 @@ impl Discovery {
         }
         let tag = unique_tag();
         let mdns_host = format!("ptmp-{tag}.local.");
-        let mut fullnames = Vec::new();
+        // Built empty and filled, so that if one port fails, dropping it
+        // withdraws the ports already announced: all or nothing.
+        let mut ann = Announcement {
+            daemon: self.daemon.clone(),
+            shared: self.shared.clone(),
+            fullnames: Vec::new(),
+        };
         for (spec, fields) in infos {
             let instance = format!("{node}/{}#{tag}", spec.name);
             let props: Vec<(String, String)> = fields.into_iter().collect();
@@ -552,14 +558,10 @@ impl Discovery {
                 .enable_addr_auto();
             let fullname = info.get_fullname().to_string();
             self.shared.lock().own.insert(fullname.clone());
+            ann.fullnames.push(fullname);
             self.daemon.register(info).map_err(mdns_err)?;
-            fullnames.push(fullname);
         }
-        Ok(Announcement {
-            daemon: self.daemon.clone(),
-            shared: self.shared.clone(),
-            fullnames,
-        })
+        Ok(ann)
     }
 }
 
@@ -632,7 +634,7 @@ enum Reject {
 }
 
 impl Worker {
-    fn run(self, events: mdns_sd::Receiver<ServiceEvent>) {
+    fn run(self, mut events: mdns_sd::Receiver<ServiceEvent>) {
         let mut next_check = Instant::now() + self.config.liveness;
         while !self.shared.stop.load(Ordering::Relaxed) {
             match events.recv_timeout(Duration::from_millis(200)) {
@@ -640,7 +642,16 @@ impl Worker {
                 Ok(ServiceEvent::ServiceRemoved(_, fullname)) => self.removed(&fullname),
                 Ok(_) => {}
                 Err(mdns_sd::RecvTimeoutError::Timeout) => {}
-                Err(mdns_sd::RecvTimeoutError::Disconnected) => break,
+                Err(mdns_sd::RecvTimeoutError::Disconnected) => {
+                    // The daemon ends a subscription whose channel filled
+                    // up (a burst of announcements): browse again rather
+                    // than go deaf. If the daemon itself is gone, wait and
+                    // retry until told to stop.
+                    match self.daemon.browse(SERVICE_TYPE) {
+                        Ok(fresh) => events = fresh,
+                        Err(_) => std::thread::sleep(Duration::from_millis(500)),
+                    }
+                }
             }
             if Instant::now() >= next_check {
                 next_check = Instant::now() + self.config.liveness;
