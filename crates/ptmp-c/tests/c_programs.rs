@@ -201,6 +201,9 @@ fn c_runs_a_graph() {
         .arg(common::crate_dir().join("../../examples/chain-graph.jsonnet"))
         .arg(dir.path().join("run"))
         .arg(&ptmp)
+        // The example graph's sink records into a file of the working
+        // directory.
+        .current_dir(dir.path())
         .output()
         .unwrap();
     assert_ok("C graph run", &out);
