@@ -190,6 +190,16 @@ def test_ptmp_peers_lists_a_zeroconf_announcement(netns):
         # Started 100 s before the announcement: the uptime says so.
         m, s = cols[-1].rstrip("s").split("m")
         assert 100 <= int(m) * 60 + int(s) < 160, row
+        # The same as JSON, one object per port.
+        r = subprocess.run(["ip", "netns", "exec", netns, ptmp_bin(), "peers", "--wait", "3",
+                            "--json"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        ports = {p["name"]: p for p in json.loads(r.stdout)}
+        assert set(ports) == {"pynode/in", "pynode/out"}, r.stdout
+        p = ports["pynode/in"]
+        assert p["address"] == "tcp://*:6001" and p["endpoint"] == "tcp://127.0.0.1:6001"
+        assert p["pid"] == 4242 and p["host"] == "pyhost" and p["group"] == "default"
+        assert 100 <= p["uptime"] < 160 and p["transport"] == "tcp"
     finally:
         zc.kill()
         zc.wait()
@@ -200,6 +210,8 @@ def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path)
     (tmp_path / "secret").write_bytes(secret + b"\n")
     watch = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "9",
                           "--group", "exp1", "--secret-file", str(tmp_path / "secret")])
+    watch_json = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "9", "--json",
+                               "--group", "exp1", "--secret-file", str(tmp_path / "secret")])
     time.sleep(0.5)
     good = dict(group="exp1", secret=secret)
     hostile = [
@@ -227,6 +239,15 @@ def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path)
         assert n["malformed"] >= 2 and n["forged"] >= 1 and n["oversized"] >= 1, counts[-1]
         for bad in ("h1", "h2", "h3", "h4"):
             assert f"joined {bad}/" not in out
+        # The same seen as JSON lines.
+        jout, err = watch_json.communicate(timeout=40)
+        assert watch_json.returncode == 0, err
+        events = [json.loads(l) for l in jout.splitlines()]
+        joined = [e["peer"]["name"] for e in events if e["event"] == "joined"]
+        assert joined == ["honest/out"], events
+        ignored = [e for e in events if e["event"] == "ignored"][-1]
+        assert ignored["malformed"] >= 2 and ignored["forged"] >= 1, ignored
+        assert ignored["oversized"] >= 1, ignored
     finally:
         zc.kill()
         zc.wait()

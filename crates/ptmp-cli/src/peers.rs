@@ -40,6 +40,10 @@ pub struct PeersArgs {
     /// A port to announce, as NAME=ADDRESS (for example out=tcp://*:5000).
     #[arg(long = "port", value_name = "NAME=ADDRESS", requires = "announce")]
     ports: Vec<String>,
+    /// JSON instead of text: the list as one array of ports, --watch as one
+    /// object a line ({"event": "joined"|"left"|"duplicate"|"ignored", ...}).
+    #[arg(long)]
+    json: bool,
     /// Seconds without an answer after which a silent peer is dropped.
     #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
     liveness_timeout: f64,
@@ -143,6 +147,34 @@ fn table(peers: &[Peer]) -> String {
     out
 }
 
+fn peer_json(p: &Peer) -> serde_json::Value {
+    serde_json::json!({
+        "name": p.name(), "node": p.node, "port": p.port, "address": p.address,
+        "endpoint": p.endpoint(), "transport": p.transport, "host": p.host,
+        "pid": p.pid, "start": p.start, "uptime": p.uptime().as_secs(), "group": p.group,
+    })
+}
+
+fn event_json(e: &Event) -> String {
+    let v = match e {
+        Event::Joined(p) => serde_json::json!({"event": "joined", "peer": peer_json(p)}),
+        Event::Left(p) => serde_json::json!({"event": "left", "peer": peer_json(p)}),
+        Event::Duplicate { kept, refused } => serde_json::json!({
+            "event": "duplicate", "peer": peer_json(kept), "refused": peer_json(refused),
+        }),
+    };
+    v.to_string()
+}
+
+fn counters_json(c: &Counters) -> String {
+    serde_json::json!({
+        "event": "ignored", "malformed": c.malformed, "forged": c.forged,
+        "oversized": c.oversized, "other_group": c.other_group,
+        "duplicates": c.duplicates, "table_full": c.table_full,
+    })
+    .to_string()
+}
+
 fn event_line(e: &Event) -> String {
     match e {
         Event::Joined(p) => format!(
@@ -204,7 +236,9 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
                 ptmp_discovery::Error::Config(_) => CliError::usage(e.to_string()),
                 e => CliError::fail(e.to_string()),
             })?;
-            emit(&mut out, &format!("announced {node}"))?;
+            if !a.json {
+                emit(&mut out, &format!("announced {node}"))?;
+            }
             Some(ann)
         }
         None => None,
@@ -214,7 +248,13 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
         while t0.elapsed() < wait && !stopping() {
             std::thread::sleep(Duration::from_millis(50));
         }
-        emit(&mut out, table(&d.peers()).trim_end())?;
+        let peers = d.peers();
+        if a.json {
+            let list: Vec<serde_json::Value> = peers.iter().map(peer_json).collect();
+            emit(&mut out, &serde_json::Value::Array(list).to_string())?;
+        } else {
+            emit(&mut out, table(&peers).trim_end())?;
+        }
         if announcement.is_some() {
             // Keep the announcement up until told to stop.
             while !stopping() && !over(Instant::now()) {
@@ -229,11 +269,21 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
     let mut last = Counters::default();
     while !stopping() && !over(Instant::now()) {
         if let Ok(e) = events.recv_timeout(Duration::from_millis(100)) {
-            emit(&mut out, &event_line(&e))?;
+            let line = if a.json {
+                event_json(&e)
+            } else {
+                event_line(&e)
+            };
+            emit(&mut out, &line)?;
         }
         let c = d.counters();
         if c != last {
-            emit(&mut out, &counters_line(&c))?;
+            let line = if a.json {
+                counters_json(&c)
+            } else {
+                counters_line(&c)
+            };
+            emit(&mut out, &line)?;
             last = c;
         }
         if let Some(why) = announcement.as_ref().and_then(|a| a.refused()) {
