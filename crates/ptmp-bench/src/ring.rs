@@ -43,6 +43,15 @@ pub struct RingRow {
     pub reader_mps: Vec<f64>,
     /// Each reader's share of messages overwritten before it read them, %.
     pub lost_pct: Vec<f64>,
+    /// System calls the writer's thread made per message (NaN: not
+    /// counted).
+    pub writer_syscalls: f64,
+    /// Each reader thread's, per message published.
+    pub reader_syscalls: Vec<f64>,
+    /// The writer thread's context switches per second.
+    pub writer_csw_s: f64,
+    /// Each reader thread's.
+    pub reader_csw_s: Vec<f64>,
 }
 
 impl Row for RingRow {
@@ -54,6 +63,10 @@ impl Row for RingRow {
             "writer M msg/s",
             "per-reader received M msg/s",
             "per-reader lost %",
+            "writer syscalls/msg",
+            "per-reader syscalls/msg",
+            "writer csw/s",
+            "per-reader csw/s",
         ]
     }
     fn cells(&self) -> Vec<Cell> {
@@ -65,6 +78,10 @@ impl Row for RingRow {
             Cell::measure(self.writer_mps, f2(self.writer_mps)),
             Cell::list(&self.reader_mps, f2),
             Cell::list(&self.lost_pct, f2),
+            Cell::maybe(self.writer_syscalls, |x| format!("{x:.4}")),
+            Cell::list(&self.reader_syscalls, |x| format!("{x:.4}")),
+            Cell::maybe(self.writer_csw_s, |x| format!("{x:.0}")),
+            Cell::list(&self.reader_csw_s, |x| format!("{x:.0}")),
         ]
     }
 }
@@ -98,6 +115,9 @@ pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
                 .map(|_| {
                     let mut r = Reader::attach(&name, StartAt::Next).map_err(fail)?;
                     Ok(std::thread::spawn(move || {
+                        let ctr = crate::sys::Syscalls::open(false);
+                        let k0 = crate::sys::kernel(&ctr, true);
+                        let t0 = Instant::now();
                         let mut buf = Vec::with_capacity(size);
                         let mut got = 0u64;
                         let mut first: Option<Instant> = None;
@@ -111,20 +131,37 @@ pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
                             }
                         }
                         let secs = first.map_or(0.0, |f| f.elapsed().as_secs_f64());
-                        (got, r.lost(), secs)
+                        let k = k0.since(crate::sys::kernel(&ctr, true));
+                        (got, r.lost(), secs, k, t0.elapsed().as_secs_f64())
                     }))
                 })
                 .collect::<BenchResult<_>>()?;
             let msg = vec![0x5au8; size];
+            let ctr = crate::sys::Syscalls::open(false);
+            let k0 = crate::sys::kernel(&ctr, true);
             let t0 = Instant::now();
             for _ in 0..n {
                 w.publish(&msg).map_err(fail)?;
             }
             let wsecs = t0.elapsed().as_secs_f64();
+            let wk = k0.since(crate::sys::kernel(&ctr, true));
+            let per_msg =
+                |k: &crate::sys::Kernel| k.syscalls.map_or(f64::NAN, |c| c as f64 / n as f64);
+            let per_s = |k: &crate::sys::Kernel, secs: f64| {
+                if secs > 0.0 {
+                    k.switches() as f64 / secs
+                } else {
+                    f64::NAN
+                }
+            };
+            let (mut rsys, mut rcsw) = (Vec::new(), Vec::new());
             let mut rates = Vec::new();
             let mut lost = Vec::new();
             for h in readers {
-                let (got, l, secs) = h.join().map_err(|_| BenchError::fail("reader panicked"))?;
+                let (got, l, secs, k, loop_s) =
+                    h.join().map_err(|_| BenchError::fail("reader panicked"))?;
+                rsys.push(per_msg(&k));
+                rcsw.push(per_s(&k, loop_s));
                 rates.push(if secs > 0.0 {
                     got as f64 / secs / 1e6
                 } else {
@@ -141,13 +178,17 @@ pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
                 writer_mps: n as f64 / wsecs / 1e6,
                 reader_mps: rates,
                 lost_pct: lost,
+                writer_syscalls: per_msg(&wk),
+                reader_syscalls: rsys,
+                writer_csw_s: per_s(&wk, wsecs),
+                reader_csw_s: rcsw,
             };
             crate::report::row(&row);
             out.push(row);
         }
     }
     crate::report::note(format!(
-        "\n{} messages per run, {}-slot ring; readers copy each message out.",
+        "\n{} messages per run, {}-slot ring; readers copy each message out; system calls per message published and context switches per second of each thread (perf_event_open on the raw_syscalls:sys_enter tracepoint, \"-\" where the kernel does not allow it; getrusage).",
         a.count, a.slots
     ));
     Ok(out)

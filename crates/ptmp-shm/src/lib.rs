@@ -51,8 +51,9 @@
 //!    cannot be lost. A [`Policy::Block`] writer that finds the ring full
 //!    spins briefly, then announces in `writer_needs` the position it waits
 //!    for (a quarter of the ring past the one it strictly needs, never past
-//!    the newest message) and sets `writer_waiting`; a reader that releases
-//!    up to that position wakes it on `space`. The writer also sleeps at
+//!    the newest message) and sets `writer_waiting`; the release that
+//!    carries a reader's position across `writer_needs` wakes it on `space`
+//!    (once: the releases after it make no system call). The writer also sleeps at
 //!    most 1 ms at a time, so no reader can hold it by not waking it.
 //!    (Invariants 3 to 6 are the functions of [`protocol`], which
 //!    `tests/loom.rs` model-checks.)

@@ -29,6 +29,8 @@ pub trait Word: Sync {
     fn fetch_sub(&self, v: Self::Value, order: Ordering) -> Self::Value;
     /// Atomic bitwise or, returning the value before.
     fn fetch_or(&self, v: Self::Value, order: Ordering) -> Self::Value;
+    /// Atomic exchange, returning the value before.
+    fn swap(&self, v: Self::Value, order: Ordering) -> Self::Value;
     /// A memory fence of the same family as this word's atomics.
     fn fence(order: Ordering);
     /// Where a side stores one word and then loads another that the other
@@ -65,6 +67,10 @@ macro_rules! word {
             #[inline]
             fn fetch_or(&self, v: $value, order: Ordering) -> $value {
                 <$atomic>::fetch_or(self, v, order)
+            }
+            #[inline]
+            fn swap(&self, v: $value, order: Ordering) -> $value {
+                <$atomic>::swap(self, v, order)
             }
             #[inline]
             fn fence(order: Ordering) {
@@ -284,8 +290,13 @@ pub fn writer_wait_end<W: Word<Value = u32>>(waiting: &W) {
 }
 
 /// Reader under [`crate::Policy::Block`]: tell the writer it no longer
-/// needs messages below `to`, and wake the writer if it waits for exactly
-/// that (not on every message). `wake` is the futex wake on `space`.
+/// needs messages below `to`, and wake the writer if it waits for that.
+/// Only the release that carries this reader's position across
+/// `writer_needs` wakes, not every release at or past it: while the writer
+/// is still waking up, the reader goes on releasing without a system call
+/// per message. (A writer that still lacks room announces again, and each
+/// reader that then crosses the new position wakes it once.) `wake` is the
+/// futex wake on `space`.
 #[inline]
 pub fn release<W32, W64>(
     pos: &W64,
@@ -298,12 +309,15 @@ pub fn release<W32, W64>(
     W32: Word<Value = u32>,
     W64: Word<Value = u64>,
 {
-    pos.store(to, Ordering::SeqCst);
+    let before = pos.swap(to, Ordering::SeqCst);
     // Between the store of the position and the load of `writer_waiting`.
     W32::seq_cst_point();
-    if waiting.load(Ordering::SeqCst) != 0 && to >= needs.load(Ordering::SeqCst) {
-        space.fetch_add(1, Ordering::SeqCst);
-        wake(space);
+    if waiting.load(Ordering::SeqCst) != 0 {
+        let need = needs.load(Ordering::SeqCst);
+        if before < need && to >= need {
+            space.fetch_add(1, Ordering::SeqCst);
+            wake(space);
+        }
     }
 }
 

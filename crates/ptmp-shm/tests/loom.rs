@@ -375,3 +375,52 @@ fn a_blocked_writer_waiting_for_a_quarter_ring_is_woken() {
         reader.join().unwrap();
     });
 }
+
+#[test]
+fn a_blocked_writer_behind_two_readers_is_woken_by_the_slower() {
+    // Two readers each release position 1 of a one-slot ring; the writer
+    // needs both there. Each wakes only as it crosses the position the
+    // writer announced, so the faster one may wake the writer before the
+    // slower has released: the writer must then wait again and be woken by
+    // the slower one, never sleep for ever.
+    model_bounded(|| {
+        let h = Arc::new(Space {
+            pos: AtomicU64::new(0),
+            waiting: AtomicU32::new(0),
+            needs: AtomicU64::new(0),
+            space: AtomicU32::new(0),
+            futex: Futex::new(),
+        });
+        let pos2 = Arc::new(AtomicU64::new(0));
+        let r = h.clone();
+        let a = thread::spawn(move || {
+            protocol::release(&r.pos, &r.waiting, &r.needs, &r.space, 1, |_| {
+                r.futex.wake()
+            });
+        });
+        let (r, p2) = (h.clone(), pos2.clone());
+        let b = thread::spawn(move || {
+            protocol::release(&*p2, &r.waiting, &r.needs, &r.space, 1, |_| r.futex.wake());
+        });
+        let need = 1;
+        loop {
+            let done = protocol::writer_wait_round(
+                &h.needs,
+                &h.waiting,
+                &h.space,
+                need,
+                || {
+                    (protocol::reader_pos(&h.pos) >= need && protocol::reader_pos(&*pos2) >= need)
+                        .then_some(())
+                },
+                |seen| h.futex.wait(&h.space, seen),
+            );
+            if done.is_some() {
+                break;
+            }
+        }
+        protocol::writer_wait_end(&h.waiting);
+        a.join().unwrap();
+        b.join().unwrap();
+    });
+}
