@@ -134,6 +134,7 @@ def signed(txt, secret):
     (["--wait", "nan"], "--wait NaN"),
     (["--watch", "--for=-1"], "--for -1"),
     (["--group", ""], "group name is empty"),
+    (["--liveness-timeout", "1e18"], "at most an hour"),
     (["--announce", "a", "--port", "x" * 30 + "=tcp://*:1"], "more than 24"),
 ])
 def test_bad_arguments_are_refused_before_anything_is_sent(args, says):

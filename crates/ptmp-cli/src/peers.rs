@@ -226,7 +226,10 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
             return Err(CliError::usage(p));
         }
     }
-    let d = Discovery::start(cfg).map_err(|e| CliError::fail(e.to_string()))?;
+    let d = Discovery::start(cfg).map_err(|e| match e {
+        ptmp_discovery::Error::Config(_) => CliError::usage(e.to_string()),
+        e => CliError::fail(e.to_string()),
+    })?;
     let events = d.subscribe();
     let t0 = Instant::now();
     let mut out = std::io::stdout().lock();

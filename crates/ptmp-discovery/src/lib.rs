@@ -155,7 +155,9 @@ impl Config {
     /// How long after a silent death a peer is still listed, at most (the
     /// liveness period, its timeout and a second for the queries to go out).
     pub fn leave_bound(&self) -> Duration {
-        self.liveness + self.liveness_timeout + Duration::from_secs(1)
+        self.liveness
+            .saturating_add(self.liveness_timeout)
+            .saturating_add(Duration::from_secs(1))
     }
 }
 
@@ -348,10 +350,18 @@ impl Discovery {
         if let Some(p) = name_problem("group", &config.group) {
             return Err(Error::Config(p));
         }
-        if config.liveness.is_zero() || config.liveness_timeout.is_zero() {
-            return Err(Error::Config(
-                "liveness period and timeout must be more than zero".into(),
-            ));
+        // An hour at most: longer would mean no liveness check at all, and
+        // keeps the deadlines computed from them far from any overflow.
+        let hour = Duration::from_secs(3600);
+        for (what, d) in [
+            ("liveness period", config.liveness),
+            ("liveness timeout", config.liveness_timeout),
+        ] {
+            if d.is_zero() || d > hour {
+                return Err(Error::Config(format!(
+                    "{what} {d:?}: give more than zero and at most an hour"
+                )));
+            }
         }
         let daemon = ServiceDaemon::new().map_err(mdns_err)?;
         // IPv4 only: the addresses ptmp announces are IPv4, and one family
@@ -421,7 +431,7 @@ impl Discovery {
     /// returns it ([`Peer::endpoint`] is the address to connect to). The
     /// error names the name and the group when none came.
     pub fn resolve(&self, node: &str, port: &str, timeout: Duration) -> Result<Peer> {
-        let deadline = Instant::now() + timeout;
+        let deadline = after(timeout);
         let mut t = self.shared.lock();
         loop {
             if let Some(p) = t
@@ -516,7 +526,11 @@ impl Discovery {
                 .verify(p.instance.clone(), self.config.liveness_timeout);
         }
         if !present.is_empty() {
-            let deadline = Instant::now() + self.config.liveness_timeout + Duration::from_secs(1);
+            let deadline = after(
+                self.config
+                    .liveness_timeout
+                    .saturating_add(Duration::from_secs(1)),
+            );
             let mut t = self.shared.lock();
             loop {
                 let still = holders(&t);
@@ -635,7 +649,7 @@ enum Reject {
 
 impl Worker {
     fn run(self, mut events: mdns_sd::Receiver<ServiceEvent>) {
-        let mut next_check = Instant::now() + self.config.liveness;
+        let mut next_check = after(self.config.liveness);
         while !self.shared.stop.load(Ordering::Relaxed) {
             match events.recv_timeout(Duration::from_millis(200)) {
                 Ok(ServiceEvent::ServiceResolved(s)) => self.resolved(&s),
@@ -654,7 +668,7 @@ impl Worker {
                 }
             }
             if Instant::now() >= next_check {
-                next_check = Instant::now() + self.config.liveness;
+                next_check = after(self.config.liveness);
                 // RFC 6762 section 10.4: ask again, and flush what does not
                 // answer in time (the daemon then reports it removed).
                 let names: Vec<String> = {
@@ -829,6 +843,16 @@ impl Worker {
     }
 }
 
+/// The instant `d` from now; a duration too long to represent (a
+/// timeout of 1e30 s from Python, say) is a century, which is for ever
+/// here, never an overflow.
+pub(crate) fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86400)))
+        .unwrap_or(now)
+}
+
 /// This process's start time, seconds since 1970 (read once: the first
 /// call's clock, which is close enough for seniority and uptime).
 fn process_start() -> u64 {
@@ -900,5 +924,15 @@ mod tests {
     #[test]
     fn the_leave_bound_adds_up_the_liveness_settings() {
         assert_eq!(Config::default().leave_bound(), Duration::from_secs(6));
+        let c = Config {
+            liveness: Duration::MAX,
+            ..Config::default()
+        };
+        assert_eq!(c.leave_bound(), Duration::MAX);
+    }
+
+    #[test]
+    fn an_endless_timeout_is_far_away_not_an_overflow() {
+        assert!(after(Duration::MAX) > Instant::now() + Duration::from_secs(86400));
     }
 }

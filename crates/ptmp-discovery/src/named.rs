@@ -54,7 +54,7 @@ pub fn resolve_config(
     config: &Value,
     timeout: Duration,
 ) -> Result<(Value, Vec<Peer>)> {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::after(timeout);
     let mut peers = Vec::new();
     let mut list = Vec::new();
     for a in connect_list(config) {
@@ -141,7 +141,7 @@ impl NamedReceiver {
     /// Receives one TPSet, `Ok(None)` when `timeout` passes first (`None`
     /// waits for ever), following named peers that move meanwhile.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<TPSet>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.map(crate::after);
         loop {
             self.follow()?;
             if let Some(t) = self.held.pop_front() {
