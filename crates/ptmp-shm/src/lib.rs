@@ -37,6 +37,10 @@
 //!    overwrite message `s - slots` while a live reader's entry is at or
 //!    below it, and a reader whose PID no longer exists is dropped from the
 //!    registry by the blocked writer, so a killed reader stalls nothing. A
+//!    reader may show a position lower than the one it has reached (it
+//!    writes its entry every few messages, at once while the writer waits,
+//!    and in full before it sleeps): that only makes the writer wait more,
+//!    never overwrite what a reader still reads. A
 //!    writer killed mid-message leaves an odd stamp and an unchanged
 //!    `next_seq`: readers see nothing new, and the next writer overwrites
 //!    that slot with its own message number `next_seq`.

@@ -321,6 +321,33 @@ pub fn release<W32, W64>(
     }
 }
 
+/// Reader under [`crate::Policy::Block`], per message: [`release`] only
+/// when `to` is `every` or more past the position the entry shows, or the
+/// writer waits; otherwise leave the entry as it is (no locked instruction,
+/// no cache line the writer reads). A lower position shown only makes the
+/// writer wait more (invariant 5); the reader calls [`release`] with its
+/// whole position before it sleeps, and a writer that waits is seen at the
+/// next message.
+#[inline]
+pub fn release_lazily<W32, W64>(
+    pos: &W64,
+    waiting: &W32,
+    needs: &W64,
+    space: &W32,
+    to: u64,
+    every: u64,
+    wake: impl FnOnce(&W32),
+) where
+    W32: Word<Value = u32>,
+    W64: Word<Value = u64>,
+{
+    let shown = pos.load(Ordering::Relaxed);
+    if to <= shown || (to < shown + every && waiting.load(Ordering::Relaxed) == 0) {
+        return;
+    }
+    release(pos, waiting, needs, space, to, wake);
+}
+
 /// A reader leaving a [`crate::Policy::Block`] channel: if the writer
 /// waits, wake it, so it looks at the registry again.
 #[inline]

@@ -7,7 +7,7 @@ use crate::name::ChannelName;
 use crate::protocol::{self, Read};
 use crate::segment::{pid_alive, Access, Segment};
 use crate::wait::{futex_wake, Deadline};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,26 +50,77 @@ pub(crate) struct Attachment {
     seg: Segment,
     /// This reader's registry entry, if it got one.
     entry: Option<usize>,
+    /// Under [`Policy::Block`], the highest position released so far,
+    /// which the registry entry may not show yet (see `release_below`).
+    asked: AtomicU64,
+    /// How far the registry entry may lag behind `asked` while the writer
+    /// does not wait.
+    every: u64,
 }
 
+/// Most messages a [`Policy::Block`] reader releases before it tells the
+/// writer (a sixteenth of the ring, if that is fewer).
+const RELEASE_EVERY: u64 = 64;
+
 impl Attachment {
+    fn new(seg: Segment, entry: Option<usize>, pos: u64) -> Attachment {
+        let every = (seg.slots / 16).clamp(1, RELEASE_EVERY);
+        Attachment {
+            seg,
+            entry,
+            asked: AtomicU64::new(pos),
+            every,
+        }
+    }
+
     /// Tell the writer this reader no longer needs messages below `pos`.
+    ///
+    /// Under [`Policy::Block`] the registry entry is written (a locked
+    /// instruction, and a cache line the writer reads) only every `every`
+    /// messages, or at once while the writer waits: a writer that does not
+    /// wait has room anyway, since a lag of fewer than `every` is less than
+    /// a ring. A stale entry only makes the writer more careful
+    /// (invariant 5); [`Self::flush`] brings it up to date before the
+    /// reader sleeps.
     #[inline]
     fn release_below(&self, pos: u64) {
         let Some(i) = self.entry else { return };
         let e = self.seg.entry(i);
         if self.seg.policy == Policy::Block {
+            let to = self.asked.fetch_max(pos, Ordering::Relaxed).max(pos);
+            let h = self.seg.header();
+            protocol::release_lazily(
+                &e.pos,
+                &h.writer_waiting,
+                &h.writer_needs,
+                &h.space,
+                to,
+                self.every,
+                |w| futex_wake(w, 1),
+            );
+        } else {
+            e.pos.store(pos, Ordering::Relaxed);
+        }
+    }
+
+    /// Show the writer everything released so far (before sleeping).
+    pub(crate) fn flush(&self) {
+        let Some(i) = self.entry else { return };
+        if self.seg.policy != Policy::Block {
+            return;
+        }
+        let to = self.asked.load(Ordering::Relaxed);
+        let e = self.seg.entry(i);
+        if e.pos.load(Ordering::Relaxed) < to {
             let h = self.seg.header();
             protocol::release(
                 &e.pos,
                 &h.writer_waiting,
                 &h.writer_needs,
                 &h.space,
-                pos,
+                to,
                 |w| futex_wake(w, 1),
             );
-        } else {
-            e.pos.store(pos, Ordering::Relaxed);
         }
     }
 }
@@ -137,7 +188,7 @@ impl Reader {
             return Err(ShmError::RegistryFull { name: name.into() });
         }
         Ok(Reader {
-            att: Arc::new(Attachment { seg, entry }),
+            att: Arc::new(Attachment::new(seg, entry, pos)),
             pos,
             lost_total: 0,
             spin: DEFAULT_SPIN,
@@ -164,6 +215,11 @@ impl Reader {
             }
         }
         None
+    }
+
+    /// Show the writer every message released so far (before sleeping).
+    pub(crate) fn flush_release(&self) {
+        self.att.flush();
     }
 
     /// The mapped segment.
@@ -616,11 +672,7 @@ impl Drop for OwnedView {
     /// Release the slot, unless the reader has already read past it (a
     /// registry position never goes back).
     fn drop(&mut self) {
-        let to = self.received.seq + 1;
-        if let Some(i) = self.att.entry {
-            if protocol::reader_pos(&self.att.seg.entry(i).pos) < to {
-                self.att.release_below(to);
-            }
-        }
+        // `release_below` keeps the released position from going back.
+        self.att.release_below(self.received.seq + 1);
     }
 }

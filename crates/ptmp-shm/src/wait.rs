@@ -50,6 +50,9 @@ impl Reader {
         let h = seg.header();
         let pos = self.position();
         let spin = self.spin();
+        // Nothing to read: a writer must not wait on a position this
+        // reader has passed but not yet shown.
+        self.flush_release();
         let mut i = 0u32;
         while i < spin {
             if h.next_seq.load(Ordering::Acquire) > pos {
@@ -122,6 +125,9 @@ pub fn wait_any(
     };
     if scan(ready) {
         return Ok(true);
+    }
+    for r in readers {
+        r.flush_release();
     }
     let mut deadline = Deadline::new(timeout);
     let until = deadline.instant();

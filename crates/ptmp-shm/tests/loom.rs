@@ -424,3 +424,50 @@ fn a_blocked_writer_behind_two_readers_is_woken_by_the_slower() {
         b.join().unwrap();
     });
 }
+
+#[test]
+fn a_reader_that_shows_its_position_lazily_still_wakes_a_blocked_writer() {
+    // The reader shows its position only every 4 messages unless the
+    // writer waits, and in full before it sleeps (here: after reading
+    // messages 0 and 1, with nothing more to read). The writer needs it at
+    // position 2: whatever the interleaving, it must be woken.
+    model(|| {
+        let h = Arc::new(Space {
+            pos: AtomicU64::new(0),
+            waiting: AtomicU32::new(0),
+            needs: AtomicU64::new(0),
+            space: AtomicU32::new(0),
+            futex: Futex::new(),
+        });
+        let r = h.clone();
+        let reader = thread::spawn(move || {
+            for to in 1..=2 {
+                protocol::release_lazily(&r.pos, &r.waiting, &r.needs, &r.space, to, 4, |_| {
+                    r.futex.wake()
+                });
+            }
+            // Before sleeping: the whole position.
+            if protocol::reader_pos(&r.pos) < 2 {
+                protocol::release(&r.pos, &r.waiting, &r.needs, &r.space, 2, |_| {
+                    r.futex.wake()
+                });
+            }
+        });
+        let need = 2;
+        loop {
+            let done = protocol::writer_wait_round(
+                &h.needs,
+                &h.waiting,
+                &h.space,
+                need,
+                || (protocol::reader_pos(&h.pos) >= need).then_some(()),
+                |seen| h.futex.wait(&h.space, seen),
+            );
+            if done.is_some() {
+                break;
+            }
+        }
+        protocol::writer_wait_end(&h.waiting);
+        reader.join().unwrap();
+    });
+}
