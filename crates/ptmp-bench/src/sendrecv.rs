@@ -182,9 +182,9 @@ impl RecvLoop {
 /// Run `n` TPSets through ptmp Sender -> Receiver.
 pub fn run_ptmp(p: Pattern, tr: TransportArg, n: u64, ntps: u32, hwm: i32) -> BenchResult<Outcome> {
     let (st, rt) = p.types();
-    if tr == TransportArg::Shm && p != Pattern::Pubsub {
+    if tr == TransportArg::Shm && !matches!(p, Pattern::Pubsub | Pattern::Pushpull) {
         return Err(BenchError::usage(format!(
-            "--transport shm carries pubsub only (not {})",
+            "--transport shm carries pubsub and pushpull only (not {})",
             p.name()
         )));
     }
