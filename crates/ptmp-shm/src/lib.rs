@@ -40,8 +40,8 @@
 //!    reader may show a position lower than the one it has reached (it
 //!    writes its entry every few messages, at once while the writer waits,
 //!    and in full before it sleeps): that only makes the writer wait more,
-//!    never overwrite what a reader still reads. A
-//!    writer killed mid-message leaves an odd stamp and an unchanged
+//!    never overwrite what a reader still reads. A writer killed
+//!    mid-message leaves an odd stamp and an unchanged
 //!    `next_seq`: readers see nothing new, and the next writer overwrites
 //!    that slot with its own message number `next_seq`.
 //! 6. **Wake-ups.** A reader about to sleep sets the low bit of the
@@ -57,8 +57,9 @@
 //!    for (a quarter of the ring past the one it strictly needs, never past
 //!    the newest message) and sets `writer_waiting`; the release that
 //!    carries a reader's position across `writer_needs` wakes it on `space`
-//!    (once: the releases after it make no system call). The writer also sleeps at
-//!    most 1 ms at a time, so no reader can hold it by not waking it.
+//!    (once: the releases after it make no system call). The writer also
+//!    sleeps at most 1 ms at a time, so no reader can hold it by not waking
+//!    it.
 //!    (Invariants 3 to 6 are the functions of [`protocol`], which
 //!    `tests/loom.rs` model-checks.)
 //! 7. **Truncation.** A new segment has every page reserved when it is
