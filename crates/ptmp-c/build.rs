@@ -29,12 +29,13 @@ fn main() {
         documentation_style: cbindgen::DocumentationStyle::Doxy,
         ..Default::default()
     };
-    // Only these files are parsed: no `cargo metadata` from inside a build.
-    let mut b = cbindgen::Builder::new().with_config(config);
-    for src in &srcs {
-        b = b.with_src(src);
-    }
-    b.generate()
+    // Only lib.rs is given, with no `cargo metadata` from inside a build:
+    // cbindgen follows its `mod` lines into the other files itself, so
+    // naming them too would declare every function of theirs twice.
+    cbindgen::Builder::new()
+        .with_config(config)
+        .with_src(&srcs[0])
+        .generate()
         .expect("cbindgen could not read the crate's sources")
         .write_to_file(format!("{out}/ptmp.h"));
 }
