@@ -7,70 +7,18 @@ use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{finish, node_in, status, text, wait_for, write_graph, PTMP};
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn run(args: &[&str]) -> Output {
     Command::new(PTMP).args(args).output().unwrap()
-}
-
-/// Wait for `c`, killing it and failing after `limit`.
-fn finish(mut c: Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
-                text(&o.stdout),
-                text(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
-}
-
-/// Poll `f` until it gives Some, failing with `what` after `limit`.
-fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn write_graph(dir: &Path, v: &Value) -> PathBuf {
-    let f = dir.join("g.json");
-    std::fs::write(&f, serde_json::to_vec_pretty(v).unwrap()).unwrap();
-    f
-}
-
-fn status(run_dir: &Path, process: &str) -> Option<Value> {
-    let b = std::fs::read(run_dir.join("status").join(format!("{process}.json"))).ok()?;
-    serde_json::from_slice(&b).ok()
-}
-
-fn node_in(run_dir: &Path, process: &str, node: &str) -> Option<u64> {
-    status(run_dir, process)?["nodes"]
-        .as_array()?
-        .iter()
-        .find(|n| n["name"] == node)?["in"]
-        .as_u64()
 }
 
 #[test]

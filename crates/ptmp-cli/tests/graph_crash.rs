@@ -10,45 +10,13 @@ use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames, TPSet};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{finish, node_in, status, text, wait_for, PTMP};
+
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Wait for `c`, killing it and failing after `limit`.
-fn finish(mut c: Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
-                text(&o.stdout),
-                text(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
-}
-
-/// Poll `f` until it gives Some, failing with `what` after `limit`.
-fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn write_graph(dir: &Path, v: &Value) -> PathBuf {
     let f = dir.join(format!("{}.json", v["name"].as_str().unwrap()));
@@ -56,21 +24,8 @@ fn write_graph(dir: &Path, v: &Value) -> PathBuf {
     f
 }
 
-fn status(run_dir: &Path, process: &str) -> Option<Value> {
-    let b = std::fs::read(run_dir.join("status").join(format!("{process}.json"))).ok()?;
-    serde_json::from_slice(&b).ok()
-}
-
 fn pid_of(run_dir: &Path, process: &str) -> Option<i32> {
     status(run_dir, process)?["pid"].as_i64().map(|p| p as i32)
-}
-
-fn node_in(run_dir: &Path, process: &str, node: &str) -> Option<u64> {
-    status(run_dir, process)?["nodes"]
-        .as_array()?
-        .iter()
-        .find(|n| n["name"] == node)?["in"]
-        .as_u64()
 }
 
 fn signal(pid: i32, sig: i32) {
@@ -133,6 +88,15 @@ fn shm_rings(graph: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A run's clean end leaves no pid file, no ring of graph `name` and no
+/// ipc socket file in `run_dir`.
+#[track_caller]
+fn assert_left_nothing(run_dir: &Path, name: &str) {
+    assert!(!run_dir.join("supervisor.pid").exists());
+    assert_eq!(shm_rings(name), Vec::<String>::new());
+    assert_eq!(sockets_left(run_dir), Vec::<String>::new());
 }
 
 /// A chain src -> w -> snk over shm (each its own process) and an ipc
@@ -213,9 +177,7 @@ fn a_killed_supervisor_leaves_nothing_the_next_run_reads() {
     let counts: Vec<u64> = got.iter().map(|s| s.count as u64).collect();
     assert_eq!(counts, (0..n).collect::<Vec<_>>(), "{e}");
     // A clean end leaves nothing behind.
-    assert!(!rd.join("supervisor.pid").exists());
-    assert_eq!(shm_rings(&name), Vec::<String>::new());
-    assert_eq!(sockets_left(&rd), Vec::<String>::new());
+    assert_left_nothing(&rd, &name);
 }
 
 /// Four supervisors of one run directory started at the same moment:
@@ -265,9 +227,7 @@ fn of_supervisors_started_together_exactly_one_runs() {
     let counts: Vec<u64> = sets(&out).iter().map(|s| s.count as u64).collect();
     assert_eq!(counts, (0..n).collect::<Vec<_>>());
     // The winner's clean end leaves no pid file, ring or ipc socket file.
-    assert!(!rd.join("supervisor.pid").exists());
-    assert_eq!(shm_rings(&name), Vec::<String>::new());
-    assert_eq!(sockets_left(&rd), Vec::<String>::new());
+    assert_left_nothing(&rd, &name);
 }
 
 /// A cycle of data edges is refused by check and run (exit 2, naming the

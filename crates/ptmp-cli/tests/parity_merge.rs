@@ -8,55 +8,12 @@ use ptmp::{Sender, TPSet, TrigPrim};
 use ptmp_data::dump::{DumpReader, DumpWriter};
 use ptmp_data::{decode_tpset, encode_tpset, Frames, VERSION_FRAME};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
-
-fn spawn(args: &[&str]) -> Child {
-    Command::new(PTMP)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn finish(mut c: Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
-                text(&o.stdout),
-                text(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-fn sock(t: &str, attach: &str, eps: &[&str]) -> Value {
-    json!({"socket": {"type": t, attach: eps}})
-}
-
-fn write_json(dir: &Path, name: &str, v: &Value) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
-    p
-}
+mod common;
+use common::{finish, s, sock, spawn, text, write_json, PTMP};
 
 fn read_dump(path: &Path) -> Vec<TPSet> {
     let mut r = DumpReader::new(std::fs::File::open(path).unwrap());

@@ -4,39 +4,14 @@
 //! the agents hold; Jsonnet configurations.
 
 use ptmp_data::dump::{DumpReader, DumpWriter};
-use ptmp_data::{decode_tpset, encode_tpset, Frames, TPSet, TrigPrim, VERSION_FRAME};
+use ptmp_data::{encode_tpset, Frames, TPSet, TrigPrim, VERSION_FRAME};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
-
-fn spawn(args: &[&str]) -> Child {
-    Command::new(PTMP)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn finish(mut c: Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
-                text(&o.stdout),
-                text(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
-}
+mod common;
+use common::{finish, read_dump, s, sock, spawn, text, write_json, PTMP};
 
 /// Removes shm channels a test made, even when it fails.
 struct ShmCleanup(Vec<String>);
@@ -47,10 +22,6 @@ impl Drop for ShmCleanup {
             let _ = ptmp_shm::remove(n);
         }
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn tp(channel: u32, tstart: u64, adc: u32) -> TrigPrim {
@@ -93,32 +64,6 @@ fn write_source(path: &Path, detid: u32, n: u32, t0: u64) -> Vec<u64> {
     }
     w.flush().unwrap();
     clusters
-}
-
-fn read_dump(path: &Path) -> Vec<TPSet> {
-    let mut r = DumpReader::new(std::fs::File::open(path).unwrap());
-    let mut f = Frames::new();
-    let mut out = vec![];
-    while r.read_into(&mut f).unwrap() {
-        assert_eq!(f.len(), 2);
-        assert_eq!(f.get(0).unwrap(), &VERSION_FRAME[..]);
-        out.push(decode_tpset(f.get(1).unwrap()).unwrap());
-    }
-    out
-}
-
-fn sock(t: &str, attach: &str, eps: &[&str]) -> Value {
-    json!({"socket": {"type": t, attach: eps}})
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-fn write_json(dir: &Path, name: &str, v: &Value) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
-    p
 }
 
 /// The chain: two file sources -> one window each -> zipper -> monitor tap

@@ -6,39 +6,12 @@
 use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Wait for `c`, killing it and failing after `limit`.
-fn finish(mut c: Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
-                text(&o.stdout),
-                text(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
-}
-
-fn write_graph(dir: &Path, v: &Value) -> PathBuf {
-    let f = dir.join("g.json");
-    std::fs::write(&f, serde_json::to_vec_pretty(v).unwrap()).unwrap();
-    f
-}
+mod common;
+use common::{finish, text, write_graph, PTMP};
 
 fn soak(graph: &Path, run_dir: &Path, extra: &[&str]) -> Output {
     let c = Command::new(PTMP)

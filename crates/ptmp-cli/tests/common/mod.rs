@@ -1,0 +1,122 @@
+//! Helpers shared by the integration tests of the `ptmp` binary: starting
+//! it, waiting for it with a deadline, reading what it wrote, and small
+//! file and port chores. Each test file takes what it needs with
+//! `mod common;`, so not every item is used by every file.
+#![allow(dead_code)]
+
+use ptmp_data::dump::DumpReader;
+use ptmp_data::{decode_tpset, Frames, TPSet, VERSION_FRAME};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `ptmp` binary Cargo built for these tests.
+pub const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+
+/// Bytes of a child's output as text, invalid UTF-8 replaced.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Start `ptmp` with `args`, its stdout and stderr captured.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(PTMP)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for `c`, killing it and failing after `limit`.
+pub fn finish(mut c: Child, limit: Duration) -> Output {
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = c.kill();
+            let o = c.wait_with_output().unwrap();
+            panic!(
+                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
+                text(&o.stdout),
+                text(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.wait_with_output().unwrap()
+}
+
+/// Poll `f` until it gives Some, failing with `what` after `limit`.
+pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A loopback TCP port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A path as a command-line argument.
+pub fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// A `ptmp run` socket block: type `t`, `attach` ("bind" or "connect") to `eps`.
+pub fn sock(t: &str, attach: &str, eps: &[&str]) -> Value {
+    json!({"socket": {"type": t, attach: eps}})
+}
+
+/// Write `v` as pretty JSON to `dir/name` and give its path.
+pub fn write_json(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+    p
+}
+
+/// Write the graph `v` to `dir/g.json` and give its path.
+pub fn write_graph(dir: &Path, v: &Value) -> PathBuf {
+    let f = dir.join("g.json");
+    std::fs::write(&f, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    f
+}
+
+/// The status file a graph part `process` last wrote in `run_dir`, if any.
+pub fn status(run_dir: &Path, process: &str) -> Option<Value> {
+    let b = std::fs::read(run_dir.join("status").join(format!("{process}.json"))).ok()?;
+    serde_json::from_slice(&b).ok()
+}
+
+/// How many sets `node` of `process` has taken in, by its status file.
+pub fn node_in(run_dir: &Path, process: &str, node: &str) -> Option<u64> {
+    status(run_dir, process)?["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["name"] == node)?["in"]
+        .as_u64()
+}
+
+/// Every TPSet of a dump file, each record checked to be the version
+/// frame and one set.
+pub fn read_dump(path: &Path) -> Vec<TPSet> {
+    let mut r = DumpReader::new(std::fs::File::open(path).unwrap());
+    let mut f = Frames::new();
+    let mut out = vec![];
+    while r.read_into(&mut f).unwrap() {
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.get(0).unwrap(), &VERSION_FRAME[..]);
+        out.push(decode_tpset(f.get(1).unwrap()).unwrap());
+    }
+    out
+}
