@@ -6,7 +6,8 @@ use ptmp_data::{encode_tpset, TPSet, TrigPrim, VERSION_FRAME};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{free_port, text, PTMP};
 
 fn run(args: &[&str]) -> Output {
     let mut c = Command::new(PTMP)
@@ -24,10 +25,6 @@ fn run(args: &[&str]) -> Output {
         std::thread::sleep(Duration::from_millis(10));
     }
     c.wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn tpset(count: u32, ntps: u32) -> TPSet {
@@ -180,14 +177,6 @@ fn hand_made_czmqat_file_with_a_long_frame() {
         text(&out.stdout)
     );
     assert!(text(&out.stdout).contains("ntps=30"));
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]

@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{free_port, text, PTMP};
 
 /// A child process that is killed if the test ends before it does.
 struct Proc(Option<Child>);
@@ -52,14 +53,6 @@ impl Drop for Proc {
 
 fn run(args: &[&str]) -> Output {
     Proc::spawn(args).finish(Duration::from_secs(60))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Wait until something listens on the endpoint (tcp port or ipc path).
@@ -641,10 +634,6 @@ fn bench_front_runs_a_two_process_suite() {
             "two processes, nothing lost: {r:?}"
         );
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// A run config whose only agent binds `ep`.

@@ -13,16 +13,10 @@ use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
-const N: u64 = 20_000;
+mod common;
+use common::{free_port, PTMP};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+const N: u64 = 20_000;
 
 /// Run one case; returns a description of the failure, if any.
 fn case(ep: String, sender_binds: bool) -> Result<(), String> {

@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{free_port, PTMP};
+
 const PREFIX: &str = "ptmptest.apa5";
 const CARBON: &str = "/usr/bin/carbon-cache";
 const WHISPER_FETCH: &str = "/usr/bin/whisper-fetch";
@@ -116,14 +118,6 @@ fn run_chain(dir: &Path, port: u16) {
         line.contains("in=2 sent=2 ") && line.contains("unsent=0"),
         "{line}"
     );
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// carbon-cache in the foreground; stopped when dropped.

@@ -11,13 +11,14 @@
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{free_port, PTMP};
 
 /// A graph run with `--http`, stopped (SIGINT, then killed) when dropped.
 struct Run {
@@ -198,14 +199,6 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
         assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]
