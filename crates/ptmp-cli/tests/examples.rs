@@ -3,13 +3,12 @@
 //! real `ptmp` processes, in a fresh directory, bounded in time.
 //! Also `ptmp send --clock`: sources on a shared data clock.
 
-use ptmp_data::dump::DumpReader;
-use ptmp_data::{decode_tpset, Frames, TPSet, VERSION_FRAME};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{read_dump, text, PTMP};
 
 /// Every file in examples/ and the test that runs it; a new example
 /// without a test here fails `every_example_has_a_test`.
@@ -64,22 +63,6 @@ fn ok(o: &Output, what: &str) {
         text(&o.stdout),
         text(&o.stderr)
     );
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn read_dump(path: &Path) -> Vec<TPSet> {
-    let mut r = DumpReader::new(std::fs::File::open(path).unwrap());
-    let mut f = Frames::new();
-    let mut out = vec![];
-    while r.read_into(&mut f).unwrap() {
-        assert_eq!(f.len(), 2);
-        assert_eq!(f.get(0).unwrap(), &VERSION_FRAME[..]);
-        out.push(decode_tpset(f.get(1).unwrap()).unwrap());
-    }
-    out
 }
 
 /// The last line of `ptmp recv --json` as JSON.

@@ -9,11 +9,12 @@ use ptmp_data::{encode_tpset, Frames, TPSet, TrigPrim, VERSION_FRAME};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::{s, sock, text, write_json, PTMP};
 
 /// Run `ptmp ARGS`, killing it after `limit`.
 fn ptmp(args: &[&str], limit: Duration) -> Output {
@@ -39,28 +40,10 @@ fn ptmp(args: &[&str], limit: Duration) -> Output {
     c.wait_with_output().unwrap()
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn ok(o: &Output, what: &str) -> String {
     let all = text(&o.stdout) + &text(&o.stderr);
     assert!(o.status.success(), "{what} failed ({:?})\n{all}", o.status);
     all
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-fn sock(t: &str, attach: &str, eps: &[&str]) -> Value {
-    json!({"socket": {"type": t, attach: eps}})
-}
-
-fn write_json(dir: &Path, name: &str, v: &Value) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
-    p
 }
 
 /// A dump of `n` TPSets alternating between links 1 and 2, each with two
