@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
-use common::{read_dump, text, PTMP};
+use common::{finish_as, read_dump, text, PTMP};
 
 /// Every file in examples/ and the test that runs it; a new example
 /// without a test here fails `every_example_has_a_test`.
@@ -35,24 +35,6 @@ fn spawn_in(dir: &Path, args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Wait for `c`, killing it and failing after `limit`.
-fn finish(mut c: Child, limit: Duration, what: &str) -> Output {
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "{what} did not finish in {limit:?}\nstdout: {}\nstderr: {}",
-                text(&o.stdout),
-                text(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
 }
 
 fn ok(o: &Output, what: &str) {
@@ -96,7 +78,7 @@ fn butterfly_example_runs() {
     let f = example("butterfly.jsonnet");
     let f = f.to_str().unwrap();
     let run_dir = d.path().join("run").display().to_string();
-    let o = finish(
+    let o = finish_as(
         spawn_in(
             d.path(),
             &[
@@ -136,12 +118,12 @@ fn chain_graph_example_runs_the_chain() {
     let d = tempfile::tempdir().unwrap();
     let f = example("chain-graph.jsonnet");
     let f = f.to_str().unwrap();
-    let o = finish(spawn_in(d.path(), &["graph", "check", f]), LIMIT, "check");
+    let o = finish_as(spawn_in(d.path(), &["graph", "check", f]), LIMIT, "check");
     ok(&o, "ptmp graph check chain-graph.jsonnet");
     assert!(text(&o.stdout).contains("valid"), "{}", text(&o.stdout));
     let run_dir = d.path().join("run").display().to_string();
     let n = 500;
-    let o = finish(
+    let o = finish_as(
         spawn_in(
             d.path(),
             &[
@@ -229,12 +211,12 @@ fn chain_example_zips_two_clocked_senders() {
         })
         .collect();
     for s in senders {
-        ok(&finish(s, LIMIT, "ptmp send"), "ptmp send");
+        ok(&finish_as(s, LIMIT, "ptmp send"), "ptmp send");
     }
     // As the recipe: SIGTERM once the senders have ended.
     // SAFETY: kill sends a signal to a child this test started.
     unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
-    let o = finish(run, LIMIT, "ptmp run chain.jsonnet");
+    let o = finish_as(run, LIMIT, "ptmp run chain.jsonnet");
     ok(&o, "ptmp run chain.jsonnet");
     let out = text(&o.stdout) + &text(&o.stderr);
     let total = 2 * n;
@@ -269,7 +251,7 @@ fn chain_example_takes_top_level_arguments() {
     let d = tempfile::tempdir().unwrap();
     let f = example("chain.jsonnet");
     let f = f.to_str().unwrap();
-    let good = finish(
+    let good = finish_as(
         spawn_in(
             d.path(),
             &[
@@ -291,7 +273,7 @@ fn chain_example_takes_top_level_arguments() {
         "{}",
         text(&good.stdout)
     );
-    let bad = finish(
+    let bad = finish_as(
         spawn_in(
             d.path(),
             &["run", f, "--check", "--tla-code", "sync_time=two"],
@@ -342,8 +324,8 @@ fn send_clock_stamps_tstart_from_the_wall_clock() {
             "1000",
         ],
     );
-    ok(&finish(s, LIMIT, "ptmp send"), "ptmp send");
-    ok(&finish(cat, LIMIT, "ptmp cat"), "ptmp cat");
+    ok(&finish_as(s, LIMIT, "ptmp send"), "ptmp send");
+    ok(&finish_as(cat, LIMIT, "ptmp cat"), "ptmp cat");
     let sets = read_dump(&d.path().join("clock.dump"));
     assert_eq!(sets.len(), 20);
     for (i, s) in sets.iter().enumerate() {
@@ -461,13 +443,13 @@ fn monitor_example_taps_every_set() {
             "500",
         ],
     );
-    ok(&finish(s, LIMIT, "ptmp send"), "ptmp send");
-    let r = finish(recv, LIMIT, "ptmp recv");
+    ok(&finish_as(s, LIMIT, "ptmp send"), "ptmp send");
+    let r = finish_as(recv, LIMIT, "ptmp recv");
     ok(&r, "ptmp recv");
     let j = recv_summary(&r);
     assert_eq!(j["received"], 500, "{j}");
     assert_eq!(j["gaps"], 0, "{j}");
-    let o = finish(run, LIMIT, "ptmp run monitor.jsonnet");
+    let o = finish_as(run, LIMIT, "ptmp run monitor.jsonnet");
     ok(&o, "ptmp run monitor.jsonnet");
     let out = text(&o.stdout) + &text(&o.stderr);
     assert!(out.contains("mon (monitor) tap1=500 total=500"), "{out}");
@@ -531,8 +513,8 @@ fn replay_example_replays_a_dump() {
             "250",
         ],
     );
-    ok(&finish(s, LIMIT, "ptmp send"), "ptmp send");
-    ok(&finish(cat, LIMIT, "ptmp cat"), "ptmp cat");
+    ok(&finish_as(s, LIMIT, "ptmp send"), "ptmp send");
+    ok(&finish_as(cat, LIMIT, "ptmp cat"), "ptmp cat");
     let input = read_dump(&d.path().join("replay-in.dump"));
     assert_eq!(input.len(), 200);
 
@@ -555,12 +537,12 @@ fn replay_example_replays_a_dump() {
             "--json",
         ],
     );
-    let r = finish(recv, LIMIT, "ptmp recv");
+    let r = finish_as(recv, LIMIT, "ptmp recv");
     ok(&r, "ptmp recv");
     let j = recv_summary(&r);
     assert_eq!(j["received"], 200, "{j}");
     assert_eq!(j["gaps"], 0, "{j}");
-    let o = finish(run, LIMIT, "ptmp run replay.jsonnet");
+    let o = finish_as(run, LIMIT, "ptmp run replay.jsonnet");
     ok(&o, "ptmp run replay.jsonnet");
     let out = text(&o.stdout) + &text(&o.stderr);
     assert!(out.contains("file (czmqat) copied=200"), "{out}");
@@ -583,7 +565,7 @@ fn shm_fanout_example_feeds_three_readers() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let o = finish(c, LIMIT, "examples/shm-fanout.sh");
+    let o = finish_as(c, LIMIT, "examples/shm-fanout.sh");
     ok(&o, "examples/shm-fanout.sh");
     let out = text(&o.stdout);
     assert!(out.contains("ok: 3 readers got 40 frames each"), "{out}");

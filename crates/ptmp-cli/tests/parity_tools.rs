@@ -10,34 +10,15 @@ use serde_json::{json, Value};
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 mod common;
-use common::{s, sock, text, write_json, PTMP};
+use common::{finish, s, sock, spawn, text, write_json};
 
 /// Run `ptmp ARGS`, killing it after `limit`.
 fn ptmp(args: &[&str], limit: Duration) -> Output {
-    let mut c = Command::new(PTMP)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
-                text(&o.stdout),
-                text(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
+    finish(spawn(args), limit)
 }
 
 fn ok(o: &Output, what: &str) -> String {

@@ -30,14 +30,20 @@ pub fn spawn(args: &[&str]) -> Child {
 }
 
 /// Wait for `c`, killing it and failing after `limit`.
-pub fn finish(mut c: Child, limit: Duration) -> Output {
+pub fn finish(c: Child, limit: Duration) -> Output {
+    finish_as(c, limit, "ptmp")
+}
+
+/// Wait for `c`, killing it and failing after `limit`; the failure names
+/// the child as `what`.
+pub fn finish_as(mut c: Child, limit: Duration, what: &str) -> Output {
     let t0 = Instant::now();
     while c.try_wait().unwrap().is_none() {
         if t0.elapsed() > limit {
             let _ = c.kill();
             let o = c.wait_with_output().unwrap();
             panic!(
-                "ptmp did not finish in {limit:?}\nstdout: {}\nstderr: {}",
+                "{what} did not finish in {limit:?}\nstdout: {}\nstderr: {}",
                 text(&o.stdout),
                 text(&o.stderr)
             );
