@@ -4,7 +4,8 @@
 
 use std::process::Command;
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::PTMP;
 
 fn help(args: &[&str]) -> String {
     let out = Command::new(PTMP)

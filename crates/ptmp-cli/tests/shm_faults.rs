@@ -9,7 +9,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PTMP: &str = env!("CARGO_BIN_EXE_ptmp");
+mod common;
+use common::PTMP;
+
 const NEXT_SEQ: u64 = 128;
 
 struct Chan(String);
