@@ -582,21 +582,36 @@ fn sendrecv_over_shm() {
     let j = last_json(&out);
     let got = j["received"].as_u64().unwrap();
     assert!(got > 0 && got + j["lost"].as_u64().unwrap() == 20000, "{j}");
-    for args in [
-        &["sendrecv", "--pattern", "pushpull", "--transport", "shm"][..],
-        &[
-            "sendrecv",
-            "--pattern",
-            "pubsub",
-            "--transport",
-            "shm",
-            "--raw",
-        ][..],
-    ] {
-        let out = run(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains("shm"));
-    }
+    // PUSH/PULL over shm blocks the writer instead of dropping: all arrive.
+    let out = run(&[
+        "sendrecv",
+        "-n",
+        "20000",
+        "--pattern",
+        "pushpull",
+        "--transport",
+        "shm",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_json(&out);
+    assert_eq!(j["received"].as_u64(), Some(20000), "{j}");
+    assert_eq!(j["lost"].as_u64(), Some(0), "{j}");
+    let args = [
+        "sendrecv",
+        "--pattern",
+        "pubsub",
+        "--transport",
+        "shm",
+        "--raw",
+    ];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shm"));
 }
 
 /// `ptmp bench` is a front over the benchmark crate (whose own tests cover
