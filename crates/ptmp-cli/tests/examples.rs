@@ -132,6 +132,11 @@ fn chain_graph_example_runs_the_chain() {
                 f,
                 "--tla-code",
                 &format!("n={n}"),
+                // A 5 s zipper wait (the example's default is 1 s): on a
+                // loaded test machine one link's process can fall a second
+                // behind the other's, which the zipper rightly calls tardy.
+                "--tla-code",
+                "sync_time=5000",
                 "--tla-str",
                 "name=chain-graph-test",
                 "--ttl",
