@@ -27,7 +27,11 @@
 //!    the stamp, so it is detected, never delivered.
 //! 4. **Publication.** `next_seq` is the number of messages published; it is
 //!    stored after the slot's final stamp, so every message below `next_seq`
-//!    whose slot still carries its stamp is complete.
+//!    whose slot still carries its stamp is complete. A [`Policy::Block`]
+//!    writer may complete several messages before one store covers them
+//!    all ([`Loan::commit_deferred`], [`Writer::flush`]); readers may read
+//!    such a message by its stamp before, and it publishes them before it
+//!    waits for room, so readers and writer never wait for each other.
 //! 5. **No reader holds anything the writer waits for**, except in
 //!    [`Policy::Block`], and there only through its registry entry. Readers
 //!    never write slots. Under [`Policy::Overwrite`] the writer never waits,

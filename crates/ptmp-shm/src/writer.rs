@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 pub struct Writer {
     seg: Segment,
     seq: u64,
+    /// `next_seq` as this writer last stored it: below `seq` while
+    /// messages committed with [`Loan::commit_deferred`] wait for
+    /// [`Writer::flush`].
+    published: u64,
     pid: u32,
     floor: Floor,
     block_timeout: Duration,
@@ -139,6 +143,7 @@ impl Writer {
         Ok(Writer {
             seg,
             seq,
+            published: seq,
             pid,
             floor: Floor {
                 min_pos: seq,
@@ -358,6 +363,15 @@ impl Writer {
         }
         let s = self.seq;
         if self.seg.policy == Policy::Block {
+            // Readers cannot read what is not published, so a writer that
+            // holds deferred messages publishes them before it waits for
+            // readers to make room; otherwise both would wait for ever.
+            if self.published < s
+                && s >= self.floor.min_pos + self.seg.slots
+                && Self::room(&self.seg, &mut self.floor, s, false)?.is_err()
+            {
+                self.flush();
+            }
             self.wait_for_space(s)?;
         }
         let (sh, data) = self.seg.slot(s);
@@ -366,8 +380,30 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Publish every message committed with [`Loan::commit_deferred`] and
+    /// not yet published: one store of `next_seq` and at most one wake-up
+    /// for all of them. Does nothing when none wait.
+    pub fn flush(&mut self) {
+        let s = self.seq;
+        if self.published < s {
+            protocol::publish(&self.seg.header().next_seq, s - 1);
+            notify_readers(&self.seg);
+            self.published = s;
+        }
+    }
+
+    /// How many committed messages wait for [`Self::flush`].
+    pub fn deferred(&self) -> u64 {
+        self.seq - self.published
+    }
+}
+
 impl Drop for Writer {
     fn drop(&mut self) {
+        // What was committed is published, as if each commit had been
+        // immediate.
+        self.flush();
         let _ = self.seg.header().writer_pid.compare_exchange(
             self.pid,
             0,
@@ -393,6 +429,28 @@ impl Loan<'_> {
         protocol::end_write(&sh.stamp, &sh.len, s, self.len as u64);
         protocol::publish(&seg.header().next_seq, s);
         notify_readers(seg);
+        self.w.seq = s + 1;
+        self.w.published = s + 1;
+        std::mem::forget(self);
+        s
+    }
+
+    /// Complete the message but leave `next_seq` and the wake-up of
+    /// sleeping readers to [`Writer::flush`], a later [`Loan::commit`], or
+    /// the writer's drop, which publish all deferred messages at once: a
+    /// batch then costs one store of `next_seq` (a full barrier) and at most
+    /// one wake-up instead of one each. The message is complete, so a
+    /// reader that polls the ring may read it before then; one that sleeps
+    /// is woken by the flush. Under [`Policy::Overwrite`] it is [`Loan::commit`]: a reader
+    /// lapped by unpublished messages could not tell them from corruption.
+    /// Returns the message's sequence number.
+    pub fn commit_deferred(self) -> u64 {
+        if self.w.seg.policy == Policy::Overwrite {
+            return self.commit();
+        }
+        let s = self.w.seq;
+        let (sh, _) = self.w.seg.slot(s);
+        protocol::end_write(&sh.stamp, &sh.len, s, self.len as u64);
         self.w.seq = s + 1;
         std::mem::forget(self);
         s

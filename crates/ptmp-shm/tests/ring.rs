@@ -745,3 +745,80 @@ fn a_writer_killed_halfway_through_a_message_publishes_none_of_it() {
     let g = r.recv_into(&mut buf, Some(Duration::from_secs(5))).unwrap();
     assert_eq!((g.seq, g.lost, check_msg(&buf)), (5, 0, 5));
 }
+
+/// Deferred commits advance `next_seq` only at a flush, a later immediate
+/// commit, or the writer's drop, all at once; the messages themselves are
+/// complete, so a polling reader may read them before.
+#[test]
+fn deferred_commits_appear_together_at_flush() {
+    let c = Chan::new("defer");
+    let mut w = Writer::create(&c.0, blocking(8)).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    let mut buf = Vec::new();
+    for i in 0..3u8 {
+        let mut l = w.loan(1).unwrap();
+        l[0] = i;
+        assert_eq!(l.commit_deferred(), u64::from(i));
+    }
+    assert_eq!(w.deferred(), 3);
+    assert_eq!(r.published(), 0, "next_seq moved before the flush");
+    w.flush();
+    assert_eq!(r.published(), 3);
+    assert_eq!(w.deferred(), 0);
+    for i in 0..3u8 {
+        assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, u64::from(i));
+        assert_eq!(buf, [i]);
+    }
+    // An immediate commit publishes the deferred ones before it.
+    w.loan(1).unwrap().commit_deferred();
+    w.publish(b"x").unwrap();
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 3);
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 4);
+    // Dropping the writer publishes what it held back.
+    w.loan(1).unwrap().commit_deferred();
+    drop(w);
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 5);
+}
+
+/// A batch longer than the ring cannot deadlock: a writer that needs room
+/// publishes what it deferred before it waits for the reader, so a reader
+/// on another thread receives every message, in order.
+#[test]
+fn a_deferred_batch_longer_than_the_ring_flows() {
+    let c = Chan::new("defer-long");
+    let mut w = Writer::create(&c.0, blocking(8)).unwrap();
+    w.set_block_timeout(Duration::from_secs(20));
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    let n = 1000u64;
+    let t = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        for want in 0..n {
+            let got = r
+                .recv_into(&mut buf, Some(Duration::from_secs(20)))
+                .expect("a deferred message was never published");
+            assert_eq!(got.seq, want);
+            assert_eq!(check_msg(&buf), want);
+        }
+    });
+    let mut m = Vec::new();
+    for s in 0..n {
+        make_msg(s, &mut m, 256);
+        let mut l = w.loan(m.len()).unwrap();
+        l.copy_from_slice(&m);
+        l.commit_deferred();
+    }
+    w.flush();
+    t.join().unwrap();
+}
+
+/// On an overwriting channel a deferred commit is an immediate one.
+#[test]
+fn deferred_commit_on_a_pub_channel_publishes_at_once() {
+    let c = Chan::new("defer-pub");
+    let mut w = Writer::create(&c.0, small(8)).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    let mut buf = Vec::new();
+    w.loan(1).unwrap().commit_deferred();
+    assert_eq!(w.deferred(), 0);
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 0);
+}

@@ -128,6 +128,9 @@ pub(crate) fn channel(
 pub(crate) struct ShmTx {
     w: Writer,
     name: String,
+    /// Whether the message being written belongs to a batch (published at
+    /// the batch's end).
+    defer: bool,
 }
 
 impl ShmTx {
@@ -142,6 +145,7 @@ impl ShmTx {
         Ok(ShmTx {
             w,
             name: name.to_string(),
+            defer: false,
         })
     }
 
@@ -183,6 +187,24 @@ impl ShmTx {
         self.publish_mapped(frames, Some).map(|_| ())
     }
 
+    /// Write one message of a batch: on a lossless (PUSH) channel readers
+    /// see it at the next [`Self::flush`] (or sooner, if the ring fills);
+    /// on a PUB channel at once.
+    pub(crate) fn publish_deferred<'a, I>(&mut self, frames: I) -> Result<()>
+    where
+        I: Iterator<Item = &'a [u8]> + Clone,
+    {
+        self.defer = true;
+        let r = self.publish_mapped(frames, Some).map(|_| ());
+        self.defer = false;
+        r
+    }
+
+    /// Publish what [`Self::publish_deferred`] wrote.
+    pub(crate) fn flush(&mut self) {
+        self.w.flush();
+    }
+
     /// Publish one message; `Ok(false)` when `keep` turns the loan's error
     /// into None (nothing was written then).
     fn publish_mapped<'a, I>(
@@ -214,7 +236,11 @@ impl ShmTx {
             }
         };
         zmsg_write(frames, &mut loan);
-        loan.commit();
+        if self.defer {
+            loan.commit_deferred();
+        } else {
+            loan.commit();
+        }
         // A segment truncated under the writer: what was committed went
         // nowhere, so say so (one relaxed load).
         self.w.check().map_err(shm_err("socket.bind", &self.name))?;
