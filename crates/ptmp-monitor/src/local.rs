@@ -133,21 +133,8 @@ impl Gather for Local {
         // (agent, port) -> the socket documents it owns.
         let mut owned: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
         for (k, d) in docs.iter().enumerate() {
-            let send = d["dir"] == "send";
-            let eps: Vec<&str> = d["endpoints"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let mut row = SocketRow {
-                process: self.name.clone(),
-                host: "localhost".into(),
-                index: k,
-                direction: if send { "send" } else { "recv" }.into(),
-                doc: d.clone(),
-                ..Default::default()
-            };
+            let (mut row, send, eps) =
+                SocketRow::from_doc(self.name.clone(), "localhost".into(), k, d);
             let mut hit = None;
             'find: for (ai, a) in self.agents.iter().enumerate() {
                 for (pi, p) in a.ports.iter().enumerate() {

@@ -47,6 +47,35 @@ pub struct SocketRow {
     pub doc: Value,
 }
 
+impl SocketRow {
+    /// The row of socket `index` of a process, from its status document,
+    /// not yet matched to a node and port; also whether it sends, and its
+    /// endpoints.
+    pub(crate) fn from_doc(
+        process: String,
+        host: String,
+        index: usize,
+        doc: &Value,
+    ) -> (SocketRow, bool, Vec<&str>) {
+        let send = doc["dir"] == "send";
+        let eps = doc["endpoints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let row = SocketRow {
+            process,
+            host,
+            index,
+            direction: if send { "send" } else { "recv" }.into(),
+            doc: doc.clone(),
+            ..Default::default()
+        };
+        (row, send, eps)
+    }
+}
+
 /// Gathers the state of one graph run.
 pub struct Collector {
     graph: Graph,
@@ -191,21 +220,7 @@ impl Collector {
         let mut used = vec![false; ports.len()];
         let mut rows = Vec::new();
         for (k, s) in sockets.iter().enumerate() {
-            let send = s["dir"] == "send";
-            let eps: Vec<&str> = s["endpoints"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let mut row = SocketRow {
-                process: p.name.clone(),
-                host: host.clone(),
-                index: k,
-                direction: if send { "send" } else { "recv" }.into(),
-                doc: s.clone(),
-                ..Default::default()
-            };
+            let (mut row, send, eps) = SocketRow::from_doc(p.name.clone(), host.clone(), k, s);
             let fits = |pa: &PortAt| {
                 pa.out == send
                     && self.edge_addrs[pa.edge]
