@@ -9,10 +9,21 @@
 //! no system call, no allocation, no contended cache line. Latency (now
 //! minus a TPSet's `created`, both in microseconds since the epoch) is
 //! sampled on one received message in [`LATENCY_EVERY`], into a histogram
-//! of power-of-two buckets, so the clock is read rarely.
+//! of power-of-two buckets, so the clock is read rarely. A sender also
+//! counts its stalls: sends that found the queue full (a zmq PUSH or PAIR
+//! at its high-water mark, or with no peer yet) and had to wait.
+//!
+//! Built with the `no-counters` feature of this crate, every counting call
+//! compiles to nothing ([`ENABLED`] is false): sockets still register, so
+//! monitors see them, but their figures stay zero. It exists so the cost
+//! of the counters can be measured against a build without them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+
+/// Whether this build counts (false when built with the `no-counters`
+/// feature, where every figure stays zero).
+pub const ENABLED: bool = !cfg!(feature = "no-counters");
 
 /// One received message in this many has its latency measured.
 pub const LATENCY_EVERY: u64 = 16;
@@ -50,12 +61,17 @@ pub struct SocketCounters {
     bytes: AtomicU64,
     errors: AtomicU64,
     lost: AtomicU64,
+    stalls: AtomicU64,
     lat: [AtomicU64; LATENCY_BUCKETS],
     lat_max: AtomicU64,
 }
 
 #[inline]
 fn bump(a: &AtomicU64, n: u64) {
+    // A constant: without counters every call folds away.
+    if !ENABLED {
+        return;
+    }
     a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
@@ -78,14 +94,22 @@ impl SocketCounters {
     pub(crate) fn add_error(&self) {
         bump(&self.errors, 1);
     }
+    /// Count one send that found the queue full and had to wait.
+    #[inline]
+    pub(crate) fn add_stall(&self) {
+        bump(&self.stalls, 1);
+    }
     /// Whether the message just counted is one whose latency is sampled.
     #[inline]
     pub(crate) fn sample_due(&self) -> bool {
-        self.messages.load(Ordering::Relaxed) % LATENCY_EVERY == 1
+        ENABLED && self.messages.load(Ordering::Relaxed) % LATENCY_EVERY == 1
     }
     /// Record the latency of a message created at `created` (microseconds
     /// since the epoch) and the receiver's lost count so far.
     pub(crate) fn sample(&self, created: i64, lost: u64) {
+        if !ENABLED {
+            return;
+        }
         self.lost.store(lost, Ordering::Relaxed);
         let lat = now_us().saturating_sub(created).max(0) as u64;
         let k = ((64 - lat.leading_zeros()) as usize).min(LATENCY_BUCKETS - 1);
@@ -115,6 +139,11 @@ pub struct Snapshot {
     pub errors: u64,
     /// Messages known lost before they could be received (shm overruns).
     pub lost: u64,
+    /// Sends that found the queue full (or no peer yet) and had to wait:
+    /// a zmq PUSH or PAIR sender at its high-water mark. Zero for a
+    /// receiver, a PUB (which drops instead of waiting) and, for now, a
+    /// sender over shm://.
+    pub stalls: u64,
     /// Sampled latencies per bucket, cumulative (see [`LATENCY_BUCKETS`]).
     pub latency: [u64; LATENCY_BUCKETS],
     /// The largest sampled latency since the last [`snapshot`] with
@@ -138,6 +167,7 @@ pub(crate) fn register(dir: Dir, endpoints: Vec<String>) -> Arc<SocketCounters> 
         bytes: AtomicU64::new(0),
         errors: AtomicU64::new(0),
         lost: AtomicU64::new(0),
+        stalls: AtomicU64::new(0),
         lat: std::array::from_fn(|_| AtomicU64::new(0)),
         lat_max: AtomicU64::new(0),
     });
@@ -162,6 +192,7 @@ pub fn snapshot(reset_max: bool) -> Vec<Snapshot> {
             bytes: c.bytes.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
             lost: c.lost.load(Ordering::Relaxed),
+            stalls: c.stalls.load(Ordering::Relaxed),
             latency: std::array::from_fn(|k| c.lat[k].load(Ordering::Relaxed)),
             latency_max_us: if reset_max {
                 c.lat_max.swap(0, Ordering::Relaxed)
@@ -201,6 +232,7 @@ mod tests {
             c.add(10);
         }
         c.add_error();
+        c.add_stall();
         let now = now_us();
         c.sample(now - 100, 2);
         c.sample(now - 5000, 2);
@@ -208,7 +240,19 @@ mod tests {
             .into_iter()
             .find(|s| s.endpoints == ["inproc://meter-test"])
             .expect("registered");
-        assert_eq!((s.messages, s.bytes, s.errors, s.lost), (3, 30, 1, 2));
+        if !ENABLED {
+            // Built without counters: registered, every figure zero.
+            assert_eq!(
+                (s.messages, s.bytes, s.errors, s.lost, s.stalls),
+                (0, 0, 0, 0, 0)
+            );
+            assert_eq!(s.latency_max_us, 0);
+            return;
+        }
+        assert_eq!(
+            (s.messages, s.bytes, s.errors, s.lost, s.stalls),
+            (3, 30, 1, 2, 1)
+        );
         assert!(s.latency_max_us >= 5000);
         // 100 us falls in the bucket below 128, 5000 in the one below 8192.
         assert_eq!(quantile_us(&s.latency, 0.5), Some(128));

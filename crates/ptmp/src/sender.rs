@@ -38,6 +38,9 @@ pub struct Sender {
     slices: bool,
     /// When a full ring first held back the message being sent.
     held_since: Option<Instant>,
+    /// The message being sent was already counted as a stall (by a
+    /// `send_within` that found the queue full and gave up for now).
+    stalled: bool,
     /// Live counters, readable from other threads ([`crate::meter`]).
     meter: std::sync::Arc<crate::meter::SocketCounters>,
 }
@@ -139,6 +142,7 @@ impl Sender {
             finished: false,
             slices: false,
             held_since: None,
+            stalled: false,
         })
     }
 
@@ -165,7 +169,8 @@ impl Sender {
 
     /// Send one TPSet as `[version 0, payload]`.
     ///
-    /// Blocks while a PAIR or PUSH socket is at its high-water mark; a PUB
+    /// Blocks while a PAIR or PUSH socket is at its high-water mark (each
+    /// such wait is counted as a stall in [`crate::meter`]); a PUB
     /// socket drops instead, as ZeroMQ does. The first send of a PUB configured
     /// with `subscribers: K` first waits for them (see [`Self::wait_for_subscribers`]).
     pub fn send(&mut self, tpset: &TPSet) -> Result<()> {
@@ -175,13 +180,13 @@ impl Sender {
         }
         match &mut self.link {
             Link::Zmq { sock, .. } => {
-                sock.send(&VERSION_FRAME[..], zmq::SNDMORE)
-                    .map_err(Error::zmq("send"))?;
+                send_first(sock, &self.meter, &VERSION_FRAME[..], zmq::SNDMORE)?;
                 sock.send(&self.buf[..], 0).map_err(Error::zmq("send"))?;
             }
             Link::Shm(tx) => tx.publish([&VERSION_FRAME[..], &self.buf[..]].into_iter())?,
         }
         self.sent += 1;
+        self.stalled = false;
         self.meter.add(VERSION_FRAME.len() + self.buf.len());
         Ok(())
     }
@@ -258,7 +263,14 @@ impl Sender {
                         first = false;
                         match sock.send(f, more | zmq::DONTWAIT) {
                             Ok(()) => continue,
-                            Err(zmq::Error::EAGAIN) => {}
+                            Err(zmq::Error::EAGAIN) => {
+                                // Once per message, however many calls
+                                // it takes to get it out.
+                                if !self.stalled {
+                                    self.stalled = true;
+                                    self.meter.add_stall();
+                                }
+                            }
                             Err(e) => return Err(Error::zmq("send")(e)),
                         }
                         let ms = timeout.as_millis().min(i32::MAX as u128) as i64;
@@ -294,6 +306,7 @@ impl Sender {
             Link::Shm(tx) => tx.publish(parts)?,
         }
         self.sent += 1;
+        self.stalled = false;
         self.meter.add(bytes);
         Ok(true)
     }
@@ -334,12 +347,17 @@ impl Sender {
                 let n = parts.len();
                 for (i, f) in parts.enumerate() {
                     let flags = if i + 1 < n { zmq::SNDMORE } else { 0 };
-                    sock.send(f, flags).map_err(Error::zmq("send"))?;
+                    if i == 0 {
+                        send_first(sock, &self.meter, f, flags)?;
+                    } else {
+                        sock.send(f, flags).map_err(Error::zmq("send"))?;
+                    }
                 }
             }
             Link::Shm(tx) => tx.publish(parts)?,
         }
         self.sent += 1;
+        self.stalled = false;
         self.meter.add(bytes);
         Ok(())
     }
@@ -404,6 +422,31 @@ impl Sender {
             }
         }
         Ok(self.subscribers)
+    }
+}
+
+/// Send the first frame of a message as a blocking send does, counting a
+/// stall when the socket cannot take it at once (a PUSH or PAIR at its
+/// high-water mark, or with no peer yet). The first try does not wait;
+/// only when it fails does the blocking send follow. Both start alike in
+/// libzmq (commands pending, then the pipe's room), so a socket with room
+/// makes no more system calls than one blocking send would; a PUB never
+/// says it is full (it drops), so it never counts. The frames after the
+/// first of a multipart message always follow without waiting.
+#[inline]
+fn send_first(
+    sock: &zmq::Socket,
+    meter: &crate::meter::SocketCounters,
+    frame: &[u8],
+    flags: i32,
+) -> Result<()> {
+    match sock.send(frame, flags | zmq::DONTWAIT) {
+        Ok(()) => Ok(()),
+        Err(zmq::Error::EAGAIN) => {
+            meter.add_stall();
+            sock.send(frame, flags).map_err(Error::zmq("send"))
+        }
+        Err(e) => Err(Error::zmq("send")(e)),
     }
 }
 
@@ -474,5 +517,118 @@ impl Drop for Sender {
         if !self.finished {
             self.settle();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meter;
+    use crate::Receiver;
+
+    fn stalls(addr: &str) -> u64 {
+        meter::snapshot(false)
+            .into_iter()
+            .find(|s| s.dir == meter::Dir::Send && s.endpoints == [addr])
+            .map(|s| s.stalls)
+            .expect("the sender is registered")
+    }
+
+    fn pair(addr: &str, hwm: i32) -> (Receiver, Sender) {
+        let rx = SocketConfig::builder(SocketType::Pull)
+            .bind(addr)
+            .hwm(hwm)
+            .build()
+            .and_then(Receiver::new)
+            .expect("receiver");
+        let tx = SocketConfig::builder(SocketType::Push)
+            .connect(addr)
+            .hwm(hwm)
+            .sndhwm(hwm)
+            .linger(Some(Duration::ZERO))
+            .build()
+            .and_then(Sender::new)
+            .expect("sender");
+        (rx, tx)
+    }
+
+    /// A PUSH whose receiver does not read fills its queue: the send that
+    /// finds it full is one stall, however often it is tried again, and a
+    /// blocking send that has to wait is another.
+    #[test]
+    #[cfg_attr(feature = "no-counters", ignore = "built without counters")]
+    fn a_full_queue_is_a_stall() {
+        let addr = "inproc://sender-test-stall";
+        let (mut rx, mut tx) = pair(addr, 4);
+        let t = TPSet::default();
+        let mut queued = 0;
+        while tx.send_within(&t, Duration::from_millis(1)).expect("send") {
+            queued += 1;
+            assert!(queued < 10_000, "a queue of 4 + 4 never filled");
+        }
+        assert_eq!(stalls(addr), 1, "{queued} queued, then full");
+        assert!(!tx.send_within(&t, Duration::ZERO).expect("send"));
+        assert_eq!(stalls(addr), 1, "the same message tried again");
+        // A blocking send waits until the reader makes room: the reader
+        // starts only once it sees that stall counted, so the wait is
+        // certain, not a matter of timing.
+        std::thread::scope(|sc| {
+            let reader = sc.spawn(move || {
+                while stalls(addr) < 2 {
+                    std::thread::yield_now();
+                }
+                let mut t = TPSet::default();
+                for i in 0..=queued {
+                    let got = rx.recv_into(&mut t, Some(Duration::from_secs(20)));
+                    assert!(got.expect("recv"), "message {i} of {}", queued + 1);
+                }
+                rx.recv_into(&mut t, Some(Duration::ZERO)).expect("recv")
+            });
+            tx.send(&t).expect("blocking send");
+            assert!(!reader.join().expect("reader"), "no more than was sent");
+        });
+        assert_eq!(stalls(addr), 2);
+    }
+
+    /// Sends that always find room count no stall, nor does a PUB (it
+    /// drops rather than wait) or a receiver.
+    #[test]
+    fn room_is_no_stall() {
+        let addr = "inproc://sender-test-room";
+        let (mut rx, mut tx) = pair(addr, 100);
+        let t = TPSet::default();
+        for _ in 0..20 {
+            tx.send(&t).expect("send");
+            tx.send_raw(&[&VERSION_FRAME[..], &[][..]])
+                .expect("send raw");
+            assert!(tx.send_within(&t, Duration::ZERO).expect("send"));
+        }
+        let mut got = 0;
+        let mut f = Frames::default();
+        while rx
+            .recv_raw_into(&mut f, Some(Duration::from_millis(100)))
+            .expect("recv")
+        {
+            got += 1;
+        }
+        assert_eq!(got, 60);
+        assert_eq!(stalls(addr), 0);
+        let paddr = "inproc://sender-test-pub";
+        let mut p = SocketConfig::builder(SocketType::Pub)
+            .bind(paddr)
+            .hwm(2)
+            .sndhwm(2)
+            .linger(Some(Duration::ZERO))
+            .build()
+            .and_then(Sender::new)
+            .expect("pub");
+        for _ in 0..50 {
+            p.send(&t).expect("a PUB drops, it does not wait");
+        }
+        assert_eq!(stalls(paddr), 0);
+        assert!(meter::snapshot(false)
+            .iter()
+            .filter(|s| s.dir == meter::Dir::Recv)
+            .all(|s| s.stalls == 0));
     }
 }
