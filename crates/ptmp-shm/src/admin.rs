@@ -88,9 +88,14 @@ pub struct ReaderState {
     /// Whether that process exists (a dead reader's entry stays until
     /// another reader takes it over).
     pub alive: bool,
-    /// The next message the reader will read: the writer's `published`
-    /// minus this is how far the reader is behind.
+    /// The next message the reader will read (for a durable reader, the
+    /// first it has not committed): the writer's `published` minus this is
+    /// how far the reader is behind.
     pub position: u64,
+    /// Whether the reader attached under an identity
+    /// ([`crate::Reader::attach_durable`]): its entry outlives its process
+    /// for its grace time, and a successor resumes from it.
+    pub durable: bool,
 }
 
 /// Channel `name`'s state and its registered readers, read in one look at
@@ -110,6 +115,7 @@ pub fn inspect(name: &str) -> Result<(ChannelState, Vec<ReaderState>)> {
             pid,
             alive: pid_alive(pid),
             position: e.pos.load(Ordering::SeqCst),
+            durable: e.ident.load(Ordering::SeqCst) != 0,
         });
     }
     let h = seg.header();

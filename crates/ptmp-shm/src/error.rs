@@ -55,6 +55,17 @@ pub enum ShmError {
         /// The writer holding it.
         pid: u32,
     },
+    /// A reader asked to attach under an identity that a live reader of
+    /// the channel already holds.
+    #[error("shm channel {name}: reader identity {ident:?} is already held by a live reader (pid {pid})")]
+    ReaderBusy {
+        /// The channel.
+        name: String,
+        /// The identity asked for.
+        ident: String,
+        /// The process holding it.
+        pid: u32,
+    },
     /// No segment of that name exists.
     #[error("shm channel {name} does not exist ({path})")]
     NotFound {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 /// First bytes of every ptmp shared-memory channel.
 pub const MAGIC: [u8; 8] = *b"PTMPSHM\0";
 /// The layout version this code reads and writes.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Bytes reserved for the header: one page of fields, one page of reader
 /// registry.
 pub const HEADER_SIZE: usize = 8192;
@@ -73,7 +73,7 @@ pub(crate) struct Header {
     _pad5: [u8; 48],
 }
 
-// The on-disk format (layout version 4). Changing any of these is a new
+// The on-disk format (layout version 5). Changing any of these is a new
 // layout version.
 const _: () = assert!(offset_of!(Header, magic) == 0);
 const _: () = assert!(offset_of!(Header, version) == 8);
@@ -101,16 +101,26 @@ pub(crate) const FIXED_LEN: usize = offset_of!(Header, writer_pid);
 /// One reader's registry entry, on a cache line of its own.
 #[repr(C)]
 pub(crate) struct ReaderEntry {
-    /// PID of the process holding the entry; 0 when free.
+    /// PID of the process holding the entry; 0 when free (or, with an
+    /// `ident`, kept for the identity's next reader).
     pub(crate) pid: AtomicU32,
-    _pad: u32,
-    /// Lowest sequence number the reader may still touch.
+    /// For a reader with an identity: how long, in milliseconds, a blocked
+    /// writer keeps the entry after the reader's process died, waiting for
+    /// a successor of the same identity to take it over.
+    pub(crate) grace_ms: AtomicU32,
+    /// Lowest sequence number the reader may still touch; for a reader with
+    /// an identity, the lowest it has not yet committed (handed on).
     pub(crate) pos: AtomicU64,
-    _pad2: [u8; 48],
+    /// The reader's identity ([`crate::reader_ident`] of its name); 0 for
+    /// a reader without one.
+    pub(crate) ident: AtomicU64,
+    _pad2: [u8; 40],
 }
 
 const _: () = assert!(offset_of!(ReaderEntry, pid) == 0);
+const _: () = assert!(offset_of!(ReaderEntry, grace_ms) == 4);
 const _: () = assert!(offset_of!(ReaderEntry, pos) == 8);
+const _: () = assert!(offset_of!(ReaderEntry, ident) == 16);
 const _: () = assert!(size_of::<ReaderEntry>() == 64);
 const _: () = assert!(REGISTRY_OFFSET + MAX_READERS * size_of::<ReaderEntry>() == HEADER_SIZE);
 

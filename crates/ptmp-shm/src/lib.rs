@@ -44,7 +44,20 @@
 //!    reader may show a position lower than the one it has reached (it
 //!    writes its entry every few messages, at once while the writer waits,
 //!    and in full before it sleeps): that only makes the writer wait more,
-//!    never overwrite what a reader still reads. A writer killed
+//!    never overwrite what a reader still reads. A *durable* reader (one
+//!    attached under an identity, [`Reader::attach_durable`], recorded as
+//!    a non-zero `ident` in its entry) shows only what it has committed
+//!    (handed on), which is never more than it has read. When its PID no
+//!    longer exists the blocked writer keeps its entry, counting it as
+//!    live, for the grace time the entry names (from the moment the writer
+//!    first finds it dead); then it sets the PID to 0, keeping `ident` and
+//!    the position. A reader of the same identity takes the entry over by a
+//!    compare-and-swap of its PID from the dead one (or 0) to its own and
+//!    resumes at that position; one whose identity a live process holds is
+//!    refused. A killed durable reader therefore stalls its writer for at
+//!    most its grace time, and its successor misses nothing within it (a
+//!    message the writer overwrote after giving up is an overrun: counted
+//!    as lost). A writer killed
 //!    mid-message leaves an odd stamp and an unchanged
 //!    `next_seq`: readers see nothing new, and the next writer overwrites
 //!    that slot with its own message number `next_seq`.
@@ -126,7 +139,10 @@ pub use layout::{
     MAX_MESSAGE_LIMIT, MAX_READERS, MAX_SEQ, MAX_SLOTS, MIN_SLOTS, PID_MAX_LIMIT, SLOT_HEADER,
 };
 pub use name::{ChannelName, MAX_NAME_LEN, NAME_RULE};
-pub use reader::{OwnedView, Reader, Received, StartAt, View, DEFAULT_SPIN};
+pub use reader::{
+    reader_ident, Durable, OwnedView, Reader, Received, StartAt, View, DEFAULT_READER_GRACE,
+    DEFAULT_SPIN, MAX_IDENT_LEN,
+};
 pub use segment::{pid_alive, segment_path, shm_dir, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;
 pub use wait::{wait_any, Deadline, MAX_WAIT_CHANNELS};

@@ -32,6 +32,39 @@ pub struct Received {
     pub lost: u64,
 }
 
+/// Longest reader identity, in bytes.
+pub const MAX_IDENT_LEN: usize = 255;
+
+/// How long a blocked writer keeps the registry entry of a dead reader
+/// that has an identity, by default: half the writer's default block
+/// timeout, so a writer left alone gives the entry up before it gives up
+/// itself.
+pub const DEFAULT_READER_GRACE: Duration = Duration::from_secs(5);
+
+/// The 64-bit number a reader identity is recorded under in the registry
+/// (FNV-1a of its bytes; never 0, which marks a reader without identity).
+pub fn reader_ident(id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+/// A durable reader's identity and how long a writer keeps its entry once
+/// its process died (see [`Reader::attach_durable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Durable<'a> {
+    /// A name stable across restarts, e.g. `graph/node/port`: 1 to
+    /// [`MAX_IDENT_LEN`] bytes, no NUL.
+    pub id: &'a str,
+    /// How long a blocked writer keeps the entry of this reader after its
+    /// process died, counted from when the writer first finds it dead
+    /// while it needs room (at most `u32::MAX` ms).
+    pub grace: Duration,
+}
+
 /// One reader of a channel. Readers share nothing with each other; each
 /// keeps its own position.
 pub struct Reader {
@@ -56,6 +89,9 @@ pub(crate) struct Attachment {
     /// How far the registry entry may lag behind `asked` while the writer
     /// does not wait.
     every: u64,
+    /// A reader with an identity: its entry moves only when it commits,
+    /// not as it reads.
+    durable: bool,
 }
 
 /// Most messages a [`Policy::Block`] reader releases before it tells the
@@ -63,13 +99,24 @@ pub(crate) struct Attachment {
 const RELEASE_EVERY: u64 = 64;
 
 impl Attachment {
-    fn new(seg: Segment, entry: Option<usize>, pos: u64) -> Attachment {
+    fn new(seg: Segment, entry: Option<usize>, pos: u64, durable: bool) -> Attachment {
         let every = (seg.slots / 16).clamp(1, RELEASE_EVERY);
         Attachment {
             seg,
             entry,
             asked: AtomicU64::new(pos),
             every,
+            durable,
+        }
+    }
+
+    /// A read, a view's drop or an overrun moved the reader to `pos`: tell
+    /// the writer, unless the reader is durable (its entry shows what it
+    /// committed, see [`Self::advance`]).
+    #[inline]
+    fn release_below(&self, pos: u64) {
+        if !self.durable {
+            self.advance(pos);
         }
     }
 
@@ -83,7 +130,7 @@ impl Attachment {
     /// (invariant 5); [`Self::flush`] brings it up to date before the
     /// reader sleeps.
     #[inline]
-    fn release_below(&self, pos: u64) {
+    fn advance(&self, pos: u64) {
         let Some(i) = self.entry else { return };
         let e = self.seg.entry(i);
         if self.seg.policy == Policy::Block {
@@ -128,6 +175,12 @@ impl Attachment {
 impl Drop for Attachment {
     fn drop(&mut self) {
         if let Some(i) = self.entry {
+            // A durable reader leaving keeps its identity and shows all it
+            // committed: a later reader of that identity resumes there.
+            // The writer no longer waits for it (the PID goes to 0).
+            if self.durable {
+                self.flush();
+            }
             let _ = self.seg.entry(i).pid.compare_exchange(
                 std::process::id(),
                 0,
@@ -188,7 +241,7 @@ impl Reader {
             return Err(ShmError::RegistryFull { name: name.into() });
         }
         Ok(Reader {
-            att: Arc::new(Attachment::new(seg, entry, pos)),
+            att: Arc::new(Attachment::new(seg, entry, pos, false)),
             pos,
             lost_total: 0,
             spin: DEFAULT_SPIN,
@@ -196,25 +249,251 @@ impl Reader {
         })
     }
 
-    /// Claim a registry entry: a free one, or one whose process is gone.
-    fn register(seg: &Segment, pos: u64) -> Option<usize> {
+    /// Attach to channel `name` as a durable reader under `durable.id`.
+    ///
+    /// The registry entry of a durable reader shows the lowest message it
+    /// has not yet committed ([`Self::commit`]: handed on), not the lowest
+    /// it has read, so under [`Policy::Block`] the writer never overwrites
+    /// what the reader read but has not committed. When the reader's
+    /// process dies, a blocked writer keeps its entry (and waits) for
+    /// `durable.grace`, then gives it up. A reader attaching later under
+    /// the same identity takes the entry over and resumes at the first
+    /// message not committed; if the entry had been given up and the writer
+    /// has overwritten that message meanwhile, the first receive counts
+    /// what was lost ([`Self::lost`]). With no entry of that identity the
+    /// reader starts at `start`. A live reader already holding the identity
+    /// is [`ShmError::ReaderBusy`].
+    ///
+    /// A durable reader must commit at least every ring's worth of
+    /// messages: the writer waits for what is not committed.
+    pub fn attach_durable(
+        name: &str,
+        durable: Durable<'_>,
+        start: StartAt,
+        access: Access,
+    ) -> Result<Reader> {
+        let id = durable.id;
+        if id.is_empty() || id.len() > MAX_IDENT_LEN || id.contains('\0') {
+            return Err(ShmError::BadConfig {
+                name: name.into(),
+                reason: format!(
+                    "reader identity {id:?} must be 1 to {MAX_IDENT_LEN} bytes without NUL"
+                ),
+            });
+        }
+        let path = ChannelName::new(name)?.path();
+        let seg = Segment::open(name, path, access)?;
+        seg.check_layout()?;
+        let next = seg.header().next_seq.load(Ordering::SeqCst);
+        if next > MAX_SEQ {
+            return Err(seg.corrupt(
+                "next_seq",
+                format!("{next} is beyond any possible message number ({MAX_SEQ})"),
+            ));
+        }
+        let ident = reader_ident(id);
+        let grace = durable.grace.as_millis().min(u32::MAX as u128) as u32;
+        let busy = |pid| ShmError::ReaderBusy {
+            name: name.into(),
+            ident: id.into(),
+            pid,
+        };
+        let (entry, pos) = match Self::take_over(&seg, ident, grace) {
+            Ok(Some(taken)) => taken,
+            Ok(None) => {
+                let pos = match start {
+                    StartAt::Newest => next.saturating_sub(1),
+                    StartAt::Next => next,
+                    StartAt::Oldest => next.saturating_sub(seg.slots),
+                };
+                let Some(i) = Self::register_durable(&seg, pos, ident, grace) else {
+                    return Err(ShmError::RegistryFull { name: name.into() });
+                };
+                // Two readers of one identity attaching at once both got a
+                // fresh entry: each looks for the other after showing its
+                // own, so at least one sees the other, and whoever sees one
+                // backs out.
+                if let Some(pid) = Self::holder(&seg, ident, Some(i)) {
+                    Self::unregister(&seg, i);
+                    return Err(busy(pid));
+                }
+                (i, pos)
+            }
+            Err(Some(pid)) => return Err(busy(pid)),
+            Err(None) => {
+                return Err(seg.corrupt(
+                    "reader registry",
+                    format!("the entry of reader identity {id:?} keeps changing hands"),
+                ))
+            }
+        };
+        if pos > next {
+            Self::unregister(&seg, entry);
+            return Err(seg.corrupt(
+                format!("reader registry entry {entry} position"),
+                format!("{pos} (reader identity {id:?}) is beyond next_seq {next}"),
+            ));
+        }
+        Ok(Reader {
+            att: Arc::new(Attachment::new(seg, Some(entry), pos, true)),
+            pos,
+            lost_total: 0,
+            spin: DEFAULT_SPIN,
+            seen_next: next,
+        })
+    }
+
+    /// Take over the registry entry of identity `ident` if one exists and
+    /// no live process holds it: `Ok(Some((entry, committed position)))`;
+    /// `Ok(None)` when there is none; `Err(Some(pid))` when live `pid`
+    /// holds it; `Err(None)` when it keeps changing hands.
+    fn take_over(
+        seg: &Segment,
+        ident: u64,
+        grace: u32,
+    ) -> std::result::Result<Option<(usize, u64)>, Option<u32>> {
         let me = std::process::id();
-        for i in 0..MAX_READERS {
+        // Each round either takes an entry, ends, or follows another
+        // process's change of one; bounded like the writer's take-over.
+        for _ in 0..1000 {
+            let Some(i) =
+                (0..MAX_READERS).find(|&i| seg.entry(i).ident.load(Ordering::SeqCst) == ident)
+            else {
+                return Ok(None);
+            };
             let e = seg.entry(i);
             let cur = e.pid.load(Ordering::SeqCst);
-            if cur != 0 && pid_alive(cur) {
-                continue;
+            if cur == me || (cur != 0 && pid_alive(cur)) {
+                return Err(Some(cur));
             }
-            // Publish the position before the PID makes the entry live.
-            e.pos.store(pos, Ordering::SeqCst);
             if e.pid
                 .compare_exchange(cur, me, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
+                .is_err()
             {
-                return Some(i);
+                continue;
+            }
+            // Between the look and the take, the entry may have gone to a
+            // reader of another identity (who then died): not ours.
+            if e.ident.load(Ordering::SeqCst) != ident {
+                Self::unregister(seg, i);
+                continue;
+            }
+            e.grace_ms.store(grace, Ordering::SeqCst);
+            // The dead reader wrote its position last; it cannot change
+            // now. A position the ring has left behind is found at the
+            // first read (an overrun, counted as lost); one ahead of
+            // `next_seq` is refused by the caller.
+            return Ok(Some((i, e.pos.load(Ordering::SeqCst))));
+        }
+        Err(None)
+    }
+
+    /// A live process other than the holder of entry `mine` holding an
+    /// entry of identity `ident`, if any.
+    fn holder(seg: &Segment, ident: u64, mine: Option<usize>) -> Option<u32> {
+        (0..MAX_READERS)
+            .filter(|&i| Some(i) != mine)
+            .map(|i| seg.entry(i))
+            .filter(|e| e.ident.load(Ordering::SeqCst) == ident)
+            .map(|e| e.pid.load(Ordering::SeqCst))
+            .find(|&pid| pid != 0 && pid_alive(pid))
+    }
+
+    /// Give entry `i`, held by this process, back (keeping its identity).
+    fn unregister(seg: &Segment, i: usize) {
+        let _ = seg.entry(i).pid.compare_exchange(
+            std::process::id(),
+            0,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+
+    /// Whether entry `e`, whose PID is `cur`, may be claimed by a new
+    /// reader: free, or left by a dead reader without identity (a dead
+    /// reader with one keeps its entry for its successor). With `any`, a
+    /// free entry that still names the identity of a reader that left is
+    /// claimable too.
+    fn claimable(e: &crate::layout::ReaderEntry, cur: u32, any: bool) -> bool {
+        let ident = e.ident.load(Ordering::SeqCst);
+        match cur {
+            0 => ident == 0 || any,
+            pid => ident == 0 && !pid_alive(pid),
+        }
+    }
+
+    /// Claim a registry entry with position `pos`, preferring entries no
+    /// identity names; `after` runs once the entry is this reader's.
+    fn claim(
+        seg: &Segment,
+        pos: u64,
+        after: impl Fn(&crate::layout::ReaderEntry),
+    ) -> Option<usize> {
+        let me = std::process::id();
+        for any in [false, true] {
+            for i in 0..MAX_READERS {
+                let e = seg.entry(i);
+                let cur = e.pid.load(Ordering::SeqCst);
+                if !Self::claimable(e, cur, any) {
+                    continue;
+                }
+                // Publish the position before the PID makes the entry live.
+                e.pos.store(pos, Ordering::SeqCst);
+                if e.pid
+                    .compare_exchange(cur, me, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    after(e);
+                    return Some(i);
+                }
             }
         }
         None
+    }
+
+    /// Claim a registry entry for a reader without identity.
+    fn register(seg: &Segment, pos: u64) -> Option<usize> {
+        Self::claim(seg, pos, |e| e.ident.store(0, Ordering::SeqCst))
+    }
+
+    /// Claim a registry entry for a durable reader of identity `ident`.
+    fn register_durable(seg: &Segment, pos: u64, ident: u64, grace: u32) -> Option<usize> {
+        Self::claim(seg, pos, |e| {
+            e.grace_ms.store(grace, Ordering::SeqCst);
+            e.ident.store(ident, Ordering::SeqCst);
+        })
+    }
+
+    /// Whether this reader attached under an identity
+    /// ([`Self::attach_durable`]).
+    pub fn is_durable(&self) -> bool {
+        self.att.durable
+    }
+
+    /// A durable reader: everything returned so far has been handed on, so
+    /// a successor under the same identity need not see it again and the
+    /// writer may overwrite it. Cheap (no system call; the registry entry
+    /// is written every few messages, or at once while the writer waits,
+    /// and in full before the reader sleeps): a reader killed just after a
+    /// commit may show a position a few messages earlier, which its
+    /// successor then receives again. Does nothing for a reader without
+    /// identity, whose entry follows its reads.
+    #[inline]
+    pub fn commit(&self) {
+        if self.att.durable {
+            self.att.advance(self.pos);
+        }
+    }
+
+    /// [`Self::commit`], shown in the registry entry at once (one locked
+    /// instruction, no system call): a successor resumes exactly after the
+    /// last message returned. For a sink that wrote what it received
+    /// somewhere durable and must not write it twice.
+    pub fn commit_now(&self) {
+        if self.att.durable {
+            self.att.advance(self.pos);
+            self.att.flush();
+        }
     }
 
     /// Show the writer every message released so far (before sleeping).

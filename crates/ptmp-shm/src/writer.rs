@@ -22,6 +22,33 @@ pub struct Writer {
     pid: u32,
     floor: Floor,
     block_timeout: Duration,
+    /// Durable readers found dead, and what became of their entries.
+    dead: DeadReaders,
+}
+
+/// What a [`Policy::Block`] writer knows of durable readers whose process
+/// died: per registry entry, the dead PID and when this writer first found
+/// it dead while it needed room (the start of the entry's grace time).
+struct DeadReaders {
+    since: Vec<Option<(u32, Instant)>>,
+    /// Entries given up after their grace time.
+    given_up: u64,
+}
+
+impl DeadReaders {
+    /// Whether the dead reader `pid` of entry `i`, kept for `grace`, has
+    /// been waited for long enough.
+    fn expired(&mut self, i: usize, pid: u32, grace: Duration) -> bool {
+        let now = Instant::now();
+        let since = match self.since[i] {
+            Some((p, t)) if p == pid => t,
+            _ => {
+                self.since[i] = Some((pid, now));
+                now
+            }
+        };
+        now.duration_since(since) >= grace
+    }
 }
 
 /// What a [`Policy::Block`] writer remembers of its readers.
@@ -150,7 +177,19 @@ impl Writer {
                 had_reader: false,
             },
             block_timeout: DEFAULT_BLOCK_TIMEOUT,
+            dead: DeadReaders {
+                since: vec![None; MAX_READERS],
+                given_up: 0,
+            },
         })
+    }
+
+    /// Durable readers ([`crate::Reader::attach_durable`]) whose entries
+    /// this writer gave up after their process died and no successor came
+    /// within their grace time. Their successors, if they come, count what
+    /// they lost.
+    pub fn readers_given_up(&self) -> u64 {
+        self.dead.given_up
     }
 
     /// Channel name.
@@ -185,10 +224,17 @@ impl Writer {
     }
 
     /// The slowest live registered reader's position, dropping the entries
-    /// of readers whose process is gone when `reap` is set. An entry no
-    /// reader can have written (a PID above [`PID_MAX_LIMIT`], a position
-    /// beyond the message being written) is corruption.
-    fn slowest(seg: &Segment, seq: u64, reap: bool) -> Result<Option<(u64, u32)>> {
+    /// of readers whose process is gone when `reap` is set (a durable
+    /// reader's only once its grace time has passed: until then it counts
+    /// as live, so its successor finds every message it did not commit). An
+    /// entry no reader can have written (a PID above [`PID_MAX_LIMIT`], a
+    /// position beyond the message being written) is corruption.
+    fn slowest(
+        seg: &Segment,
+        seq: u64,
+        reap: Option<&mut DeadReaders>,
+    ) -> Result<Option<(u64, u32)>> {
+        let mut reap = reap;
         let mut min: Option<(u64, u32)> = None;
         for i in 0..MAX_READERS {
             let e = seg.entry(i);
@@ -202,11 +248,26 @@ impl Writer {
                     format!("{pid} is above the largest Linux PID {PID_MAX_LIMIT}"),
                 ));
             }
-            if reap && !pid_alive(pid) {
-                let _ = e
-                    .pid
-                    .compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
-                continue;
+            if let Some(dead) = reap.as_deref_mut() {
+                if !pid_alive(pid) {
+                    let keep = e.ident.load(Ordering::SeqCst) != 0 && {
+                        let grace = e.grace_ms.load(Ordering::SeqCst);
+                        !dead.expired(i, pid, Duration::from_millis(grace as u64))
+                    };
+                    if !keep {
+                        // A durable reader's entry keeps its identity and
+                        // position (PID 0): a late successor learns what
+                        // it lost.
+                        if e.pid
+                            .compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst)
+                            .is_ok()
+                            && e.ident.load(Ordering::SeqCst) != 0
+                        {
+                            dead.given_up += 1;
+                        }
+                        continue;
+                    }
+                }
             }
             let pos = protocol::reader_pos(&e.pos);
             if pos > seq {
@@ -236,7 +297,8 @@ impl Writer {
     /// looking at the registry.
     fn wait_for_space(&mut self, s: u64) -> Result<()> {
         let (seg, floor, timeout) = (&self.seg, &mut self.floor, self.block_timeout);
-        if s < floor.min_pos + seg.slots || Self::room(seg, floor, s, false)?.is_ok() {
+        let dead = &mut self.dead;
+        if s < floor.min_pos + seg.slots || Self::room(seg, floor, s, None)?.is_ok() {
             return Ok(());
         }
         seg.check_layout()?;
@@ -251,11 +313,11 @@ impl Writer {
             for _ in 0..WRITER_SPIN_PAUSES {
                 std::hint::spin_loop();
             }
-            if Self::slowest(seg, s, false)?.is_none_or(|(p, _)| p >= want) {
+            if Self::slowest(seg, s, None)?.is_none_or(|(p, _)| p >= want) {
                 break;
             }
         }
-        if Self::room(seg, floor, s, false)?.is_ok() {
+        if Self::room(seg, floor, s, None)?.is_ok() {
             return Ok(());
         }
         let t0 = Instant::now();
@@ -266,7 +328,7 @@ impl Writer {
             // Look for readers that died without waking this writer only
             // after a sleep ran out, not after every wake-up: each look is a
             // system call per registered reader.
-            let reap = timed_out.get();
+            let reap = timed_out.get().then_some(&mut *dead);
             let check = || match Self::room(seg, floor, s, reap) {
                 Err(e) => Some(Err(e)),
                 Ok(Ok(())) => Some(Ok(())),
@@ -310,7 +372,7 @@ impl Writer {
         seg: &Segment,
         floor: &mut Floor,
         s: u64,
-        reap: bool,
+        reap: Option<&mut DeadReaders>,
     ) -> Result<std::result::Result<(), (u64, u32)>> {
         let m = Self::slowest(seg, s, reap)?;
         floor.had_reader |= m.is_some();
@@ -368,7 +430,7 @@ impl Writer {
             // readers to make room; otherwise both would wait for ever.
             if self.published < s
                 && s >= self.floor.min_pos + self.seg.slots
-                && Self::room(&self.seg, &mut self.floor, s, false)?.is_err()
+                && Self::room(&self.seg, &mut self.floor, s, None)?.is_err()
             {
                 self.flush();
             }
