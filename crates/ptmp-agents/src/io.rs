@@ -6,9 +6,30 @@ use crate::error::{Error, Result};
 use ptmp::{Receiver, Sender, SocketConfig};
 use std::time::Duration;
 
-/// Open an input socket of `agent`; an error names the agent.
+/// Open an input socket of `agent`; an error names the agent. Names it
+/// connects to (`name://NODE/PORT`) are resolved first, so the socket can
+/// follow a named peer that moves (see [`recv_set`]).
 pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
-    Receiver::new(c.clone()).map_err(Error::socket(agent))
+    let c = ptmp::names::resolve_config(c).map_err(Error::socket(agent))?;
+    Receiver::new(c).map_err(Error::socket(agent))
+}
+
+/// After a wait that found nothing: when a peer this receiver connects to
+/// by name is announced elsewhere now (it died and came back on another
+/// host, port or process), make the socket again connected there. Only a
+/// receiver that binds nothing is made again (a bound port must stay
+/// where it is); the old one is emptied first, so nothing that reached
+/// this process is dropped. Checked only when idle: no cost per message.
+/// Returns the old receiver, for one last look.
+fn follow_rx(rx: &mut Receiver, agent: &str) -> Result<Option<Receiver>> {
+    if !rx.config().bind().is_empty() {
+        return Ok(None);
+    }
+    let Some(fresh) = ptmp::names::moved(rx.config()) else {
+        return Ok(None);
+    };
+    let new = Receiver::new(fresh).map_err(Error::socket(agent))?;
+    Ok(Some(std::mem::replace(rx, new)))
 }
 
 /// Open an output socket of `agent`; an error names the agent. Over shm
@@ -16,7 +37,8 @@ pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
 /// so an agent waiting for a slow reader still sees its stop request (the
 /// ring's block timeout still bounds the whole wait for one message).
 pub fn open_tx(agent: &str, c: &SocketConfig) -> Result<Sender> {
-    let mut tx = Sender::new(c.clone()).map_err(Error::socket(agent))?;
+    let c = ptmp::names::resolve_config(c).map_err(Error::socket(agent))?;
+    let mut tx = Sender::new(c).map_err(Error::socket(agent))?;
     tx.wait_in_slices();
     Ok(tx)
 }
@@ -65,7 +87,18 @@ pub fn recv_set(
             ctl.counts.add_in();
             Ok(Got::Set)
         }
-        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),
+        Ok(false) => {
+            // A set that reached the old socket since the empty wait (from
+            // a peer that did not move) is delivered, not dropped with it.
+            if let Some(mut old) = follow_rx(rx, agent)? {
+                if old.recv_into(set, Some(Duration::ZERO)).unwrap_or(false) {
+                    ctl.counts.add_in();
+                    return Ok(Got::Set);
+                }
+            }
+            Ok(idle(ctl))
+        }
+        Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),
         Err(ptmp::Error::Wire(_)) => {
             *bad += 1;
             Ok(Got::Nothing)
@@ -82,7 +115,16 @@ pub fn recv_frames(rx: &mut Receiver, f: &mut ptmp::Frames, ctl: &Ctl, agent: &s
             ctl.counts.add_in();
             Ok(Got::Set)
         }
-        Ok(false) | Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),
+        Ok(false) => {
+            if let Some(mut old) = follow_rx(rx, agent)? {
+                if old.recv_raw_into(f, Some(Duration::ZERO)).unwrap_or(false) {
+                    ctl.counts.add_in();
+                    return Ok(Got::Set);
+                }
+            }
+            Ok(idle(ctl))
+        }
+        Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),
         Err(e) => Err(Error::socket(agent)(e)),
     }
 }

@@ -318,8 +318,15 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 rustix::process::Signal::TERM,
             ));
             let pp = part::PartPlan::read(plan).map_err(CliError::usage)?;
+            // A graph placed without addresses finds its parts by name.
+            let origin = format!("graph {} process {}", pp.graph, pp.process);
+            let presence = crate::peers::presence_for(&pp.config, &origin)?;
             let mut log = std::io::stderr();
-            match part::run(&pp, &stopping, &mut log) {
+            let code = part::run(&pp, &stopping, &mut log);
+            if let Some(p) = &presence {
+                p.withdraw_all();
+            }
+            match code {
                 0 => Ok(()),
                 code => Err(CliError {
                     code,

@@ -308,3 +308,71 @@ mod tests {
         assert_eq!(human(Duration::from_secs(90000)), "1d01h");
     }
 }
+
+/// Presence for the sockets of a configuration (`ptmp run`, a graph's
+/// part) that asks for it with a top-level `"discovery"` key: `true`, or
+/// an object with any of `group` (default `default`), `secret_file`,
+/// `timeout` (seconds a `name://` connect waits for its peer, default 30)
+/// and `liveness_timeout` (seconds, default 2). Absent or `false`: `None`,
+/// and nothing is sent or listened to. `origin` names the configuration in
+/// errors. Keep the service while the sockets live; withdraw its names
+/// before exiting.
+pub fn presence_for(
+    config: &serde_json::Value,
+    origin: &str,
+) -> CliResult<Option<ptmp_discovery::NameService>> {
+    use serde_json::Value;
+    let bad = |key: &str, v: &Value, why: &str| {
+        CliError::usage(format!("{origin}: discovery.{key} = {v}: {why}"))
+    };
+    let empty = serde_json::Map::new();
+    let o = match config.get("discovery") {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => return Ok(None),
+        Some(Value::Bool(true)) => &empty,
+        Some(Value::Object(o)) => o,
+        Some(v) => {
+            return Err(CliError::usage(format!(
+                "{origin}: discovery = {v}: give true or an object {{group, secret_file, timeout, liveness_timeout}}"
+            )))
+        }
+    };
+    let mut c = Config::default();
+    let mut timeout = ptmp_discovery::DEFAULT_RESOLVE_TIMEOUT;
+    let secs = |k: &str, v: &Value| -> CliResult<Duration> {
+        v.as_f64()
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+            .ok_or_else(|| bad(k, v, "give a number of seconds above zero, at most a day"))
+    };
+    for (k, v) in o {
+        match k.as_str() {
+            "group" => {
+                let g = v.as_str().ok_or_else(|| bad(k, v, "must be a string"))?;
+                if let Some(p) = name_problem("group", g) {
+                    return Err(bad(k, v, &p));
+                }
+                c.group = g.to_string();
+            }
+            "secret_file" => {
+                let f = v.as_str().ok_or_else(|| bad(k, v, "must be a file name"))?;
+                let s = std::fs::read(f).map_err(|e| bad(k, v, &e.to_string()))?;
+                let s = s.trim_ascii().to_vec();
+                if s.is_empty() {
+                    return Err(bad(k, v, "the file is empty"));
+                }
+                c.secret = Some(s);
+            }
+            "timeout" => timeout = secs(k, v)?,
+            "liveness_timeout" => c.liveness_timeout = secs(k, v)?,
+            _ => {
+                return Err(CliError::usage(format!(
+                    "{origin}: discovery.{k}: unknown key (known: group, secret_file, timeout, liveness_timeout)"
+                )))
+            }
+        }
+    }
+    let d = Discovery::start(c).map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
+    ptmp_discovery::install(d, timeout)
+        .map(Some)
+        .map_err(|e| CliError::fail(format!("{origin}: {e}")))
+}

@@ -151,8 +151,17 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         );
     }
     let _monitor = a.http.start_local(&v)?;
+    // Presence first: the agents' sockets resolve and announce names
+    // through it as they are made.
+    let presence = crate::peers::presence_for(&v, &a.file.display().to_string())?;
     let mut log = std::io::stderr();
-    let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()))?;
+    let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()));
+    // The agents are done: their names leave now, not at the peers' next
+    // liveness check.
+    if let Some(p) = &presence {
+        p.withdraw_all();
+    }
+    let out = out?;
     for r in &out.reports {
         let _ = outln!("{r}");
     }

@@ -54,7 +54,8 @@
 mod named;
 mod txt;
 
-pub use named::{names_in, parse_name, resolve_config, NamedReceiver, NAME_SCHEME};
+pub use named::{install, names_in, parse_name, resolve_config, NameService, NamedReceiver};
+pub use named::{DEFAULT_RESOLVE_TIMEOUT, NAME_SCHEME};
 
 pub use txt::{name_problem, sign, signature_ok, signed_text, MAX_NAME_BYTES, MAX_TXT_BYTES};
 pub use txt::{MAX_FIELD_BYTES, TXT_VERSION};
@@ -775,9 +776,25 @@ impl Worker {
 
     fn removed(&self, fullname: &str) {
         let mut t = self.shared.lock();
+        let t = &mut *t;
         t.refused.remove(fullname);
         if let Some(p) = t.peers.remove(fullname) {
-            publish(&mut t, &Event::Left(p));
+            publish(t, &Event::Left(p.clone()));
+            // A newcomer refused while the holder was still listed (a node
+            // killed and started again elsewhere before its death was
+            // noticed here) gets the name now: the most senior one that is
+            // not ours (ours were withdrawn when refused).
+            let next = t
+                .refused
+                .values()
+                .filter(|r| r.name() == p.name() && !t.own.contains(&r.instance))
+                .min_by(|a, b| (a.start, &a.instance).cmp(&(b.start, &b.instance)))
+                .cloned();
+            if let Some(n) = next {
+                t.refused.remove(&n.instance);
+                t.peers.insert(n.instance.clone(), n.clone());
+                publish(t, &Event::Joined(n));
+            }
             self.shared.changed.notify_all();
         }
     }

@@ -3,15 +3,124 @@
 //! is resolved through presence when the socket is made, and again when
 //! the peer comes back somewhere else.
 
-use crate::{Discovery, Error, Event, Peer, Result};
+use crate::{Announcement, Discovery, Error, Event, Peer, PortSpec, Result};
 use ptmp::{Receiver, TPSet};
 use serde_json::Value;
-use std::collections::VecDeque;
-use std::sync::mpsc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The scheme of a name in place of an address.
-pub const NAME_SCHEME: &str = "name://";
+pub const NAME_SCHEME: &str = ptmp::names::NAME_SCHEME;
+
+/// How long a socket waits for a name it connects to, unless told.
+pub const DEFAULT_RESOLVE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Presence as the sockets of this process see it: resolves the names they
+/// connect to (waiting up to its timeout) and announces the names they
+/// bind, through one [`Discovery`]. [`install`] makes it the process's.
+pub struct NameService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    discovery: Discovery,
+    timeout: Duration,
+    /// This process's announced names, `node/port`.
+    announced: Mutex<HashMap<String, Announcement>>,
+}
+
+impl NameService {
+    /// The discovery it resolves and announces with.
+    pub fn discovery(&self) -> &Discovery {
+        &self.inner.discovery
+    }
+
+    /// How long a name is waited for.
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// The names this process announces now, `node/port`, sorted.
+    pub fn announced(&self) -> Vec<String> {
+        let mut v: Vec<String> = lock(&self.inner.announced).keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Withdraws every name this process announced (goodbye packets), as
+    /// a process does before it exits so that its peers see it leave at
+    /// once rather than at the next liveness check.
+    pub fn withdraw_all(&self) {
+        let all: Vec<Announcement> = lock(&self.inner.announced)
+            .drain()
+            .map(|(_, a)| a)
+            .collect();
+        drop(all);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Hook(Arc<Inner>);
+
+impl ptmp::names::Presence for Hook {
+    fn resolve(&self, node: &str, port: &str) -> std::result::Result<String, String> {
+        self.0
+            .discovery
+            .resolve(node, port, self.0.timeout)
+            .map(|p| p.endpoint())
+            .map_err(|e| e.to_string())
+    }
+
+    fn current(&self, node: &str, port: &str) -> Option<String> {
+        self.0
+            .discovery
+            .resolve(node, port, Duration::ZERO)
+            .ok()
+            .map(|p| p.endpoint())
+    }
+
+    fn announce(&self, node: &str, port: &str, endpoint: &str) -> std::result::Result<(), String> {
+        let key = format!("{node}/{port}");
+        // Announced again (the socket was made again): the old one goes
+        // first, or it would hold the name against us.
+        drop(lock(&self.0.announced).remove(&key));
+        let a = self
+            .0
+            .discovery
+            .announce(
+                node,
+                &[PortSpec {
+                    name: port.to_string(),
+                    address: endpoint.to_string(),
+                }],
+            )
+            .map_err(|e| e.to_string())?;
+        lock(&self.0.announced).insert(key, a);
+        Ok(())
+    }
+}
+
+/// Makes `discovery` the presence of this process's sockets: their
+/// `name://` connects wait up to `timeout` for the name, their `name://`
+/// binds are announced. Fails when a presence was installed already (one
+/// per process). Keep the returned service to withdraw the names at exit.
+pub fn install(discovery: Discovery, timeout: Duration) -> Result<NameService> {
+    let inner = Arc::new(Inner {
+        discovery,
+        timeout,
+        announced: Mutex::new(HashMap::new()),
+    });
+    if !ptmp::names::install(Box::new(Hook(inner.clone()))) {
+        return Err(Error::Config(
+            "presence for names is already on in this process".into(),
+        ));
+    }
+    Ok(NameService { inner })
+}
 
 /// `name://NODE/PORT` as `(node, port)`; `None` for an ordinary address,
 /// an error for a name that is not of that form.

@@ -46,6 +46,7 @@
 //! proxy node between, as the butterfly's intermediate does).
 
 pub mod dot;
+pub mod named;
 pub mod part;
 pub mod plan;
 pub mod rundir;
@@ -260,7 +261,8 @@ pub struct Process {
 pub struct Host {
     /// The name `--host` selects it by.
     pub name: String,
-    /// The address other hosts reach its tcp endpoints at.
+    /// The address other hosts reach its tcp endpoints at; empty when the
+    /// graph gives none, and its tcp edges are then found by name.
     pub address: String,
 }
 
@@ -440,15 +442,13 @@ impl Graph {
                     let o = p.obj(&at, h)?;
                     p.keys(&o, &["name", "address"])?;
                     let name = p.name(&o)?;
-                    let address = p
-                        .string(&o, "address")?
-                        .ok_or_else(|| {
-                            p.err(format!(
-                                "host {name}: needs an address (an IPv4 address or host name its tcp edges bind)"
-                            ))
-                        })?
-                        .to_string();
-                    if address.is_empty() || address.contains(['/', ' ', ':', '\0']) {
+                    // No address: the host's parts are found by name
+                    // (see `plan`), on ports the system picks.
+                    let given = p.string(&o, "address")?;
+                    let address = given.unwrap_or("").to_string();
+                    if given.is_some()
+                        && (address.is_empty() || address.contains(['/', ' ', ':', '\0']))
+                    {
                         return Err(p.err(format!(
                             "host {name}: address = {address:?}: give an IPv4 address or a host name"
                         )));

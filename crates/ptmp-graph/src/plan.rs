@@ -182,7 +182,13 @@ impl Plan {
             // makes all of PUSH's pipes at once and deals round-robin from
             // the first message (binding there would hand everything sent
             // before the other inputs connect to the first one that did).
-            let binders: Vec<PortRef> = if e.from.len() > 1 {
+            // Across hosts without addresses (see `named`): every output
+            // binds a name, and inputs connect to the names, so that only
+            // receivers ever have to follow a node that moves.
+            let named = crate::named::by_name(g, transport, &e.from) && pinned.is_none();
+            let binders: Vec<PortRef> = if named {
+                e.from.clone()
+            } else if e.from.len() > 1 {
                 vec![e.to[0]]
             } else if e.to.len() > 1 && e.pattern == Pattern::PushPull && pinned.is_none() {
                 e.to.clone()
@@ -272,8 +278,10 @@ impl Plan {
                 fin |= proxy.finite();
                 proxies.push(json!({"name": node.name, "type": node.type_name, "data": v}));
             }
-            configs.push(json!({"name": format!("{}/{}", g.name, p.name),
-                                "plugins": g.plugins, "proxies": proxies}));
+            let mut c = json!({"name": format!("{}/{}", g.name, p.name),
+                                "plugins": g.plugins, "proxies": proxies});
+            crate::named::add_discovery(g, &links, &mut c);
+            configs.push(c);
             finite.push(fin);
         }
         Ok(Plan {
@@ -404,6 +412,7 @@ fn address(
             a
         }
         Transport::Shm => format!("shm://{}.{}.{label}", g.name, dir_hash(run_dir)),
+        Transport::Tcp if crate::named::host_unplanned(g, b) => crate::named::address(g, b)?,
         Transport::Tcp => {
             let host = &g.hosts[g.processes[g.nodes[b.node].process].host];
             let port = g.port_base as u32 + *tcp_rank;
@@ -441,9 +450,19 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
                     }
                     _ => a.clone(),
                 };
-                bind.push(a);
+                // A port binding one name for several edges binds it once.
+                if !bind.contains(&a) {
+                    bind.push(a);
+                }
             }
-            None => connect.extend(l.binds.iter().map(|(_, a)| a.clone())),
+            None => {
+                for (_, a) in &l.binds {
+                    // One connection to a name serves all its edges.
+                    if !crate::named::is_name(a) || !connect.contains(a) {
+                        connect.push(a.clone());
+                    }
+                }
+            }
         }
         if let Some(h) = g.edges[i].hwm {
             hwm = Some(hwm.map_or(h, |x| x.max(h)));

@@ -209,6 +209,17 @@ impl Endpoint {
         if address.contains('\0') {
             return Err(bad("contains a NUL byte".into()));
         }
+        if crate::names::parse(address).is_some() {
+            // A peer's port by name: resolved to its address when the
+            // socket is made (see `crate::names`); tcp underneath.
+            if let Some(reason) = crate::names::check(address) {
+                return Err(bad(reason));
+            }
+            return Ok(Endpoint {
+                transport: Transport::Tcp,
+                address: address.to_string(),
+            });
+        }
         let (scheme, rest) = address.split_once("://").ok_or_else(|| {
             bad("not an endpoint: expected inproc://NAME, ipc://PATH, tcp://HOST:PORT or shm://NAME".into())
         })?;
@@ -788,6 +799,15 @@ impl SocketConfig {
     /// Endpoints to connect to, in order (JSON `connect`).
     pub fn connect(&self) -> &[Endpoint] {
         &self.connect
+    }
+
+    /// This configuration connecting to `connect` instead (names resolved
+    /// by `crate::names`).
+    pub(crate) fn with_connect(&self, connect: Vec<Endpoint>) -> SocketConfig {
+        SocketConfig {
+            connect,
+            ..self.clone()
+        }
     }
 
     /// All endpoints with how each is attached, binds first.

@@ -41,6 +41,7 @@ mod drain;
 pub mod error;
 pub mod fields;
 pub mod meter;
+pub mod names;
 pub mod receiver;
 pub mod sender;
 mod shm;

@@ -81,18 +81,31 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     for (attach, ep) in cfg.endpoints() {
         match attach {
             Attach::Bind => {
-                bind(&sock, ep)?;
-                bound.push(
-                    sock.get_last_endpoint()
-                        .ok()
-                        .and_then(|r| r.ok())
-                        .unwrap_or_else(|| ep.address.clone()),
-                );
+                // A named bind listens on an ephemeral tcp port and is
+                // announced at the port it got (`crate::names`).
+                let named = crate::names::bind_address(&ep.address)?;
+                let target = named.map(|a| Endpoint {
+                    transport: Transport::Tcp,
+                    address: a.to_string(),
+                });
+                bind(&sock, target.as_ref().unwrap_or(ep))?;
+                let last = sock
+                    .get_last_endpoint()
+                    .ok()
+                    .and_then(|r| r.ok())
+                    .unwrap_or_else(|| ep.address.clone());
+                if named.is_some() {
+                    crate::names::announce_bound(&ep.address, &last)?;
+                }
+                bound.push(last);
             }
-            Attach::Connect => sock.connect(&ep.address).map_err(|e| Error::Connect {
-                endpoint: ep.address.clone(),
-                reason: reason(e),
-            })?,
+            Attach::Connect => {
+                let address = crate::names::connect_address(&ep.address)?;
+                sock.connect(&address).map_err(|e| Error::Connect {
+                    endpoint: address.clone(),
+                    reason: reason(e),
+                })?
+            }
         }
     }
     Ok(Built { sock, drain, bound })

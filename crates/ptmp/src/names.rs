@@ -1,0 +1,228 @@
+//! Names in place of addresses: `name://NODE/PORT`.
+//!
+//! A socket config may connect to a peer's port by its name,
+//! `"connect": ["name://apa1-tcs/out"]`, and bind a port under a name,
+//! `"bind": ["name://apa1-tcs/out"]` (an ephemeral tcp port on every
+//! interface, announced under that name). The names are looked up and
+//! announced by a [`Presence`] installed once per process (the crate
+//! `ptmp-discovery` provides one over multicast DNS); this crate only
+//! knows the syntax and when to ask. Nothing here is on a message path:
+//! names are resolved when a socket is made, and [`moved`] is asked only
+//! by callers that choose to follow a peer (between messages, when a wait
+//! found nothing).
+
+use crate::config::SocketConfig;
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The scheme of a name in place of an address.
+pub const NAME_SCHEME: &str = "name://";
+
+/// Where a named bind listens: an ephemeral tcp port on every interface.
+pub const NAMED_BIND: &str = "tcp://*:*";
+
+/// Looks names up and announces them: what a process installs (once) to
+/// let its sockets use `name://` addresses.
+pub trait Presence: Send + Sync {
+    /// Waits (as long as the presence allows) for a peer announcing
+    /// `node`'s `port`, and returns the address to connect to. The error
+    /// says which name did not appear and how long it was waited for.
+    fn resolve(&self, node: &str, port: &str) -> std::result::Result<String, String>;
+    /// Where `node`'s `port` is announced now, if anywhere; never waits.
+    fn current(&self, node: &str, port: &str) -> Option<String>;
+    /// Announces `node`'s `port` at `endpoint` (an address this process
+    /// has bound) until the process ends or announces the name again.
+    fn announce(&self, node: &str, port: &str, endpoint: &str) -> std::result::Result<(), String>;
+}
+
+static PRESENCE: OnceLock<Box<dyn Presence>> = OnceLock::new();
+/// Set once any name was resolved, so that [`moved`] costs one load in a
+/// process that never uses names.
+static USED: AtomicBool = AtomicBool::new(false);
+
+/// Which name each address handed out by [`resolve_config`] stands for.
+fn handed_out() -> &'static Mutex<HashMap<String, (String, String)>> {
+    static M: OnceLock<Mutex<HashMap<String, (String, String)>>> = OnceLock::new();
+    M.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Installs the process's presence; `false` if one was installed before
+/// (the first stays).
+pub fn install(p: Box<dyn Presence>) -> bool {
+    PRESENCE.set(p).is_ok()
+}
+
+/// Whether a presence is installed.
+pub fn installed() -> bool {
+    PRESENCE.get().is_some()
+}
+
+/// `name://NODE/PORT` as `(NODE, PORT)`; `None` for any other address.
+/// Does not check the parts (see [`check`]).
+pub fn parse(address: &str) -> Option<(&str, &str)> {
+    let rest = address.strip_prefix(NAME_SCHEME)?;
+    Some(rest.split_once('/').unwrap_or((rest, "")))
+}
+
+/// Why `address`, a `name://` address, is not a valid name; `None` when it
+/// is. Node and port are 1 to 24 letters, digits, `_`, `-` or `.`.
+pub fn check(address: &str) -> Option<String> {
+    let (node, port) = parse(address)?;
+    for (what, s) in [("node", node), ("port", port)] {
+        if s.is_empty() || s.len() > 24 {
+            return Some(format!(
+                "a name is name://NODE/PORT, with a {what} of 1 to 24 characters"
+            ));
+        }
+        if !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Some(format!(
+                "the {what} {s:?} may hold only letters, digits, '_', '-' and '.'"
+            ));
+        }
+    }
+    None
+}
+
+fn presence(address: &str, attach: &str) -> Result<&'static dyn Presence> {
+    PRESENCE.get().map(|b| b.as_ref()).ok_or_else(|| {
+        let reason = "a name needs presence on the network, which is off: ask for it with a \
+                      \"discovery\" key in the configuration (or start a Discovery in this program)"
+            .to_string();
+        if attach == "bind" {
+            Error::Bind {
+                endpoint: address.to_string(),
+                reason,
+            }
+        } else {
+            Error::Connect {
+                endpoint: address.to_string(),
+                reason,
+            }
+        }
+    })
+}
+
+/// The address to connect to for `address`: itself, or for a name the
+/// address its peer announces (waiting for it as the presence allows).
+pub fn connect_address(address: &str) -> Result<String> {
+    let Some((node, port)) = parse(address) else {
+        return Ok(address.to_string());
+    };
+    let p = presence(address, "connect")?;
+    let endpoint = p.resolve(node, port).map_err(|reason| Error::Connect {
+        endpoint: address.to_string(),
+        reason,
+    })?;
+    USED.store(true, Ordering::Relaxed);
+    handed_out()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(endpoint.clone(), (node.to_string(), port.to_string()));
+    Ok(endpoint)
+}
+
+/// The address to bind for `address`: itself, or [`NAMED_BIND`] for a
+/// name, which needs an installed presence to be announced.
+pub(crate) fn bind_address(address: &str) -> Result<Option<&'static str>> {
+    if parse(address).is_none() {
+        return Ok(None);
+    }
+    presence(address, "bind")?;
+    Ok(Some(NAMED_BIND))
+}
+
+/// Announces a bound name at the address actually bound.
+pub(crate) fn announce_bound(address: &str, bound: &str) -> Result<()> {
+    let Some((node, port)) = parse(address) else {
+        return Ok(());
+    };
+    presence(address, "bind")?
+        .announce(node, port, bound)
+        .map_err(|reason| Error::Bind {
+            endpoint: address.to_string(),
+            reason,
+        })
+}
+
+/// `cfg` with every `name://` it connects to replaced by the address its
+/// peer announces, waiting for each as the presence allows; the error
+/// names the name that did not appear. A config without names comes back
+/// as it is. A socket made from the result can be followed with [`moved`].
+pub fn resolve_config(cfg: &SocketConfig) -> Result<SocketConfig> {
+    if !cfg.connect().iter().any(|e| parse(&e.address).is_some()) {
+        return Ok(cfg.clone());
+    }
+    let mut list = Vec::with_capacity(cfg.connect().len());
+    for e in cfg.connect() {
+        let mut e = e.clone();
+        e.address = connect_address(&e.address)?;
+        list.push(e);
+    }
+    Ok(cfg.with_connect(list))
+}
+
+/// For a socket made from a config [`resolve_config`] returned: `Some`
+/// config to make it again when a peer it connects to by name is now
+/// announced at another address (it died and came back on another host,
+/// port or process), `None` when nothing moved. A peer not announced at
+/// all right now is not a move: the socket keeps waiting for it where it
+/// was.
+pub fn moved(cfg: &SocketConfig) -> Option<SocketConfig> {
+    if !USED.load(Ordering::Relaxed) {
+        return None;
+    }
+    let p = PRESENCE.get()?;
+    let mut any = false;
+    let mut list = Vec::with_capacity(cfg.connect().len());
+    {
+        let mut map = handed_out().lock().unwrap_or_else(|p| p.into_inner());
+        for e in cfg.connect() {
+            let mut e = e.clone();
+            if let Some((node, port)) = map.get(&e.address).cloned() {
+                if let Some(now) = p.current(&node, &port) {
+                    if now != e.address {
+                        map.insert(now.clone(), (node, port));
+                        e.address = now;
+                        any = true;
+                    }
+                }
+            }
+            list.push(e);
+        }
+    }
+    any.then(|| cfg.with_connect(list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert_eq!(parse("name://a/b"), Some(("a", "b")));
+        assert_eq!(parse("tcp://a:1"), None);
+        assert!(check("name://apa1-tcs/out").is_none());
+        assert!(check("name://apa1-tcs").unwrap().contains("port"));
+        assert!(check("name://a/b/c").unwrap().contains("\"b/c\""));
+        assert!(check("name:///out").unwrap().contains("node"));
+        assert!(check(&format!("name://{}/o", "x".repeat(25)))
+            .unwrap()
+            .contains("24"));
+    }
+
+    #[test]
+    fn without_presence_a_name_is_an_error_naming_it() {
+        // No presence is installed in this test binary.
+        let e = connect_address("name://far/out").unwrap_err().to_string();
+        assert!(
+            e.contains("name://far/out") && e.contains("discovery"),
+            "{e}"
+        );
+        assert_eq!(connect_address("tcp://h:1").unwrap(), "tcp://h:1");
+    }
+}
