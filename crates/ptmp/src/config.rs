@@ -326,6 +326,7 @@ const SUBSCRIBERS_RANGE: (i64, i64) = (0, 1 << 20);
 const TIMEOUT_MS_RANGE: (i64, i64) = (0, i64::MAX);
 const SHM_SLOTS_RANGE: (i64, i64) = (ptmp_shm::MIN_SLOTS as i64, ptmp_shm::MAX_SLOTS as i64);
 const SHM_MAX_MESSAGE_RANGE: (i64, i64) = (1, ptmp_shm::MAX_MESSAGE_LIMIT as i64);
+const SHM_READER_GRACE_MS_RANGE: (i64, i64) = (0, u32::MAX as i64);
 
 const SHM_MODES: &[&str] = &["private", "group"];
 const SHM_MODE_REASON: &str = "must be \"private\" (mode 0600, this user only) or \"group\" (mode 0660, shared with the segment's group)";
@@ -345,6 +346,8 @@ const KNOWN_KEYS: &[&str] = &[
     "shm_max_message",
     "shm_block_timeout_ms",
     "shm_mode",
+    "shm_reader_id",
+    "shm_reader_grace_ms",
 ];
 
 /// Settings of the shared-memory transport, used by `shm://` endpoints
@@ -396,6 +399,11 @@ pub struct SocketConfig {
     subscribers: usize,
     subscribers_timeout: Duration,
     shm: ShmSettings,
+    /// A receiver's identity in its shm rings (`shm_reader_id`).
+    shm_reader_id: Option<String>,
+    /// How long a writer keeps that identity's place after its process
+    /// died (`shm_reader_grace_ms`).
+    shm_reader_grace: Duration,
 }
 
 /// Builds a [`SocketConfig`] in Rust, checked by [`Self::build`] against
@@ -508,6 +516,30 @@ impl SocketConfigBuilder {
         self
     }
 
+    /// A receiver's stable identity in its shm:// rings (JSON
+    /// `shm_reader_id`, e.g. `"graph/node/port"`; 1 to
+    /// [`ptmp_shm::MAX_IDENT_LEN`] bytes without NUL). With it the ring
+    /// keeps this receiver's place across a crash: the writer does not
+    /// overwrite what the receiver has not committed
+    /// ([`Receiver::commit`](crate::Receiver::commit)), keeps the place of
+    /// a receiver whose process died for its grace time
+    /// ([`Self::shm_reader_grace`]), and a receiver opened later under the
+    /// same identity resumes there. Only receivers (PULL, SUB) have one;
+    /// zmq transports do not use it.
+    pub fn shm_reader_id(mut self, id: impl Into<String>) -> Self {
+        self.cfg.shm_reader_id = Some(id.into());
+        self
+    }
+
+    /// How long a blocked shm writer keeps the place of a receiver with an
+    /// identity whose process died, waiting for its successor (JSON
+    /// `shm_reader_grace_ms`; default [`ptmp_shm::DEFAULT_READER_GRACE`];
+    /// whole milliseconds count, at most `u32::MAX` of them).
+    pub fn shm_reader_grace(mut self, grace: Duration) -> Self {
+        self.cfg.shm_reader_grace = grace;
+        self
+    }
+
     /// Check everything and return the configuration, or the first problem
     /// as [`Error::Config`] naming the JSON key that holds it (e.g.
     /// `socket.shm_slots = 12: must be a power of two`).
@@ -550,6 +582,31 @@ impl SocketConfigBuilder {
             TIMEOUT_MS_RANGE,
         )?;
         c.shm.block_timeout = whole_ms(c.shm.block_timeout);
+        check_int(
+            "shm_reader_grace_ms",
+            c.shm_reader_grace.as_millis().min(i64::MAX as u128) as i128,
+            SHM_READER_GRACE_MS_RANGE,
+        )?;
+        c.shm_reader_grace = whole_ms(c.shm_reader_grace);
+        if let Some(id) = &c.shm_reader_id {
+            if id.is_empty() || id.len() > ptmp_shm::MAX_IDENT_LEN || id.contains('\0') {
+                return Err(Error::config(
+                    "socket.shm_reader_id",
+                    Value::from(id.as_str()).to_string(),
+                    format!("must be 1 to {} bytes without NUL", ptmp_shm::MAX_IDENT_LEN),
+                ));
+            }
+            if !c.stype.can_recv() || c.stype == SocketType::Pair {
+                return Err(Error::config(
+                    "socket.shm_reader_id",
+                    Value::from(id.as_str()).to_string(),
+                    format!(
+                        "only a receiver (PULL or SUB) has a place in a ring, this one is {}",
+                        c.stype
+                    ),
+                ));
+            }
+        }
         if self.subscribe_set && !matches!(c.stype, SocketType::Sub | SocketType::XSub) {
             let shown: Vec<String> = c
                 .subscribe
@@ -627,6 +684,8 @@ impl SocketConfig {
                 subscribers: 0,
                 subscribers_timeout: DEFAULT_SUBSCRIBERS_TIMEOUT,
                 shm: ShmSettings::default(),
+                shm_reader_id: None,
+                shm_reader_grace: ptmp_shm::DEFAULT_READER_GRACE,
             },
             subscribe_set: false,
             error: None,
@@ -742,6 +801,12 @@ impl SocketConfig {
             Err(e) => return Err(bad_mode(e.value)),
         };
         b = b.shm(shm);
+        if let Some(id) = s.str("shm_reader_id").map_err(field_error)? {
+            b = b.shm_reader_id(id);
+        }
+        if let Some(t) = int(&s, "shm_reader_grace_ms", SHM_READER_GRACE_MS_RANGE)? {
+            b = b.shm_reader_grace(Duration::from_millis(t as u64));
+        }
         if s.raw("subscribe").is_some_and(Value::is_null) {
             return Err(Error::config(
                 "socket.subscribe",
@@ -841,6 +906,18 @@ impl SocketConfig {
         self.linger.map_or(-1, |d| d.as_millis() as i32)
     }
 
+    /// A receiver's identity in its shm:// rings, if it has one (see
+    /// [`SocketConfigBuilder::shm_reader_id`]).
+    pub fn shm_reader_id(&self) -> Option<&str> {
+        self.shm_reader_id.as_deref()
+    }
+
+    /// How long a writer keeps the place of this receiver's identity after
+    /// its process died (see [`SocketConfigBuilder::shm_reader_grace`]).
+    pub fn shm_reader_grace(&self) -> Duration {
+        self.shm_reader_grace
+    }
+
     /// SUB subscription prefixes; `[""]` (the default) subscribes to
     /// everything, an empty list to nothing.
     pub fn subscribe(&self) -> &[Vec<u8>] {
@@ -938,6 +1015,15 @@ impl SocketConfig {
             s.insert(
                 "shm_block_timeout_ms".into(),
                 (self.shm.block_timeout.as_millis() as u64).into(),
+            );
+        }
+        if let Some(id) = &self.shm_reader_id {
+            s.insert("shm_reader_id".into(), id.as_str().into());
+        }
+        if self.shm_reader_grace != ptmp_shm::DEFAULT_READER_GRACE {
+            s.insert(
+                "shm_reader_grace_ms".into(),
+                (self.shm_reader_grace.as_millis() as u64).into(),
             );
         }
         if self.subscribers > 0 {

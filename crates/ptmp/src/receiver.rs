@@ -117,6 +117,44 @@ impl Receiver {
         }
     }
 
+    /// Say that every message returned so far has been handed on
+    /// (forwarded, written, or otherwise done with), so it need not be
+    /// delivered again after a crash.
+    ///
+    /// It matters for a receiver with an identity in its shm:// rings
+    /// (`shm_reader_id`, see
+    /// [`SocketConfigBuilder::shm_reader_id`](crate::SocketConfigBuilder::shm_reader_id)):
+    /// the ring then holds every message this receiver returned but did not
+    /// commit, and when its process dies a receiver opened under the same
+    /// identity (within the writer's grace time) resumes at the first
+    /// message not committed, so nothing that reached the ring is lost.
+    /// Commit after handing on, never before: a crash between the two then
+    /// delivers the message again (receivers of counted streams drop such
+    /// repeats by number), never loses it. A receiver with an identity must
+    /// commit at least once a ring (`shm_slots` messages): its writer waits
+    /// for what is not committed.
+    ///
+    /// Cheap enough for every message: no system call, and the ring is
+    /// told every few messages (at once when its writer waits, and before
+    /// the receiver sleeps), so a crash may deliver those few again. Does
+    /// nothing for other receivers, whose place follows what they read.
+    #[inline]
+    pub fn commit(&self) {
+        if let Link::Shm(rx) = &self.link {
+            rx.commit();
+        }
+    }
+
+    /// [`Self::commit`], shown in the rings at once (a locked instruction
+    /// per channel, no system call), so a successor starts exactly after
+    /// the last message returned: for the end of a stream that writes what
+    /// it receives somewhere and must not write it twice.
+    pub fn commit_now(&self) {
+        if let Link::Shm(rx) = &self.link {
+            rx.commit_now();
+        }
+    }
+
     /// Receive one TPSet; `Ok(None)` when `timeout` passes first
     /// (`None` waits forever), as PTMP's `TPReceiver` returns false.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<TPSet>> {
@@ -144,7 +182,10 @@ impl Receiver {
             }
             Link::Shm(rx) => match rx.recv_tpset(out, timeout)? {
                 None => return Ok(false),
-                Some(r) => r,
+                Some((r, n)) => {
+                    bytes = n;
+                    r
+                }
             },
         };
         match r {

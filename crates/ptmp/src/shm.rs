@@ -13,6 +13,12 @@
 //! while the slowest live reader is a whole ring behind, so nothing is lost.
 //! Unlike zmq's PUSH, which deals messages out round-robin, every PULL
 //! reader of a channel receives every message (with one PULL, the same).
+//!
+//! A receiver with `shm_reader_id` reads as a durable reader of ptmp-shm:
+//! its place in each ring is what it committed (`Receiver::commit`), a
+//! writer keeps that place for `shm_reader_grace_ms` after the receiver's
+//! process died, and a receiver opened under the same identity resumes
+//! there.
 
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
@@ -20,7 +26,9 @@ use ptmp_data::codec::decode_tpset_into;
 use ptmp_data::dump::{zmsg_frames, zmsg_len, zmsg_write};
 use ptmp_data::wire::check_version;
 use ptmp_data::{Frames, TPSet, WireError};
-use ptmp_shm::{ChannelConfig, ChannelName, Deadline, Policy, Reader, ShmError, StartAt, Writer};
+use ptmp_shm::{
+    ChannelConfig, ChannelName, Deadline, Durable, Policy, Reader, ShmError, StartAt, Writer,
+};
 use std::time::{Duration, Instant};
 
 /// Turn a ring error into ours, naming the key and channel. Nothing is
@@ -30,7 +38,7 @@ fn shm_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 
         ShmError::BadConfig { .. } | ShmError::BadName(_) => {
             Error::config(key, format!("\"shm://{name}\""), e.to_string())
         }
-        ShmError::WriterBusy { .. } => Error::Bind {
+        ShmError::WriterBusy { .. } | ShmError::ReaderBusy { .. } => Error::Bind {
             endpoint: format!("shm://{name}"),
             reason: e.to_string(),
         },
@@ -295,6 +303,27 @@ impl ShmRx {
         self.chans.iter().map(Chan::lost).sum()
     }
 
+    /// Everything returned so far has been handed on (see
+    /// [`crate::Receiver::commit`]): no system call, nothing for channels
+    /// read without an identity.
+    #[inline]
+    pub(crate) fn commit(&self) {
+        for c in &self.chans {
+            if let Some(r) = &c.reader {
+                r.commit();
+            }
+        }
+    }
+
+    /// [`Self::commit`], shown in the rings at once.
+    pub(crate) fn commit_now(&self) {
+        for c in &self.chans {
+            if let Some(r) = &c.reader {
+                r.commit_now();
+            }
+        }
+    }
+
     /// Poll every channel once, starting after the last one served, with
     /// `f`; then sleep on all of them (futex_waitv) until one has data.
     fn serve<T>(
@@ -340,12 +369,13 @@ impl ShmRx {
         }
     }
 
-    /// Receive a TPSet, decoding it in place from a ring.
+    /// Receive a TPSet, decoding it in place from a ring; with the
+    /// message's length in bytes.
     pub(crate) fn recv_tpset(
         &mut self,
         out: &mut TPSet,
         timeout: Option<Duration>,
-    ) -> Result<Option<Result<(), WireError>>> {
+    ) -> Result<Option<(Result<(), WireError>, usize)>> {
         self.serve(timeout, |c, t| c.recv_tpset(out, t))
     }
 
@@ -385,6 +415,9 @@ struct Chan {
     everything: bool,
     /// Who may own the segment (the `shm_mode` key).
     access: ptmp_shm::Access,
+    /// The receiver's identity in the ring and its grace time, if it has
+    /// one (the `shm_reader_id` and `shm_reader_grace_ms` keys).
+    ident: Option<(String, Duration)>,
     /// Messages seen overwritten while being read (counted as lost).
     torn: u64,
 }
@@ -400,6 +433,9 @@ impl Chan {
             subscribe: cfg.subscribe().to_vec(),
             everything: cfg.subscribe().iter().any(|p| p.is_empty()),
             access: cfg.shm().mode,
+            ident: cfg
+                .shm_reader_id()
+                .map(|id| (id.to_string(), cfg.shm_reader_grace())),
             torn: 0,
         };
         // Attach now if the channel exists; otherwise on first receive, as a
@@ -416,7 +452,16 @@ impl Chan {
         if self.reader.is_some() {
             return Ok(true);
         }
-        match Reader::attach_with(&self.name, self.start, self.access) {
+        let r = match &self.ident {
+            None => Reader::attach_with(&self.name, self.start, self.access),
+            Some((id, grace)) => Reader::attach_durable(
+                &self.name,
+                Durable { id, grace: *grace },
+                self.start,
+                self.access,
+            ),
+        };
+        match r {
             Ok(r) if r.policy() != self.policy => Err(Error::Connect {
                 endpoint: format!("shm://{}", self.name),
                 reason: format!(
@@ -450,13 +495,14 @@ impl Chan {
         Ok(true)
     }
 
-    /// Receive a TPSet, decoding it in place from the ring.
-    /// `Ok(None)` on timeout; `Ok(Some(Err))` for a malformed message.
+    /// Receive a TPSet, decoding it in place from the ring, and the
+    /// message's length. `Ok(None)` on timeout; `Ok(Some((Err, _)))` for a
+    /// malformed message.
     fn recv_tpset(
         &mut self,
         out: &mut TPSet,
         timeout: Option<Duration>,
-    ) -> Result<Option<Result<(), WireError>>> {
+    ) -> Result<Option<(Result<(), WireError>, usize)>> {
         let mut deadline = Deadline::new(timeout);
         if !self.wait_attached(&mut deadline)? {
             return Ok(None);
@@ -486,7 +532,8 @@ impl Chan {
             if !view.valid() {
                 self.torn += 1;
             } else if wanted {
-                return Ok(Some(r));
+                // Bytes as a zmq receiver counts them: both frames.
+                return Ok(Some((r, f0.len() + f1.len())));
             }
             left = deadline.remaining();
         }
