@@ -32,6 +32,12 @@
 //!
 //! Workers, proxies and sinks pass messages frame for frame without parsing
 //! them, so any message passes and a hop costs only the transport.
+//!
+//! Each commits its input ([`Receiver::commit`]) once a message is handed
+//! on: a worker or proxy after forwarding it, a sink after counting it and,
+//! with an `ofile`, after the file holds it. Over an shm:// input with an
+//! identity (the graph planner gives every one), a restarted node then
+//! resumes at the first message it had not handed on.
 
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
@@ -228,6 +234,11 @@ fn again(seen: &mut Seen, f: &Frames, scratch: &mut TPSet) -> bool {
         .is_some_and(|(count, detid)| seen.check(detid, count) == Verdict::Again)
 }
 
+/// A sink writing an `ofile` flushes it and commits its input every this
+/// many sets (and whenever its input is idle): a restarted sink receives
+/// again at most what the file did not hold yet.
+const OFILE_COMMIT_EVERY: u64 = 64;
+
 /// Slowest `rate` of a source other than 0 (one set in about 11.6 days).
 pub const MIN_RATE: f64 = 1e-6;
 
@@ -387,6 +398,20 @@ impl SinkAgent {
         })
     }
 
+    /// Flush the dump file, if any, then commit the input: what the file
+    /// holds is never received again by a restarted sink, and what it does
+    /// not hold yet is.
+    fn flush_and_commit(&mut self) -> Result<()> {
+        if let (Some(w), Some(p)) = (&mut self.out, &self.c.ofile) {
+            w.flush().map_err(Error::io(
+                &self.name,
+                format!("flush ofile {}", p.display()),
+            ))?;
+            self.rx.commit_now();
+        }
+        Ok(())
+    }
+
     fn write(&mut self, f: &Frames) -> Result<()> {
         if let Some(w) = &mut self.out {
             let what = || {
@@ -416,27 +441,33 @@ impl Agent for SinkAgent {
             while self.c.count.is_none_or(|c| n < c) && !ctl.done(false) {
                 match recv_frames(&mut self.rx, &mut f, ctl, &self.name)? {
                     Got::Set => {}
-                    Got::Nothing => continue,
+                    Got::Nothing => {
+                        // Idle: let the file (and the ring) catch up.
+                        self.flush_and_commit()?;
+                        continue;
+                    }
                     Got::Done => break,
                 }
                 if let Some(s) = &mut seen {
                     if again(s, &f, &mut scratch) {
+                        self.rx.commit();
                         continue;
                     }
                 }
                 first.get_or_insert_with(Instant::now);
                 n += 1;
                 self.write(&f)?;
+                if self.out.is_none() {
+                    self.rx.commit();
+                } else if n.is_multiple_of(OFILE_COMMIT_EVERY) {
+                    self.flush_and_commit()?;
+                }
             }
             Ok(())
         })();
-        if let (Some(w), Some(p)) = (&mut self.out, &self.c.ofile) {
-            w.flush().map_err(Error::io(
-                &self.name,
-                format!("flush ofile {}", p.display()),
-            ))?;
-        }
+        let flushed = self.flush_and_commit();
         res?;
+        flushed?;
         let mut r = Report::new(&self.name, "sink").count("received", n);
         if let Some(s) = &seen {
             r = r
@@ -512,6 +543,7 @@ impl Agent for WorkerAgent {
             if let Some(s) = &mut seen {
                 if again(s, &f, &mut scratch) {
                     dropped += 1;
+                    self.rx.commit();
                     continue;
                 }
             }
@@ -521,7 +553,12 @@ impl Agent for WorkerAgent {
                 wait_until(t.checked_add(self.c.work), self.c.spin, ctl);
                 busy += t.elapsed();
             }
-            if !send_frames(&mut self.tx, &f, ctl, &self.name)? {
+            if send_frames(&mut self.tx, &f, ctl, &self.name)? {
+                // Handed on: a restarted worker need not take it again.
+                self.rx.commit();
+            } else {
+                // Not sent (stopping): left uncommitted, so a successor
+                // takes it.
                 unsent += 1;
             }
         }

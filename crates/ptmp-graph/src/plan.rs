@@ -67,6 +67,13 @@ pub struct Plan {
 /// the wait within the usual drain time.
 pub const SHM_BLOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(86_400);
 
+/// How long a writer of a graph's shm edge keeps the place of a reader
+/// whose process died, waiting for the supervisor to restart it: far more
+/// than a restart takes, so the restarted reader resumes where its
+/// predecessor stopped handing sets on and nothing is lost. Each shm input
+/// of a graph node reads under the identity `GRAPH/NODE/PORT`.
+pub const SHM_READER_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The default run directory of graph `name`: `$TMPDIR/ptmp-graph-NAME`.
 pub fn default_run_dir(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("ptmp-graph-{name}"))
@@ -478,6 +485,22 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
         s.insert(
             "shm_block_timeout_ms".into(),
             json!(SHM_BLOCK_TIMEOUT.as_millis() as u64),
+        );
+    }
+    // An shm input keeps its place in its rings under a name every restart
+    // of its process computes alike.
+    if spec.dir == crate::Dir::In
+        && list
+            .iter()
+            .all(|&i| links[i].transport == ptmp::Transport::Shm)
+    {
+        s.insert(
+            "shm_reader_id".into(),
+            json!(format!("{}/{}/{}", g.name, g.nodes[r.node].name, r.port)),
+        );
+        s.insert(
+            "shm_reader_grace_ms".into(),
+            json!(SHM_READER_GRACE.as_millis() as u64),
         );
     }
     if !bind.is_empty() {
