@@ -133,28 +133,54 @@ pub fn recv_frames(rx: &mut Receiver, f: &mut ptmp::Frames, ctl: &Ctl, agent: &s
 /// (see [`Ctl::done`]). `Ok(false)`: the agent is stopping and nobody took
 /// the set within [`DRAIN_MAX`](crate::DRAIN_MAX), so it was not sent (callers count it).
 pub fn send_set(tx: &mut Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
-    send_until_done(ctl, agent, || tx.send_within(set, POLL))
+    send_until_done(tx, ctl, agent, |tx| tx.send_within(set, POLL))
 }
 
 /// [`send_set`] for raw frames.
 pub fn send_frames(tx: &mut Sender, f: &ptmp::Frames, ctl: &Ctl, agent: &str) -> Result<bool> {
-    send_until_done(ctl, agent, || tx.send_frames_within(f, POLL))
+    send_until_done(tx, ctl, agent, |tx| tx.send_frames_within(f, POLL))
 }
 
 /// Retry `send` (one attempt of at most [`POLL`], `Ok(true)` when sent)
 /// until it sends or the agent is done; a message sent is counted.
+/// While it waits, a sender connected by name follows its peer when the
+/// peer is announced elsewhere (see [`follow_tx`]).
 fn send_until_done(
+    tx: &mut Sender,
     ctl: &Ctl,
     agent: &str,
-    mut send: impl FnMut() -> ptmp::Result<bool>,
+    mut send: impl FnMut(&mut Sender) -> ptmp::Result<bool>,
 ) -> Result<bool> {
     loop {
-        if send().map_err(Error::socket(agent))? {
+        if send(tx).map_err(Error::socket(agent))? {
             ctl.counts.add_out();
             return Ok(true);
         }
         if ctl.done(false) {
             return Ok(false);
         }
+        follow_tx(tx, agent)?;
     }
+}
+
+/// When a send found no room (its peer is gone: a sender connecting by
+/// name queues only on live connections) and a peer it connects to by
+/// name is announced elsewhere now, make the sender again connected there.
+/// Only a sender that binds nothing is made again. The old one is let go
+/// on a thread of its own, where it delivers what it still can within its
+/// linger; what it held for the dead peer is lost with that peer.
+fn follow_tx(tx: &mut Sender, agent: &str) -> Result<()> {
+    if !tx.config().bind().is_empty() {
+        return Ok(());
+    }
+    let Some(fresh) = ptmp::names::moved(tx.config()) else {
+        return Ok(());
+    };
+    let mut new = Sender::new(fresh).map_err(Error::socket(agent))?;
+    new.wait_in_slices();
+    let old = std::mem::replace(tx, new);
+    let _ = std::thread::Builder::new()
+        .name("ptmp-retired-sender".into())
+        .spawn(move || drop(old));
+    Ok(())
 }

@@ -6,66 +6,16 @@
 //! only what was in flight through the killed process.
 
 mod common;
+#[path = "lan/mod.rs"]
+mod lan;
 
 use common::{node_in, status, text, wait_for, write_graph, PTMP};
+use lan::Lan;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Three namespaces (the hosts) on a bridge in a fourth (the switch),
-/// removed on drop.
-struct Lan {
-    hosts: Vec<String>,
-    switch: String,
-}
-
-impl Lan {
-    fn make() -> Option<Lan> {
-        let id = std::process::id() % 100_000;
-        let lan = Lan {
-            hosts: (0..3).map(|i| format!("ptmpn{i}x{id}")).collect(),
-            switch: format!("ptmpsw{id}"),
-        };
-        let sw = lan.switch.as_str();
-        let mut ok = ip(&["netns", "add", sw])
-            && ip(&["-n", sw, "link", "add", "br0", "type", "bridge"])
-            && ip(&["-n", sw, "link", "set", "br0", "up"]);
-        for (i, h) in lan.hosts.iter().enumerate() {
-            let (v, s) = (format!("v{i}"), format!("s{i}"));
-            let addr = format!("10.232.0.{}/24", i + 1);
-            ok = ok
-                && ip(&["netns", "add", h])
-                && ip(&[
-                    "link", "add", &v, "netns", h, "type", "veth", "peer", "name", &s, "netns", sw,
-                ])
-                && ip(&["-n", sw, "link", "set", &s, "master", "br0", "up"])
-                && ip(&["-n", h, "addr", "add", &addr, "dev", &v])
-                && ip(&["-n", h, "link", "set", &v, "up", "multicast", "on"])
-                && ip(&["-n", h, "link", "set", "lo", "up"]);
-        }
-        ok.then_some(lan)
-    }
-}
-
-impl Drop for Lan {
-    fn drop(&mut self) {
-        for h in &self.hosts {
-            ip(&["netns", "del", h]);
-        }
-        ip(&["netns", "del", &self.switch]);
-    }
-}
 
 fn part(ns: &str, graph: &Path, host: &str, run_dir: &Path) -> Child {
     Command::new("ip")
@@ -100,7 +50,7 @@ fn stop(mut c: Child) -> String {
 
 #[test]
 fn a_graph_without_addresses_across_three_hosts_survives_a_move() {
-    let Some(lan) = Lan::make() else {
+    let Some(lan) = Lan::make(3, "g") else {
         eprintln!(
             "SKIPPED a_graph_without_addresses_across_three_hosts_survives_a_move: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
         );

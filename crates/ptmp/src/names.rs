@@ -126,6 +126,17 @@ pub fn connect_address(address: &str) -> Result<String> {
     Ok(endpoint)
 }
 
+/// Whether `address` is a name, or an address a name was resolved to in
+/// this process (so the socket connecting there is following a name).
+pub fn stands_for_name(address: &str) -> bool {
+    parse(address).is_some()
+        || (USED.load(Ordering::Relaxed)
+            && handed_out()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(address))
+}
+
 /// The address to bind for `address`: itself, or [`NAMED_BIND`] for a
 /// name, which needs an installed presence to be announced.
 pub(crate) fn bind_address(address: &str) -> Result<Option<&'static str>> {

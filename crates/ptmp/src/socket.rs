@@ -77,6 +77,18 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     } else {
         None
     };
+    // A socket connecting by name queues messages only on live
+    // connections: when the named peer dies, a sender's messages wait
+    // here (and it can follow the peer elsewhere) instead of piling up
+    // for an address nobody will answer at again.
+    if cfg
+        .connect()
+        .iter()
+        .any(|e| crate::names::stands_for_name(&e.address))
+    {
+        sock.set_immediate(true)
+            .map_err(Error::zmq("set immediate"))?;
+    }
     let mut bound = Vec::new();
     for (attach, ep) in cfg.endpoints() {
         match attach {

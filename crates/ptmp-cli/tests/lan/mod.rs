@@ -1,0 +1,61 @@
+//! Hosts on one LAN for tests: network namespaces joined by a bridge in
+//! a namespace of its own (the switch), so multicast DNS reaches them all.
+//! Needs root and iproute2's `ip`; `Lan::make` gives `None` without them.
+
+#![allow(dead_code)]
+
+use std::process::{Command, Stdio};
+
+pub fn ip(args: &[&str]) -> bool {
+    Command::new("ip")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `count` namespaces (the hosts, 10.232.0.1 up) on a bridge in one more
+/// (the switch),
+/// removed on drop.
+pub struct Lan {
+    pub hosts: Vec<String>,
+    pub switch: String,
+}
+
+impl Lan {
+    pub fn make(count: usize, tag: &str) -> Option<Lan> {
+        let id = std::process::id() % 100_000;
+        let lan = Lan {
+            hosts: (0..count).map(|i| format!("ptmp{tag}{i}x{id}")).collect(),
+            switch: format!("ptmp{tag}sw{id}"),
+        };
+        let sw = lan.switch.as_str();
+        let mut ok = ip(&["netns", "add", sw])
+            && ip(&["-n", sw, "link", "add", "br0", "type", "bridge"])
+            && ip(&["-n", sw, "link", "set", "br0", "up"]);
+        for (i, h) in lan.hosts.iter().enumerate() {
+            let (v, s) = (format!("v{i}"), format!("s{i}"));
+            let addr = format!("10.232.0.{}/24", i + 1);
+            ok = ok
+                && ip(&["netns", "add", h])
+                && ip(&[
+                    "link", "add", &v, "netns", h, "type", "veth", "peer", "name", &s, "netns", sw,
+                ])
+                && ip(&["-n", sw, "link", "set", &s, "master", "br0", "up"])
+                && ip(&["-n", h, "addr", "add", &addr, "dev", &v])
+                && ip(&["-n", h, "link", "set", &v, "up", "multicast", "on"])
+                && ip(&["-n", h, "link", "set", "lo", "up"]);
+        }
+        ok.then_some(lan)
+    }
+}
+
+impl Drop for Lan {
+    fn drop(&mut self) {
+        for h in &self.hosts {
+            ip(&["netns", "del", h]);
+        }
+        ip(&["netns", "del", &self.switch]);
+    }
+}
