@@ -312,8 +312,9 @@ mod tests {
 /// Presence for the sockets of a configuration (`ptmp run`, a graph's
 /// part) that asks for it with a top-level `"discovery"` key: `true`, or
 /// an object with any of `group` (default `default`), `secret_file`,
-/// `timeout` (seconds a `name://` connect waits for its peer, default 30)
-/// and `liveness_timeout` (seconds, default 2). Absent or `false`: `None`,
+/// `timeout` (seconds a `name://` connect waits for its peer, default 30),
+/// `liveness_timeout` (seconds, default 2) and `announce` (true: announce
+/// every fixed tcp or ipc address an agent binds). Absent or `false`: `None`,
 /// and nothing is sent or listened to. `origin` names the configuration in
 /// errors. Keep the service while the sockets live; withdraw its names
 /// before exiting.
@@ -338,6 +339,7 @@ pub fn presence_for(
     };
     let mut c = Config::default();
     let mut timeout = ptmp_discovery::DEFAULT_RESOLVE_TIMEOUT;
+    let mut announce = false;
     let secs = |k: &str, v: &Value| -> CliResult<Duration> {
         v.as_f64()
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
@@ -363,16 +365,110 @@ pub fn presence_for(
                 c.secret = Some(s);
             }
             "timeout" => timeout = secs(k, v)?,
+            "announce" => {
+                announce = v
+                    .as_bool()
+                    .ok_or_else(|| bad(k, v, "must be true or false"))?
+            }
             "liveness_timeout" => c.liveness_timeout = secs(k, v)?,
             _ => {
                 return Err(CliError::usage(format!(
-                    "{origin}: discovery.{k}: unknown key (known: group, secret_file, timeout, liveness_timeout)"
+                    "{origin}: discovery.{k}: unknown key (known: group, secret_file, timeout, liveness_timeout, announce)"
                 )))
             }
         }
     }
+    let binds = if announce {
+        bound_ports(config).map_err(|e| CliError::usage(format!("{origin}: {e}")))?
+    } else {
+        Vec::new()
+    };
     let d = Discovery::start(c).map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
-    ptmp_discovery::install(d, timeout)
-        .map(Some)
-        .map_err(|e| CliError::fail(format!("{origin}: {e}")))
+    let service = ptmp_discovery::install(d, timeout)
+        .map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
+    for (node, port, address) in binds {
+        service
+            .announce(&node, &port, &address)
+            .map_err(|e| CliError::fail(format!("{origin}: agent {node}: {e}")))?;
+    }
+    Ok(Some(service))
+}
+
+/// With `"discovery": {"announce": true}`: every address an agent binds
+/// over tcp or ipc at a fixed place, as `(agent, port, address)`; the port
+/// is the socket's key in the agent's data (`output`), with `-N` added
+/// when the socket binds more than one address. Binds on a port the
+/// system picks are announced with a `name://AGENT/PORT` bind instead;
+/// inproc and shm addresses are of no use to other processes.
+fn bound_ports(config: &serde_json::Value) -> Result<Vec<(String, String, String)>, String> {
+    let mut out = Vec::new();
+    let proxies = config.get("proxies").and_then(|p| p.as_array());
+    for p in proxies.into_iter().flatten() {
+        let Some(node) = p.get("name").and_then(|n| n.as_str()) else {
+            continue;
+        };
+        let Some(data) = p.get("data").and_then(|d| d.as_object()) else {
+            continue;
+        };
+        for (key, v) in data {
+            let Some(bind) = v.get("socket").and_then(|s| s.get("bind")) else {
+                continue;
+            };
+            let list: Vec<&str> = match bind {
+                serde_json::Value::String(s) => vec![s.as_str()],
+                serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+                _ => continue,
+            };
+            let fixed: Vec<&str> = list
+                .into_iter()
+                .filter(|a| {
+                    (a.starts_with("tcp://") && !a.ends_with(":*") && !a.ends_with(":0"))
+                        || (a.starts_with("ipc://") && *a != "ipc://*")
+                })
+                .collect();
+            for (i, a) in fixed.iter().enumerate() {
+                let port = if fixed.len() == 1 {
+                    key.clone()
+                } else {
+                    format!("{key}-{i}")
+                };
+                for (what, s) in [("node", node), ("port", port.as_str())] {
+                    if let Some(p) = name_problem(what, s) {
+                        return Err(format!("cannot announce agent {node}'s {key}: {p}"));
+                    }
+                }
+                out.push((node.to_string(), port, a.to_string()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod announce_tests {
+    use super::*;
+
+    #[test]
+    fn announce_takes_the_fixed_binds_of_each_agent() {
+        let v = serde_json::json!({"proxies": [
+            {"name": "snk", "type": "sink", "data": {"input": {"socket":
+                {"type": "PULL", "bind": "tcp://*:7000"}}}},
+            {"name": "w", "type": "worker", "data": {
+                "input": {"socket": {"type": "PULL", "connect": "tcp://h:1"}},
+                "output": {"socket": {"type": "PUSH",
+                    "bind": ["tcp://*:7001", "ipc:///tmp/w.ipc", "tcp://*:*", "inproc://x"]}}}}
+        ]});
+        assert_eq!(
+            bound_ports(&v).unwrap(),
+            [
+                ("snk".into(), "input".into(), "tcp://*:7000".into()),
+                ("w".into(), "output-0".into(), "tcp://*:7001".into()),
+                ("w".into(), "output-1".into(), "ipc:///tmp/w.ipc".into()),
+            ]
+        );
+        let bad = serde_json::json!({"proxies": [{"name": "a b", "data":
+            {"output": {"socket": {"type": "PUSH", "bind": "tcp://*:7"}}}}]});
+        let e = bound_ports(&bad).unwrap_err();
+        assert!(e.contains("agent a b") && e.contains("output"), "{e}");
+    }
 }

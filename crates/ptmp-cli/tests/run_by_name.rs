@@ -57,9 +57,12 @@ fn agents_connect_by_name_and_a_sender_follows_its_peer_to_another_host() {
                  "output": sock("PUSH", "connect", "name://mid/in")}}]});
     let worker = json!({"discovery": disc, "ttl": 60, "proxies": [{"name": "mid", "type": "worker",
         "data": {"input": sock("PULL", "bind", "name://mid/in"),
-                 "output": sock("PUSH", "connect", "name://snk/in")}}]});
-    let sink = json!({"discovery": disc, "ttl": 60, "proxies": [{"name": "snk", "type": "sink",
-        "data": {"input": sock("PULL", "bind", "name://snk/in"),
+                 "output": sock("PUSH", "connect", "name://snk/input")}}]});
+    // The sink binds a fixed address, announced because its config asks
+    // (under the agent's name and the socket's key).
+    let sink = json!({"discovery": {"group": "runbyname", "announce": true}, "ttl": 60,
+        "proxies": [{"name": "snk", "type": "sink",
+        "data": {"input": sock("PULL", "bind", "tcp://*:47311"),
                  "ofile": dump.to_str().unwrap()}}]});
     let (fs, fw, fk) = (
         write_json(d.path(), "source.json", &source),

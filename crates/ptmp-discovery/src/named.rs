@@ -48,6 +48,16 @@ impl NameService {
         v
     }
 
+    /// Announces `node`'s `port` at `endpoint` until the process ends,
+    /// [`NameService::withdraw_all`], or the name is announced again by
+    /// this process. The error names a name another process holds.
+    pub fn announce(&self, node: &str, port: &str, endpoint: &str) -> Result<()> {
+        use ptmp::names::Presence;
+        Hook(self.inner.clone())
+            .announce(node, port, endpoint)
+            .map_err(Error::Config)
+    }
+
     /// Withdraws every name this process announced (goodbye packets), as
     /// a process does before it exits so that its peers see it leave at
     /// once rather than at the next liveness check.
