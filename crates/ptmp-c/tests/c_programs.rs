@@ -121,6 +121,27 @@ fn c_shared_memory_and_dump_files() {
     }
 }
 
+/// The shared-memory and dump-file program under valgrind: the ring's
+/// futex waits read the clock through rustix, which finds the vDSO through
+/// getauxval in this library, so valgrind can run it (see Cargo.toml).
+#[test]
+fn c_shared_memory_under_valgrind() {
+    let Some(vg) = common::valgrind() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("features", dir.path());
+    let out = Command::new(&vg[0])
+        .args(&vg[1..])
+        .arg(&exe)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_ok("C shm and dump checks under valgrind", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("0 failures"), "{stdout}");
+}
+
 #[test]
 fn rust_sender_to_c_receiver_then_timeout() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,9 +4,6 @@
 // configuration, a graph checked from a file, and the error paths (bad
 // configuration, NUL in a string, misuse of a loan, a view, a handle).
 // argv[1] is a scratch directory, argv[2] a graph configuration file.
-// With PTMP_SELFTEST_NO_SHM set the shared-memory part is left out: under
-// valgrind, rustix's reading of the vDSO image (which the ring's page-size
-// query makes) faults, https://github.com/bytecodealliance/rustix/issues/1559.
 // Prints "0 failures" and exits 0 only if every check held.
 #include <unistd.h>
 
@@ -228,10 +225,7 @@ int main(int argc, char** argv) {
     }
     try {
         sockets();
-        if (std::getenv("PTMP_SELFTEST_NO_SHM"))
-            std::printf("note: shared-memory checks left out (PTMP_SELFTEST_NO_SHM)\n");
-        else
-            shared_memory(std::to_string(getpid()));
+        shared_memory(std::to_string(getpid()));
         dump_and_agents(argv[1]);
         std::string d = ptmp::graph_check(argv[2]);
         EXPECT(d.find("nodes") != std::string::npos);
