@@ -108,7 +108,18 @@ fn a_graph_without_addresses_across_three_hosts_survives_a_move() {
     let _ = middle.wait();
     let before = node_in(&rd("c"), "back", "snk").unwrap();
     // The same part, started on host c instead: nothing else is touched.
+    let killed = std::time::Instant::now();
     let moved = part(nc, &f, "b", &rd("b2"));
+    // How long the sink went without sets: for the record, not asserted.
+    wait_for(
+        Duration::from_secs(60),
+        "sets through the moved node",
+        || node_in(&rd("c"), "back", "snk").filter(|&k| k > before + 10),
+    );
+    eprintln!(
+        "graph by name: traffic resumed {:?} after the kill and the restart elsewhere",
+        killed.elapsed()
+    );
     // The source finishes, which it can only do once the moved node takes
     // its sets (a PUSH with no peer holds them), and the sink gets the rest.
     let front_out = {

@@ -22,9 +22,13 @@
 //!   it for its record lifetime, 120 s.
 //!
 //! A socket config may name a peer's port instead of its address,
-//! `"connect": ["name://apa1-tcs/out"]`: [`resolve_config`] fills in the
-//! addresses, and a [`NamedReceiver`] also follows a peer that comes back
-//! elsewhere.
+//! `"connect": ["name://apa1-tcs/out"]`, and bind a port under a name,
+//! `"bind": ["name://apa1-tcs/out"]`. [`install`] makes a [`Discovery`]
+//! the resolver of every socket of the process (through
+//! `ptmp::names`); the agents' sockets then follow a named peer that
+//! comes back elsewhere by themselves. [`resolve_config`] and
+//! [`NamedReceiver`] do the same for one JSON config without installing
+//! anything.
 //!
 //! Nothing here starts by itself: presence is on only where a program
 //! makes a [`Discovery`].
