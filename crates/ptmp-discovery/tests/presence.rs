@@ -373,6 +373,40 @@ fn kill9_leave_within_bound() {
     );
 }
 
+/// A node killed and started again at once (elsewhere: another port and
+/// pid) gets its name back in the eyes of a peer that still listed the
+/// dead one when the newcomer announced: the newcomer, held back as a
+/// duplicate, takes the name when the dead holder is dropped.
+fn a_newcomer_gets_a_dead_holders_name() {
+    let cfg = Config::default();
+    let bound = cfg.leave_bound();
+    let d = Discovery::start(cfg).unwrap();
+    let rx = d.subscribe();
+    let mut old = Proc::start(
+        None,
+        "announce",
+        &[("NODE", "mover"), ("PORTS", "out=tcp://*:7011")],
+    );
+    next_event(&rx, JOIN_LIMIT, |e| joined(e, "mover/out")).expect("first join seen");
+    old.kill9();
+    let t = Instant::now();
+    let new = Proc::start(
+        None,
+        "announce",
+        &[("NODE", "mover"), ("PORTS", "out=tcp://*:7012")],
+    );
+    let got = next_event(
+        &rx,
+        bound * 2 + JOIN_LIMIT,
+        |e| matches!(e, Event::Joined(p) if p.name() == "mover/out" && p.address.ends_with(":7012")),
+    );
+    assert!(got.is_some(), "the newcomer never got the name");
+    let p = d.resolve("mover", "out", Duration::ZERO).unwrap();
+    assert_eq!(p.address, "tcp://*:7012");
+    println!("name taken over {:?} after the kill", t.elapsed());
+    drop(new);
+}
+
 /// Malformed, oversized, forged and other-group announcements are counted
 /// and ignored; an honest one beside them is listed.
 fn hostile_announcements_counted_and_ignored() {
@@ -769,6 +803,10 @@ fn across_two_namespaces() -> Result<(), String> {
 const TESTS: &[(&str, fn())] = &[
     ("join_and_clean_leave", join_and_clean_leave),
     ("kill9_leave_within_bound", kill9_leave_within_bound),
+    (
+        "a_newcomer_gets_a_dead_holders_name",
+        a_newcomer_gets_a_dead_holders_name,
+    ),
     (
         "hostile_announcements_counted_and_ignored",
         hostile_announcements_counted_and_ignored,
