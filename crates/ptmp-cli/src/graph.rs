@@ -1,4 +1,5 @@
-//! `ptmp graph check|dot|run|status|soak` and the hidden `graph part`, and
+//! `ptmp graph check|dot|run|status|soak|diff|apply` and the hidden
+//! `graph part`, and
 //! `ptmp butterfly`, the butterfly experiment of early
 //! ZeroMQ's tutorial (two stages of parallel workers) as one command.
 
@@ -63,6 +64,14 @@ impl GraphSource {
         load_value(&v, &self.stem(), Some(&p.run_dir))
     }
 
+    /// The same options with another graph file.
+    fn with_file(&self, file: &Path) -> GraphSource {
+        GraphSource {
+            file: file.to_path_buf(),
+            ..self.clone()
+        }
+    }
+
     fn stem(&self) -> String {
         ptmp_graph::name_from_path(&self.file)
     }
@@ -104,9 +113,40 @@ pub enum GraphCmd {
     /// Run a graph while its processes are killed and stopped at random;
     /// report messages sent, received, lost and duplicated.
     Soak(soak::SoakArgs),
+    /// Show what `graph apply` would change going from graph OLD to NEW:
+    /// nodes and edges added, removed, replaced and kept; processes
+    /// started, stopped, restarted and kept.
+    Diff(DiffArgs),
+    /// Change a running graph into this one: unchanged processes keep
+    /// running, changed ones are replaced (their input held meanwhile),
+    /// new ones started, removed ones stopped.
+    Apply(ApplyArgs),
     /// One process of a graph (internal; started by `graph run`).
     #[command(hide = true)]
     Part { plan: PathBuf },
+}
+
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The graph as it runs (the Jsonnet options apply to both files).
+    #[command(flatten)]
+    src: GraphSource,
+    /// The new version of the graph.
+    new: PathBuf,
+}
+
+#[derive(Args)]
+pub struct ApplyArgs {
+    /// The new version of the graph; the running one is found by its name
+    /// (or --run-dir), as `graph status` finds it.
+    #[command(flatten)]
+    src: GraphSource,
+    /// Only print what would change (checked by the running supervisor).
+    #[arg(long)]
+    dry_run: bool,
+    /// Give up waiting for the supervisor's answer after SECS seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    timeout: f64,
 }
 
 #[derive(Args)]
@@ -285,6 +325,16 @@ pub fn run(c: &GraphCmd) -> CliResult {
             Ok(())
         }
         GraphCmd::Soak(a) => soak::run(a),
+        GraphCmd::Diff(a) => {
+            let (g, p) = a.src.load()?;
+            let src2 = a.src.with_file(&a.new);
+            let v = src2.value()?;
+            let (_, _, d) = ptmp_graph::reconfig::prepare(&g, &p, &v, &src2.stem())
+                .map_err(|e| CliError::usage(e.to_string()))?;
+            out!("{}", d.render())?;
+            Ok(())
+        }
+        GraphCmd::Apply(a) => apply(a),
         GraphCmd::Run(a) => {
             let (g, p) = a.src.load()?;
             let _monitor = a.http.start(&g, &p, a.host.as_deref())?;
@@ -334,6 +384,40 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 }),
             }
         }
+    }
+}
+
+fn apply(a: &ApplyArgs) -> CliResult {
+    use ptmp_graph::reconfig::{self, Refusal, Request};
+    let limit = secs(Some(a.timeout), "--timeout")?.unwrap_or_default();
+    let v = a.src.value()?;
+    let stem = a.src.stem();
+    // Find the run directory as `graph status` does; a graph that does not
+    // even parse is refused here, the running one untouched.
+    let g = Graph::parse(&v, &stem).map_err(|e| CliError::usage(e.to_string()))?;
+    let dir = a
+        .src
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| plan::default_run_dir(&g.name));
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    let req = Request {
+        id: reconfig::new_id(),
+        graph: v,
+        default_name: stem,
+        dry_run: a.dry_run,
+    };
+    let r = reconfig::send(&dir, &req, limit).map_err(CliError::fail)?;
+    match r.refused {
+        None => {
+            out!("{}", r.message)?;
+            if !a.dry_run {
+                outln!("graph {}: applied", g.name)?;
+            }
+            Ok(())
+        }
+        Some(Refusal::Invalid) => Err(CliError::usage(format!("refused: {}", r.message))),
+        Some(_) => Err(CliError::fail(format!("refused: {}", r.message))),
     }
 }
 

@@ -49,6 +49,7 @@ pub mod dot;
 pub mod named;
 pub mod part;
 pub mod plan;
+pub mod reconfig;
 pub mod rundir;
 pub mod soak;
 pub mod status;
@@ -243,6 +244,13 @@ pub struct Edge {
     /// Socket high-water mark in messages for the edge's sockets; `None`
     /// keeps the agent's default.
     pub hwm: Option<i64>,
+    /// `"bind": "in"`: the inputs bind and the single output connects to
+    /// them, over zmq. A connecting PUSH keeps what it queued for a
+    /// receiver that goes away and hands it to the next one at the same
+    /// address, so a receiver replaced by `ptmp graph apply` (or restarted)
+    /// loses nothing the sender still held; a binding PUSH drops that
+    /// queue with the connection.
+    pub bind_inputs: bool,
 }
 
 /// An operating-system process running some of the graph's nodes.
@@ -630,7 +638,15 @@ impl Graph {
             let o = p.obj(&at, e)?;
             p.keys(
                 &o,
-                &["from", "to", "pattern", "transport", "address", "hwm"],
+                &[
+                    "from",
+                    "to",
+                    "pattern",
+                    "transport",
+                    "address",
+                    "hwm",
+                    "bind",
+                ],
             )?;
             let ends = |key: &str, dir: Dir| -> Result<Vec<PortRef>> {
                 let v = o
@@ -704,6 +720,30 @@ impl Graph {
             };
             let address = p.string(&o, "address")?.map(str::to_string);
             let hwm = p.int(&o, ("hwm", &o.key_path("hwm")), 0, i32::MAX as i64, true)?;
+            let bind_inputs = match p.string(&o, "bind")? {
+                None | Some("out") => false,
+                Some("in") if from.len() > 1 => {
+                    return Err(p.err(format!(
+                        "{at}.bind = \"in\": several outputs fan in to one input, which binds already"
+                    )))
+                }
+                Some("in") if address.is_some() && to.len() > 1 => {
+                    return Err(p.err(format!(
+                        "{at}.bind = \"in\": several inputs cannot all bind the one pinned address"
+                    )))
+                }
+                Some("in") if transport == Some(Transport::Shm) => {
+                    return Err(p.err(format!(
+                        "{at}.bind = \"in\": an shm ring is made by its writer, so over shm the output binds"
+                    )))
+                }
+                Some("in") => true,
+                Some(s) => {
+                    return Err(p.err(format!(
+                        "{at}.bind = {s:?}: must be out (the output binds, the default) or in (the inputs bind)"
+                    )))
+                }
+            };
             edges.push(Edge {
                 from,
                 to,
@@ -711,6 +751,7 @@ impl Graph {
                 transport,
                 address,
                 hwm,
+                bind_inputs,
             });
         }
         let port_base = p

@@ -15,7 +15,8 @@
 //!
 //! Binding: the single output of an edge binds and its inputs connect; an
 //! edge fanning in binds at its single input; a pushpull fan-out binds at
-//! every input and its output connects to each (see [`Plan::make`]). Addresses are a function of
+//! every input and its output connects to each (see [`Plan::make`]); an
+//! edge with `"bind": "in"` binds at its inputs too (zmq only). Addresses are a function of
 //! the graph, its run directory and `port_base` only, so every host and
 //! every restarted process computes the same ones: inproc
 //! `inproc://GRAPH/LABEL`, ipc `ipc://RUNDIR/LABEL.ipc`, shm
@@ -93,6 +94,16 @@ impl Plan {
     /// Wire `g` for running from `run_dir`; validates every node's agent
     /// configuration (with its sockets) so nothing starts when any is bad.
     pub fn make(g: &Graph, run_dir: &Path) -> Result<Plan> {
+        Self::make_keeping(g, run_dir, None)
+    }
+
+    /// As [`Plan::make`], but an edge `keep` says an earlier plan of this
+    /// run already wired (same ends, pattern and transport) keeps its
+    /// addresses, and every other edge gets an address the earlier plan did
+    /// not use: a running graph changed by `ptmp graph apply` leaves the
+    /// processes of unchanged edges alone (their configurations are the
+    /// same) and never hands a new edge an old edge's ring or socket.
+    pub fn make_keeping(g: &Graph, run_dir: &Path, keep: Option<&Keep>) -> Result<Plan> {
         let err = |msg: String| Error::Invalid {
             graph: g.name.clone(),
             msg,
@@ -108,6 +119,7 @@ impl Plan {
             let one_proc = procs.iter().all(|&p| p == procs[0]);
             let one_host = hosts.iter().all(|&h| h == hosts[0]);
             let shm_ok = e.pattern != Pattern::Pair
+                && !e.bind_inputs
                 && e.from.len() == 1
                 && (e.pattern == Pattern::PubSub || e.to.len() == 1);
             let pinned = match &e.address {
@@ -174,7 +186,9 @@ impl Plan {
             if transport == Transport::Shm && !shm_ok {
                 return Err(err(format!(
                     "{label}: shm cannot carry this edge: {}",
-                    if e.pattern == Pattern::Pair {
+                    if e.bind_inputs {
+                        "an shm ring is made by its writer, so the output binds"
+                    } else if e.pattern == Pattern::Pair {
                         "shm has no pair pattern"
                     } else if e.from.len() > 1 {
                         "an shm ring has one writer; fan in over ipc or tcp"
@@ -197,7 +211,9 @@ impl Plan {
                 e.from.clone()
             } else if e.from.len() > 1 {
                 vec![e.to[0]]
-            } else if e.to.len() > 1 && e.pattern == Pattern::PushPull && pinned.is_none() {
+            } else if (e.to.len() > 1 && e.pattern == Pattern::PushPull && pinned.is_none())
+                || e.bind_inputs
+            {
                 e.to.clone()
             } else {
                 vec![e.from[0]]
@@ -206,8 +222,11 @@ impl Plan {
             for b in binders {
                 let a = match &pinned {
                     Some(p) => p.address.clone(),
-                    None => address(g, run_dir, transport, b, i, &mut tcp_rank)
-                        .map_err(|m| err(format!("{label}: {m}")))?,
+                    None => match keep.and_then(|k| k.kept(i, transport, b)) {
+                        Some(a) => a,
+                        None => fresh(g, run_dir, transport, b, i, &mut tcp_rank, keep)
+                            .map_err(|m| err(format!("{label}: {m}")))?,
+                    },
                 };
                 binds.push((b, a));
             }
@@ -245,8 +264,11 @@ impl Plan {
                 }
                 l.transport = Transport::Ipc;
                 for (b, a) in &mut l.binds {
-                    *a = address(g, run_dir, Transport::Ipc, *b, i, &mut 0)
-                        .map_err(|m| err(format!("{}: {m}", g.edge_label(i))))?;
+                    *a = match keep.and_then(|k| k.kept(i, Transport::Ipc, *b)) {
+                        Some(a) => a,
+                        None => fresh(g, run_dir, Transport::Ipc, *b, i, &mut 0, keep)
+                            .map_err(|m| err(format!("{}: {m}", g.edge_label(i))))?,
+                    };
                 }
             }
         }
@@ -395,6 +417,75 @@ pub fn whole_streams(g: &Graph) -> Vec<bool> {
         }
     }
     whole
+}
+
+/// An edge's transport and the addresses its ports bind.
+pub type Wiring = (Transport, Vec<(PortRef, String)>);
+
+/// The addresses an earlier plan of the same run gave, for
+/// [`Plan::make_keeping`].
+#[derive(Debug, Clone, Default)]
+pub struct Keep {
+    /// Per edge of the new graph: its transport and bind addresses in the
+    /// earlier plan (ports in the new graph's numbering), when the earlier
+    /// graph had the same edge.
+    pub links: Vec<Option<Wiring>>,
+    /// Every address the earlier plan bound; no other edge gets one.
+    pub taken: std::collections::BTreeSet<String>,
+}
+
+impl Keep {
+    /// The address edge `i` bound at port `b` over `t` before, if it did.
+    fn kept(&self, i: usize, t: Transport, b: PortRef) -> Option<String> {
+        let (lt, binds) = self.links.get(i)?.as_ref()?;
+        if *lt != t {
+            return None;
+        }
+        binds.iter().find(|(r, _)| *r == b).map(|(_, a)| a.clone())
+    }
+}
+
+/// The address port `b` binds for edge `i` over `t`, never one `keep`
+/// marks as taken: a label gets `-gN` appended, a tcp port moves on.
+fn fresh(
+    g: &Graph,
+    run_dir: &Path,
+    t: Transport,
+    b: PortRef,
+    i: usize,
+    tcp_rank: &mut u32,
+    keep: Option<&Keep>,
+) -> std::result::Result<String, String> {
+    let Some(k) = keep else {
+        return address(g, run_dir, t, b, i, tcp_rank);
+    };
+    if t == Transport::Tcp {
+        let ports: std::collections::BTreeSet<&str> = k
+            .taken
+            .iter()
+            .filter_map(|a| a.strip_prefix("tcp://")?.rsplit_once(':').map(|x| x.1))
+            .collect();
+        loop {
+            let a = address(g, run_dir, t, b, i, tcp_rank)?;
+            let port = a.rsplit_once(':').map_or("", |x| x.1);
+            if !ports.contains(port) {
+                return Ok(a);
+            }
+        }
+    }
+    let a = address(g, run_dir, t, b, i, tcp_rank)?;
+    if !k.taken.contains(&a) {
+        return Ok(a);
+    }
+    // The label is the address's last part; mark it with a generation.
+    let (head, tail) = match t {
+        Transport::Ipc => (a.trim_end_matches(".ipc"), ".ipc"),
+        _ => (a.as_str(), ""),
+    };
+    (2..)
+        .map(|n| format!("{head}-g{n}{tail}"))
+        .find(|x| !k.taken.contains(x))
+        .ok_or_else(|| "no free address".to_string())
 }
 
 /// The address port `b` binds for edge `i` over `t`.

@@ -16,12 +16,20 @@
 //! * Only one supervisor runs per run directory (`supervisor.pid`, locked;
 //!   see [`crate::rundir`]), and each run starts clean of what an earlier
 //!   one left.
+//! * `ptmp graph apply` changes the running graph (see
+//!   [`crate::reconfig`]): processes whose configuration did not change are
+//!   left alone; the others are stopped upstream first, each draining, while
+//!   the unchanged processes feeding them are held (SIGSTOP, so what they
+//!   have stays in their queues and rings), then the new ones are started
+//!   downstream first and the held ones continued.
 
 use crate::part::PartPlan;
 use crate::plan::Plan;
+use crate::reconfig::{self, Change, Refusal, Reply, Request};
 use crate::status;
 use crate::{Error, Graph, Result};
 use rustix::process::{Pid, Signal};
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -139,7 +147,9 @@ pub fn run(
     status_now: &dyn Fn() -> bool,
     log: &mut dyn Write,
 ) -> Result<Outcome> {
-    let host = match &opts.host {
+    // Owned: `ptmp graph apply` replaces both while the graph runs.
+    let (mut g, mut plan) = (g.clone(), plan.clone());
+    let mut host = match &opts.host {
         Some(h) => g.host_index(h)?,
         None if g.hosts.len() == 1 => 0,
         None => {
@@ -149,14 +159,15 @@ pub fn run(
             )))
         }
     };
-    let run_err =
-        |what: &str, e: std::io::Error| Error::Run(format!("graph {}: {what}: {e}", g.name));
-    let dir = &plan.run_dir;
+    let gname = g.name.clone();
+    let run_err = |what: &str, e: std::io::Error| Error::Run(format!("graph {gname}: {what}: {e}"));
+    let dir = plan.run_dir.clone();
+    let dir = &dir;
     std::fs::create_dir_all(status::status_dir(dir))
         .map_err(|e| run_err(&format!("run dir {}", dir.display()), e))?;
     // The lock first: a supervisor refused here has touched nothing.
     let lock = crate::rundir::lock(dir, &g.name)?;
-    for s in crate::rundir::clear_leftovers(g, plan, host, lock.stale, opts.stop_timeout) {
+    for s in crate::rundir::clear_leftovers(&g, &plan, host, lock.stale, opts.stop_timeout) {
         let _ = writeln!(log, "graph {}: {s}", g.name);
     }
     let order = g.process_order();
@@ -167,18 +178,7 @@ pub fn run(
             continue;
         }
         let _ = std::fs::remove_file(status::status_file(dir, &p.name));
-        let pp = PartPlan {
-            graph: g.name.clone(),
-            process: p.name.clone(),
-            run_dir: dir.clone(),
-            config: plan.configs[i].clone(),
-        };
-        let path = dir.join(format!("plan-{}.json", p.name));
-        std::fs::write(
-            &path,
-            serde_json::to_vec_pretty(&pp.to_json()).unwrap_or_default(),
-        )
-        .map_err(|e| run_err(&format!("write {}", path.display()), e))?;
+        let path = write_plan(&g, &plan, i).map_err(|(what, e)| run_err(&what, e))?;
         procs.push(Proc {
             index: i,
             name: p.name.clone(),
@@ -201,27 +201,8 @@ pub fn run(
     // written) before the next starts, so receivers are up when sources
     // begin and a source's clock does not count its peers' start-up.
     for p in procs.iter_mut().rev() {
-        let mut c =
-            spawn(&opts.part_command, &p.plan_path).map_err(|e| run_err("start a part", e))?;
-        let _ = writeln!(
-            log,
-            "graph {}: process {} started (pid {})",
-            g.name,
-            p.name,
-            c.id()
-        );
-        let t = Instant::now();
-        let sfile = status::status_file(dir, &p.name);
-        while t.elapsed() < READY_WAIT && !stop() {
-            let ready = std::fs::read(&sfile)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .is_some_and(|v| v["pid"].as_u64() == Some(c.id() as u64));
-            if ready || c.try_wait().ok().flatten().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        let c = start_ready(&opts.part_command, p, dir, stop, &g.name, log)
+            .map_err(|e| run_err("start a part", e))?;
         p.child = Some(c);
     }
     let mut shown = Vec::new();
@@ -232,8 +213,8 @@ pub fn run(
         ok: true,
         ..Default::default()
     };
-    let any_finite = procs.iter().any(|p| p.finite);
     out.reason = loop {
+        let any_finite = procs.iter().any(|p| p.finite);
         if stop() {
             break "interrupted".into();
         }
@@ -298,6 +279,24 @@ pub fn run(
             out.ok = false;
             break why;
         }
+        if let Some(req) = reconfig::take(dir) {
+            match req {
+                Err(e) => {
+                    let _ = writeln!(log, "graph {}: ignored an apply request: {e}", g.name);
+                }
+                Ok(req) => {
+                    let mut cx = Apply {
+                        g: &mut g,
+                        plan: &mut plan,
+                        host: &mut host,
+                        procs: &mut procs,
+                    };
+                    let reply = cx.apply(&req, opts, stop, log);
+                    reconfig::answer(dir, &req.id, &reply);
+                    publish_states(dir, &procs, false, &mut shown);
+                }
+            }
+        }
         if any_finite && procs.iter().filter(|p| p.finite).all(|p| p.exited_clean) {
             break "finished".into();
         }
@@ -317,52 +316,14 @@ pub fn run(
     };
     let _ = writeln!(log, "graph {}: stopping: {}", g.name, out.reason);
     for p in procs.iter_mut() {
-        p.restart_at = None;
-        let Some(mut c) = p.child.take() else {
-            continue;
-        };
-        let pid = c.id() as i32;
-        // Our own child, still unreaped, so the pid cannot have been reused.
-        send_signal(pid, Signal::INT);
-        let t = Instant::now();
-        let status = loop {
-            match c.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if t.elapsed() < opts.stop_timeout => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
-                Ok(None) => {
-                    let _ = writeln!(
-                        log,
-                        "graph {}: process {} (pid {pid}) did not stop within {:?}; killing it",
-                        g.name, p.name, opts.stop_timeout
-                    );
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    break None;
-                }
-                Err(_) => break None,
-            }
-        };
-        match status {
-            Some(s) if s.success() => {}
-            Some(s) => {
-                out.ok = false;
-                let _ = writeln!(
-                    log,
-                    "graph {}: process {} stopped with {}",
-                    g.name,
-                    p.name,
-                    describe(s)
-                );
-            }
-            None => out.ok = false,
+        if !stop_part(p, opts, &g.name, log) {
+            out.ok = false;
         }
     }
     // Rings and ipc socket files this host's processes bound.
-    crate::rundir::remove_bound(g, plan, host);
+    crate::rundir::remove_bound(&g, &plan, host);
     publish_states(dir, &procs, true, &mut shown);
-    out.lost = edge_losses(g, dir);
+    out.lost = edge_losses(&g, dir);
     for (e, n) in out.lost.iter().filter(|(_, n)| *n > 0) {
         let _ = writeln!(
             log,
@@ -377,6 +338,373 @@ pub fn run(
         .collect();
     drop(lock);
     Ok(out)
+}
+
+/// Write process `i`'s plan file; gives its path, or what failed.
+fn write_plan(
+    g: &Graph,
+    plan: &Plan,
+    i: usize,
+) -> std::result::Result<PathBuf, (String, std::io::Error)> {
+    let p = &g.processes[i];
+    let pp = PartPlan {
+        graph: g.name.clone(),
+        process: p.name.clone(),
+        run_dir: plan.run_dir.clone(),
+        config: plan.configs[i].clone(),
+    };
+    let path = plan.run_dir.join(format!("plan-{}.json", p.name));
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(&pp.to_json()).unwrap_or_default(),
+    )
+    .and_then(|()| std::fs::rename(&tmp, &path))
+    .map_err(|e| (format!("write {}", path.display()), e))?;
+    Ok(path)
+}
+
+/// Start part `p` and wait until it runs (its first status written, at
+/// most [`READY_WAIT`]), so what it binds is there before its peers need
+/// it.
+fn start_ready(
+    cmd: &[OsString],
+    p: &Proc,
+    dir: &Path,
+    stop: &dyn Fn() -> bool,
+    graph: &str,
+    log: &mut dyn Write,
+) -> std::io::Result<Child> {
+    let mut c = spawn(cmd, &p.plan_path)?;
+    let _ = writeln!(
+        log,
+        "graph {graph}: process {} started (pid {})",
+        p.name,
+        c.id()
+    );
+    let t = Instant::now();
+    let sfile = status::status_file(dir, &p.name);
+    while t.elapsed() < READY_WAIT && !stop() {
+        let ready = std::fs::read(&sfile)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v["pid"].as_u64() == Some(c.id() as u64));
+        if ready || c.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(c)
+}
+
+/// Stop part `p` cleanly (SIGINT: it drains its input and ends), killing
+/// it after the stop timeout. False when it did not stop cleanly.
+fn stop_part(p: &mut Proc, opts: &Options, graph: &str, log: &mut dyn Write) -> bool {
+    p.restart_at = None;
+    let Some(mut c) = p.child.take() else {
+        return true;
+    };
+    let pid = c.id() as i32;
+    // Our own child, still unreaped, so the pid cannot have been reused.
+    send_signal(pid, Signal::INT);
+    let t = Instant::now();
+    let status = loop {
+        match c.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if t.elapsed() < opts.stop_timeout => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Ok(None) => {
+                let _ = writeln!(
+                    log,
+                    "graph {graph}: process {} (pid {pid}) did not stop within {:?}; killing it",
+                    p.name, opts.stop_timeout
+                );
+                let _ = c.kill();
+                let _ = c.wait();
+                break None;
+            }
+            Err(_) => break None,
+        }
+    };
+    match status {
+        Some(s) if s.success() => true,
+        Some(s) => {
+            let _ = writeln!(
+                log,
+                "graph {graph}: process {} stopped with {}",
+                p.name,
+                describe(s)
+            );
+            false
+        }
+        None => false,
+    }
+}
+
+/// The longest an apply waits for the inputs of the parts it replaces to
+/// fall quiet once their feeders are held.
+const QUIET_WAIT: Duration = Duration::from_secs(3);
+
+/// Wait until the nodes of `processes` have taken in nothing new for two
+/// status intervals (their status files say so), or `limit` passes.
+fn wait_quiet(dir: &Path, processes: &[&str], limit: Duration) {
+    let t = Instant::now();
+    // Per process: the messages in when last seen to change, and the time
+    // (the status file's own clock) of the first status that showed them.
+    let mut last: Vec<Option<(u64, u64)>> = vec![None; processes.len()];
+    let quiet_us = 2 * crate::part::STATUS_EVERY.as_micros() as u64 + 20_000;
+    while t.elapsed() < limit {
+        let mut all = true;
+        for (k, name) in processes.iter().enumerate() {
+            let st: Option<serde_json::Value> = std::fs::read(status::status_file(dir, name))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            let Some(st) = st else {
+                continue;
+            };
+            let n: u64 = st["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n["in"].as_u64())
+                .sum();
+            let at = st["time_us"].as_u64().unwrap_or(0);
+            match last[k] {
+                Some((m, since)) if m == n => all &= at.saturating_sub(since) >= quiet_us,
+                _ => {
+                    last[k] = Some((n, at));
+                    all = false;
+                }
+            }
+        }
+        if all {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Processes stopped with SIGSTOP, continued when dropped (so no path out
+/// of an apply leaves one stopped).
+struct Held(Vec<(String, i32)>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for (_, pid) in &self.0 {
+            send_signal(*pid, Signal::CONT);
+        }
+    }
+}
+
+/// What an apply changes: the supervisor's graph, plan, host and parts.
+struct Apply<'a> {
+    g: &'a mut Graph,
+    plan: &'a mut Plan,
+    host: &'a mut usize,
+    procs: &'a mut Vec<Proc>,
+}
+
+impl Apply<'_> {
+    /// Carry out (or, for a dry run, describe) request `req`.
+    fn apply(
+        &mut self,
+        req: &Request,
+        opts: &Options,
+        stop: &dyn Fn() -> bool,
+        log: &mut dyn Write,
+    ) -> Reply {
+        let refuse = |r: Refusal, message: String| Reply {
+            refused: Some(r),
+            message,
+        };
+        let (new, np, d) = match reconfig::prepare(self.g, self.plan, &req.graph, &req.default_name)
+        {
+            Ok(x) => x,
+            Err(e) => return refuse(Refusal::Invalid, e.to_string()),
+        };
+        let gname = self.g.name.clone();
+        let host_name = self.g.hosts[*self.host].name.clone();
+        let Some(nhost) = new.hosts.iter().position(|h| h.name == host_name) else {
+            return refuse(
+                Refusal::Invalid,
+                format!("graph {gname}: this supervisor runs host {host_name}, which the new graph does not have"),
+            );
+        };
+        if d.is_empty() {
+            return refuse(
+                Refusal::NothingToDo,
+                format!("graph {gname}: nothing to do: the new graph is the running one"),
+            );
+        }
+        if !new.processes.iter().any(|p| p.host == nhost) {
+            return refuse(
+                Refusal::Invalid,
+                format!("graph {gname}: no process would be left on host {host_name}; stop the graph instead"),
+            );
+        }
+        if req.dry_run {
+            return Reply {
+                refused: None,
+                message: d.render(),
+            };
+        }
+        let _ = writeln!(
+            log,
+            "graph {gname}: applying a new version:\n{}",
+            d.render()
+        );
+        let kept: BTreeSet<&str> = d.processes_with(Change::Kept).into_iter().collect();
+        // This host's parts to stop (removed or replaced), upstream first.
+        let order = self.g.process_order();
+        let rank = |i: usize| order.iter().position(|&x| x == i).unwrap_or(usize::MAX);
+        let mut to_stop: Vec<usize> = (0..self.procs.len())
+            .filter(|&k| !kept.contains(self.procs[k].name.as_str()))
+            .collect();
+        to_stop.sort_by_key(|&k| rank(self.procs[k].index));
+        let stopping: BTreeSet<usize> = to_stop.iter().map(|&k| self.procs[k].index).collect();
+        // Hold the unchanged parts feeding them: stopped, a feeder keeps
+        // what it has (in its zmq queues, or in the ring it writes, which
+        // outlives its reader) until the replacement reads on.
+        let mut held = Held(Vec::new());
+        for p in self.procs.iter() {
+            if !kept.contains(p.name.as_str()) {
+                continue;
+            }
+            let Some(c) = &p.child else { continue };
+            let feeds = self.g.edges.iter().any(|e| {
+                e.to.iter().all(|t| t.port != "done")
+                    && e.from
+                        .iter()
+                        .any(|f| self.g.nodes[f.node].process == p.index)
+                    && e.to
+                        .iter()
+                        .any(|t| stopping.contains(&self.g.nodes[t.node].process))
+            });
+            if feeds {
+                let pid = c.id() as i32;
+                send_signal(pid, Signal::STOP);
+                let _ = writeln!(
+                    log,
+                    "graph {gname}: holding process {} (pid {pid}) while its downstream is replaced",
+                    p.name
+                );
+                held.0.push((p.name.clone(), pid));
+            }
+        }
+        // Let the parts about to stop take in what was already on its way
+        // to them while they still run normally, so their drain (which ends
+        // at the first read that finds nothing) has nothing left behind.
+        let names: Vec<&str> = to_stop
+            .iter()
+            .filter(|&&k| self.procs[k].child.is_some())
+            .map(|&k| self.procs[k].name.as_str())
+            .collect();
+        wait_quiet(&self.plan.run_dir, &names, QUIET_WAIT);
+        let mut problems = Vec::new();
+        for &k in &to_stop {
+            let p = &mut self.procs[k];
+            let pid = p.child.as_ref().map(Child::id);
+            if !stop_part(p, opts, &gname, log) {
+                problems.push(format!("process {} did not stop cleanly", p.name));
+            }
+            if let Some(pid) = pid {
+                let _ = writeln!(
+                    log,
+                    "graph {gname}: process {} (pid {pid}) stopped for the change",
+                    p.name
+                );
+            }
+        }
+        // What only the old graph bound here, and the removed processes'
+        // files, go.
+        let (rings, sockets) = reconfig::unbound(self.g, self.plan, &new, &np, *self.host);
+        for r in rings {
+            let _ = ptmp_shm::remove(&r);
+        }
+        for s in sockets {
+            let _ = std::fs::remove_file(s);
+        }
+        let removed = d.processes_with(Change::Removed);
+        for name in &removed {
+            let _ = std::fs::remove_file(status::status_file(&self.plan.run_dir, name));
+            let _ = std::fs::remove_file(crate::part::sequence_file(&self.plan.run_dir, name));
+            let _ = std::fs::remove_file(self.plan.run_dir.join(format!("plan-{name}.json")));
+        }
+        // The new list of this host's parts, upstream first.
+        let mut old: Vec<Option<Proc>> = std::mem::take(self.procs).into_iter().map(Some).collect();
+        let mut next = Vec::new();
+        for i in new.process_order() {
+            let p = &new.processes[i];
+            if p.host != nhost {
+                continue;
+            }
+            let prev = old
+                .iter_mut()
+                .find(|x| x.as_ref().is_some_and(|x| x.name == p.name))
+                .and_then(Option::take);
+            match prev {
+                Some(mut x) if kept.contains(p.name.as_str()) => {
+                    x.index = i;
+                    x.finite = np.finite[i];
+                    next.push(x);
+                }
+                prev => {
+                    let plan_path = match write_plan(&new, &np, i) {
+                        Ok(x) => x,
+                        Err((what, e)) => {
+                            problems.push(format!("{what}: {e}"));
+                            continue;
+                        }
+                    };
+                    next.push(Proc {
+                        index: i,
+                        name: p.name.clone(),
+                        plan_path,
+                        child: None,
+                        // A replaced process keeps its count: `max` bounds
+                        // crashes, and a change is none.
+                        restarts: prev.map_or(0, |x| x.restarts),
+                        restart_at: None,
+                        exited_clean: false,
+                        finite: np.finite[i],
+                    });
+                }
+            }
+        }
+        // Start downstream first, each running before the next.
+        for p in next.iter_mut().rev() {
+            if kept.contains(p.name.as_str()) {
+                continue;
+            }
+            match start_ready(&opts.part_command, p, &np.run_dir, stop, &gname, log) {
+                Ok(c) => p.child = Some(c),
+                Err(e) => {
+                    problems.push(format!("start process {}: {e}", p.name));
+                    p.restart_at = Some(Instant::now() + new.restart.backoff);
+                }
+            }
+        }
+        drop(held);
+        *self.procs = next;
+        *self.g = new;
+        *self.plan = np;
+        *self.host = nhost;
+        if problems.is_empty() {
+            let _ = writeln!(log, "graph {gname}: change applied");
+            Reply {
+                refused: None,
+                message: d.render(),
+            }
+        } else {
+            let msg = format!(
+                "graph {gname}: the change was made, with problems: {}",
+                problems.join("; ")
+            );
+            let _ = writeln!(log, "{msg}");
+            refuse(Refusal::Failed, format!("{}{msg}", d.render()))
+        }
+    }
 }
 
 /// Write `RUNDIR/processes.json` (each process's pid, state and restarts)

@@ -1,0 +1,661 @@
+//! Live reconfiguration: what changes between two versions of a graph,
+//! the plan of the new one that keeps the old one's addresses, and the
+//! control channel through which `ptmp graph apply` asks a running
+//! supervisor to change its graph.
+//!
+//! * Nodes are matched by name, edges by their ends (`node.port` on both
+//!   sides). A node whose type, data or process changed is *replaced*; an
+//!   edge whose pattern, transport, address or hwm changed is replaced.
+//! * The new plan keeps the address of every edge that did not change
+//!   ([`plan::Keep`]); new edges get addresses the old plan never used. A
+//!   process whose configuration (its nodes' data and every socket) is the
+//!   same in both plans is *kept*: the supervisor does not touch it, so it
+//!   runs on without a gap. Processes only in the old graph are stopped,
+//!   those only in the new one started, the others restarted.
+//! * The channel is two files in the run directory: the request
+//!   `apply-request.json` (published with a hard link, so it appears whole
+//!   and a second apply while one is pending is refused) and the answer
+//!   `apply-reply-ID.json`. The supervisor looks for a request every time
+//!   round its loop (50 times a second), answers it and removes it.
+
+use crate::plan::{Keep, Plan};
+use crate::{Error, Graph, PortRef, Result};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How a node, edge or process fares in a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    /// Only in the new graph: added, its process started.
+    Added,
+    /// Only in the old graph: removed, its process stopped.
+    Removed,
+    /// In both, but different: replaced, its process restarted.
+    Replaced,
+    /// The same in both: it keeps running untouched.
+    Kept,
+}
+
+impl Change {
+    fn word(self, process: bool) -> &'static str {
+        match (self, process) {
+            (Change::Added, false) => "added",
+            (Change::Removed, false) => "removed",
+            (Change::Replaced, false) => "replaced",
+            (Change::Kept, false) => "kept",
+            (Change::Added, true) => "start",
+            (Change::Removed, true) => "stop",
+            (Change::Replaced, true) => "restart",
+            (Change::Kept, true) => "keep",
+        }
+    }
+}
+
+/// One line of a [`Diff`]: what changed, its name and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// What happens to it.
+    pub change: Change,
+    /// The node's or process's name, or the edge's ends.
+    pub name: String,
+    /// Why it is replaced, or what it is (type, transport, host).
+    pub detail: String,
+}
+
+/// What applying a new graph to a running one does.
+#[derive(Debug, Clone, Default)]
+pub struct Diff {
+    /// The graph's name.
+    pub graph: String,
+    /// Every node of either graph.
+    pub nodes: Vec<Item>,
+    /// Every edge of either graph.
+    pub edges: Vec<Item>,
+    /// Every process of either graph, with its host in `detail`.
+    pub processes: Vec<Item>,
+}
+
+impl Diff {
+    /// Whether nothing would change.
+    pub fn is_empty(&self) -> bool {
+        self.nodes
+            .iter()
+            .chain(&self.edges)
+            .chain(&self.processes)
+            .all(|i| i.change == Change::Kept)
+    }
+
+    /// The processes with change `c`.
+    pub fn processes_with(&self, c: Change) -> Vec<&str> {
+        self.processes
+            .iter()
+            .filter(|i| i.change == c)
+            .map(|i| i.name.as_str())
+            .collect()
+    }
+
+    /// The diff as text: one line per node, edge and process, changes
+    /// first, then a summary line.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let section = |s: &mut String, title: &str, items: &[Item], process: bool| {
+            *s += &format!("{title}:\n");
+            let mut sorted: Vec<&Item> = items.iter().collect();
+            sorted.sort_by_key(|i| i.change);
+            for i in sorted {
+                let mark = match i.change {
+                    Change::Added => '+',
+                    Change::Removed => '-',
+                    Change::Replaced => '~',
+                    Change::Kept => '=',
+                };
+                *s += &format!("  {mark} {:<8} {}", i.change.word(process), i.name);
+                if !i.detail.is_empty() {
+                    *s += &format!(" ({})", i.detail);
+                }
+                s.push('\n');
+            }
+        };
+        section(&mut s, "nodes", &self.nodes, false);
+        section(&mut s, "edges", &self.edges, false);
+        section(&mut s, "processes", &self.processes, true);
+        if self.is_empty() {
+            s += &format!("graph {}: nothing to do\n", self.graph);
+        } else {
+            let n = |c| self.processes_with(c).len();
+            s += &format!(
+                "graph {}: processes: {} started, {} stopped, {} restarted, {} kept\n",
+                self.graph,
+                n(Change::Added),
+                n(Change::Removed),
+                n(Change::Replaced),
+                n(Change::Kept)
+            );
+        }
+        s
+    }
+}
+
+/// An edge's ends as names, for matching edges across graphs:
+/// (sorted `node.port` of `from`, sorted `node.port` of `to`).
+fn edge_key(g: &Graph, i: usize) -> (Vec<String>, Vec<String>) {
+    let e = &g.edges[i];
+    let side = |v: &[PortRef]| {
+        let mut l: Vec<String> = v
+            .iter()
+            .map(|r| format!("{}.{}", g.nodes[r.node].name, r.port))
+            .collect();
+        l.sort();
+        l
+    };
+    (side(&e.from), side(&e.to))
+}
+
+fn key_text(k: &(Vec<String>, Vec<String>)) -> String {
+    format!("{} -> {}", k.0.join(", "), k.1.join(", "))
+}
+
+/// The new graph's port `node.port` in the old graph's numbering.
+fn port_in(g: &Graph, name: &str, port: &'static str) -> Option<PortRef> {
+    let k = g.nodes.iter().position(|n| n.name == name)?;
+    Some(PortRef { node: k, port })
+}
+
+/// Why edge `j` of `new` differs from edge `i` of `old` (empty: it does
+/// not, and its addresses may be kept).
+fn edge_changes(old: &Graph, i: usize, new: &Graph, j: usize) -> Vec<String> {
+    let (a, b) = (&old.edges[i], &new.edges[j]);
+    let mut why = Vec::new();
+    if a.pattern != b.pattern {
+        why.push(format!(
+            "pattern {} -> {}",
+            a.pattern.name(),
+            b.pattern.name()
+        ));
+    }
+    if a.transport != b.transport {
+        let t = |t: Option<ptmp::Transport>| t.map_or("auto", |t| t.scheme());
+        why.push(format!(
+            "transport {} -> {}",
+            t(a.transport),
+            t(b.transport)
+        ));
+    }
+    if a.address != b.address {
+        why.push("address changed".into());
+    }
+    if a.hwm != b.hwm {
+        why.push("hwm changed".into());
+    }
+    if a.bind_inputs != b.bind_inputs {
+        let side = |x: bool| if x { "in" } else { "out" };
+        why.push(format!(
+            "bind {} -> {}",
+            side(a.bind_inputs),
+            side(b.bind_inputs)
+        ));
+    }
+    why
+}
+
+/// The matching edge of `new` for each edge of `old` (by ends).
+fn edge_map(old: &Graph, new: &Graph) -> Vec<Option<usize>> {
+    let keys: BTreeMap<_, usize> = (0..new.edges.len())
+        .map(|j| (edge_key(new, j), j))
+        .collect();
+    (0..old.edges.len())
+        .map(|i| keys.get(&edge_key(old, i)).copied())
+        .collect()
+}
+
+/// Plan `new` to replace `old` (planned as `old_plan`) in the same run:
+/// unchanged edges keep their addresses, new ones get fresh ones. Refused
+/// when the graph's name changed (names are in its addresses) or two edges
+/// would bind one address.
+pub fn plan_next(old: &Graph, old_plan: &Plan, new: &Graph) -> Result<Plan> {
+    let err = |msg: String| Error::Invalid {
+        graph: new.name.clone(),
+        msg,
+    };
+    if new.name != old.name {
+        return Err(err(format!(
+            "the running graph is called {}; a graph cannot be renamed while it runs (its name is in its addresses)",
+            old.name
+        )));
+    }
+    let mut keep = Keep {
+        links: vec![None; new.edges.len()],
+        taken: old_plan
+            .links
+            .iter()
+            .flat_map(|l| l.binds.iter().map(|(_, a)| a.clone()))
+            .collect(),
+    };
+    for (i, m) in edge_map(old, new).into_iter().enumerate() {
+        let Some(j) = m else { continue };
+        if !edge_changes(old, i, new, j).is_empty() {
+            continue;
+        }
+        let l = &old_plan.links[i];
+        let binds: Option<Vec<(PortRef, String)>> = l
+            .binds
+            .iter()
+            .map(|(r, a)| {
+                let r = port_in(new, &old.nodes[r.node].name, r.port)?;
+                Some((r, a.clone()))
+            })
+            .collect();
+        if let Some(b) = binds {
+            keep.links[j] = Some((l.transport, b));
+        }
+    }
+    let p = Plan::make_keeping(new, &old_plan.run_dir, Some(&keep))?;
+    check_clashes(new, &p)?;
+    Ok(p)
+}
+
+/// Refuse a plan in which two binds share one address (a pinned address
+/// equal to another edge's, say).
+pub fn check_clashes(g: &Graph, p: &Plan) -> Result<()> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, l) in p.links.iter().enumerate() {
+        for (_, a) in &l.binds {
+            if let Some(&j) = seen.get(a.as_str()) {
+                if j != i {
+                    return Err(Error::Invalid {
+                        graph: g.name.clone(),
+                        msg: format!(
+                            "address clash: {} and {} both bind {a}",
+                            g.edge_label(j),
+                            g.edge_label(i)
+                        ),
+                    });
+                }
+            }
+            seen.insert(a, i);
+        }
+    }
+    Ok(())
+}
+
+/// What changes from `old` to `new`, each wired by its plan.
+pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff {
+    let mut d = Diff {
+        graph: new.name.clone(),
+        ..Default::default()
+    };
+    // Nodes.
+    for n in &old.nodes {
+        let Some(m) = new.nodes.iter().find(|x| x.name == n.name) else {
+            d.nodes.push(Item {
+                change: Change::Removed,
+                name: n.name.clone(),
+                detail: n.type_name.clone(),
+            });
+            continue;
+        };
+        let mut why = Vec::new();
+        if m.type_name != n.type_name {
+            why.push(format!("type {} -> {}", n.type_name, m.type_name));
+        }
+        let keys: BTreeSet<&String> = n.data.keys().chain(m.data.keys()).collect();
+        for k in keys {
+            let (a, b) = (n.data.get(k), m.data.get(k));
+            if a != b {
+                let show = |v: Option<&Value>| v.map_or("(none)".to_string(), Value::to_string);
+                why.push(format!("{k} {} -> {}", show(a), show(b)));
+            }
+        }
+        let (pa, pb) = (
+            &old.processes[n.process].name,
+            &new.processes[m.process].name,
+        );
+        if pa != pb {
+            why.push(format!("process {pa} -> {pb}"));
+        }
+        d.nodes.push(Item {
+            change: if why.is_empty() {
+                Change::Kept
+            } else {
+                Change::Replaced
+            },
+            name: n.name.clone(),
+            detail: if why.is_empty() {
+                n.type_name.clone()
+            } else {
+                why.join("; ")
+            },
+        });
+    }
+    for m in new
+        .nodes
+        .iter()
+        .filter(|m| !old.nodes.iter().any(|n| n.name == m.name))
+    {
+        d.nodes.push(Item {
+            change: Change::Added,
+            name: m.name.clone(),
+            detail: m.type_name.clone(),
+        });
+    }
+    // Edges.
+    let map = edge_map(old, new);
+    let addrs = |p: &Plan, i: usize| {
+        let l = &p.links[i];
+        format!(
+            "{} at {}",
+            l.transport.scheme(),
+            l.binds
+                .iter()
+                .map(|(_, a)| a.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    for (i, m) in map.iter().enumerate() {
+        let key = key_text(&edge_key(old, i));
+        match m {
+            None => d.edges.push(Item {
+                change: Change::Removed,
+                name: key,
+                detail: format!(
+                    "{} over {}",
+                    old.edges[i].pattern.name(),
+                    addrs(old_plan, i)
+                ),
+            }),
+            Some(j) => {
+                let mut why = edge_changes(old, i, new, *j);
+                let (a, b) = (addrs(old_plan, i), addrs(new_plan, *j));
+                if why.is_empty() && a != b {
+                    why.push(format!("{a} -> {b}"));
+                }
+                d.edges.push(Item {
+                    change: if why.is_empty() {
+                        Change::Kept
+                    } else {
+                        Change::Replaced
+                    },
+                    name: key,
+                    detail: if why.is_empty() {
+                        format!("{} over {a}", new.edges[*j].pattern.name())
+                    } else {
+                        why.join("; ")
+                    },
+                });
+            }
+        }
+    }
+    for j in 0..new.edges.len() {
+        if map.contains(&Some(j)) {
+            continue;
+        }
+        d.edges.push(Item {
+            change: Change::Added,
+            name: key_text(&edge_key(new, j)),
+            detail: format!(
+                "{} over {}",
+                new.edges[j].pattern.name(),
+                addrs(new_plan, j)
+            ),
+        });
+    }
+    // Processes: kept when host and configuration are the same.
+    for (i, p) in old.processes.iter().enumerate() {
+        let host = &old.hosts[p.host].name;
+        let Some(j) = new.processes.iter().position(|x| x.name == p.name) else {
+            d.processes.push(Item {
+                change: Change::Removed,
+                name: p.name.clone(),
+                detail: format!("host {host}"),
+            });
+            continue;
+        };
+        let host2 = &new.hosts[new.processes[j].host].name;
+        let same = host == host2 && old_plan.configs[i] == new_plan.configs[j];
+        let detail = if host != host2 {
+            format!("host {host} -> {host2}")
+        } else if same {
+            format!("host {host}")
+        } else {
+            let changed: Vec<&str> = new.processes[j]
+                .nodes
+                .iter()
+                .map(|&k| new.nodes[k].name.as_str())
+                .filter(|n| {
+                    d.nodes
+                        .iter()
+                        .any(|x| x.name == *n && x.change != Change::Kept)
+                })
+                .collect();
+            if changed.is_empty() {
+                format!("host {host}; its sockets changed")
+            } else {
+                format!("host {host}; nodes {} changed", changed.join(", "))
+            }
+        };
+        d.processes.push(Item {
+            change: if same { Change::Kept } else { Change::Replaced },
+            name: p.name.clone(),
+            detail,
+        });
+    }
+    for p in new
+        .processes
+        .iter()
+        .filter(|p| !old.processes.iter().any(|x| x.name == p.name))
+    {
+        d.processes.push(Item {
+            change: Change::Added,
+            name: p.name.clone(),
+            detail: format!("host {}", new.hosts[p.host].name),
+        });
+    }
+    d
+}
+
+/// Parse `v` as the new version of the running graph `old` and plan it
+/// against `old_plan`; the diff says what applying it does.
+pub fn prepare(
+    old: &Graph,
+    old_plan: &Plan,
+    v: &Value,
+    default_name: &str,
+) -> Result<(Graph, Plan, Diff)> {
+    let new = Graph::parse(v, default_name)?;
+    let p = plan_next(old, old_plan, &new)?;
+    let d = diff(old, old_plan, &new, &p);
+    Ok((new, p, d))
+}
+
+/// The file through which `ptmp graph apply` hands the supervisor a graph.
+pub fn request_file(run_dir: &Path) -> PathBuf {
+    run_dir.join("apply-request.json")
+}
+
+/// The file where the supervisor answers request `id`.
+pub fn reply_file(run_dir: &Path, id: &str) -> PathBuf {
+    run_dir.join(format!("apply-reply-{id}.json"))
+}
+
+/// A request to change a running graph.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Names the reply file; letters, digits and '-' only.
+    pub id: String,
+    /// The new graph's configuration, evaluated.
+    pub graph: Value,
+    /// The graph's name when its configuration has none.
+    pub default_name: String,
+    /// Only say what would change.
+    pub dry_run: bool,
+}
+
+/// Why a request was not carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The new graph is invalid (or cannot replace this one: renamed,
+    /// addresses clash, the supervisor's host is gone).
+    Invalid,
+    /// The new graph is the running one.
+    NothingToDo,
+    /// Carrying it out failed (a process would not start).
+    Failed,
+}
+
+impl Refusal {
+    fn name(self) -> &'static str {
+        match self {
+            Refusal::Invalid => "invalid",
+            Refusal::NothingToDo => "nothing to do",
+            Refusal::Failed => "failed",
+        }
+    }
+}
+
+/// The supervisor's answer.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// `None` when the change was made (or, for a dry run, would be).
+    pub refused: Option<Refusal>,
+    /// The diff, or what is wrong.
+    pub message: String,
+}
+
+fn supervisor_pid(run_dir: &Path) -> Option<i32> {
+    std::fs::read_to_string(crate::rundir::lock_path(run_dir))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Hand `req` to the supervisor running from `run_dir` and wait up to
+/// `limit` for its answer. Errors (as text) when none runs there, another
+/// apply is pending, or no answer comes.
+pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Result<Reply, String> {
+    let pid = supervisor_pid(run_dir).filter(|p| Path::new(&format!("/proc/{p}")).exists());
+    let Some(pid) = pid else {
+        return Err(format!(
+            "no graph is running from {} (no live supervisor.pid there); start it with `ptmp graph run`, or give its --run-dir",
+            run_dir.display()
+        ));
+    };
+    let body = json!({"id": req.id, "graph": req.graph, "default_name": req.default_name,
+                      "dry_run": req.dry_run});
+    let path = request_file(run_dir);
+    let tmp = run_dir.join(format!("apply-request.{}.tmp", req.id));
+    std::fs::write(&tmp, serde_json::to_vec(&body).unwrap_or_default())
+        .map_err(|e| format!("write {}: {e}", tmp.display()))?;
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(format!(
+                "another apply is pending ({} exists); try again when it is answered",
+                path.display()
+            ))
+        }
+        Err(e) => return Err(format!("write {}: {e}", path.display())),
+    }
+    let reply = reply_file(run_dir, &req.id);
+    let t = Instant::now();
+    loop {
+        if let Some(v) = std::fs::read(&reply)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        {
+            let _ = std::fs::remove_file(&reply);
+            let refused = match v["refused"].as_str() {
+                None => None,
+                Some("invalid") => Some(Refusal::Invalid),
+                Some("nothing to do") => Some(Refusal::NothingToDo),
+                Some(_) => Some(Refusal::Failed),
+            };
+            return Ok(Reply {
+                refused,
+                message: v["message"].as_str().unwrap_or_default().to_string(),
+            });
+        }
+        if t.elapsed() >= limit || !Path::new(&format!("/proc/{pid}")).exists() {
+            // Withdraw the request if it is still ours and untaken.
+            let ours = std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .is_some_and(|v| v["id"] == req.id.as_str());
+            if ours {
+                let _ = std::fs::remove_file(&path);
+            }
+            return Err(format!(
+                "the supervisor (pid {pid}) of {} did not answer within {limit:?}",
+                run_dir.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Take the pending request, if any, removing its file. A request that is
+/// not a JSON object with an id is removed and reported as `Err`.
+pub fn take(run_dir: &Path) -> Option<std::result::Result<Request, String>> {
+    let path = request_file(run_dir);
+    let b = std::fs::read(&path).ok()?;
+    let _ = std::fs::remove_file(&path);
+    let v: Value = match serde_json::from_slice(&b) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(format!("{}: not JSON: {e}", path.display()))),
+    };
+    let id = v["id"].as_str().unwrap_or_default();
+    if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Some(Err(format!(
+            "{}: no usable id (letters, digits and '-')",
+            path.display()
+        )));
+    }
+    Some(Ok(Request {
+        id: id.to_string(),
+        graph: v["graph"].clone(),
+        default_name: v["default_name"].as_str().unwrap_or("graph").to_string(),
+        dry_run: v["dry_run"].as_bool().unwrap_or(false),
+    }))
+}
+
+/// Answer request `id`.
+pub fn answer(run_dir: &Path, id: &str, r: &Reply) {
+    let v = json!({"refused": r.refused.map(Refusal::name), "message": r.message});
+    let _ = crate::status::write_atomic(&reply_file(run_dir, id), &v);
+}
+
+/// A fresh request id: our pid and the time.
+pub fn new_id() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{t}", std::process::id())
+}
+
+/// The shm rings and ipc socket files `old_plan` bound on `host` that
+/// `new_plan` does not: what a change leaves behind to remove.
+pub fn unbound(
+    old: &Graph,
+    old_plan: &Plan,
+    new: &Graph,
+    new_plan: &Plan,
+    host: usize,
+) -> (Vec<String>, Vec<PathBuf>) {
+    let (r0, s0) = crate::rundir::bound_here(old, old_plan, host);
+    let host_name = &old.hosts[host].name;
+    let (r1, s1) = match new.hosts.iter().position(|h| &h.name == host_name) {
+        Some(h) => crate::rundir::bound_here(new, new_plan, h),
+        None => (vec![], vec![]),
+    };
+    (
+        r0.into_iter().filter(|r| !r1.contains(r)).collect(),
+        s0.into_iter().filter(|s| !s1.contains(s)).collect(),
+    )
+}
