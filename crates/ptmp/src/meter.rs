@@ -8,8 +8,12 @@
 //! increment is a relaxed load and store, not a locked read-modify-write:
 //! no system call, no allocation, no contended cache line. Latency (now
 //! minus a TPSet's `created`, both in microseconds since the epoch) is
-//! sampled on one received message in [`LATENCY_EVERY`], into a histogram
-//! of power-of-two buckets, so the clock is read rarely. A sender also
+//! sampled into a histogram of power-of-two buckets, about once every
+//! [`LATENCY_SAMPLE_US`] on a busy socket: every message while they come
+//! slower than that, one in up to [`LATENCY_STRIDE_MAX`] when they come
+//! faster. The clock is read only for a sample, so a fast stream pays for
+//! a thousand clock reads a second, not one per message or per sixteen,
+//! and a slow one still has a sample of each message. A sender also
 //! counts its stalls: sends that found the queue full (a zmq PUSH or PAIR
 //! at its high-water mark, or with no peer yet) and had to wait.
 //!
@@ -18,15 +22,21 @@
 //! monitors see them, but their figures stay zero. It exists so the cost
 //! of the counters can be measured against a build without them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 /// Whether this build counts (false when built with the `no-counters`
 /// feature, where every figure stays zero).
 pub const ENABLED: bool = !cfg!(feature = "no-counters");
 
-/// One received message in this many has its latency measured.
-pub const LATENCY_EVERY: u64 = 16;
+/// The time aimed at between two latency samples of a busy socket,
+/// microseconds: the stride between samples doubles while they come
+/// closer than half of it and halves while they are more than twice it
+/// apart.
+pub const LATENCY_SAMPLE_US: i64 = 1000;
+
+/// At most this many received messages pass between two latency samples.
+pub const LATENCY_STRIDE_MAX: u64 = 1024;
 
 /// Buckets of the latency histogram: bucket `k` counts latencies below
 /// `2^k` microseconds (and at least `2^(k-1)`); the last takes the rest.
@@ -52,13 +62,21 @@ impl Dir {
 }
 
 /// The counters of one socket, written by its owner only.
+// In declaration order, so the three a message touches share a cache line.
 #[derive(Debug)]
+#[repr(C)]
 pub struct SocketCounters {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+    /// The message count at which the next latency sample is due.
+    next_sample: AtomicU64,
+    /// Messages between samples, from 1 to [`LATENCY_STRIDE_MAX`].
+    stride: AtomicU64,
+    /// When the last sample was taken, microseconds since the epoch.
+    last_sample_us: AtomicI64,
     id: u64,
     dir: Dir,
     endpoints: Vec<String>,
-    messages: AtomicU64,
-    bytes: AtomicU64,
     errors: AtomicU64,
     lost: AtomicU64,
     stalls: AtomicU64,
@@ -102,16 +120,33 @@ impl SocketCounters {
     /// Whether the message just counted is one whose latency is sampled.
     #[inline]
     pub(crate) fn sample_due(&self) -> bool {
-        ENABLED && self.messages.load(Ordering::Relaxed) % LATENCY_EVERY == 1
+        ENABLED && self.messages.load(Ordering::Relaxed) >= self.next_sample.load(Ordering::Relaxed)
     }
     /// Record the latency of a message created at `created` (microseconds
     /// since the epoch) and the receiver's lost count so far.
+    #[cold]
     pub(crate) fn sample(&self, created: i64, lost: u64) {
-        if !ENABLED {
-            return;
+        if ENABLED {
+            self.sample_at(now_us(), created, lost);
         }
+    }
+    /// [`Self::sample`] at time `now`; also sets when the next is due.
+    fn sample_at(&self, now: i64, created: i64, lost: u64) {
+        let since = now.saturating_sub(self.last_sample_us.load(Ordering::Relaxed));
+        let stride = self.stride.load(Ordering::Relaxed);
+        let stride = if since < LATENCY_SAMPLE_US / 2 {
+            (stride * 2).min(LATENCY_STRIDE_MAX)
+        } else if since > LATENCY_SAMPLE_US * 2 {
+            (stride / 2).max(1)
+        } else {
+            stride
+        };
+        self.stride.store(stride, Ordering::Relaxed);
+        self.last_sample_us.store(now, Ordering::Relaxed);
+        let m = self.messages.load(Ordering::Relaxed);
+        self.next_sample.store(m + stride, Ordering::Relaxed);
         self.lost.store(lost, Ordering::Relaxed);
-        let lat = now_us().saturating_sub(created).max(0) as u64;
+        let lat = now.saturating_sub(created).max(0) as u64;
         let k = ((64 - lat.leading_zeros()) as usize).min(LATENCY_BUCKETS - 1);
         bump(&self.lat[k], 1);
         if lat > self.lat_max.load(Ordering::Relaxed) {
@@ -165,6 +200,10 @@ pub(crate) fn register(dir: Dir, endpoints: Vec<String>) -> Arc<SocketCounters> 
         endpoints,
         messages: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
+        // The first message is sampled.
+        next_sample: AtomicU64::new(1),
+        stride: AtomicU64::new(1),
+        last_sample_us: AtomicI64::new(0),
         errors: AtomicU64::new(0),
         lost: AtomicU64::new(0),
         stalls: AtomicU64::new(0),
@@ -262,5 +301,51 @@ mod tests {
         assert!(snapshot(false)
             .iter()
             .all(|s| s.endpoints != ["inproc://meter-test"]));
+    }
+
+    /// Samples closer than the aim make the stride grow, up to its
+    /// maximum; samples far apart make it shrink, down to every message.
+    #[test]
+    #[cfg_attr(feature = "no-counters", ignore = "built without counters")]
+    fn sampling_follows_the_rate() {
+        let c = register(Dir::Recv, vec!["inproc://meter-stride".into()]);
+        c.add(1);
+        assert!(c.sample_due(), "the first message is sampled");
+        // A fast stream: every sample 10 us after the last.
+        let mut now = 1_000_000_000;
+        let mut strides = vec![];
+        for _ in 0..14 {
+            while !c.sample_due() {
+                c.add(1);
+            }
+            now += 10;
+            c.sample_at(now, now - 5, 0);
+            strides.push(c.stride.load(Ordering::Relaxed));
+            c.add(1);
+        }
+        assert_eq!(
+            strides,
+            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1024, 1024, 1024]
+        );
+        // Then 10 ms apart: back to every message.
+        for _ in 0..12 {
+            while !c.sample_due() {
+                c.add(1);
+            }
+            now += 10_000;
+            c.sample_at(now, now - 5, 0);
+        }
+        assert_eq!(c.stride.load(Ordering::Relaxed), 1);
+        c.add(1);
+        assert!(c.sample_due());
+        // About the aim apart: the stride stays.
+        now += LATENCY_SAMPLE_US;
+        c.sample_at(now, now, 0);
+        assert_eq!(c.stride.load(Ordering::Relaxed), 1);
+        let s = snapshot(false)
+            .into_iter()
+            .find(|s| s.endpoints == ["inproc://meter-stride"])
+            .expect("registered");
+        assert_eq!(s.latency.iter().sum::<u64>(), 27, "every sample counted");
     }
 }
