@@ -92,6 +92,29 @@
 #define PTMP_END 2
 
 /**
+ * No message is known to be undelivered (`ptmp_delivery.undelivered_kind`).
+ */
+#define PTMP_UNDELIVERED_NONE 0
+
+/**
+ * Exactly `undelivered` messages were lost: no peer ever connected, so
+ * nothing left this process (a PUB drops what it sends then).
+ */
+#define PTMP_UNDELIVERED_EXACTLY 1
+
+/**
+ * Some messages were still queued when the linger ran out: at most
+ * `undelivered` of them did not reach a peer.
+ */
+#define PTMP_UNDELIVERED_AT_MOST 2
+
+/**
+ * Not tracked: a PUB drops what no subscriber wants without telling,
+ * inproc:// peers are not watched, and a linger of 0 does not wait.
+ */
+#define PTMP_UNDELIVERED_UNKNOWN 3
+
+/**
  * Shared-memory policy: the writer never waits and a slow reader loses the
  * oldest messages (PUB/SUB).
  */
@@ -133,8 +156,8 @@ typedef struct ptmp_dump_writer ptmp_dump_writer;
 typedef struct ptmp_receiver ptmp_receiver;
 
 /**
- * Agents running on a thread of their own (opaque), made by
- * `ptmp_run_start`.
+ * Agents or a graph running on a thread of their own (opaque), made by
+ * `ptmp_run_start` or `ptmp_graph_start`.
  */
 typedef struct ptmp_run ptmp_run;
 
@@ -244,6 +267,25 @@ typedef struct ptmp_tpset {
    */
   size_t tps_capacity;
 } ptmp_tpset;
+
+/**
+ * What `ptmp_sender_finish` found out about delivery.
+ */
+typedef struct ptmp_delivery {
+  /**
+   * Messages the sender accepted for sending.
+   */
+  uint64_t sent;
+  /**
+   * One of the `PTMP_UNDELIVERED_*` codes: how `undelivered` reads.
+   */
+  int undelivered_kind;
+  /**
+   * With [`PTMP_UNDELIVERED_EXACTLY`] or [`PTMP_UNDELIVERED_AT_MOST`],
+   * how many messages (at most) did not reach a peer; 0 otherwise.
+   */
+  uint64_t undelivered;
+} ptmp_delivery;
 
 /**
  * A message looked at in place, in the channel's shared memory.
@@ -356,6 +398,93 @@ int ptmp_sender_send_frames(struct ptmp_sender *sender,
                             const uint8_t *const *datas,
                             const size_t *lens,
                             size_t n);
+
+/**
+ * Sends one TPSet as `ptmp_sender_send` does, but waits at most
+ * `timeout_ms` milliseconds (0: not at all) for room: when a PUSH or PAIR
+ * socket stays at its high-water mark (or has no peer) that long, or an
+ * shm:// PUSH channel stays full, nothing is sent and [`PTMP_TIMEOUT`]
+ * is returned, so the caller can look at other work or a stop request
+ * and try again. A PUB never waits (it drops, as ZeroMQ does). Over
+ * shm:// a call also waits no longer than the socket's shm block timeout:
+ * a `timeout_ms` past it fails there with [`PTMP_ERR_TRANSPORT`], as a
+ * blocking send would.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing sent; `ptmp_last_error`
+ * unchanged), [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`timeout_ms` < 0,
+ * or `tps` NULL with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or
+ * [`PTMP_ERR_INTERRUPTED`].
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * As `ptmp_sender_send`.
+ */
+int ptmp_sender_send_within(struct ptmp_sender *sender,
+                            const struct ptmp_tpset *tpset,
+                            int timeout_ms);
+
+/**
+ * How many TPSets (or messages of frames) the sender has sent so far; 0
+ * for a NULL handle.
+ *
+ * Thread-safety: one thread at a time per sender, as its other calls.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`.
+ */
+uint64_t ptmp_sender_sent(const struct ptmp_sender *sender);
+
+/**
+ * Waits until at least `k` subscribers have subscribed to this PUB
+ * sender's PTMP messages, or `timeout_ms` has passed (negative: no limit),
+ * and stores how many there are in `*seen` (unless `seen` is NULL). The
+ * first send of a PUB configured with `subscribers` waits so by itself;
+ * calling this first keeps the wait out of a timed loop. Not available
+ * for shm:// (its readers need no subscription).
+ *
+ * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (fewer came; `*seen`
+ * untouched), [`PTMP_ERR_NULL`], [`PTMP_ERR_CONFIG`] (not a PUB over
+ * ZeroMQ) or [`PTMP_ERR_TRANSPORT`].
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle; `seen` is NULL or writable.
+ */
+int ptmp_sender_wait_subscribers(struct ptmp_sender *sender,
+                                 size_t k,
+                                 int timeout_ms,
+                                 size_t *seen);
+
+/**
+ * Closes a sender as `ptmp_sender_free` does, waiting (bounded by the
+ * socket's linger) until what was sent has left this process, and reports
+ * in `*delivery` (unless NULL) how many messages may not have reached a
+ * peer. The handle is freed in every case; it must not be used again.
+ *
+ * Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`] (`sender` NULL; nothing done).
+ *
+ * Thread-safety: no other thread may use the handle during or after this.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`, not used
+ * again; `delivery` is NULL or writable.
+ */
+int ptmp_sender_finish(struct ptmp_sender *sender, struct ptmp_delivery *delivery);
+
+/**
+ * Messages this receiver knows were lost before it could receive them:
+ * over shm://, those a PUB writer overwrote before this reader got to
+ * them. Over ZeroMQ a PUB drops without telling, so this stays 0 there
+ * (compare the TPSets' `count`s instead). 0 for a NULL handle.
+ *
+ * Thread-safety: one thread at a time per receiver, as its other calls.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle from `ptmp_receiver_new`.
+ */
+uint64_t ptmp_receiver_lost(const struct ptmp_receiver *receiver);
 
 /**
  * Closes a sender and frees its handle. Like PTMP, it first waits (bounded
@@ -605,13 +734,17 @@ void ptmp_dump_writer_free(struct ptmp_dump_writer *writer);
 int ptmp_run_start(const char *config, int64_t ttl_ms, struct ptmp_run **out);
 
 /**
- * Asks the agents to stop (they end cleanly, as on Ctrl-C in `ptmp
- * run`); returns at once. `ptmp_run_wait` then waits for them.
+ * Asks the agents (or the graph, for a handle from `ptmp_graph_start`)
+ * to stop: they end cleanly, as on Ctrl-C in `ptmp run` or `ptmp graph
+ * run`; returns at once. `ptmp_run_wait` then waits for them.
  *
  * Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`].
  *
  * Thread-safety: any thread, also while another thread is in
- * `ptmp_run_wait` on the same handle.
+ * `ptmp_run_wait` on the same handle. With a live handle it is also
+ * async-signal-safe: it only stores to an atomic flag (no lock, no
+ * allocation), so a signal handler may call it (a NULL handle is not:
+ * the error message it leaves allocates).
  *
  * # Safety
  * `run` is NULL or a live handle.
@@ -619,8 +752,9 @@ int ptmp_run_start(const char *config, int64_t ttl_ms, struct ptmp_run **out);
 int ptmp_run_stop(const struct ptmp_run *run);
 
 /**
- * Waits up to `timeout_ms` (negative: until they end) for the agents to
- * end, by their ttl, by themselves or after `ptmp_run_stop`.
+ * Waits up to `timeout_ms` (negative: until they end) for the agents (or
+ * the graph) to end, by their ttl, by themselves or after
+ * `ptmp_run_stop`.
  *
  * Returns [`PTMP_OK`] once they ended well (and every later call too),
  * [`PTMP_TIMEOUT`] if they still run, or the error they ended with
@@ -636,8 +770,8 @@ int ptmp_run_stop(const struct ptmp_run *run);
 int ptmp_run_wait(struct ptmp_run *run, int timeout_ms);
 
 /**
- * Stops the agents if they still run, waits for them and frees the
- * handle. NULL does nothing.
+ * Stops the agents (or the graph) if they still run, waits for them and
+ * frees the handle. NULL does nothing.
  *
  * Thread-safety: no other thread may use the handle during or after this.
  *
@@ -670,7 +804,7 @@ int ptmp_graph_check(const char *config, char **description);
  * `ptmp graph part`: `ptmp_program` is the `ptmp` program to use (NULL:
  * `ptmp` found on the PATH). `host` names this host in a graph spanning
  * several (NULL for a one-host graph); `run_dir` is where plans and status
- * go (NULL: the default).
+ * go (NULL: the default). To stop it early, use `ptmp_graph_start`.
  *
  * Returns [`PTMP_OK`] when the graph ran and ended well, or
  * [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`], [`PTMP_ERR_CONFIG`],
@@ -687,6 +821,36 @@ int ptmp_graph_run(const char *config,
                    const char *run_dir,
                    const char *ptmp_program,
                    int64_t ttl_ms);
+
+/**
+ * Starts a graph as `ptmp_graph_run` does (same arguments), but on a
+ * thread of its own, and stores a handle in `*out` (NULL on failure):
+ * `ptmp_run_stop` asks the graph to stop (each process is stopped
+ * cleanly, upstream first, as on Ctrl-C in `ptmp graph run`), from any
+ * thread or a signal handler; `ptmp_run_wait` waits for the end and says
+ * how it went; `ptmp_run_free` stops, waits and frees. A graph stopped so
+ * ends well ([`PTMP_OK`]) if every process stopped cleanly.
+ *
+ * The configuration is read, checked and planned before this returns: a
+ * bad one is [`PTMP_ERR_CONFIG`] (or [`PTMP_ERR_IO`] for a missing file)
+ * and nothing is started. A failure while running (a part program that
+ * cannot start, a process that keeps failing) is `ptmp_run_wait`'s.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+ * [`PTMP_ERR_CONFIG`], [`PTMP_ERR_IO`] or [`PTMP_ERR_RUN`].
+ *
+ * Thread-safety: any thread; the handle then follows the rules of
+ * `ptmp_run_start`'s.
+ *
+ * # Safety
+ * As `ptmp_graph_run`; `out` is NULL or writable.
+ */
+int ptmp_graph_start(const char *config,
+                     const char *host,
+                     const char *run_dir,
+                     const char *ptmp_program,
+                     int64_t ttl_ms,
+                     struct ptmp_run **out);
 
 /**
  * Frees a string this library returned (e.g. by `ptmp_graph_check`).

@@ -26,7 +26,7 @@
 //! `ptmp_tpset_clear` frees it. To send, `tps` may point anywhere readable.
 
 use ptmp_core::data::{decode_tpset_into, VERSION_FRAME};
-use ptmp_core::{Error, Frames, Receiver, Sender, TPSet, TrigPrim};
+use ptmp_core::{Error, Frames, Receiver, Sender, TPSet, TrigPrim, Undelivered};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -416,6 +416,196 @@ pub unsafe extern "C" fn ptmp_sender_send_frames(
         }
         Ok(PTMP_OK)
     })
+}
+
+/// Sends one TPSet as `ptmp_sender_send` does, but waits at most
+/// `timeout_ms` milliseconds (0: not at all) for room: when a PUSH or PAIR
+/// socket stays at its high-water mark (or has no peer) that long, or an
+/// shm:// PUSH channel stays full, nothing is sent and [`PTMP_TIMEOUT`]
+/// is returned, so the caller can look at other work or a stop request
+/// and try again. A PUB never waits (it drops, as ZeroMQ does). Over
+/// shm:// a call also waits no longer than the socket's shm block timeout:
+/// a `timeout_ms` past it fails there with [`PTMP_ERR_TRANSPORT`], as a
+/// blocking send would.
+///
+/// Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing sent; `ptmp_last_error`
+/// unchanged), [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`timeout_ms` < 0,
+/// or `tps` NULL with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or
+/// [`PTMP_ERR_INTERRUPTED`].
+///
+/// Thread-safety: one thread at a time per sender.
+///
+/// # Safety
+/// As `ptmp_sender_send`.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_sender_send_within(
+    sender: *mut ptmp_sender,
+    tpset: *const ptmp_tpset,
+    timeout_ms: c_int,
+) -> c_int {
+    guard("ptmp_sender_send_within", || {
+        // SAFETY: the caller promises NULL or a live handle, used by this
+        // thread alone for the duration of the call.
+        let s = unsafe { sender.as_mut() }.ok_or_else(|| null("sender"))?;
+        // SAFETY: the caller promises NULL or a readable struct.
+        let t = unsafe { tpset.as_ref() }.ok_or_else(|| null("tpset"))?;
+        let timeout = u64::try_from(timeout_ms).map_err(|_| {
+            Fail(
+                PTMP_ERR_ARG,
+                format!("timeout_ms = {timeout_ms}: must be 0 or more"),
+            )
+        })?;
+        // SAFETY: the caller promises `ntps` readable primitives at `tps`.
+        let tps = unsafe { c_tps(t) }?;
+        to_rust(t, tps, &mut s.scratch);
+        // Over shm:// a full ring is then waited for no longer than the
+        // timeout, as a zmq socket's high-water mark is, and the block
+        // timeout counts from this call, not from an earlier one that gave
+        // up on another message.
+        s.inner.wait_in_slices();
+        let sent = s
+            .inner
+            .send_within(&s.scratch, Duration::from_millis(timeout))?;
+        Ok(if sent { PTMP_OK } else { PTMP_TIMEOUT })
+    })
+}
+
+/// How many TPSets (or messages of frames) the sender has sent so far; 0
+/// for a NULL handle.
+///
+/// Thread-safety: one thread at a time per sender, as its other calls.
+///
+/// # Safety
+/// `sender` is NULL or a live handle from `ptmp_sender_new`.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_sender_sent(sender: *const ptmp_sender) -> u64 {
+    // SAFETY: the caller promises NULL or a live handle; only read.
+    unsafe { sender.as_ref() }.map_or(0, |s| s.inner.sent())
+}
+
+/// Waits until at least `k` subscribers have subscribed to this PUB
+/// sender's PTMP messages, or `timeout_ms` has passed (negative: no limit),
+/// and stores how many there are in `*seen` (unless `seen` is NULL). The
+/// first send of a PUB configured with `subscribers` waits so by itself;
+/// calling this first keeps the wait out of a timed loop. Not available
+/// for shm:// (its readers need no subscription).
+///
+/// Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (fewer came; `*seen`
+/// untouched), [`PTMP_ERR_NULL`], [`PTMP_ERR_CONFIG`] (not a PUB over
+/// ZeroMQ) or [`PTMP_ERR_TRANSPORT`].
+///
+/// Thread-safety: one thread at a time per sender.
+///
+/// # Safety
+/// `sender` is NULL or a live handle; `seen` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_sender_wait_subscribers(
+    sender: *mut ptmp_sender,
+    k: usize,
+    timeout_ms: c_int,
+    seen: *mut usize,
+) -> c_int {
+    guard("ptmp_sender_wait_subscribers", || {
+        // SAFETY: the caller promises NULL or a live handle, used by this
+        // thread alone for the duration of the call.
+        let s = unsafe { sender.as_mut() }.ok_or_else(|| null("sender"))?;
+        let timeout = u64::try_from(timeout_ms).map_or(Duration::MAX, Duration::from_millis);
+        match s.inner.wait_for_subscribers(k, timeout) {
+            Ok(n) => {
+                // SAFETY: the caller promises NULL or writable storage.
+                if let Some(out) = unsafe { seen.as_mut() } {
+                    *out = n;
+                }
+                Ok(PTMP_OK)
+            }
+            Err(Error::Timeout { .. }) => Ok(PTMP_TIMEOUT),
+            Err(e) => Err(e.into()),
+        }
+    })
+}
+
+/// No message is known to be undelivered (`ptmp_delivery.undelivered_kind`).
+pub const PTMP_UNDELIVERED_NONE: c_int = 0;
+/// Exactly `undelivered` messages were lost: no peer ever connected, so
+/// nothing left this process (a PUB drops what it sends then).
+pub const PTMP_UNDELIVERED_EXACTLY: c_int = 1;
+/// Some messages were still queued when the linger ran out: at most
+/// `undelivered` of them did not reach a peer.
+pub const PTMP_UNDELIVERED_AT_MOST: c_int = 2;
+/// Not tracked: a PUB drops what no subscriber wants without telling,
+/// inproc:// peers are not watched, and a linger of 0 does not wait.
+pub const PTMP_UNDELIVERED_UNKNOWN: c_int = 3;
+
+/// What `ptmp_sender_finish` found out about delivery.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(non_camel_case_types)]
+pub struct ptmp_delivery {
+    /// Messages the sender accepted for sending.
+    pub sent: u64,
+    /// One of the `PTMP_UNDELIVERED_*` codes: how `undelivered` reads.
+    pub undelivered_kind: c_int,
+    /// With [`PTMP_UNDELIVERED_EXACTLY`] or [`PTMP_UNDELIVERED_AT_MOST`],
+    /// how many messages (at most) did not reach a peer; 0 otherwise.
+    pub undelivered: u64,
+}
+
+/// Closes a sender as `ptmp_sender_free` does, waiting (bounded by the
+/// socket's linger) until what was sent has left this process, and reports
+/// in `*delivery` (unless NULL) how many messages may not have reached a
+/// peer. The handle is freed in every case; it must not be used again.
+///
+/// Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`] (`sender` NULL; nothing done).
+///
+/// Thread-safety: no other thread may use the handle during or after this.
+///
+/// # Safety
+/// `sender` is NULL or a live handle from `ptmp_sender_new`, not used
+/// again; `delivery` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_sender_finish(
+    sender: *mut ptmp_sender,
+    delivery: *mut ptmp_delivery,
+) -> c_int {
+    guard("ptmp_sender_finish", || {
+        if sender.is_null() {
+            return Err(null("sender"));
+        }
+        // SAFETY: the caller gives back a box made by `ptmp_sender_new`
+        // and never uses it again.
+        let s = unsafe { Box::from_raw(sender) };
+        let d = s.inner.finish();
+        let (kind, n) = match d.undelivered {
+            Undelivered::None => (PTMP_UNDELIVERED_NONE, 0),
+            Undelivered::Exactly(n) => (PTMP_UNDELIVERED_EXACTLY, n),
+            Undelivered::AtMost(n) => (PTMP_UNDELIVERED_AT_MOST, n),
+            Undelivered::Unknown => (PTMP_UNDELIVERED_UNKNOWN, 0),
+        };
+        // SAFETY: the caller promises NULL or writable storage.
+        if let Some(out) = unsafe { delivery.as_mut() } {
+            *out = ptmp_delivery {
+                sent: d.sent,
+                undelivered_kind: kind,
+                undelivered: n,
+            };
+        }
+        Ok(PTMP_OK)
+    })
+}
+
+/// Messages this receiver knows were lost before it could receive them:
+/// over shm://, those a PUB writer overwrote before this reader got to
+/// them. Over ZeroMQ a PUB drops without telling, so this stays 0 there
+/// (compare the TPSets' `count`s instead). 0 for a NULL handle.
+///
+/// Thread-safety: one thread at a time per receiver, as its other calls.
+///
+/// # Safety
+/// `receiver` is NULL or a live handle from `ptmp_receiver_new`.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_receiver_lost(receiver: *const ptmp_receiver) -> u64 {
+    // SAFETY: the caller promises NULL or a live handle; only read.
+    unsafe { receiver.as_ref() }.map_or(0, |r| r.inner.lost())
 }
 
 /// Closes a sender and frees its handle. Like PTMP, it first waits (bounded

@@ -46,8 +46,8 @@ fn load(config: &str, stop: &dyn Fn() -> bool) -> Result<(serde_json::Value, Str
 /// The outcome of a run of agents kept for `ptmp_run_wait`.
 type RunResult = Result<(), Fail>;
 
-/// Agents running on a thread of their own (opaque), made by
-/// `ptmp_run_start`.
+/// Agents or a graph running on a thread of their own (opaque), made by
+/// `ptmp_run_start` or `ptmp_graph_start`.
 #[allow(non_camel_case_types)]
 pub struct ptmp_run {
     stop: Arc<AtomicBool>,
@@ -123,39 +123,52 @@ pub unsafe extern "C" fn ptmp_run_start(
             o.insert("ttl".into(), serde_json::json!(ttl_ms as f64 / 1000.0));
         }
         let rc = RunConfig::parse(&v)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let s2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("ptmp-run".into())
-            .spawn(move || -> RunResult {
-                let mut log = std::io::sink();
-                let out = ptmper::run(&rc, &|| s2.load(Ordering::Relaxed), &mut log)?;
-                match out.failures.first() {
-                    Some(f) => Err(Fail(PTMP_ERR_RUN, f.to_string())),
-                    None => Ok(()),
-                }
-            })
-            .map_err(|e| Fail(PTMP_ERR_RUN, format!("cannot start a thread: {e}")))?;
-        let h = Box::new(ptmp_run {
-            stop,
-            state: Mutex::new(RunState {
-                thread: Some(thread),
-                done: None,
-            }),
-        });
+        let h = spawn_run("ptmp-run", move |stop| {
+            let mut log = std::io::sink();
+            let out = ptmper::run(&rc, stop, &mut log)?;
+            match out.failures.first() {
+                Some(f) => Err(Fail(PTMP_ERR_RUN, f.to_string())),
+                None => Ok(()),
+            }
+        })?;
         // SAFETY: as above; the box goes back through `ptmp_run_free`.
         unsafe { *out = Box::into_raw(h) };
         Ok(PTMP_OK)
     })
 }
 
-/// Asks the agents to stop (they end cleanly, as on Ctrl-C in `ptmp
-/// run`); returns at once. `ptmp_run_wait` then waits for them.
+/// Runs `job` on a thread of its own, handing it the stop request to poll;
+/// the handle stops, waits for and frees it.
+fn spawn_run(
+    name: &str,
+    job: impl FnOnce(&dyn Fn() -> bool) -> RunResult + Send + 'static,
+) -> Result<Box<ptmp_run>, Fail> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || job(&|| s2.load(Ordering::Relaxed)))
+        .map_err(|e| Fail(PTMP_ERR_RUN, format!("cannot start a thread: {e}")))?;
+    Ok(Box::new(ptmp_run {
+        stop,
+        state: Mutex::new(RunState {
+            thread: Some(thread),
+            done: None,
+        }),
+    }))
+}
+
+/// Asks the agents (or the graph, for a handle from `ptmp_graph_start`)
+/// to stop: they end cleanly, as on Ctrl-C in `ptmp run` or `ptmp graph
+/// run`; returns at once. `ptmp_run_wait` then waits for them.
 ///
 /// Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`].
 ///
 /// Thread-safety: any thread, also while another thread is in
-/// `ptmp_run_wait` on the same handle.
+/// `ptmp_run_wait` on the same handle. With a live handle it is also
+/// async-signal-safe: it only stores to an atomic flag (no lock, no
+/// allocation), so a signal handler may call it (a NULL handle is not:
+/// the error message it leaves allocates).
 ///
 /// # Safety
 /// `run` is NULL or a live handle.
@@ -170,8 +183,9 @@ pub unsafe extern "C" fn ptmp_run_stop(run: *const ptmp_run) -> c_int {
     })
 }
 
-/// Waits up to `timeout_ms` (negative: until they end) for the agents to
-/// end, by their ttl, by themselves or after `ptmp_run_stop`.
+/// Waits up to `timeout_ms` (negative: until they end) for the agents (or
+/// the graph) to end, by their ttl, by themselves or after
+/// `ptmp_run_stop`.
 ///
 /// Returns [`PTMP_OK`] once they ended well (and every later call too),
 /// [`PTMP_TIMEOUT`] if they still run, or the error they ended with
@@ -210,8 +224,8 @@ pub unsafe extern "C" fn ptmp_run_wait(run: *mut ptmp_run, timeout_ms: c_int) ->
     })
 }
 
-/// Stops the agents if they still run, waits for them and frees the
-/// handle. NULL does nothing.
+/// Stops the agents (or the graph) if they still run, waits for them and
+/// frees the handle. NULL does nothing.
 ///
 /// Thread-safety: no other thread may use the handle during or after this.
 ///
@@ -266,13 +280,80 @@ pub unsafe extern "C" fn ptmp_graph_check(
     })
 }
 
+/// A graph made ready to run: what `ptmp_graph_run` and
+/// `ptmp_graph_start` check before they start anything.
+struct GraphJob {
+    graph: ptmp_graph::Graph,
+    plan: ptmp_graph::plan::Plan,
+    opts: ptmp_graph::supervise::Options,
+}
+
+impl GraphJob {
+    /// Reads the arguments and loads and plans the graph.
+    ///
+    /// # Safety
+    /// `config` is NULL or a NUL-terminated string; `host`, `run_dir` and
+    /// `ptmp_program` are NULL or NUL-terminated strings.
+    unsafe fn prepare(
+        config: *const c_char,
+        host: *const c_char,
+        run_dir: *const c_char,
+        ptmp_program: *const c_char,
+        ttl_ms: i64,
+    ) -> Result<GraphJob, Fail> {
+        // SAFETY: the caller promises NULL or a NUL-terminated string.
+        let config = unsafe { c_str(config, "config") }?;
+        let opt = |s: *const c_char, what: &str| -> Result<Option<String>, Fail> {
+            if s.is_null() {
+                Ok(None)
+            } else {
+                // SAFETY: the caller promises a NUL-terminated string.
+                Ok(Some(unsafe { c_str(s, what) }?.to_string()))
+            }
+        };
+        let host = opt(host, "host")?;
+        let run_dir = opt(run_dir, "run_dir")?;
+        let program = opt(ptmp_program, "ptmp_program")?.unwrap_or_else(|| "ptmp".into());
+        let (v, stem) = load(config, &|| false)?;
+        let (graph, plan) =
+            ptmp_graph::load(&v, &stem, run_dir.as_deref().map(std::path::Path::new))
+                .map_err(|e| Fail(PTMP_ERR_CONFIG, e.to_string()))?;
+        let opts = ptmp_graph::supervise::Options {
+            part_command: vec![program.into(), "graph".into(), "part".into()],
+            host,
+            ttl: u64::try_from(ttl_ms).ok().map(Duration::from_millis),
+            ..Default::default()
+        };
+        Ok(GraphJob { graph, plan, opts })
+    }
+
+    /// Runs and supervises the graph until it ends, its ttl passes or
+    /// `stop` says so.
+    fn run(&self, stop: &dyn Fn() -> bool) -> RunResult {
+        let mut log = std::io::sink();
+        let g = &self.graph;
+        let out = ptmp_graph::supervise::run(g, &self.plan, &self.opts, stop, &|| false, &mut log)
+            .map_err(|e| Fail(PTMP_ERR_RUN, e.to_string()))?;
+        if !out.ok {
+            return Err(Fail(
+                PTMP_ERR_RUN,
+                format!(
+                    "graph {}: {} (not every process ended well)",
+                    g.name, out.reason
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Runs this host's processes of a graph and supervises them, as `ptmp
 /// graph run` does, until the graph ends, `ttl_ms` passes (negative: no
 /// limit) or a process fails for good. Each process is a child running
 /// `ptmp graph part`: `ptmp_program` is the `ptmp` program to use (NULL:
 /// `ptmp` found on the PATH). `host` names this host in a graph spanning
 /// several (NULL for a one-host graph); `run_dir` is where plans and status
-/// go (NULL: the default).
+/// go (NULL: the default). To stop it early, use `ptmp_graph_start`.
 ///
 /// Returns [`PTMP_OK`] when the graph ran and ended well, or
 /// [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`], [`PTMP_ERR_CONFIG`],
@@ -292,40 +373,54 @@ pub unsafe extern "C" fn ptmp_graph_run(
     ttl_ms: i64,
 ) -> c_int {
     guard("ptmp_graph_run", || {
-        // SAFETY: the caller promises NULL or a NUL-terminated string.
-        let config = unsafe { c_str(config, "config") }?;
-        let opt = |s: *const c_char, what: &str| -> Result<Option<String>, Fail> {
-            if s.is_null() {
-                Ok(None)
-            } else {
-                // SAFETY: the caller promises a NUL-terminated string.
-                Ok(Some(unsafe { c_str(s, what) }?.to_string()))
-            }
-        };
-        let host = opt(host, "host")?;
-        let run_dir = opt(run_dir, "run_dir")?;
-        let program = opt(ptmp_program, "ptmp_program")?.unwrap_or_else(|| "ptmp".into());
-        let (v, stem) = load(config, &|| false)?;
-        let (g, p) = ptmp_graph::load(&v, &stem, run_dir.as_deref().map(std::path::Path::new))
-            .map_err(|e| Fail(PTMP_ERR_CONFIG, e.to_string()))?;
-        let opts = ptmp_graph::supervise::Options {
-            part_command: vec![program.into(), "graph".into(), "part".into()],
-            host,
-            ttl: u64::try_from(ttl_ms).ok().map(Duration::from_millis),
-            ..Default::default()
-        };
-        let mut log = std::io::sink();
-        let out = ptmp_graph::supervise::run(&g, &p, &opts, &|| false, &|| false, &mut log)
-            .map_err(|e| Fail(PTMP_ERR_RUN, e.to_string()))?;
-        if !out.ok {
-            return Err(Fail(
-                PTMP_ERR_RUN,
-                format!(
-                    "graph {}: {} (not every process ended well)",
-                    g.name, out.reason
-                ),
-            ));
+        // SAFETY: the caller's promises are those `prepare` asks for.
+        let job = unsafe { GraphJob::prepare(config, host, run_dir, ptmp_program, ttl_ms) }?;
+        job.run(&|| false)?;
+        Ok(PTMP_OK)
+    })
+}
+
+/// Starts a graph as `ptmp_graph_run` does (same arguments), but on a
+/// thread of its own, and stores a handle in `*out` (NULL on failure):
+/// `ptmp_run_stop` asks the graph to stop (each process is stopped
+/// cleanly, upstream first, as on Ctrl-C in `ptmp graph run`), from any
+/// thread or a signal handler; `ptmp_run_wait` waits for the end and says
+/// how it went; `ptmp_run_free` stops, waits and frees. A graph stopped so
+/// ends well ([`PTMP_OK`]) if every process stopped cleanly.
+///
+/// The configuration is read, checked and planned before this returns: a
+/// bad one is [`PTMP_ERR_CONFIG`] (or [`PTMP_ERR_IO`] for a missing file)
+/// and nothing is started. A failure while running (a part program that
+/// cannot start, a process that keeps failing) is `ptmp_run_wait`'s.
+///
+/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+/// [`PTMP_ERR_CONFIG`], [`PTMP_ERR_IO`] or [`PTMP_ERR_RUN`].
+///
+/// Thread-safety: any thread; the handle then follows the rules of
+/// `ptmp_run_start`'s.
+///
+/// # Safety
+/// As `ptmp_graph_run`; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_graph_start(
+    config: *const c_char,
+    host: *const c_char,
+    run_dir: *const c_char,
+    ptmp_program: *const c_char,
+    ttl_ms: i64,
+    out: *mut *mut ptmp_run,
+) -> c_int {
+    guard("ptmp_graph_start", || {
+        if out.is_null() {
+            return Err(null("out"));
         }
+        // SAFETY: not NULL, and the caller promises it is writable.
+        unsafe { *out = std::ptr::null_mut() };
+        // SAFETY: the caller's promises are those `prepare` asks for.
+        let job = unsafe { GraphJob::prepare(config, host, run_dir, ptmp_program, ttl_ms) }?;
+        let h = spawn_run("ptmp-graph", move |stop| job.run(stop))?;
+        // SAFETY: as above; the box goes back through `ptmp_run_free`.
+        unsafe { *out = Box::into_raw(h) };
         Ok(PTMP_OK)
     })
 }

@@ -142,6 +142,46 @@ fn c_shared_memory_under_valgrind() {
     assert!(stdout.contains("0 failures"), "{stdout}");
 }
 
+/// The sender's options (a bounded send, the delivery report, the count
+/// sent, the wait for subscribers) and a receiver's lost count: plain,
+/// sanitized, and under valgrind.
+#[test]
+fn c_sender_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |wrap: &[String], exe: &Path| {
+        // A port nobody listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = match wrap.split_first() {
+            Some((w, rest)) => {
+                let mut c = Command::new(w);
+                c.args(rest).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        let out = cmd.arg(port.to_string()).output().unwrap();
+        assert_ok("C sender options", &out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("0 failures"), "{stdout}");
+    };
+    let exe = compile("options", dir.path());
+    run(&[], &exe);
+    match try_compile("options", dir.path(), common::SANITIZE) {
+        Ok(exe) => run(&[], &exe),
+        Err(e) if common::no_sanitizer_runtime(&e) => {
+            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+        }
+        Err(e) => panic!("{e}"),
+    }
+    if let Some(vg) = common::valgrind() {
+        run(&vg, &compile("options", dir.path()));
+    }
+}
+
 #[test]
 fn rust_sender_to_c_receiver_then_timeout() {
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +256,8 @@ fn c_error_paths() {
 
 /// A graph run from C, each part a `ptmp graph part` child of the `ptmp`
 /// program cargo built next to the library (a workspace test run builds
-/// it; a run of this crate alone may not have).
+/// it; a run of this crate alone may not have); then a graph with no end
+/// started in the background and stopped from a signal handler.
 #[test]
 fn c_runs_a_graph() {
     let ptmp = common::lib_dir().join("ptmp");
@@ -241,7 +282,9 @@ fn c_runs_a_graph() {
     assert_ok("C graph run", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("run: 0") && stdout.contains("0 failures"),
+        stdout.contains("run: 0")
+            && stdout.contains("started, stopped by a signal: 0")
+            && stdout.contains("0 failures"),
         "{stdout}"
     );
     // The parts' final reports (the children share the program's output):
