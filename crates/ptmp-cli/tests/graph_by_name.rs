@@ -36,10 +36,9 @@ fn signal(pid: u32, sig: &str) {
 
 fn stop(mut c: Child) -> String {
     signal(c.id(), "-TERM");
-    let out = wait_for(Duration::from_secs(30), "a graph part to stop", || {
+    wait_for(Duration::from_secs(30), "a graph part to stop", || {
         c.try_wait().unwrap().map(|_| ())
     });
-    let _ = out;
     let mut s = String::new();
     if let Some(mut e) = c.stderr.take() {
         use std::io::Read;

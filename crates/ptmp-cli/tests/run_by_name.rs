@@ -7,7 +7,7 @@ mod common;
 #[path = "lan/mod.rs"]
 mod lan;
 
-use common::{text, wait_for, write_json, PTMP};
+use common::{text, write_json, PTMP};
 use lan::Lan;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
