@@ -659,3 +659,212 @@ pub fn unbound(
         s0.into_iter().filter(|s| !s1.contains(s)).collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const DIR: &str = "/tmp/ptmp-reconfig-test";
+
+    fn chain() -> Value {
+        json!({
+            "name": "t",
+            "nodes": [
+                {"name": "src", "type": "source", "data": {"count": 10, "detid": 1}},
+                {"name": "w", "type": "worker"},
+                {"name": "snk", "type": "sink"}
+            ],
+            "edges": [
+                {"from": "src.out", "to": "w.in", "pattern": "pushpull"},
+                {"from": "w.out", "to": "snk.in", "pattern": "pushpull"}
+            ]
+        })
+    }
+
+    fn planned(v: &Value) -> (Graph, Plan) {
+        let g = Graph::parse(v, "t").unwrap();
+        let p = Plan::make(&g, Path::new(DIR)).unwrap();
+        (g, p)
+    }
+
+    fn addr(g: &Graph, p: &Plan, from: &str) -> String {
+        let i = (0..g.edges.len())
+            .find(|&i| edge_key(g, i).0 == vec![from.to_string()])
+            .unwrap();
+        p.links[i].binds[0].1.clone()
+    }
+
+    /// A node and edge added in front of the others (which shifts every
+    /// edge's index) moves no address: the unchanged processes' configs
+    /// are the same, so they are kept.
+    #[test]
+    fn an_added_edge_moves_no_other_address() {
+        let (g, p) = planned(&chain());
+        let mut v = chain();
+        v["nodes"].as_array_mut().unwrap().insert(
+            0,
+            json!({"name": "s0", "type": "source", "data": {"detid": 2}}),
+        );
+        v["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "k0", "type": "sink"}));
+        v["edges"].as_array_mut().unwrap().insert(
+            0,
+            json!({"from": "s0.out", "to": "k0.in", "pattern": "pushpull"}),
+        );
+        let (g2, p2, d) = prepare(&g, &p, &v, "t").unwrap();
+        for from in ["src.out", "w.out"] {
+            assert_eq!(addr(&g, &p, from), addr(&g2, &p2, from));
+        }
+        // Planned afresh, the shifted edges would have moved.
+        let fresh = Plan::make(&g2, Path::new(DIR)).unwrap();
+        assert_ne!(addr(&g2, &fresh, "src.out"), addr(&g, &p, "src.out"));
+        assert_eq!(d.processes_with(Change::Kept), vec!["src", "w", "snk"]);
+        assert_eq!(d.processes_with(Change::Added), vec!["s0", "k0"]);
+        assert!(d.processes_with(Change::Replaced).is_empty());
+    }
+
+    /// An edge removed and another added where its label would fall gets
+    /// an address the old plan never bound: a new reader never meets an
+    /// old ring's sets.
+    #[test]
+    fn a_new_edge_never_takes_an_old_address() {
+        let mut v = chain();
+        v["nodes"][2]["type"] = json!("proxy");
+        v["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "k", "type": "sink"}));
+        v["edges"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"from": "snk.out", "to": "k.in", "pattern": "pushpull"}));
+        let (g, p) = planned(&v);
+        // The same ends with another pattern: a new edge.
+        let mut v2 = v.clone();
+        v2["edges"][1]["pattern"] = json!("pubsub");
+        let (g2, p2, d) = prepare(&g, &p, &v2, "t").unwrap();
+        let (a, b) = (addr(&g, &p, "w.out"), addr(&g2, &p2, "w.out"));
+        assert_ne!(a, b);
+        assert!(b.ends_with("-g2"), "{b}");
+        assert!(d.edges.iter().any(
+            |i| i.change == Change::Replaced && i.detail.contains("pattern pushpull -> pubsub")
+        ));
+        assert_eq!(d.processes_with(Change::Kept), vec!["src", "k"]);
+        assert_eq!(d.processes_with(Change::Replaced), vec!["w", "snk"]);
+    }
+
+    /// tcp edges keep their ports; a new one takes a port no old edge had.
+    #[test]
+    fn tcp_ports_are_kept_and_new_ones_are_fresh() {
+        let mut v = chain();
+        v["hosts"] =
+            json!([{"name": "a", "address": "10.1.0.1"}, {"name": "b", "address": "10.1.0.2"}]);
+        v["processes"] = json!([
+            {"name": "pa", "host": "a", "nodes": ["src"]},
+            {"name": "pb", "host": "b", "nodes": ["w"]},
+            {"name": "pc", "host": "a", "nodes": ["snk"]}
+        ]);
+        v["port_base"] = json!(21000);
+        let (g, p) = planned(&v);
+        assert_eq!(addr(&g, &p, "src.out"), "tcp://10.1.0.1:21000");
+        assert_eq!(addr(&g, &p, "w.out"), "tcp://10.1.0.2:21001");
+        let mut v2 = v.clone();
+        v2["nodes"].as_array_mut().unwrap().insert(
+            0,
+            json!({"name": "s0", "type": "source", "data": {"detid": 2}}),
+        );
+        v2["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "k0", "type": "sink"}));
+        v2["processes"].as_array_mut().unwrap().extend([
+            json!({"name": "pd", "host": "a", "nodes": ["s0"]}),
+            json!({"name": "pe", "host": "b", "nodes": ["k0"]}),
+        ]);
+        v2["edges"].as_array_mut().unwrap().insert(
+            0,
+            json!({"from": "s0.out", "to": "k0.in", "pattern": "pushpull"}),
+        );
+        let (g2, p2, d) = prepare(&g, &p, &v2, "t").unwrap();
+        assert_eq!(addr(&g2, &p2, "src.out"), "tcp://10.1.0.1:21000");
+        assert_eq!(addr(&g2, &p2, "w.out"), "tcp://10.1.0.2:21001");
+        assert_eq!(addr(&g2, &p2, "s0.out"), "tcp://10.1.0.1:21002");
+        assert_eq!(d.processes_with(Change::Kept), vec!["pa", "pb", "pc"]);
+    }
+
+    /// What apply refuses before it touches anything: a rename, two edges
+    /// binding one address; and the diff of a graph with itself is empty.
+    #[test]
+    fn refusals_and_nothing_to_do() {
+        let (g, p) = planned(&chain());
+        let mut v = chain();
+        v["name"] = json!("u");
+        let e = prepare(&g, &p, &v, "t").unwrap_err().to_string();
+        assert!(e.contains("cannot be renamed"), "{e}");
+        let mut v = chain();
+        v["edges"][0]["address"] = json!("ipc:///tmp/x.ipc");
+        v["edges"][1]["address"] = json!("ipc:///tmp/x.ipc");
+        let e = prepare(&g, &p, &v, "t").unwrap_err().to_string();
+        assert!(
+            e.contains("address clash: edges[0] (src.out -> w.in) and edges[1] (w.out -> snk.in) both bind ipc:///tmp/x.ipc"),
+            "{e}"
+        );
+        let (_, _, d) = prepare(&g, &p, &chain(), "t").unwrap();
+        assert!(d.is_empty());
+        assert!(
+            d.render().ends_with("graph t: nothing to do\n"),
+            "{}",
+            d.render()
+        );
+        // A changed setting replaces the node and restarts its process only.
+        let mut v = chain();
+        v["nodes"][1]["data"] = json!({"work_us": 5});
+        let (_, _, d) = prepare(&g, &p, &v, "t").unwrap();
+        let r = d.render();
+        assert!(r.contains("~ replaced w (work_us (none) -> 5)"), "{r}");
+        assert!(
+            r.contains("~ restart  w (host localhost; nodes w changed)"),
+            "{r}"
+        );
+        assert!(
+            r.contains("processes: 0 started, 0 stopped, 1 restarted, 2 kept"),
+            "{r}"
+        );
+    }
+
+    /// `"bind": "in"` makes the inputs bind (and the edge zmq), and is
+    /// refused where it cannot be.
+    #[test]
+    fn binding_at_the_inputs() {
+        let mut v = chain();
+        v["edges"][0]["bind"] = json!("in");
+        let (g, p) = planned(&v);
+        assert_eq!(p.links[0].transport, ptmp::Transport::Ipc);
+        assert_eq!(p.links[0].binds[0].0.node, 1, "the worker binds");
+        assert_eq!(
+            p.configs[0]["proxies"][0]["data"]["output"]["socket"]["connect"][0],
+            p.configs[1]["proxies"][0]["data"]["input"]["socket"]["bind"][0]
+        );
+        assert!(!g.edges[1].bind_inputs);
+        for (set, want) in [
+            (
+                json!({"bind": "in", "transport": "shm"}),
+                "an shm ring is made by its writer",
+            ),
+            (
+                json!({"bind": "sideways"}),
+                "must be out (the output binds, the default) or in",
+            ),
+        ] {
+            let mut v = chain();
+            for (k, x) in set.as_object().unwrap() {
+                v["edges"][0][k] = x.clone();
+            }
+            let e = Graph::parse(&v, "t").unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+}
