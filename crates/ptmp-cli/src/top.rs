@@ -637,6 +637,8 @@ struct SockFig {
     endpoints: Vec<String>,
     rate: Option<f64>,
     lost: Option<u64>,
+    /// Sends that found the queue full and had to wait (senders only).
+    stalls: Option<u64>,
     p99_us: Option<f64>,
 }
 
@@ -717,6 +719,7 @@ impl View for GraphView {
                     endpoints,
                     rate: x["rate"].as_f64(),
                     lost: x["lost"].as_u64(),
+                    stalls: x["stalls"].as_u64(),
                     p99_us: x["latency_us"]["p99"].as_f64(),
                 });
             }
@@ -1005,6 +1008,10 @@ impl View for GraphView {
                 .reduce(|a, b| Some(a? + b?))
                 .flatten();
             let p99 = on(true).filter_map(|x| x.p99_us).reduce(f64::max);
+            let stalls = on(false)
+                .map(|x| x.stalls)
+                .reduce(|a, b| Some(a? + b?))
+                .flatten();
             let mut lag = None;
             if let Some(name) = addr.strip_prefix("shm://") {
                 match ptmp_shm::inspect(name) {
@@ -1070,6 +1077,7 @@ impl View for GraphView {
                 rate(r),
                 num(lag),
                 num(lost),
+                num(stalls),
                 micros(p99),
                 addr.clone(),
             ]);
@@ -1085,6 +1093,7 @@ impl View for GraphView {
                     ("RATE/S", true),
                     ("BEHIND", true),
                     ("LOST", true),
+                    ("STALLS", true),
                     ("P99 US", true),
                     ("ADDRESS", false),
                 ],

@@ -322,6 +322,111 @@ fn ptmp_run_serves_its_agents() {
     }
 }
 
+/// Children killed (after SIGCONT, in case they were stopped) and reaped
+/// when dropped.
+struct Kids(Vec<Child>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            // SAFETY: kill(2) on our own child's pid, not yet reaped.
+            unsafe {
+                libc::kill(c.id() as i32, libc::SIGCONT);
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A sender whose receiver stopped reading finds its queue full: the
+/// stall is counted, and the state, the page's data and the metrics
+/// show it on that sender's edge; a sender whose receiver keeps up
+/// shows none.
+#[test]
+fn a_stopped_receiver_stalls_its_sender() {
+    let dir = tempfile::tempdir().unwrap();
+    let stuck = format!("ipc://{}/stuck.ipc", dir.path().display());
+    let live = format!("ipc://{}/live.ipc", dir.path().display());
+    let recv = |ep: &str| {
+        Command::new(PTMP)
+            .args(["recv", "-p", "PULL", "-e", ep, "--hwm", "5"])
+            .args(["-n", "1000000000", "-T", "-1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut kids = Kids(vec![recv(&stuck), recv(&live)]);
+    // The first receiver never reads: stopped before it could.
+    // SAFETY: kill(2) on our own child's pid, not yet reaped.
+    let stopped = unsafe { libc::kill(kids.0[0].id() as i32, libc::SIGSTOP) };
+    assert_eq!(stopped, 0);
+    // One sender flat out into the stopped receiver, through a queue of
+    // five; one at 100 sets/s into a receiver that keeps up.
+    let cfg = json!({"name": "stallmon", "proxies": [
+        {"name": "fast", "type": "source", "data": {"rate": 0, "detid": 1,
+            "output": {"socket": {"type": "PUSH", "connect": [stuck], "sndhwm": 5, "hwm": 5}}}},
+        {"name": "slow", "type": "source", "data": {"rate": 100, "detid": 2,
+            "output": {"socket": {"type": "PUSH", "connect": [live]}}}}
+    ]});
+    let f = dir.path().join("run.json");
+    std::fs::write(&f, cfg.to_string()).unwrap();
+    let mut child = Command::new(PTMP)
+        .arg("run")
+        .arg(&f)
+        .args(["--ttl", "60", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    kids.0.push(child);
+    let addr: SocketAddr = loop {
+        let Some(Ok(l)) = lines.next() else {
+            panic!("ptmp run --http printed no monitor address");
+        };
+        if let Some(a) = l.split("monitor at http://").nth(1) {
+            break a.trim_end_matches('/').parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    let mut last = Value::Null;
+    wait_for(
+        "a stall on the stopped receiver's edge, sets on the other",
+        Duration::from_secs(30),
+        || {
+            last = state(addr);
+            last["edges"][0]["stalls"].as_u64() > Some(0)
+                && last["edges"][1]["sent"].as_u64() > Some(20)
+        },
+    );
+    let e = &last["edges"];
+    assert_eq!(e[0]["from"][0]["node"], "fast", "{last}");
+    assert_eq!(e[1]["from"][0]["node"], "slow", "{last}");
+    // The stopped receiver holds what it was sent before it stopped: the
+    // queue of five and whatever the connection holds.
+    assert!(e[0]["sent"].as_u64() >= Some(5), "{last}");
+    assert_eq!(e[1]["stalls"].as_u64(), Some(0), "{last}");
+    let (_, m) = get(addr, "/metrics");
+    let sample = |node: &str| -> u64 {
+        let l = m
+            .lines()
+            .find(|l| {
+                l.starts_with("ptmp_send_stalls_total{") && l.contains(&format!("node=\"{node}\""))
+            })
+            .unwrap_or_else(|| panic!("no ptmp_send_stalls_total for {node} in\n{m}"));
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(sample("fast") > 0, "{m}");
+    assert_eq!(sample("slow"), 0, "{m}");
+    assert!(m.contains("# TYPE ptmp_send_stalls_total counter\n"), "{m}");
+    // Receivers have no stall series.
+    assert!(!m
+        .lines()
+        .any(|l| l.starts_with("ptmp_send_stalls_total{") && l.contains("direction=\"recv\"")));
+}
+
 /// A process killed with SIGKILL: the state, the page's data and the
 /// metrics count its restart, and the node runs again.
 #[test]

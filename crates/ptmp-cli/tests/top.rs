@@ -287,6 +287,18 @@ fn top_follows_a_running_graph_in_a_terminal() {
     ] {
         assert!(pane.contains(e), "edge {e} in\n{pane}");
     }
+    // Nothing holds a sender back at 300 TPSets/s: every edge's STALLS
+    // (third from the end, before P99 US and ADDRESS) is 0.
+    assert!(
+        pane.lines().any(|l| l.starts_with("EDGE")
+            && l.split_whitespace()
+                .collect::<Vec<_>>()
+                .ends_with(&["LOST", "STALLS", "P99", "US", "ADDRESS"])),
+        "{pane}"
+    );
+    for r in &edges {
+        assert_eq!(r[r.len() - 3], "0", "STALLS of {r:?} in\n{pane}");
+    }
     // A process killed: the supervisor restarts it, and the view shows the
     // restart and the new pid.
     let win1 = |p: &str| {

@@ -9,8 +9,9 @@
 //!
 //! Besides `nodes`, a document lists the process's `sockets` (every
 //! Sender and Receiver, from [`ptmp::meter`]): direction, endpoints,
-//! messages, bytes, errors and lost so far, message and byte rates over
-//! about the last second, and the latency since each TPSet's `created`
+//! messages, bytes, errors, lost and stalls (sends that found the queue
+//! full) so far, message and byte rates over about the last second, and
+//! the latency since each TPSet's `created`
 //! (p50, p99 and max over that second, microseconds; `null` with no
 //! sample). The supervisor keeps `RUNDIR/processes.json` with each
 //! process's pid, state (`starting`, `running`, `restarting`, `finished`,
@@ -245,6 +246,7 @@ pub fn sockets() -> Vec<Value> {
                 "bytes": s.bytes,
                 "errors": s.errors,
                 "lost": s.lost,
+                "stalls": s.stalls,
                 "rate": rate(s.messages, prev.map(|p| p.messages)),
                 "byte_rate": rate(s.bytes, prev.map(|p| p.bytes)),
                 "latency_us": latency,

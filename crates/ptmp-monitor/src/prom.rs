@@ -8,6 +8,8 @@
 //!   recv) and `socket` (its index within the process);
 //! * `ptmp_lost_messages_total`, `ptmp_wire_errors_total`: per receiving
 //!   socket, same labels;
+//! * `ptmp_send_stalls_total`: per sending socket, same labels: sends
+//!   that found the queue full and had to wait;
 //! * `ptmp_latency_seconds`: per receiving socket, `quantile` 0.5, 0.99
 //!   and 1 (the maximum) over about the last second, from `created`;
 //! * `ptmp_node_messages_total`: per node, `direction` in or out;
@@ -62,10 +64,11 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
             ("socket", r.index.to_string()),
         ]
     };
-    let per_socket = |out: &mut String, name: &str, help: &str, key: &str, recv_only: bool| {
+    // `only`: the direction a family is about (None: both).
+    let per_socket = |out: &mut String, name: &str, help: &str, key: &str, only: Option<&str>| {
         family(out, name, "counter", help);
         for r in rows {
-            if recv_only && r.direction != "recv" {
+            if only.is_some_and(|d| r.direction != d) {
                 continue;
             }
             let l = sock_labels(r);
@@ -83,28 +86,35 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
         "ptmp_messages_total",
         "Messages sent or received by a socket.",
         "messages",
-        false,
+        None,
     );
     per_socket(
         &mut out,
         "ptmp_bytes_total",
         "Bytes of the messages sent or received by a socket (both frames).",
         "bytes",
-        false,
+        None,
     );
     per_socket(
         &mut out,
         "ptmp_lost_messages_total",
         "Messages a receiving socket knows it lost (shared-memory overruns).",
         "lost",
-        true,
+        Some("recv"),
     );
     per_socket(
         &mut out,
         "ptmp_wire_errors_total",
         "Malformed messages a receiving socket skipped.",
         "errors",
-        true,
+        Some("recv"),
+    );
+    per_socket(
+        &mut out,
+        "ptmp_send_stalls_total",
+        "Sends that found the queue full (a PUSH or PAIR at its high-water mark, or with no peer yet) and had to wait.",
+        "stalls",
+        Some("send"),
     );
     family(
         &mut out,
@@ -203,7 +213,7 @@ mod tests {
         let state = json!({"graph": "g", "nodes": [{"name": "n\"1", "host": "h", "process": "p",
             "kind": "source", "in": 0, "out": 7, "state": "running"}],
             "processes": [{"name": "p", "host": "h", "restarts": 2}]});
-        let rows = vec![SocketRow {
+        let row = SocketRow {
             process: "p".into(),
             host: "h".into(),
             node: "n\"1".into(),
@@ -214,8 +224,21 @@ mod tests {
             doc: json!({"messages": 5, "bytes": 50, "lost": 1, "errors": 0,
                         "latency_us": {"p50": 64, "p99": 1024, "max": 900}}),
             ..Default::default()
-        }];
+        };
+        let sender = SocketRow {
+            index: 1,
+            transport: "tcp".into(),
+            direction: "send".into(),
+            doc: json!({"messages": 9, "bytes": 90, "stalls": 3, "latency_us": null}),
+            ..row.clone()
+        };
+        let rows = vec![row, sender];
         let t = render(&state, &rows);
+        // Stalls are a sender's: one sample, for the sending socket.
+        assert!(t.contains("# TYPE ptmp_send_stalls_total counter\n"));
+        assert!(t.contains("ptmp_send_stalls_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\",direction=\"send\",socket=\"1\"} 3\n"));
+        assert_eq!(t.matches("ptmp_send_stalls_total{").count(), 1);
+        assert!(!t.contains("ptmp_lost_messages_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\""));
         assert!(t.contains("# TYPE ptmp_messages_total counter\n"));
         assert!(t.contains("node=\"n\\\"1\""));
         assert!(t.contains("ptmp_messages_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"shm\",direction=\"recv\",socket=\"0\"} 5\n"));
