@@ -72,7 +72,7 @@ pub const SHM_BLOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// whose process died, waiting for the supervisor to restart it: far more
 /// than a restart takes, so the restarted reader resumes where its
 /// predecessor stopped handing sets on and nothing is lost. Each shm input
-/// of a graph node reads under the identity `GRAPH/NODE/PORT`.
+/// of a worker, proxy or sink reads under the identity `GRAPH/NODE/PORT`.
 pub const SHM_READER_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The default run directory of graph `name`: `$TMPDIR/ptmp-graph-NAME`.
@@ -578,9 +578,16 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
             json!(SHM_BLOCK_TIMEOUT.as_millis() as u64),
         );
     }
-    // An shm input keeps its place in its rings under a name every restart
-    // of its process computes alike.
+    // An shm input of a node that commits what it handed on (the built-in
+    // worker, proxy and sink) keeps its place in its rings under a name
+    // every restart of its process computes alike. Other agents hold sets
+    // (a window, a merge) and do not commit: with an identity their writer
+    // would wait for commits that never come.
     if spec.dir == crate::Dir::In
+        && matches!(
+            g.nodes[r.node].kind,
+            Kind::Worker | Kind::Proxy | Kind::Sink
+        )
         && list
             .iter()
             .all(|&i| links[i].transport == ptmp::Transport::Shm)
@@ -660,4 +667,46 @@ pub fn describe(g: &Graph, plan: &Plan) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod reader_identity_tests {
+    use super::*;
+
+    /// Every shm input of a worker, proxy or sink reads under
+    /// GRAPH/NODE/PORT with the graph's grace; an agent that does not
+    /// commit (a window) gets no identity, and zmq inputs none either.
+    #[test]
+    fn shm_inputs_of_committing_nodes_get_a_stable_identity() {
+        let v = json!({
+            "name": "t",
+            "nodes": [
+                {"name": "src", "type": "source", "data": {"count": 10}},
+                {"name": "w", "type": "worker"},
+                {"name": "win", "type": "window", "data": {"tspan": 100}},
+                {"name": "p", "type": "proxy"},
+                {"name": "snk", "type": "sink"}
+            ],
+            "edges": [
+                {"from": "src.out", "to": "w.in", "pattern": "pushpull"},
+                {"from": "w.out", "to": "win.in", "pattern": "pushpull"},
+                {"from": "win.out", "to": "p.in", "pattern": "pushpull", "transport": "ipc"},
+                {"from": "p.out", "to": "snk.in", "pattern": "pushpull"}
+            ]
+        });
+        let g = Graph::parse(&v, "x").unwrap();
+        let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+        let input = |k: usize| p.configs[k]["proxies"][0]["data"]["input"]["socket"].clone();
+        for (k, id) in [
+            (1, Some("t/w/in")),
+            (2, None),
+            (3, None),
+            (4, Some("t/snk/in")),
+        ] {
+            let s = input(k);
+            assert_eq!(s["shm_reader_id"].as_str(), id, "{s}");
+            let grace = id.map(|_| SHM_READER_GRACE.as_millis() as u64);
+            assert_eq!(s["shm_reader_grace_ms"].as_u64(), grace, "{s}");
+        }
+    }
 }
