@@ -77,6 +77,17 @@ fn agents_connect_by_name_and_a_sender_follows_its_peer_to_another_host() {
     let e = text(&o.stderr);
     assert!(!o.status.success() && e.contains("name://mid/in"), "{e}");
     let (h0, h1, h2) = (&lan.hosts[0], &lan.hosts[1], &lan.hosts[2]);
+    // A name nobody announces is an error after the configured wait,
+    // naming it.
+    let ghost = json!({"discovery": {"group": "runbyname", "timeout": 1}, "ttl": 10,
+        "proxies": [{"name": "lonely", "type": "sink",
+            "data": {"input": sock("PULL", "connect", "name://ghost/out")}}]});
+    let fg = write_json(d.path(), "ghost.json", &ghost);
+    let (o, e) = output(run_in(h0, &fg));
+    assert!(
+        e.contains("name://ghost/out") && e.contains("within 1s"),
+        "{o}\n{e}"
+    );
     let snk = run_in(h2, &fk);
     let mut mid = run_in(h1, &fw);
     let src = run_in(h0, &fs);
