@@ -322,6 +322,37 @@ pub fn presence_for(
     config: &serde_json::Value,
     origin: &str,
 ) -> CliResult<Option<ptmp_discovery::NameService>> {
+    let Some(s) = discovery_settings(config, origin)? else {
+        return Ok(None);
+    };
+    let d = Discovery::start(s.config).map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
+    let service = ptmp_discovery::install(d, s.timeout)
+        .map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
+    for (node, port, address) in s.binds {
+        service
+            .announce(&node, &port, &address)
+            .map_err(|e| CliError::fail(format!("{origin}: agent {node}: {e}")))?;
+    }
+    Ok(Some(service))
+}
+
+/// What a configuration's `"discovery"` key asks for (see
+/// [`presence_for`]), checked without starting anything.
+pub struct DiscoverySettings {
+    /// Presence's own settings.
+    pub config: Config,
+    /// How long a `name://` connect waits for its peer.
+    pub timeout: Duration,
+    /// The fixed binds to announce, `(agent, port, address)`.
+    pub binds: Vec<(String, String, String)>,
+}
+
+/// Reads and checks a configuration's `"discovery"` key (`None` when
+/// presence is not asked for); errors name `origin` and the key.
+pub fn discovery_settings(
+    config: &serde_json::Value,
+    origin: &str,
+) -> CliResult<Option<DiscoverySettings>> {
     use serde_json::Value;
     let bad = |key: &str, v: &Value, why: &str| {
         CliError::usage(format!("{origin}: discovery.{key} = {v}: {why}"))
@@ -333,7 +364,7 @@ pub fn presence_for(
         Some(Value::Object(o)) => o,
         Some(v) => {
             return Err(CliError::usage(format!(
-                "{origin}: discovery = {v}: give true or an object {{group, secret_file, timeout, liveness_timeout}}"
+                "{origin}: discovery = {v}: give true or an object {{group, secret_file, timeout, liveness_timeout, announce}}"
             )))
         }
     };
@@ -383,15 +414,11 @@ pub fn presence_for(
     } else {
         Vec::new()
     };
-    let d = Discovery::start(c).map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
-    let service = ptmp_discovery::install(d, timeout)
-        .map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
-    for (node, port, address) in binds {
-        service
-            .announce(&node, &port, &address)
-            .map_err(|e| CliError::fail(format!("{origin}: agent {node}: {e}")))?;
-    }
-    Ok(Some(service))
+    Ok(Some(DiscoverySettings {
+        config: c,
+        timeout,
+        binds,
+    }))
 }
 
 /// With `"discovery": {"announce": true}`: every address an agent binds
@@ -470,5 +497,49 @@ mod announce_tests {
             {"output": {"socket": {"type": "PUSH", "bind": "tcp://*:7"}}}}]});
         let e = bound_ports(&bad).unwrap_err();
         assert!(e.contains("agent a b") && e.contains("output"), "{e}");
+    }
+
+    #[test]
+    fn the_discovery_key_is_checked_naming_what_is_wrong() {
+        let check = |v: serde_json::Value| match discovery_settings(&v, "f.json") {
+            Ok(s) => Ok(s.map(|s| (s.config.group, s.timeout))),
+            Err(e) => Err(e.msg),
+        };
+        assert_eq!(check(serde_json::json!({})), Ok(None));
+        assert_eq!(check(serde_json::json!({"discovery": false})), Ok(None));
+        assert_eq!(
+            check(serde_json::json!({"discovery": true})),
+            Ok(Some(("default".into(), Duration::from_secs(30))))
+        );
+        assert_eq!(
+            check(serde_json::json!({"discovery": {"group": "exp1", "timeout": 2.5}})),
+            Ok(Some(("exp1".into(), Duration::from_millis(2500))))
+        );
+        for (v, want) in [
+            (serde_json::json!({"discovery": 3}), "discovery = 3"),
+            (
+                serde_json::json!({"discovery": {"group": "a b"}}),
+                "discovery.group",
+            ),
+            (
+                serde_json::json!({"discovery": {"timeout": -1}}),
+                "discovery.timeout = -1",
+            ),
+            (
+                serde_json::json!({"discovery": {"grup": "x"}}),
+                "discovery.grup: unknown key",
+            ),
+            (
+                serde_json::json!({"discovery": {"announce": 1}}),
+                "discovery.announce = 1",
+            ),
+            (
+                serde_json::json!({"discovery": {"secret_file": "/nonexistent/k"}}),
+                "discovery.secret_file",
+            ),
+        ] {
+            let e = check(v).unwrap_err();
+            assert!(e.starts_with("f.json: ") && e.contains(want), "{e}");
+        }
     }
 }

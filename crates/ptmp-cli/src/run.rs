@@ -134,6 +134,8 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         }
     }
     let unused = rc.unused_keys(&v);
+    let origin = a.file.display().to_string();
+    crate::peers::discovery_settings(&v, &origin)?;
     if a.check {
         outln!("{}: valid: {} proxies", a.file.display(), rc.proxies.len())?;
         for p in &rc.proxies {
@@ -153,7 +155,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let _monitor = a.http.start_local(&v)?;
     // Presence first: the agents' sockets resolve and announce names
     // through it as they are made.
-    let presence = crate::peers::presence_for(&v, &a.file.display().to_string())?;
+    let presence = crate::peers::presence_for(&v, &origin)?;
     let mut log = std::io::stderr();
     let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()));
     // The agents are done: their names leave now, not at the peers' next
