@@ -97,7 +97,8 @@ impl ptmp::names::Presence for Hook {
         let key = format!("{node}/{port}");
         // Announced again (the socket was made again): the old one goes
         // first, or it would hold the name against us.
-        drop(lock(&self.0.announced).remove(&key));
+        let old = lock(&self.0.announced).remove(&key);
+        drop(old);
         let a = self
             .0
             .discovery
