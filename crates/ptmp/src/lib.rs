@@ -16,6 +16,9 @@
 //!   linger, XPUB for PUB senders), with `drain` making a dropped sender
 //!   deliver what it queued;
 //! * `shm`: the same front over `ptmp-shm` rings for `shm://` addresses;
+//! * [`names`]: `name://NODE/PORT` in place of an address, looked up (and
+//!   announced, for a bind) through a presence the process installs once
+//!   (`ptmp-discovery` provides one), when a socket is made;
 //! * [`Sender`] / [`Receiver`]: the typed API, plus raw-frame access for
 //!   schema-blind tools. Each holds either a zmq socket or an shm channel,
 //!   chosen by the address, so callers never see which.
