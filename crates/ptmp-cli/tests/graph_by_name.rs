@@ -106,6 +106,14 @@ fn a_graph_without_addresses_across_three_hosts_survives_a_move() {
     let mut middle = middle;
     let _ = middle.wait();
     let before = node_in(&rd("c"), "back", "snk").unwrap();
+    // What the killed node had taken in and passed on, as of its last
+    // status (at most a quarter of a second old): for the record.
+    let last = status(&rd("b"), "middle").unwrap();
+    let m = &last["nodes"][0];
+    eprintln!(
+        "graph by name: the killed node's last status: in {} out {}",
+        m["in"], m["out"]
+    );
     // The same part, started on host c instead: nothing else is touched.
     let killed = std::time::Instant::now();
     let moved = part(nc, &f, "b", &rd("b2"));
