@@ -10,31 +10,33 @@ mod common;
 mod lan;
 
 use common::{node_in, status, text, wait_for, write_graph, PTMP};
-use lan::Lan;
+use lan::{Lan, Reaped};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn part(ns: &str, graph: &Path, host: &str, run_dir: &Path) -> Child {
-    Command::new("ip")
-        .args(["netns", "exec", ns, PTMP, "graph", "run"])
-        .arg(graph)
-        .args(["--host", host, "--run-dir"])
-        .arg(run_dir)
-        .args(["--ttl", "120"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+fn part(ns: &str, graph: &Path, host: &str, run_dir: &Path) -> Reaped {
+    Reaped(
+        Command::new("ip")
+            .args(["netns", "exec", ns, PTMP, "graph", "run"])
+            .arg(graph)
+            .args(["--host", host, "--run-dir"])
+            .arg(run_dir)
+            .args(["--ttl", "120"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 fn signal(pid: u32, sig: &str) {
     let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
 }
 
-fn stop(mut c: Child) -> String {
+fn stop(mut c: Reaped) -> String {
     signal(c.id(), "-TERM");
     wait_for(Duration::from_secs(30), "a graph part to stop", || {
         c.try_wait().unwrap().map(|_| ())

@@ -8,28 +8,30 @@ mod common;
 mod lan;
 
 use common::{text, write_json, PTMP};
-use lan::Lan;
+use lan::{Lan, Reaped};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn run_in(ns: &str, config: &Path) -> Child {
-    Command::new("ip")
-        .args(["netns", "exec", ns, PTMP, "run"])
-        .arg(config)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+fn run_in(ns: &str, config: &Path) -> Reaped {
+    Reaped(
+        Command::new("ip")
+            .args(["netns", "exec", ns, PTMP, "run"])
+            .arg(config)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 fn sock(t: &str, attach: &str, name: &str) -> Value {
     json!({"socket": {"type": t, attach: [name]}})
 }
 
-fn output(mut c: Child) -> (String, String) {
+fn output(mut c: Reaped) -> (String, String) {
     use std::io::Read;
     let (mut o, mut e) = (String::new(), String::new());
     let _ = c.stdout.take().unwrap().read_to_string(&mut o);

@@ -59,3 +59,27 @@ impl Drop for Lan {
         ip(&["netns", "del", &self.switch]);
     }
 }
+
+/// A child process killed (SIGKILL) when dropped, so that a failing test
+/// leaves nothing running in its namespaces.
+pub struct Reaped(pub std::process::Child);
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
