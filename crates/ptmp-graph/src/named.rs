@@ -31,6 +31,14 @@ pub fn by_name(g: &Graph, t: Transport, from: &[PortRef]) -> bool {
 
 /// The name port `b` binds: `name://NODE/PORT`.
 pub fn address(g: &Graph, b: PortRef) -> std::result::Result<String, String> {
+    // The graph's name is its discovery group, which has the limits of a name.
+    if g.name.len() > 24 {
+        return Err(format!(
+            "hosts without an address find each other in a group named after the graph, \
+             but the graph's name {:?} is longer than 24 characters",
+            g.name
+        ));
+    }
     let a = format!(
         "{}{}/{}",
         ptmp::names::NAME_SCHEME,
@@ -135,6 +143,28 @@ mod tests {
             "{c}"
         );
         assert!(p.configs.iter().all(|c| c.get("discovery").is_none()));
+    }
+
+    #[test]
+    fn a_graph_name_too_long_for_a_group_is_refused() {
+        let v = json!({
+            "name": "a-graph-with-a-rather-long-name",
+            "hosts": [{"name": "a"}, {"name": "b"}],
+            "nodes": [{"name": "s", "type": "source"}, {"name": "k", "type": "sink"}],
+            "edges": [{"from": "s.out", "to": "k.in", "pattern": "pushpull"}],
+            "processes": [
+                {"name": "p1", "host": "a", "nodes": ["s"]},
+                {"name": "p2", "host": "b", "nodes": ["k"]}
+            ]
+        });
+        let g = Graph::parse(&v, "x").unwrap();
+        let e = Plan::make(&g, Path::new("/tmp/ptmp-graph-test"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a-graph-with-a-rather-long-name") && e.contains("24"),
+            "{e}"
+        );
     }
 
     #[test]
