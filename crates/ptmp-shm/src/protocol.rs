@@ -6,8 +6,9 @@
 //! functions on `loom` atomics and explores every interleaving and every
 //! weak-memory outcome the orderings allow. Nothing else in the crate
 //! touches a stamp, `next_seq`, `notify`, `waiters`, `space`,
-//! `writer_waiting`, `writer_needs` or a registry position in a way that
-//! matters to another process. Using a channel needs none of this module.
+//! `writer_waiting`, `writer_needs` or a registry position, or hands a
+//! durable reader's registry entry from a dead process to its successor,
+//! in a way that matters to another process. Using a channel needs none of this module.
 //!
 //! Futex calls are passed in as closures, so the model can put a
 //! lock-and-condition-variable futex in their place.
@@ -31,6 +32,9 @@ pub trait Word: Sync {
     fn fetch_or(&self, v: Self::Value, order: Ordering) -> Self::Value;
     /// Atomic exchange, returning the value before.
     fn swap(&self, v: Self::Value, order: Ordering) -> Self::Value;
+    /// Atomic compare-and-swap (strong, the same order on success and
+    /// failure): whether the word held `current` and now holds `new`.
+    fn cas(&self, current: Self::Value, new: Self::Value, order: Ordering) -> bool;
     /// A memory fence of the same family as this word's atomics.
     fn fence(order: Ordering);
     /// Where a side stores one word and then loads another that the other
@@ -71,6 +75,10 @@ macro_rules! word {
             #[inline]
             fn swap(&self, v: $value, order: Ordering) -> $value {
                 <$atomic>::swap(self, v, order)
+            }
+            #[inline]
+            fn cas(&self, current: $value, new: $value, order: Ordering) -> bool {
+                <$atomic>::compare_exchange(self, current, new, order, order).is_ok()
             }
             #[inline]
             fn fence(order: Ordering) {
@@ -359,4 +367,31 @@ pub fn leave<W: Word<Value = u32>>(waiting: &W, space: &W, wake: impl FnOnce(&W)
         space.fetch_add(1, Ordering::SeqCst);
         wake(space);
     }
+}
+
+/// A durable reader's successor taking over its registry entry (invariant
+/// 5): the entry's PID goes from `from` (the dead reader's, or 0 once the
+/// writer gave the entry up) to `me`, and only then is the position read:
+/// the first message the dead reader had not committed. `None` when
+/// another process changed the PID first. While the entry was still the
+/// dead reader's, the writer counted it as live, so that message is still
+/// in the ring; if the writer gave it up first, this take starts from 0
+/// and a message overwritten meanwhile shows as an overrun.
+#[inline]
+pub fn take_entry<W32, W64>(pid: &W32, pos: &W64, from: u32, me: u32) -> Option<u64>
+where
+    W32: Word<Value = u32>,
+    W64: Word<Value = u64>,
+{
+    pid.cas(from, me, Ordering::SeqCst)
+        .then(|| pos.load(Ordering::SeqCst))
+}
+
+/// Blocked writer, once a dead durable reader's grace time is over (or at
+/// once for a reader without identity): drop the entry by moving its PID
+/// from `dead` to 0. False when a successor took the entry first: then the
+/// writer goes on respecting its position.
+#[inline]
+pub fn give_up_entry<W: Word<Value = u32>>(pid: &W, dead: u32) -> bool {
+    pid.cas(dead, 0, Ordering::SeqCst)
 }

@@ -366,12 +366,9 @@ impl Reader {
             if cur == me || (cur != 0 && pid_alive(cur)) {
                 return Err(Some(cur));
             }
-            if e.pid
-                .compare_exchange(cur, me, Ordering::SeqCst, Ordering::SeqCst)
-                .is_err()
-            {
+            let Some(pos) = protocol::take_entry(&e.pid, &e.pos, cur, me) else {
                 continue;
-            }
+            };
             // Between the look and the take, the entry may have gone to a
             // reader of another identity (who then died): not ours.
             if e.ident.load(Ordering::SeqCst) != ident {
@@ -383,7 +380,7 @@ impl Reader {
             // now. A position the ring has left behind is found at the
             // first read (an overrun, counted as lost); one ahead of
             // `next_seq` is refused by the caller.
-            return Ok(Some((i, e.pos.load(Ordering::SeqCst))));
+            return Ok(Some((i, pos)));
         }
         Err(None)
     }

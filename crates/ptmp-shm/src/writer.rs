@@ -258,9 +258,7 @@ impl Writer {
                         // A durable reader's entry keeps its identity and
                         // position (PID 0): a late successor learns what
                         // it lost.
-                        if e.pid
-                            .compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst)
-                            .is_ok()
+                        if protocol::give_up_entry(&e.pid, pid)
                             && e.ident.load(Ordering::SeqCst) != 0
                         {
                             dead.given_up += 1;

@@ -471,3 +471,71 @@ fn a_reader_that_shows_its_position_lazily_still_wakes_a_blocked_writer() {
         reader.join().unwrap();
     });
 }
+
+/// A durable reader died holding message 1 uncommitted (its entry: the
+/// dead PID, position 1). The blocked writer, its grace time over, gives
+/// the entry up while a successor takes it over. Exactly one of them wins:
+/// if the successor does, the writer still sees the entry's position and
+/// leaves message 1 in the ring, and the successor reads it whole; if the
+/// writer does, it overwrites message 1 with 2, and the successor, taking
+/// the freed entry, reads message 1 whole or finds an overrun (counted as
+/// lost), never a torn or wrong message.
+#[test]
+fn a_dead_readers_entry_goes_to_its_successor_or_to_the_writer_never_both() {
+    const DEAD: u32 = 7;
+    const ME: u32 = 9;
+    model(|| {
+        // A one-slot ring holding message 1 whole.
+        let ring = Arc::new(Slot {
+            stamp: AtomicU64::new(protocol::done_stamp(1)),
+            len: AtomicU64::new(2),
+            payload: [AtomicU64::new(word(1)), AtomicU64::new(word(1))],
+            next_seq: AtomicU64::new(2),
+        });
+        let entry = Arc::new((AtomicU32::new(DEAD), AtomicU64::new(1)));
+        let (w, e) = (ring.clone(), entry.clone());
+        let writer = thread::spawn(move || {
+            if protocol::give_up_entry(&e.0, DEAD) {
+                protocol::begin_write(&w.stamp, 2);
+                for p in &w.payload {
+                    p.store(word(2), Ordering::Relaxed);
+                }
+                protocol::end_write(&w.stamp, &w.len, 2, 2);
+                protocol::publish(&w.next_seq, 2);
+                true
+            } else {
+                // The successor holds the entry: message 2 would overwrite
+                // message 1, which it has not committed, so the writer waits.
+                assert!(protocol::reader_pos(&e.1) <= 1);
+                false
+            }
+        });
+        let took_dead = protocol::take_entry(&entry.0, &entry.1, DEAD, ME);
+        let pos = match took_dead {
+            Some(p) => p,
+            None => protocol::take_entry(&entry.0, &entry.1, 0, ME).expect("given up: free"),
+        };
+        assert_eq!(pos, 1, "resumes at the first message not committed");
+        let got = protocol::read(&ring.stamp, &ring.len, pos, |n| {
+            (
+                n,
+                ring.payload[0].load(Ordering::Relaxed),
+                ring.payload[1].load(Ordering::Relaxed),
+            )
+        });
+        let wrote = writer.join().unwrap();
+        assert!(
+            !(took_dead.is_some() && wrote),
+            "both the successor and the writer won the entry"
+        );
+        match got {
+            Read::Got(m) => assert_eq!(m, (2, word(1), word(1)), "message 1 torn"),
+            Read::NotYet | Read::Overrun(_) => {
+                assert!(
+                    wrote,
+                    "message 1 left the ring while its successor held the entry"
+                )
+            }
+        }
+    });
+}
