@@ -33,6 +33,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 mod dump;
+mod encode;
 mod run;
 mod shm;
 
@@ -144,6 +145,8 @@ pub struct ptmp_sender {
     // Reused for every send, so converting from the C struct allocates
     // nothing once it has grown.
     scratch: TPSet,
+    // Encodes a C set for `ptmp_sender_send` without the Rust set.
+    enc: encode::Encoder,
 }
 
 /// A receiving socket (opaque), made by `ptmp_receiver_new`.
@@ -268,6 +271,7 @@ pub unsafe extern "C" fn ptmp_sender_new(
             endpoints: c_strings(inner.bound_endpoints()),
             inner,
             scratch: TPSet::default(),
+            enc: encode::Encoder::default(),
         });
         // SAFETY: as above; the box is handed to the caller, who gives it
         // back to `ptmp_sender_free`.
@@ -302,8 +306,11 @@ pub unsafe extern "C" fn ptmp_sender_send(
         let t = unsafe { tpset.as_ref() }.ok_or_else(|| null("tpset"))?;
         // SAFETY: the caller promises `ntps` readable primitives at `tps`.
         let tps = unsafe { c_tps(t) }?;
-        to_rust(t, tps, &mut s.scratch);
-        s.inner.send(&s.scratch)?;
+        // Encoded from the C struct directly (the same bytes `Sender::send`
+        // would make of it), then sent as those frames: no Rust set
+        // between, so no copy of the primitives.
+        let bytes = s.enc.encode(t, tps);
+        s.inner.send_raw(&[&VERSION_FRAME[..], bytes])?;
         Ok(PTMP_OK)
     })
 }
