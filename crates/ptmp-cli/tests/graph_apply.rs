@@ -96,6 +96,11 @@ fn replace_worker(name: &str, max_lost: u64, edit: impl Fn(&mut Value)) {
     let n = 8000;
     let mut g1 = chain(name, n, 2000, 0, &out);
     edit(&mut g1);
+    if max_lost > 0 {
+        // A sink counting to n would wait for ever for what was lost: it
+        // runs until the source has finished and it has taken in the rest.
+        g1["nodes"][2]["data"] = json!({"ofile": out});
+    }
     let mut g2 = g1.clone();
     g2["nodes"][1]["data"]["work_us"] = json!(20);
     let f1 = write(d.path(), "g1.json", &g1);
@@ -123,6 +128,25 @@ fn replace_worker(name: &str, max_lost: u64, edit: impl Fn(&mut Value)) {
     assert_ne!(w2, w);
     assert_eq!(pid(&rd, "src"), src, "the source was restarted");
     assert_eq!(pid(&rd, "snk"), snk, "the sink was restarted");
+    if max_lost > 0 {
+        wait_for(LIMIT, "the source's end", || {
+            let v: Value =
+                serde_json::from_slice(&std::fs::read(rd.join("processes.json")).ok()?).ok()?;
+            v["processes"]
+                .as_array()?
+                .iter()
+                .any(|p| p["name"] == "src" && p["state"] == "finished")
+                .then_some(())
+        });
+        wait_for(LIMIT, "the sink to take in the rest", || {
+            let a = node_in(&rd, "snk", "snk")?;
+            std::thread::sleep(Duration::from_millis(700));
+            (node_in(&rd, "snk", "snk")? == a).then_some(())
+        });
+        // SAFETY: kill only sends a signal to the supervisor this test
+        // started; it touches no memory.
+        assert_eq!(unsafe { libc::kill(sup.id() as i32, libc::SIGINT) }, 0);
+    }
     let o = finish(sup, LIMIT);
     let l = logs(d.path(), "run");
     assert!(o.status.success(), "{l}");
@@ -163,6 +187,49 @@ fn a_replaced_worker_over_ipc_loses_at_most_one_batch_when_the_inputs_bind() {
             e["bind"] = json!("in");
         }
     });
+}
+
+/// The source's edge switched from the output binding to the inputs
+/// binding (the swap restarts both its ends): the source stops first and
+/// drains into the worker, the worker drains into the sink, and the new
+/// source goes on counting, so the sink, kept, gets every set once.
+#[test]
+fn swapping_the_binding_side_drops_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let rd = d.path().join("run");
+    let out = d.path().join("out.dump");
+    let n = 8000;
+    let name = format!("apply-swap-{}", std::process::id());
+    let mut g1 = chain(&name, n, 2000, 0, &out);
+    g1["edges"][0]["transport"] = json!("ipc");
+    let mut g2 = g1.clone();
+    g2["edges"][0]["bind"] = json!("in");
+    let f1 = write(d.path(), "g1.json", &g1);
+    let f2 = write(d.path(), "g2.json", &g2);
+    let sup = run(&f1, &rd, d.path(), "run");
+    wait_for(LIMIT, "traffic at the sink", || {
+        node_in(&rd, "snk", "snk").filter(|n| *n >= 500)
+    });
+    let (src, w, snk) = (pid(&rd, "src"), pid(&rd, "w"), pid(&rd, "snk"));
+    let o = apply(&f2, &rd, &[]);
+    let said = text(&o.stdout);
+    assert!(o.status.success(), "{said}{}", text(&o.stderr));
+    assert!(
+        said.contains("~ replaced src.out -> w.in (bind out -> in)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("processes: 0 started, 0 stopped, 2 restarted, 1 kept"),
+        "{said}"
+    );
+    wait_for(LIMIT, "the new source and worker", || {
+        (pid(&rd, "src") != src && pid(&rd, "w") != w).then_some(())
+    });
+    assert_eq!(pid(&rd, "snk"), snk, "the sink was restarted");
+    let o = finish(sup, LIMIT);
+    let l = logs(d.path(), "run");
+    assert!(o.status.success(), "{l}");
+    assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{l}");
 }
 
 /// A second source and sink are added on a new edge and a side pair is

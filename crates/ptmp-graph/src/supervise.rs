@@ -567,6 +567,7 @@ impl Apply<'_> {
         // what it has (in its zmq queues, or in the ring it writes, which
         // outlives its reader) until the replacement reads on.
         let mut held = Held(Vec::new());
+        let mut held_at = BTreeSet::new();
         for p in self.procs.iter() {
             if !kept.contains(p.name.as_str()) {
                 continue;
@@ -590,14 +591,27 @@ impl Apply<'_> {
                     p.name
                 );
                 held.0.push((p.name.clone(), pid));
+                held_at.insert(p.index);
             }
         }
-        // Let the parts about to stop take in what was already on its way
-        // to them while they still run normally, so their drain (which ends
-        // at the first read that finds nothing) has nothing left behind.
+        // Let the parts about to stop that held parts feed take in what
+        // was already on its way to them while they still run normally, so
+        // their drain (which ends at the first read that finds nothing) has
+        // nothing left behind. (Parts fed by parts that stop first are
+        // drained by those.)
+        let g = &*self.g;
+        let fed_by_held = |i: usize| {
+            g.edges.iter().any(|e| {
+                e.to.iter()
+                    .any(|t| g.nodes[t.node].process == i && t.port != "done")
+                    && e.from
+                        .iter()
+                        .any(|f| held_at.contains(&g.nodes[f.node].process))
+            })
+        };
         let names: Vec<&str> = to_stop
             .iter()
-            .filter(|&&k| self.procs[k].child.is_some())
+            .filter(|&&k| self.procs[k].child.is_some() && fed_by_held(self.procs[k].index))
             .map(|&k| self.procs[k].name.as_str())
             .collect();
         wait_quiet(&self.plan.run_dir, &names, QUIET_WAIT);
