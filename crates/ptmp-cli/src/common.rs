@@ -2,6 +2,7 @@
 
 use clap::ValueEnum;
 use ptmp::{Attach, SocketConfig, SocketType};
+use ptmp_discovery::NameService;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -142,19 +143,47 @@ pub struct SockArgs {
     #[arg(long)]
     pub hwm: Option<i32>,
     /// A full PTMP socket config, JSON text or @FILE, instead of -p/-a/-e.
+    /// A top-level "discovery" key in it turns presence on, as in `ptmp
+    /// run` (see --discovery).
     #[arg(long, conflicts_with_all = ["stype", "endpoints", "hwm"])]
     pub config: Option<String>,
+    /// Turn presence on the local network on, in this group, so that
+    /// endpoints may be names: -a connect -e name://NODE/PORT waits for
+    /// the peer announcing it and follows it when it moves; -a bind -e
+    /// name://NODE/PORT binds a tcp port the system picks and announces it.
+    #[arg(long, value_name = "GROUP")]
+    pub discovery: Option<String>,
+    /// With --discovery: a file holding the group's shared secret (only
+    /// announcements signed with it are believed, ours are signed).
+    #[arg(long, value_name = "FILE", requires = "discovery")]
+    pub secret_file: Option<std::path::PathBuf>,
+    /// With --discovery: how long a name connected to is waited for before
+    /// it is an error naming it.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 30.0,
+        requires = "discovery"
+    )]
+    pub name_timeout: f64,
 }
 
 impl SockArgs {
+    /// The text of `--config` (read from the file for `@FILE`).
+    fn config_text(&self) -> CliResult<Option<String>> {
+        let Some(c) = &self.config else {
+            return Ok(None);
+        };
+        Ok(Some(match c.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| CliError::usage(format!("--config @{path}: {e}")))?,
+            None => c.clone(),
+        }))
+    }
+
     /// Build the socket config. `default_type` is used when -p is absent.
     pub fn to_config(&self, default_type: Option<SocketType>) -> CliResult<SocketConfig> {
-        if let Some(c) = &self.config {
-            let text = match c.strip_prefix('@') {
-                Some(path) => std::fs::read_to_string(path)
-                    .map_err(|e| CliError::usage(format!("--config @{path}: {e}")))?,
-                None => c.clone(),
-            };
+        if let Some(text) = self.config_text()? {
             return Ok(SocketConfig::from_json(&text)?);
         }
         let stype = self.stype.or(default_type).ok_or_else(|| {
@@ -175,6 +204,53 @@ impl SockArgs {
             cfg = cfg.to_builder().hwm(h).build()?;
         }
         Ok(cfg)
+    }
+
+    /// Presence for the names in `cfg`, when asked for with --discovery
+    /// or a top-level "discovery" key in the --config JSON (the keys of
+    /// `ptmp run`'s); `None` when not asked for. A name in `cfg` without
+    /// presence is a usage error naming it and the switch. Keep the
+    /// service while the socket lives, and withdraw its names at the end.
+    pub fn presence(&self, cfg: &SocketConfig) -> CliResult<Option<NameService>> {
+        let in_config = match self.config_text()? {
+            Some(text) => serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v.get("discovery").cloned()),
+            None => None,
+        };
+        let (settings, origin) = match (&self.discovery, in_config) {
+            (Some(_), Some(_)) => return Err(CliError::usage(
+                "--discovery: the --config JSON has a \"discovery\" key already; give one of them",
+            )),
+            (Some(group), None) => {
+                if !self.name_timeout.is_finite() || self.name_timeout <= 0.0 {
+                    return Err(CliError::usage(format!(
+                        "--name-timeout {}: give a number of seconds above zero",
+                        self.name_timeout
+                    )));
+                }
+                let mut o = serde_json::json!({"group": group, "timeout": self.name_timeout});
+                if let Some(f) = &self.secret_file {
+                    o["secret_file"] = f.to_string_lossy().into();
+                }
+                (o, "--discovery")
+            }
+            (None, Some(v)) => (v, "--config"),
+            (None, None) => {
+                let named = cfg
+                    .endpoints()
+                    .find(|(_, e)| ptmp::names::parse(&e.address).is_some());
+                return match named {
+                    Some((_, e)) => Err(CliError::usage(format!(
+                        "{}: a name needs presence on the network, which is off: \
+                         turn it on with --discovery GROUP (or a \"discovery\" key in the --config JSON)",
+                        e.address
+                    ))),
+                    None => Ok(None),
+                };
+            }
+        };
+        crate::peers::presence_for(&serde_json::json!({ "discovery": settings }), origin)
     }
 }
 

@@ -70,7 +70,38 @@ impl Tally {
 
 pub fn run(a: &RecvArgs) -> CliResult {
     let cfg = a.sock.to_config(None)?;
+    // Presence first: the names the socket connects to are resolved (each
+    // waited for) before the socket is made, so it can follow them.
+    let presence = a.sock.presence(&cfg)?;
+    let out = receive(a, ptmp::names::resolve_config(&cfg)?);
+    if let Some(p) = &presence {
+        p.withdraw_all();
+    }
+    out
+}
+
+/// When the receiver connects to a peer by name and that peer is
+/// announced elsewhere now (it ended and came back on another host, port
+/// or process), a receiver made again connected there. Asked only after a
+/// wait found nothing, so a busy receiver pays nothing; a receiver that
+/// binds keeps its port.
+fn follow(rx: &Receiver) -> CliResult<Option<Receiver>> {
+    if !rx.config().bind().is_empty() {
+        return Ok(None);
+    }
+    match ptmp::names::moved(rx.config()) {
+        Some(fresh) => Ok(Some(Receiver::new(fresh)?)),
+        None => Ok(None),
+    }
+}
+
+fn receive(a: &RecvArgs, cfg: ptmp::SocketConfig) -> CliResult {
     let mut rx = Receiver::new(cfg)?;
+    // The receiver left behind when a named peer moved: what reached it
+    // is read before anything from the new one.
+    let mut retired: Option<Receiver> = None;
+    // Errors counted by receivers left behind.
+    let mut old_errors = 0u64;
     let idle = (a.timeout >= 0).then(|| Duration::from_millis(a.timeout as u64));
     // Receive in slices of at most 100 ms so a signal is noticed promptly.
     let wait = idle.map_or(Duration::from_millis(100), |d| {
@@ -87,7 +118,18 @@ pub fn run(a: &RecvArgs) -> CliResult {
     let mut last_msg = Instant::now();
     let mut ended_by = "count";
     while tally.received < a.count {
-        match rx.recv_into(&mut t, Some(wait)) {
+        let got = match retired.as_mut() {
+            Some(old) => match old.recv_into(&mut t, Some(Duration::ZERO)) {
+                Ok(false) | Err(ptmp::Error::Interrupted) => {
+                    old_errors += old.errors();
+                    retired = None;
+                    continue;
+                }
+                r => r,
+            },
+            None => rx.recv_into(&mut t, Some(wait)),
+        };
+        match got {
             Ok(true) => {
                 let now = Instant::now();
                 start.get_or_insert(now);
@@ -114,11 +156,16 @@ pub fn run(a: &RecvArgs) -> CliResult {
                     pb.set_position(tally.received);
                 }
             }
-            Ok(false) => {}
+            Ok(false) => {
+                if let Some(fresh) = follow(&rx)? {
+                    retired = Some(std::mem::replace(&mut rx, fresh));
+                }
+            }
             Err(ptmp::Error::Wire(e)) => {
                 last_msg = Instant::now();
-                if rx.errors() <= 10 {
-                    eprintln!("ptmp recv: bad message #{}: {e}", rx.errors());
+                let n = old_errors + rx.errors() + retired.as_ref().map_or(0, |r| r.errors());
+                if n <= 10 {
+                    eprintln!("ptmp recv: bad message #{n}: {e}");
                 }
             }
             Err(ptmp::Error::Interrupted) => {}
@@ -134,6 +181,7 @@ pub fn run(a: &RecvArgs) -> CliResult {
         }
     }
     pb.finish_and_clear();
+    let errors = old_errors + rx.errors() + retired.as_ref().map_or(0, |r| r.errors());
     let elapsed = start.map_or(0.0, |s| (last_at - s).as_secs_f64());
     let rate = if elapsed > 0.0 {
         (tally.received.saturating_sub(1)) as f64 / elapsed
@@ -152,7 +200,7 @@ pub fn run(a: &RecvArgs) -> CliResult {
         tally.lost,
         tally.gaps,
         tally.backwards,
-        rx.errors(),
+        errors,
         fmt_opt(tally.first),
         fmt_opt(tally.last),
         elapsed,
@@ -169,7 +217,7 @@ pub fn run(a: &RecvArgs) -> CliResult {
                 "lost": tally.lost,
                 "gaps": tally.gaps,
                 "backwards": tally.backwards,
-                "errors": rx.errors(),
+                "errors": errors,
                 "first_count": tally.first,
                 "last_count": tally.last,
                 "elapsed_s": elapsed,

@@ -99,7 +99,38 @@ pub fn fill_at(t: &mut TPSet, i: u64, tstart: u64, detid: u32, ntps: u32, tspan:
 }
 
 pub fn run(a: &SendArgs) -> CliResult {
-    let mut cfg = a.sock.to_config(None)?;
+    let cfg = a.sock.to_config(None)?;
+    // Presence first: a name bound is announced, and a name connected to
+    // is waited for, as the socket is made.
+    let presence = a.sock.presence(&cfg)?;
+    let out = send(a, cfg);
+    // Our names leave now, not at the peers' next liveness check.
+    if let Some(p) = &presence {
+        p.withdraw_all();
+    }
+    out
+}
+
+/// When a send found no room and a peer the sender connects to by name is
+/// announced elsewhere now (a socket connecting by name queues only on
+/// live connections, so a dead peer leaves no room), the sender made again
+/// connected there; the old one is let go on a thread of its own, where it
+/// delivers what it still can within its linger. A sender that binds
+/// keeps its port.
+fn follow(tx: &mut Sender) -> CliResult {
+    if !tx.config().bind().is_empty() {
+        return Ok(());
+    }
+    if let Some(fresh) = ptmp::names::moved(tx.config()) {
+        let old = std::mem::replace(tx, Sender::new(fresh)?);
+        let _ = std::thread::Builder::new()
+            .name("ptmp-retired-sender".into())
+            .spawn(move || drop(old));
+    }
+    Ok(())
+}
+
+fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     if let Some(k) = a.subscribers {
         if !matches!(cfg.socket_type(), SocketType::Pub | SocketType::XPub) {
             return Err(CliError::usage(format!(
@@ -138,7 +169,9 @@ pub fn run(a: &SendArgs) -> CliResult {
         Some(c) => Some(Clock::new(c, a.tspan, a.rate)?),
     };
     let waits = cfg.subscribers() > 0;
-    let mut tx = Sender::new(cfg)?;
+    // Names connected to are resolved last, once the arguments are known
+    // to be good: each may be waited for.
+    let mut tx = Sender::new(ptmp::names::resolve_config(&cfg)?)?;
     std::thread::sleep(Duration::from_millis(a.begin_wait));
     if waits {
         let n = tx.wait_configured()?;
@@ -177,6 +210,7 @@ pub fn run(a: &SendArgs) -> CliResult {
             if stopping() {
                 break 'sending;
             }
+            follow(&mut tx)?;
         }
         sent += 1;
     }
