@@ -20,6 +20,9 @@
 //! * runs each process as a child (`ptmp graph part`), restarts one that
 //!   crashes, shows per-node counts and rates, and stops the processes
 //!   upstream first so what is in flight drains ([`supervise`]).
+//! * changes a running graph into a new version ([`reconfig`], `ptmp graph
+//!   apply`): unchanged processes keep running with their addresses,
+//!   changed ones are replaced while their feeders are held.
 //!
 //! Why processes run the existing agent runner: a part is a ptmper
 //! configuration with its sockets filled in, so graph nodes are exactly the

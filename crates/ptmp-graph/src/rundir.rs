@@ -10,7 +10,8 @@
 //!   before this one died without cleaning up. Whatever the earlier run
 //!   left is removed before anything starts: parts of it still alive (they
 //!   are sent SIGKILL after a grace period), the shm rings and ipc socket
-//!   files this host's processes bind, status and sequence files. A new sink would
+//!   files this host's processes bind, status and sequence files, and an
+//!   unanswered `ptmp graph apply` request. A new sink would
 //!   otherwise read the old run's messages still in a ring.
 //! * At the end the supervisor removes the rings, the ipc socket files and
 //!   then the lock file.
@@ -213,6 +214,19 @@ pub fn clear_leftovers(
         }
     }
     let n = remove_bound(g, plan, host);
+    // A change asked of the earlier run is not this run's to make.
+    let _ = std::fs::remove_file(crate::reconfig::request_file(dir));
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let f = e.file_name();
+            let f = f.to_string_lossy();
+            if f.starts_with("apply-reply-")
+                || (f.starts_with("apply-request.") && f.ends_with(".tmp"))
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     for d in [
         status::status_dir(dir),
         crate::part::sequence_file(dir, "x")
