@@ -15,10 +15,40 @@ use common::{finish, node_in, read_dump, status, text, wait_for, write_json, PTM
 
 const LIMIT: Duration = Duration::from_secs(40);
 
+/// A running supervisor, stopped with SIGINT (then killed) if a test
+/// fails while it runs, so no graph outlives its test.
+struct Sup(Option<Child>);
+
+impl Sup {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+    /// Wait for the supervisor to end by itself.
+    fn finish(mut self) -> Output {
+        finish(self.0.take().unwrap(), LIMIT)
+    }
+}
+
+impl Drop for Sup {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            // SAFETY: kill only sends a signal to the supervisor this test
+            // started and has not reaped; it touches no memory.
+            unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+            let t = std::time::Instant::now();
+            while c.try_wait().ok().flatten().is_none() && t.elapsed() < LIMIT {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Start `ptmp graph run FILE --run-dir DIR`, its stdout and stderr
 /// going to files in `dir` named after `tag`.
-fn run(file: &Path, run_dir: &Path, dir: &Path, tag: &str) -> Child {
-    Command::new(PTMP)
+fn run(file: &Path, run_dir: &Path, dir: &Path, tag: &str) -> Sup {
+    let c = Command::new(PTMP)
         .args(["graph", "run"])
         .arg(file)
         .arg("--run-dir")
@@ -26,7 +56,8 @@ fn run(file: &Path, run_dir: &Path, dir: &Path, tag: &str) -> Child {
         .stdout(std::fs::File::create(dir.join(format!("{tag}.out"))).unwrap())
         .stderr(std::fs::File::create(dir.join(format!("{tag}.err"))).unwrap())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Sup(Some(c))
 }
 
 /// `ptmp graph ARGS...`, waited for.
@@ -147,7 +178,7 @@ fn replace_worker(name: &str, max_lost: u64, edit: impl Fn(&mut Value)) {
         // started; it touches no memory.
         assert_eq!(unsafe { libc::kill(sup.id() as i32, libc::SIGINT) }, 0);
     }
-    let o = finish(sup, LIMIT);
+    let o = sup.finish();
     let l = logs(d.path(), "run");
     assert!(o.status.success(), "{l}");
     // Every set arrived at most once, in order, and at most `max_lost`
@@ -226,7 +257,7 @@ fn swapping_the_binding_side_drops_nothing() {
         (pid(&rd, "src") != src && pid(&rd, "w") != w).then_some(())
     });
     assert_eq!(pid(&rd, "snk"), snk, "the sink was restarted");
-    let o = finish(sup, LIMIT);
+    let o = sup.finish();
     let l = logs(d.path(), "run");
     assert!(o.status.success(), "{l}");
     assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{l}");
@@ -320,7 +351,7 @@ fn nodes_added_and_removed_leave_the_rest_running() {
     let st = graph(&["status", &s2, "--run-dir", &r]);
     let table = text(&st.stdout);
     assert!(table.contains("srcc") && !table.contains("srcb"), "{table}");
-    let o = finish(sup, LIMIT);
+    let o = sup.finish();
     let l = logs(d.path(), "run");
     assert!(o.status.success(), "{l}");
     assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{l}");
@@ -440,7 +471,7 @@ fn a_bad_apply_is_refused_and_changes_nothing() {
     });
     // SAFETY: kill only sends a signal to the supervisor this test started.
     assert_eq!(unsafe { libc::kill(sup.id() as i32, libc::SIGINT) }, 0);
-    let o = finish(sup, LIMIT);
+    let o = sup.finish();
     assert!(o.status.success(), "{}", logs(d.path(), "run"));
     let got = counts(&out);
     assert!(got.len() as u64 >= k + 200);
