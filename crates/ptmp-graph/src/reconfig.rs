@@ -75,6 +75,9 @@ pub struct Diff {
     pub edges: Vec<Item>,
     /// Every process of either graph, with its host in `detail`.
     pub processes: Vec<Item>,
+    /// Changes to the graph as a whole that touch no process (the restart
+    /// policy), as sentences.
+    pub settings: Vec<String>,
 }
 
 impl Diff {
@@ -85,6 +88,7 @@ impl Diff {
             .chain(&self.edges)
             .chain(&self.processes)
             .all(|i| i.change == Change::Kept)
+            && self.settings.is_empty()
     }
 
     /// The processes with change `c`.
@@ -121,6 +125,9 @@ impl Diff {
         section(&mut s, "nodes", &self.nodes, false);
         section(&mut s, "edges", &self.edges, false);
         section(&mut s, "processes", &self.processes, true);
+        for x in &self.settings {
+            s += &format!("graph: {x}\n");
+        }
         if self.is_empty() {
             s += &format!("graph {}: nothing to do\n", self.graph);
         } else {
@@ -286,6 +293,12 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
         graph: new.name.clone(),
         ..Default::default()
     };
+    if old.restart.max != new.restart.max || old.restart.backoff != new.restart.backoff {
+        d.settings.push(format!(
+            "restart: max {} -> {}, backoff {:?} -> {:?}",
+            old.restart.max, new.restart.max, old.restart.backoff, new.restart.backoff
+        ));
+    }
     // Nodes.
     for n in &old.nodes {
         let Some(m) = new.nodes.iter().find(|x| x.name == n.name) else {
@@ -816,6 +829,17 @@ mod tests {
         assert!(d.is_empty());
         assert!(
             d.render().ends_with("graph t: nothing to do\n"),
+            "{}",
+            d.render()
+        );
+        // A new restart policy is a change that touches no process.
+        let mut v = chain();
+        v["restart"] = json!({"max": 9});
+        let (_, _, d) = prepare(&g, &p, &v, "t").unwrap();
+        assert!(!d.is_empty());
+        assert_eq!(d.processes_with(Change::Kept), vec!["src", "w", "snk"]);
+        assert!(
+            d.render().contains("graph: restart: max 5 -> 9"),
             "{}",
             d.render()
         );
