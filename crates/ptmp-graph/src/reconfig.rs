@@ -251,6 +251,14 @@ pub fn plan_next(old: &Graph, old_plan: &Plan, new: &Graph) -> Result<Plan> {
             .iter()
             .map(|(r, a)| {
                 let r = port_in(new, &old.nodes[r.node].name, r.port)?;
+                // A tcp address names the binding node's host: kept only
+                // while that host's address is the same.
+                if let Some((h, _)) = a.strip_prefix("tcp://").and_then(|x| x.rsplit_once(':')) {
+                    let host = &new.hosts[new.processes[new.nodes[r.node].process].host];
+                    if h != host.address && new.edges[j].address.is_none() {
+                        return None;
+                    }
+                }
                 Some((r, a.clone()))
             })
             .collect();
@@ -806,6 +814,13 @@ mod tests {
         assert_eq!(addr(&g2, &p2, "w.out"), "tcp://10.1.0.2:21001");
         assert_eq!(addr(&g2, &p2, "s0.out"), "tcp://10.1.0.1:21002");
         assert_eq!(d.processes_with(Change::Kept), vec!["pa", "pb", "pc"]);
+        // A host with a new address: its bindings move there.
+        let mut v3 = v.clone();
+        v3["hosts"][1]["address"] = json!("10.1.0.9");
+        let (g3, p3, d) = prepare(&g, &p, &v3, "t").unwrap();
+        assert_eq!(addr(&g3, &p3, "src.out"), "tcp://10.1.0.1:21000");
+        assert_eq!(addr(&g3, &p3, "w.out"), "tcp://10.1.0.9:21002");
+        assert_eq!(d.processes_with(Change::Kept), vec!["pa"]);
     }
 
     /// What apply refuses before it touches anything: a rename, two edges
