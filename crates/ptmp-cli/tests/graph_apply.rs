@@ -194,6 +194,15 @@ fn replace_worker(name: &str, max_lost: u64, edit: impl Fn(&mut Value)) {
     if max_lost == 0 {
         assert_eq!(got, (0..n).collect::<Vec<_>>(), "{l}");
         assert!(!l.contains(" lost "), "{l}");
+        // The new worker read on where the old one stopped (its ring
+        // kept the place of the reader's identity): the sink had nothing
+        // to drop.
+        assert!(
+            l.contains(&format!(
+                "[snk] snk (sink) received={n} duplicates=0 missing=0"
+            )),
+            "{l}"
+        );
     }
 }
 
