@@ -220,6 +220,30 @@ public:
     }
     /// PTMP's call shape: `sender(tpset)`.
     void operator()(const TPSet& t) { send(t); }
+    /// Sends one TPSet, waiting at most `timeout_ms` for room: false, and
+    /// nothing sent, when a PUSH or PAIR stayed at its high-water mark (or
+    /// without a peer) or an shm PUSH ring stayed full that long.
+    bool send_within(const TPSet& t, int timeout_ms) {
+        ptmp_tpset c = t.c_view();
+        return detail::check(ptmp_sender_send_within(h_, &c, timeout_ms)) == PTMP_OK;
+    }
+    /// Messages sent so far.
+    uint64_t sent() const noexcept { return ptmp_sender_sent(h_); }
+    /// A PUB over ZeroMQ: waits up to `timeout_ms` (-1: no limit) for `k`
+    /// subscribers; false if fewer came. Throws for other sockets.
+    bool wait_subscribers(size_t k, int timeout_ms = -1) {
+        size_t seen = 0;
+        return detail::check(ptmp_sender_wait_subscribers(h_, k, timeout_ms, &seen)) ==
+               PTMP_OK;
+    }
+    /// Closes the sender, waiting (bounded by its linger) for what was sent
+    /// to leave, and reports how many messages may not have reached a peer.
+    /// The object is empty afterwards (its other calls throw).
+    ptmp_delivery finish() {
+        ptmp_delivery d{};
+        detail::check(ptmp_sender_finish(detail::take(h_), &d));
+        return d;
+    }
     /// The `i`th bound address with a `*` port resolved; empty if none.
     std::string endpoint(size_t i = 0) const {
         const char* e = ptmp_sender_endpoint(h_, i);
@@ -294,6 +318,9 @@ public:
         const char* e = ptmp_receiver_endpoint(h_, i);
         return e ? e : "";
     }
+    /// Messages lost before they could be received (an shm SUB overrun by
+    /// its writer; 0 over ZeroMQ).
+    uint64_t lost() const noexcept { return ptmp_receiver_lost(h_); }
     /// The C handle, still owned by this object.
     ptmp_receiver* handle() const noexcept { return h_; }
 
@@ -510,18 +537,40 @@ public:
     explicit Run(const std::string& config, int64_t ttl_ms = -1) {
         detail::check(ptmp_run_start(detail::cstr(config, "config"), ttl_ms, &h_));
     }
+    /// A graph run and supervised in the background, as ptmp_graph_start:
+    /// empty strings stand for NULL (the `ptmp` on the PATH, the default
+    /// run directory, a one-host graph); `ttl_ms` < 0: no limit.
+    static Run graph(const std::string& config, const std::string& ptmp_program = "",
+                     const std::string& run_dir = "", const std::string& host = "",
+                     int64_t ttl_ms = -1) {
+        auto opt = [](const std::string& s, const char* what) {
+            return s.empty() ? nullptr : detail::cstr(s, what);
+        };
+        ptmp_run* h = nullptr;
+        detail::check(ptmp_graph_start(detail::cstr(config, "config"), opt(host, "host"),
+                                       opt(run_dir, "run_dir"),
+                                       opt(ptmp_program, "ptmp_program"), ttl_ms, &h));
+        return Run(Handle{h});
+    }
     ~Run() { ptmp_run_free(h_); }
     Run(const Run&) = delete;
     Run& operator=(const Run&) = delete;
-    /// Asks the agents to stop; any thread.
+    /// Asks the agents (or the graph) to stop; any thread.
     void stop() { detail::check(ptmp_run_stop(h_)); }
     /// Waits up to `timeout_ms` (-1: until they end): true once they ended
     /// well, false if they still run; throws what they failed with.
     bool wait(int timeout_ms = -1) {
         return detail::check(ptmp_run_wait(h_, timeout_ms)) == PTMP_OK;
     }
+    /// The C handle, still owned by this object: a signal handler may pass
+    /// it to ptmp_run_stop.
+    ptmp_run* handle() const noexcept { return h_; }
 
 private:
+    struct Handle {
+        ptmp_run* h;
+    };
+    explicit Run(Handle h) : h_(h.h) {}
     ptmp_run* h_ = nullptr;
 };
 

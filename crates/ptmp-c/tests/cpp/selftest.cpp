@@ -121,6 +121,44 @@ static void sockets() {
     EXPECT_ERROR(PTMP_ERR_NULL, "sender is NULL", sender.send(make_set(1)));
 }
 
+// The sender's options: a bounded send with no peer, the count sent, the
+// delivery report (the object is empty after it), a PUB's subscriber wait,
+// a receiver's lost count; a graph started in the background (its run
+// directory under `dir`) whose part program does not exist fails in its
+// wait.
+static void sender_options(const std::string& dir) {
+    ptmp::TPSender lonely(R"({"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:*"]}})");
+    EXPECT(!lonely.send_within(make_set(1), 20));
+    EXPECT(lonely.sent() == 0);
+
+    ptmp::TPReceiver rx(R"({"socket":{"type":"PULL","bind":["tcp://127.0.0.1:*"]}})");
+    ptmp::TPSender tx(R"({"socket":{"type":"PUSH","connect":[")" + rx.endpoint() + R"("]}})");
+    EXPECT(tx.send_within(make_set(2), 5000));
+    EXPECT(tx.sent() == 1);
+    ptmp_delivery d = tx.finish();
+    EXPECT(d.sent == 1 && d.undelivered_kind == PTMP_UNDELIVERED_NONE);
+    EXPECT_ERROR(PTMP_ERR_NULL, "sender", tx.send(make_set(3)));
+    ptmp::TPSet got;
+    EXPECT(rx.recv(got, 5000) && same(got, make_set(2)));
+    EXPECT(rx.lost() == 0);
+
+    ptmp::TPSender pub(R"({"socket":{"type":"PUB","bind":["tcp://127.0.0.1:*"]}})");
+    EXPECT(!pub.wait_subscribers(1, 20));
+    ptmp::TPReceiver sub(R"({"socket":{"type":"SUB","connect":[")" + pub.endpoint() + R"("]}})");
+    EXPECT(pub.wait_subscribers(1, 10000));
+    EXPECT_ERROR(PTMP_ERR_CONFIG, "subscribers", lonely.wait_subscribers(1, 10));
+
+    const std::string graph =
+        R"({"name": "cpp-graph", "nodes": [)"
+        R"({"name": "src", "type": "source", "data": {"count": 10, "rate": 1000}},)"
+        R"({"name": "sink", "type": "sink", "data": {}}],)"
+        R"("edges": [{"from": "src.out", "to": "sink.in", "pattern": "pushpull"}]})";
+    ptmp::Run run = ptmp::Run::graph(graph, "/nonexistent/ptmp", dir + "/graph-run", "", 10000);
+    EXPECT(run.handle() != nullptr);
+    EXPECT_ERROR(PTMP_ERR_RUN, "start a part", run.wait(60000));
+    EXPECT_ERROR(PTMP_ERR_CONFIG, "nodes", ptmp::Run::graph(R"({"nodes": 3})"));
+}
+
 static void shared_memory(const std::string& tag) {
     const std::string name = "cxx-selftest-" + tag;
     ptmp::ShmWriter w(name, 4, 1 << 16);
@@ -225,6 +263,7 @@ int main(int argc, char** argv) {
     }
     try {
         sockets();
+        sender_options(argv[1]);
         shared_memory(std::to_string(getpid()));
         dump_and_agents(argv[1]);
         std::string d = ptmp::graph_check(argv[2]);
