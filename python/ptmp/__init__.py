@@ -18,8 +18,11 @@ slot; ``memoryview(v)`` or ``v.numpy()``). Dump files: ``read_dump``,
 ``python -m ptmp._part`` child); Jsonnet files take ``tla_str``,
 ``tla_code``, ``ext_str`` and ``jpath``. Shared-memory channels:
 ``shm_list()`` and ``shm_remove(name)``. Presence on the network:
-``Peers`` (docs/discovery.md). Guide: docs/python.md.
+``Peers``; ``use_discovery(group=...)`` lets socket configs name their
+peers (``name://NODE/PORT``, docs/discovery.md). Guide: docs/python.md.
 """
+
+import atexit as _atexit
 
 from ._ptmp import (  # noqa: F401
     VERSION_FRAME,
@@ -36,6 +39,7 @@ from ._ptmp import (  # noqa: F401
     TPSet,
     TrigPrim,
     WireError,
+    announced_names,
     graph_check,
     now_us,
     read_dump,
@@ -44,6 +48,8 @@ from ._ptmp import (  # noqa: F401
     run_graph,
     shm_list,
     shm_remove,
+    use_discovery,
+    withdraw_names,
 )
 
 __all__ = [
@@ -61,6 +67,7 @@ __all__ = [
     "TPSet",
     "TrigPrim",
     "WireError",
+    "announced_names",
     "graph_check",
     "now_us",
     "read_dump",
@@ -69,4 +76,10 @@ __all__ = [
     "run_graph",
     "shm_list",
     "shm_remove",
+    "use_discovery",
+    "withdraw_names",
 ]
+
+# Names announced by this process's sockets leave with it at once, rather
+# than at the peers' next liveness check.
+_atexit.register(withdraw_names)

@@ -655,8 +655,13 @@ impl PySender {
     #[new]
     fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
         let text = config_text(config)?;
+        // A name connected to may be waited for: not while holding the GIL.
+        let tx = config
+            .py()
+            .detach(|| peers::resolved(&text).and_then(Sender::new))
+            .map_err(perr)?;
         Ok(PySender {
-            tx: Mutex::new(Some(Sender::from_json(&text).map_err(perr)?)),
+            tx: Mutex::new(Some(tx)),
         })
     }
 
@@ -668,7 +673,11 @@ impl PySender {
         slices(py, m);
         blocking(py, None, |slice| {
             with(m, "sender", |tx| {
-                Ok(intr(tx.send_within(set, slice))?.then_some(()))
+                let sent = intr(tx.send_within(set, slice))?;
+                if !sent {
+                    peers::follow_tx(tx)?;
+                }
+                Ok(sent.then_some(()))
             })
         })?;
         Ok(())
@@ -684,6 +693,7 @@ impl PySender {
             with(m, "sender", |tx| {
                 while i < sets.len() {
                     if !intr(tx.send_within(sets[i], slice))? {
+                        peers::follow_tx(tx)?;
                         return Ok(None);
                     }
                     i += 1;
@@ -701,7 +711,11 @@ impl PySender {
         slices(py, m);
         blocking(py, None, |slice| {
             with(m, "sender", |tx| {
-                Ok(intr(tx.send_frames_within(&f, slice))?.then_some(()))
+                let sent = intr(tx.send_frames_within(&f, slice))?;
+                if !sent {
+                    peers::follow_tx(tx)?;
+                }
+                Ok(sent.then_some(()))
             })
         })?;
         Ok(())
@@ -780,8 +794,13 @@ impl PyReceiver {
     #[new]
     fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
         let text = config_text(config)?;
+        // A name connected to may be waited for: not while holding the GIL.
+        let rx = config
+            .py()
+            .detach(|| peers::resolved(&text).and_then(Receiver::new))
+            .map_err(perr)?;
         Ok(PyReceiver {
-            rx: Mutex::new(Some(Receiver::from_json(&text).map_err(perr)?)),
+            rx: Mutex::new(Some(rx)),
         })
     }
 
@@ -794,7 +813,12 @@ impl PyReceiver {
         let mut set = TPSet::default();
         let got = blocking(py, timeout, |slice| {
             with(m, "receiver", |rx| {
-                Ok(intr(rx.recv_into(&mut set, Some(slice)))?.then_some(()))
+                let got = intr(rx.recv_into(&mut set, Some(slice)))?
+                    || peers::followed(rx, |old| {
+                        old.recv_into(&mut set, Some(Duration::ZERO))
+                            .unwrap_or(false)
+                    })?;
+                Ok(got.then_some(()))
             })
         })?;
         Ok(got.map(|()| PyTPSet { inner: set }))
@@ -814,7 +838,12 @@ impl PyReceiver {
         blocking(py, timeout, |slice| {
             with(m, "receiver", |rx| {
                 let mut set = TPSet::default();
-                if !intr(rx.recv_into(&mut set, Some(slice)))? {
+                if !(intr(rx.recv_into(&mut set, Some(slice)))?
+                    || peers::followed(rx, |old| {
+                        old.recv_into(&mut set, Some(Duration::ZERO))
+                            .unwrap_or(false)
+                    })?)
+                {
                     return Ok(None);
                 }
                 out.push(set);
@@ -844,7 +873,12 @@ impl PyReceiver {
         let mut f = Frames::new();
         let got = blocking(py, timeout, |slice| {
             with(m, "receiver", |rx| {
-                Ok(intr(rx.recv_raw_into(&mut f, Some(slice)))?.then_some(()))
+                let got = intr(rx.recv_raw_into(&mut f, Some(slice)))?
+                    || peers::followed(rx, |old| {
+                        old.recv_raw_into(&mut f, Some(Duration::ZERO))
+                            .unwrap_or(false)
+                    })?;
+                Ok(got.then_some(()))
             })
         })?;
         Ok(got.map(|()| f.iter().map(|b| PyBytes::new(py, b)).collect()))
@@ -1812,6 +1846,9 @@ fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyShmReader>()?;
     m.add_class::<PyShmView>()?;
     m.add_class::<peers::PyPeers>()?;
+    m.add_function(wrap_pyfunction!(peers::use_discovery, m)?)?;
+    m.add_function(wrap_pyfunction!(peers::announced_names, m)?)?;
+    m.add_function(wrap_pyfunction!(peers::withdraw_names, m)?)?;
     m.add_function(wrap_pyfunction!(read_dump, m)?)?;
     m.add_function(wrap_pyfunction!(read_tpsets, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;

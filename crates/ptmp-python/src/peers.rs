@@ -206,3 +206,146 @@ impl PyPeers {
         self.close();
     }
 }
+
+/// The process's presence for names, once `use_discovery` turned it on.
+static NAMES: std::sync::OnceLock<ptmp_discovery::NameService> = std::sync::OnceLock::new();
+
+fn seconds(what: &str, v: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "{what} {v}: give seconds above zero, at most a day"
+            ))
+        })
+}
+
+/// Turns presence on for every socket this process makes from then on, so
+/// that their configs may use names: `"connect": ["name://NODE/PORT"]`
+/// waits up to `timeout` seconds for a peer announcing that port (and
+/// fails naming the name), `"bind": ["name://NODE/PORT"]` binds a tcp port
+/// the system picks and announces it. `group` keeps two experiments
+/// apart; a shared secret (`secret` bytes, or the contents of
+/// `secret_file`) signs ours and accepts only signed ones. Once per
+/// process: a second call raises ConfigError.
+#[pyfunction]
+#[pyo3(signature = (group=DEFAULT_GROUP.to_string(), secret=None, secret_file=None,
+                    timeout=30.0, liveness_timeout=2.0))]
+pub fn use_discovery(
+    group: String,
+    secret: Option<Vec<u8>>,
+    secret_file: Option<std::path::PathBuf>,
+    timeout: f64,
+    liveness_timeout: f64,
+) -> PyResult<()> {
+    let timeout = seconds("timeout", timeout)?;
+    let liveness_timeout = seconds("liveness_timeout", liveness_timeout)?;
+    if let Some(p) = ptmp_discovery::name_problem("group", &group) {
+        return Err(PyValueError::new_err(p));
+    }
+    let secret = match (secret, secret_file) {
+        (Some(_), Some(_)) => {
+            return Err(PyValueError::new_err(
+                "give the secret either as bytes (secret) or in a file (secret_file)",
+            ))
+        }
+        (Some(s), None) if s.is_empty() => {
+            return Err(PyValueError::new_err("secret: empty"));
+        }
+        (s @ Some(_), None) => s,
+        (None, Some(f)) => {
+            let s = std::fs::read(&f)
+                .map_err(|e| PyValueError::new_err(format!("secret_file {}: {e}", f.display())))?;
+            let s = s.trim_ascii().to_vec();
+            if s.is_empty() {
+                return Err(PyValueError::new_err(format!(
+                    "secret_file {}: the file is empty",
+                    f.display()
+                )));
+            }
+            Some(s)
+        }
+        (None, None) => None,
+    };
+    if NAMES.get().is_some() || ptmp::names::installed() {
+        return Err(ConfigError::new_err(
+            "presence for names is already on in this process",
+        ));
+    }
+    let d = Discovery::start(Config {
+        group,
+        secret,
+        liveness_timeout,
+        ..Config::default()
+    })
+    .map_err(derr)?;
+    let service = ptmp_discovery::install(d, timeout).map_err(derr)?;
+    let _ = NAMES.set(service);
+    Ok(())
+}
+
+/// The names this process announces for its named binds, `node/port`,
+/// sorted (empty when presence is off).
+#[pyfunction]
+pub fn announced_names() -> Vec<String> {
+    NAMES.get().map(|s| s.announced()).unwrap_or_default()
+}
+
+/// Withdraws every name this process announced (goodbye packets), so its
+/// peers see it leave at once; `ptmp` calls it at interpreter exit.
+#[pyfunction]
+pub fn withdraw_names() {
+    if let Some(s) = NAMES.get() {
+        s.withdraw_all();
+    }
+}
+
+/// After a receive that found nothing: when a peer `rx` connects to by
+/// name is announced elsewhere now (it ended and came back on another
+/// host, port or process), `rx` is made again connected there, and
+/// `last_look` gets the old one for a message that reached it since
+/// (what it returns is returned). Only a receiver that binds nothing is
+/// made again. A process that never used names pays one atomic load.
+pub(crate) fn followed(
+    rx: &mut ptmp::Receiver,
+    last_look: impl FnOnce(&mut ptmp::Receiver) -> bool,
+) -> PyResult<bool> {
+    if !rx.config().bind().is_empty() {
+        return Ok(false);
+    }
+    let Some(fresh) = ptmp::names::moved(rx.config()) else {
+        return Ok(false);
+    };
+    let new = ptmp::Receiver::new(fresh).map_err(|e| PtmpError::new_err(e.to_string()))?;
+    let mut old = std::mem::replace(rx, new);
+    Ok(last_look(&mut old))
+}
+
+/// After a send that found no room: when a peer `tx` connects to by name
+/// is announced elsewhere now (a socket connecting by name queues only on
+/// live connections, so a dead peer leaves no room), `tx` is made again
+/// connected there; the old one is let go on a thread of its own, where
+/// it delivers what it still can within its linger.
+pub(crate) fn follow_tx(tx: &mut ptmp::Sender) -> PyResult<()> {
+    if !tx.config().bind().is_empty() {
+        return Ok(());
+    }
+    let Some(fresh) = ptmp::names::moved(tx.config()) else {
+        return Ok(());
+    };
+    let mut new = ptmp::Sender::new(fresh).map_err(|e| PtmpError::new_err(e.to_string()))?;
+    new.wait_in_slices();
+    let old = std::mem::replace(tx, new);
+    let _ = std::thread::Builder::new()
+        .name("ptmp-retired-sender".into())
+        .spawn(move || drop(old));
+    Ok(())
+}
+
+/// A socket config from its JSON text, with every name it connects to
+/// replaced by the address announced for it (each waited for as long as
+/// presence allows), so the socket made from it can follow the name.
+pub(crate) fn resolved(text: &str) -> ptmp::Result<ptmp::SocketConfig> {
+    ptmp::names::resolve_config(&ptmp::SocketConfig::from_json(text)?)
+}
