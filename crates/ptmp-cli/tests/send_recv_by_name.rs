@@ -277,3 +277,88 @@ fn send_connected_by_name_follows_its_receiver_after_a_kill() {
     assert_eq!(s["received"].as_u64().unwrap(), n - first, "{s}");
     drop(lan);
 }
+
+/// A receiver's host loses its link without a word (its switch port goes
+/// down: nothing is closed, nothing answers). The sender, connected by
+/// name and allowed to queue far more than the test sends, would keep
+/// queueing for the silent connection; ZeroMQ heartbeats (on by default
+/// for a socket binding or connecting by name; each end also tells the
+/// other to drop a connection silent for three intervals) drop that
+/// connection, the sender then holds its sets and follows the name to a
+/// receiver on another host. With `heartbeat_ms: 0` on both ends the
+/// sender queues all it sends for the silent host and this test fails.
+#[test]
+fn heartbeats_let_a_sender_leave_a_silent_host_for_a_new_one() {
+    let Some(lan) = Lan::make(3, "hb") else {
+        eprintln!(
+            "SKIPPED heartbeats_let_a_sender_leave_a_silent_host_for_a_new_one: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
+        );
+        return;
+    };
+    let (h0, h1, h2) = (&lan.hosts[0], &lan.hosts[1], &lan.hosts[2]);
+    let recv = |h: &str| {
+        ptmp_in(
+            h,
+            &[
+                "recv",
+                "-p",
+                "PULL",
+                "-a",
+                "bind",
+                "-e",
+                "name://snk/in",
+                "--discovery",
+                "heartbeat",
+                "-n",
+                "1000000",
+                "-T",
+                "4000",
+                "--json",
+            ],
+        )
+    };
+    let _rx1 = recv(h1);
+    let n = 3000;
+    let tx = ptmp_in(
+        h0,
+        &[
+            "send",
+            "-p",
+            "PUSH",
+            "-a",
+            "connect",
+            "-e",
+            "name://snk/in",
+            "--discovery",
+            "heartbeat",
+            "--hwm",
+            "1000000",
+            "-n",
+            &n.to_string(),
+            "--rate",
+            "200",
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    // The first receiver's cable is pulled: its switch port goes down.
+    assert!(lan::ip(&["-n", &lan.switch, "link", "set", "s1", "down"]));
+    let rx2 = recv(h2);
+    let sent = done(tx, Duration::from_secs(90), "send");
+    let err = text(&sent.stderr);
+    assert!(sent.status.success(), "{err}");
+    let o = done(rx2, Duration::from_secs(30), "second recv");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = summary(&o);
+    // Without heartbeats the sender would still be queueing for the
+    // silent host (its high-water mark is above what it sends), and the
+    // second receiver would get nothing.
+    assert_eq!(s["last_count"], n - 1, "{s}\nsend: {err}");
+    let first = s["first_count"].as_u64().unwrap();
+    assert!(first > 0, "{s}");
+    assert_eq!(s["received"].as_u64().unwrap(), n - first, "{s}");
+    eprintln!(
+        "heartbeats: the second receiver got sets {first}..{}",
+        n - 1
+    );
+    drop(lan);
+}

@@ -16,6 +16,7 @@
 //! | `subscribe` | SUB prefixes (strings) | `[""]` (everything) |
 //! | `subscribers` | PUB: wait for this many subscribers before the first send | 0 |
 //! | `subscribers_timeout_ms` | give up that wait after this long | 10000 |
+//! | `heartbeat_ms` | ZeroMQ heartbeats: a connection silent for three intervals is dropped; 0 = none | 1000 for a socket that binds or connects by name, else none |
 //!
 //! Endpoints are `inproc://NAME`, `ipc://PATH`, `tcp://HOST:PORT` (HOST may be
 //! `*`, an IPv4 address, `[IPv6]`, a host name or an interface when binding;
@@ -327,6 +328,15 @@ const TIMEOUT_MS_RANGE: (i64, i64) = (0, i64::MAX);
 const SHM_SLOTS_RANGE: (i64, i64) = (ptmp_shm::MIN_SLOTS as i64, ptmp_shm::MAX_SLOTS as i64);
 const SHM_MAX_MESSAGE_RANGE: (i64, i64) = (1, ptmp_shm::MAX_MESSAGE_LIMIT as i64);
 const SHM_READER_GRACE_MS_RANGE: (i64, i64) = (0, u32::MAX as i64);
+// Three intervals must fit ZeroMQ's heartbeat TTL (at most 6553.5 s).
+const HEARTBEAT_MS_RANGE: (i64, i64) = (0, 1_000_000);
+
+/// The heartbeat interval of a socket that binds or connects by name
+/// (`name://`) and sets no `heartbeat_ms`: a peer that vanished without
+/// closing its connections (power cut, cable pulled) is dropped after
+/// three silent intervals, instead of holding queued messages until TCP
+/// gives up.
+pub const DEFAULT_NAME_HEARTBEAT: Duration = Duration::from_millis(1000);
 
 const SHM_MODES: &[&str] = &["private", "group"];
 const SHM_MODE_REASON: &str = "must be \"private\" (mode 0600, this user only) or \"group\" (mode 0660, shared with the segment's group)";
@@ -348,6 +358,7 @@ const KNOWN_KEYS: &[&str] = &[
     "shm_mode",
     "shm_reader_id",
     "shm_reader_grace_ms",
+    "heartbeat_ms",
 ];
 
 /// Settings of the shared-memory transport, used by `shm://` endpoints
@@ -404,6 +415,8 @@ pub struct SocketConfig {
     /// How long a writer keeps that identity's place after its process
     /// died (`shm_reader_grace_ms`).
     shm_reader_grace: Duration,
+    /// ZeroMQ heartbeat interval (`heartbeat_ms`); `None`: the default.
+    heartbeat: Option<Duration>,
 }
 
 /// Builds a [`SocketConfig`] in Rust, checked by [`Self::build`] against
@@ -540,6 +553,17 @@ impl SocketConfigBuilder {
         self
     }
 
+    /// ZeroMQ heartbeats every `interval` on each connection (JSON
+    /// `heartbeat_ms`): a connection whose peer has been silent for three
+    /// intervals is dropped, so a peer that vanished without closing it is
+    /// noticed. `Duration::ZERO` sends none. Default: [`DEFAULT_NAME_HEARTBEAT`]
+    /// for a socket that binds or connects by name, none otherwise. Whole
+    /// milliseconds count, at most 1 000 000 of them.
+    pub fn heartbeat(mut self, interval: Duration) -> Self {
+        self.cfg.heartbeat = Some(interval);
+        self
+    }
+
     /// Check everything and return the configuration, or the first problem
     /// as [`Error::Config`] naming the JSON key that holds it (e.g.
     /// `socket.shm_slots = 12: must be a power of two`).
@@ -588,6 +612,14 @@ impl SocketConfigBuilder {
             SHM_READER_GRACE_MS_RANGE,
         )?;
         c.shm_reader_grace = whole_ms(c.shm_reader_grace);
+        if let Some(h) = c.heartbeat {
+            check_int(
+                "heartbeat_ms",
+                h.as_millis().min(i64::MAX as u128) as i128,
+                HEARTBEAT_MS_RANGE,
+            )?;
+            c.heartbeat = Some(whole_ms(h));
+        }
         if let Some(id) = &c.shm_reader_id {
             if id.is_empty() || id.len() > ptmp_shm::MAX_IDENT_LEN || id.contains('\0') {
                 return Err(Error::config(
@@ -686,6 +718,7 @@ impl SocketConfig {
                 shm: ShmSettings::default(),
                 shm_reader_id: None,
                 shm_reader_grace: ptmp_shm::DEFAULT_READER_GRACE,
+                heartbeat: None,
             },
             subscribe_set: false,
             error: None,
@@ -807,6 +840,9 @@ impl SocketConfig {
         if let Some(t) = int(&s, "shm_reader_grace_ms", SHM_READER_GRACE_MS_RANGE)? {
             b = b.shm_reader_grace(Duration::from_millis(t as u64));
         }
+        if let Some(t) = int(&s, "heartbeat_ms", HEARTBEAT_MS_RANGE)? {
+            b = b.heartbeat(Duration::from_millis(t as u64));
+        }
         if s.raw("subscribe").is_some_and(Value::is_null) {
             return Err(Error::config(
                 "socket.subscribe",
@@ -918,6 +954,12 @@ impl SocketConfig {
         self.shm_reader_grace
     }
 
+    /// The heartbeat interval set (`heartbeat_ms`), `None` for the default
+    /// (see [`SocketConfigBuilder::heartbeat`]).
+    pub fn heartbeat(&self) -> Option<Duration> {
+        self.heartbeat
+    }
+
     /// SUB subscription prefixes; `[""]` (the default) subscribes to
     /// everything, an empty list to nothing.
     pub fn subscribe(&self) -> &[Vec<u8>] {
@@ -1025,6 +1067,9 @@ impl SocketConfig {
                 "shm_reader_grace_ms".into(),
                 (self.shm_reader_grace.as_millis() as u64).into(),
             );
+        }
+        if let Some(h) = self.heartbeat {
+            s.insert("heartbeat_ms".into(), (h.as_millis() as u64).into());
         }
         if self.subscribers > 0 {
             s.insert("subscribers".into(), self.subscribers.into());
@@ -1238,5 +1283,28 @@ mod tests {
             "k"
         )
         .is_err());
+    }
+
+    #[test]
+    fn heartbeat_is_read_checked_and_written_back() {
+        let c = SocketConfig::from_json(
+            r#"{"socket":{"type":"PULL","connect":["tcp://h:1"],"heartbeat_ms":250}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.heartbeat(), Some(Duration::from_millis(250)));
+        assert_eq!(SocketConfig::from_value(&c.to_json()).unwrap(), c);
+        let c = SocketConfig::from_json(r#"{"socket":{"type":"PULL","connect":["tcp://h:1"]}}"#)
+            .unwrap();
+        assert_eq!(c.heartbeat(), None);
+        assert!(!c.to_json().to_string().contains("heartbeat"));
+        let e = err(r#"{"socket":{"type":"PULL","connect":["tcp://h:1"],"heartbeat_ms":-1}}"#);
+        assert!(e.contains("socket.heartbeat_ms") && e.contains("-1"), "{e}");
+        let e = SocketConfig::builder(SocketType::Pull)
+            .connect("tcp://h:1")
+            .heartbeat(Duration::from_secs(2_000))
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("socket.heartbeat_ms"), "{e}");
     }
 }

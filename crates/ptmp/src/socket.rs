@@ -89,6 +89,32 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
         sock.set_immediate(true)
             .map_err(Error::zmq("set immediate"))?;
     }
+    // Heartbeats drop a connection whose peer went silent (a host that
+    // vanished without closing it), so a sender stops queueing for it: on
+    // by default for sockets that bind or connect by name.
+    let named = cfg
+        .connect()
+        .iter()
+        .any(|e| crate::names::stands_for_name(&e.address))
+        || cfg
+            .bind()
+            .iter()
+            .any(|e| crate::names::parse(&e.address).is_some());
+    let beat = match cfg.heartbeat() {
+        Some(b) => b,
+        None if named => crate::config::DEFAULT_NAME_HEARTBEAT,
+        None => std::time::Duration::ZERO,
+    };
+    if !beat.is_zero() {
+        // build() keeps the interval within 1 000 000 ms.
+        let ms = beat.as_millis() as i32;
+        sock.set_heartbeat_ivl(ms)
+            .map_err(Error::zmq("set heartbeat_ivl"))?;
+        sock.set_heartbeat_timeout(3 * ms)
+            .map_err(Error::zmq("set heartbeat_timeout"))?;
+        sock.set_heartbeat_ttl(3 * ms)
+            .map_err(Error::zmq("set heartbeat_ttl"))?;
+    }
     let mut bound = Vec::new();
     for (attach, ep) in cfg.endpoints() {
         match attach {
