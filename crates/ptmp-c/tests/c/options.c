@@ -133,12 +133,15 @@ static void delivered(void) {
 
 /* A lossless shared-memory channel of two slots with a reader that does
  * not read: the third message finds the ring full and the bounded send
- * gives up; once the reader takes one, it goes. */
+ * gives up; asked to wait past the channel's block timeout, it fails as a
+ * blocking send would; once the reader takes one, it goes. */
 static void full_ring(void) {
     char name[64], rcfg[256], scfg[256];
     snprintf(name, sizeof name, "c-options-%d", (int)getpid());
     snprintf(scfg, sizeof scfg,
-             "{\"socket\":{\"type\":\"PUSH\",\"bind\":[\"shm://%s\"],\"shm_slots\":2}}", name);
+             "{\"socket\":{\"type\":\"PUSH\",\"bind\":[\"shm://%s\"],\"shm_slots\":2,"
+             "\"shm_block_timeout_ms\":200}}",
+             name);
     snprintf(rcfg, sizeof rcfg,
              "{\"socket\":{\"type\":\"PULL\",\"connect\":[\"shm://%s\"],\"shm_slots\":2}}", name);
     ptmp_sender* tx = NULL;
@@ -154,6 +157,10 @@ static void full_ring(void) {
         int rc = ptmp_sender_send_within(tx, &t, 50);
         printf("full ring: send_within %d\n", rc);
         EXPECT(rc == PTMP_TIMEOUT);
+        rc = ptmp_sender_send_within(tx, &t, 60000);
+        printf("full ring past the block timeout: %d %s\n", rc, ptmp_last_error());
+        EXPECT(rc == PTMP_ERR_TRANSPORT);
+        EXPECT(ptmp_sender_sent(tx) == 2);
         ptmp_tpset got = {0};
         EXPECT(ptmp_receiver_recv(rx, &got, 1000) == PTMP_OK && got.count == 0);
         EXPECT(ptmp_receiver_recv(rx, &got, 1000) == PTMP_OK && got.count == 1);
