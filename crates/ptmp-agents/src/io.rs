@@ -4,7 +4,39 @@
 use crate::agent::{Ctl, POLL};
 use crate::error::{Error, Result};
 use ptmp::{Receiver, Sender, SocketConfig};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// Whether this process's agents hold their outputs (see [`hold_outputs`]).
+static OUTPUTS_HELD: AtomicBool = AtomicBool::new(false);
+
+/// Hold (`true`) or release (`false`) every output of the agents in this
+/// process: while held, [`send_set`] and [`send_frames`] wait before
+/// sending, and go on as soon as the hold is released or their agent is
+/// stopped. Inputs are still read, up to their high-water marks.
+///
+/// A graph part holds its outputs while the process they feed is replaced.
+/// Unlike a stopped process (SIGSTOP), a held one keeps its ZeroMQ I/O
+/// threads running: they see the old receiver's connection close while
+/// nothing is being sent, so no message is written into a dead connection
+/// when the hold ends, whichever side of the edge binds.
+pub fn hold_outputs(on: bool) {
+    OUTPUTS_HELD.store(on, Ordering::Release);
+}
+
+/// Whether [`hold_outputs`] holds this process's outputs now.
+pub fn outputs_held() -> bool {
+    OUTPUTS_HELD.load(Ordering::Acquire)
+}
+
+/// Wait while the outputs are held, unless the agent is stopped (a stopped
+/// agent drains what it has, as at any stop).
+#[cold]
+fn wait_while_held(ctl: &Ctl) {
+    while outputs_held() && !ctl.stopped() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
 
 /// Open an input socket of `agent`; an error names the agent. Names it
 /// connects to (`name://NODE/PORT`) are resolved first, so the socket can
@@ -142,7 +174,9 @@ pub fn send_frames(tx: &mut Sender, f: &ptmp::Frames, ctl: &Ctl, agent: &str) ->
 }
 
 /// Retry `send` (one attempt of at most [`POLL`], `Ok(true)` when sent)
-/// until it sends or the agent is done; a message sent is counted.
+/// until it sends or the agent is done; a message sent is counted. Held
+/// outputs ([`hold_outputs`]) wait first: one relaxed load per message
+/// when they are not.
 /// While it waits, a sender connected by name follows its peer when the
 /// peer is announced elsewhere (see [`follow_tx`]).
 fn send_until_done(
@@ -152,6 +186,9 @@ fn send_until_done(
     mut send: impl FnMut(&mut Sender) -> ptmp::Result<bool>,
 ) -> Result<bool> {
     loop {
+        if OUTPUTS_HELD.load(Ordering::Relaxed) {
+            wait_while_held(ctl);
+        }
         if send(tx).map_err(Error::socket(agent))? {
             ctl.counts.add_out();
             return Ok(true);

@@ -65,6 +65,15 @@ pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
     run_dir.join("sequence").join(format!("{process}.json"))
 }
 
+/// The file whose presence asks process `process` to hold its outputs:
+/// `RUNDIR/hold/PROCESS`. The supervisor makes it while it replaces what
+/// the process feeds and removes it after; the part holds its agents'
+/// outputs ([`ptmp_agents::io::hold_outputs`]) while it exists, and says so
+/// at once in its status file (`"held": true`).
+pub fn hold_file(run_dir: &Path, process: &str) -> PathBuf {
+    run_dir.join("hold").join(process)
+}
+
 /// Where each source of this process starts counting. A process that ran
 /// before in this run (it crashed and is restarted) left its sources' last
 /// counts in its status file (sent so far, at most a status interval old)
@@ -134,6 +143,10 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             return 2;
         }
     };
+    // A part (re)started while a hold is asked for starts held.
+    let hfile = hold_file(&plan.run_dir, &plan.process);
+    let mut held = hfile.exists();
+    ptmp_agents::io::hold_outputs(held);
     let leaves: Vec<&Proxy> = rc.proxies.iter().flat_map(|p| p.leaves()).collect();
     let finite: Vec<usize> = (0..leaves.len()).filter(|&i| leaves[i].finite()).collect();
     let order = ptmp_agents::upstream_first(&leaves);
@@ -157,7 +170,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
     let sfile = status::status_file(&plan.run_dir, &plan.process);
     let mut rates = Rates::new();
     let mut next_status = Instant::now();
-    let write_status = |running: &Running, rates: &mut Rates| {
+    let write_status = |running: &Running, rates: &mut Rates, held: bool| {
         let c = running.counts();
         let counts: Vec<(u64, u64)> = c.iter().map(|x| x.1).collect();
         let r = rates.update(&counts);
@@ -166,7 +179,10 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             .zip(r)
             .map(|((n, io, ended), rate)| (n.to_string(), *io, *ended, rate))
             .collect();
-        let doc = status::document(&plan.graph, &plan.process, &nodes, None);
+        let mut doc = status::document(&plan.graph, &plan.process, &nodes, None);
+        if held {
+            doc["held"] = json!(true);
+        }
         let _ = status::write_atomic(&sfile, &doc);
     };
     let reason = loop {
@@ -182,13 +198,22 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
         if running.alive() == 0 {
             break "finished";
         }
+        // A hold asked for or ended: take it and say so at once (the
+        // supervisor waits for the word before it stops what we feed).
+        if hfile.exists() != held {
+            held = !held;
+            ptmp_agents::io::hold_outputs(held);
+            write_status(&running, &mut rates, held);
+        }
         if Instant::now() >= next_status {
-            write_status(&running, &mut rates);
+            write_status(&running, &mut rates, held);
             next_status += STATUS_EVERY;
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     let _ = writeln!(log, "{who}: stopping: {reason}");
+    // Stopping drains: what the agents hold goes on downstream.
+    ptmp_agents::io::hold_outputs(false);
     let handles = running.count_handles();
     let results = running.stop_in_order(&order);
     let mut failed = reason == "a node failed";

@@ -19,9 +19,11 @@
 //! * `ptmp graph apply` changes the running graph (see
 //!   [`crate::reconfig`]): processes whose configuration did not change are
 //!   left alone; the others are stopped upstream first, each draining, while
-//!   the unchanged processes feeding them are held (SIGSTOP, so what they
-//!   have stays in their queues and rings), then the new ones are started
-//!   downstream first and the held ones continued.
+//!   the unchanged processes feeding them hold their outputs (asked
+//!   through a hold file, see [`crate::part::hold_file`]; SIGSTOP for a
+//!   part that does not answer), so what they have stays in their agents,
+//!   queues and rings; then the new ones are started downstream first and
+//!   the held ones released.
 
 use crate::part::PartPlan;
 use crate::plan::Plan;
@@ -170,6 +172,8 @@ pub fn run(
     for s in crate::rundir::clear_leftovers(&g, &plan, host, lock.stale, opts.stop_timeout) {
         let _ = writeln!(log, "graph {}: {s}", g.name);
     }
+    // Hold requests an earlier supervisor left (it died during an apply).
+    let _ = std::fs::remove_dir_all(dir.join("hold"));
     let order = g.process_order();
     let mut procs: Vec<Proc> = Vec::new();
     for &i in &order {
@@ -485,14 +489,85 @@ fn wait_quiet(dir: &Path, processes: &[&str], limit: Duration) {
     }
 }
 
-/// Processes stopped with SIGSTOP, continued when dropped (so no path out
-/// of an apply leaves one stopped).
-struct Held(Vec<(String, i32)>);
+/// How long an apply waits for a feeder to say it holds its outputs before
+/// it stops the feeder with SIGSTOP instead.
+const HOLD_WAIT: Duration = Duration::from_secs(2);
+
+/// Processes holding their outputs while what they feed is replaced,
+/// released when dropped (so no path out of an apply leaves one held).
+///
+/// A part is asked to hold through its hold file
+/// ([`crate::part::hold_file`]): its agents stop sending while its ZeroMQ
+/// I/O threads run on, so they see the old receiver's connection close
+/// while nothing is in flight and no message is written into it. A part
+/// that does not say it holds within [`HOLD_WAIT`] is stopped with SIGSTOP
+/// instead, which holds it too but freezes its I/O threads: a zmq sender
+/// continued that way can write up to one batch into the dead connection
+/// before it sees it gone.
+struct Held {
+    dir: PathBuf,
+    /// (process name, pid, stopped with SIGSTOP rather than by its file).
+    procs: Vec<(String, i32, bool)>,
+}
+
+impl Held {
+    /// Ask `name` (pid `pid`) to hold its outputs; its word is awaited by
+    /// [`Held::confirm`].
+    fn ask(&mut self, name: &str, pid: i32) {
+        let f = crate::part::hold_file(&self.dir, name);
+        if let Some(d) = f.parent() {
+            let _ = std::fs::create_dir_all(d);
+        }
+        let _ = std::fs::write(&f, pid.to_string());
+        self.procs.push((name.to_string(), pid, false));
+    }
+
+    /// Wait until every part asked says it holds (its status file, written
+    /// by that very pid, has `"held": true`); stop with SIGSTOP those that
+    /// do not within [`HOLD_WAIT`]. Gives the names of those stopped.
+    fn confirm(&mut self) -> Vec<String> {
+        let t = Instant::now();
+        loop {
+            let mut all = true;
+            for (name, pid, _) in &self.procs {
+                all &= says_held(&self.dir, name, *pid);
+            }
+            if all {
+                return Vec::new();
+            }
+            if t.elapsed() >= HOLD_WAIT {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut stopped = Vec::new();
+        for (name, pid, sigstop) in &mut self.procs {
+            if !says_held(&self.dir, name, *pid) {
+                send_signal(*pid, Signal::STOP);
+                *sigstop = true;
+                stopped.push(name.clone());
+            }
+        }
+        stopped
+    }
+}
+
+/// Whether process `name`'s status file, written by pid `pid`, says it
+/// holds its outputs.
+fn says_held(dir: &Path, name: &str, pid: i32) -> bool {
+    std::fs::read(status::status_file(dir, name))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["pid"].as_i64() == Some(i64::from(pid)) && v["held"] == true)
+}
 
 impl Drop for Held {
     fn drop(&mut self) {
-        for (_, pid) in &self.0 {
-            send_signal(*pid, Signal::CONT);
+        for (name, pid, sigstop) in &self.procs {
+            let _ = std::fs::remove_file(crate::part::hold_file(&self.dir, name));
+            if *sigstop {
+                send_signal(*pid, Signal::CONT);
+            }
         }
     }
 }
@@ -563,10 +638,13 @@ impl Apply<'_> {
             .collect();
         to_stop.sort_by_key(|&k| rank(self.procs[k].index));
         let stopping: BTreeSet<usize> = to_stop.iter().map(|&k| self.procs[k].index).collect();
-        // Hold the unchanged parts feeding them: stopped, a feeder keeps
-        // what it has (in its zmq queues, or in the ring it writes, which
-        // outlives its reader) until the replacement reads on.
-        let mut held = Held(Vec::new());
+        // Hold the unchanged parts feeding them: held, a feeder keeps what
+        // it has (in its agents and queues, or in the ring it writes,
+        // which outlives its reader) until the replacement reads on.
+        let mut held = Held {
+            dir: self.plan.run_dir.clone(),
+            procs: Vec::new(),
+        };
         let mut held_at = BTreeSet::new();
         for p in self.procs.iter() {
             if !kept.contains(p.name.as_str()) {
@@ -584,15 +662,20 @@ impl Apply<'_> {
             });
             if feeds {
                 let pid = c.id() as i32;
-                send_signal(pid, Signal::STOP);
+                held.ask(&p.name, pid);
                 let _ = writeln!(
                     log,
                     "graph {gname}: holding process {} (pid {pid}) while its downstream is replaced",
                     p.name
                 );
-                held.0.push((p.name.clone(), pid));
                 held_at.insert(p.index);
             }
+        }
+        for name in held.confirm() {
+            let _ = writeln!(
+                log,
+                "graph {gname}: process {name} did not say it holds its outputs within {HOLD_WAIT:?}; stopped it (SIGSTOP) instead"
+            );
         }
         // Let the parts about to stop that held parts feed take in what
         // was already on its way to them while they still run normally, so
