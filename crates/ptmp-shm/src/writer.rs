@@ -24,6 +24,14 @@ pub struct Writer {
     block_timeout: Duration,
     /// Durable readers found dead, and what became of their entries.
     dead: DeadReaders,
+    /// Messages whose loan found the ring full and had to wait.
+    stalls: u64,
+    /// The number of the last message counted in `stalls`: a loan that
+    /// timed out and is asked again for the same message is not counted
+    /// twice.
+    stalled_seq: Option<u64>,
+    /// Called once for each stall as it begins (see [`Writer::on_stall`]).
+    on_stall: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// What a [`Policy::Block`] writer knows of durable readers whose process
@@ -181,6 +189,9 @@ impl Writer {
                 since: vec![None; MAX_READERS],
                 given_up: 0,
             },
+            stalls: 0,
+            stalled_seq: None,
+            on_stall: None,
         })
     }
 
@@ -190,6 +201,25 @@ impl Writer {
     /// they lost.
     pub fn readers_given_up(&self) -> u64 {
         self.dead.given_up
+    }
+
+    /// Messages whose [`Self::loan`] found the ring full (under
+    /// [`Policy::Block`], the slowest reader a whole ring behind, or no
+    /// reader yet come for a ring of messages) and had to wait, each
+    /// counted once however many loans it took (one that timed out and
+    /// is asked again is the same message). Counted only on that slow
+    /// path: a loan that finds room costs nothing more. Zero under
+    /// [`Policy::Overwrite`], which never waits.
+    pub fn stalls(&self) -> u64 {
+        self.stalls
+    }
+
+    /// Call `f` each time a message starts to wait for room, before it
+    /// waits (once for each stall counted in [`Self::stalls`]), so a
+    /// sender's live counters show a wait while it lasts. It runs on the
+    /// writer's thread, only on that slow path.
+    pub fn on_stall(&mut self, f: impl Fn() + Send + Sync + 'static) {
+        self.on_stall = Some(Box::new(f));
     }
 
     /// Channel name.
@@ -298,6 +328,14 @@ impl Writer {
         let dead = &mut self.dead;
         if s < floor.min_pos + seg.slots || Self::room(seg, floor, s, None)?.is_ok() {
             return Ok(());
+        }
+        // The ring is full: this message waits, if only for the spin.
+        if self.stalled_seq != Some(s) {
+            self.stalled_seq = Some(s);
+            self.stalls += 1;
+            if let Some(f) = &self.on_stall {
+                f();
+            }
         }
         seg.check_layout()?;
         // The position every reader must reach for `s` to be written, and

@@ -822,3 +822,61 @@ fn deferred_commit_on_a_pub_channel_publishes_at_once() {
     assert_eq!(w.deferred(), 0);
     assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 0);
 }
+
+/// A blocking writer counts a stall for each message that found the ring
+/// full and had to wait, once however often that message is tried again;
+/// a ring with room, and an overwriting ring, count none.
+#[test]
+fn a_full_ring_is_one_stall_per_message() {
+    let c = Chan::new("stalls");
+    let mut w = Writer::create(&c.0, blocking(4)).unwrap();
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let s2 = seen.clone();
+    w.on_stall(move || {
+        s2.fetch_add(1, Ordering::Relaxed);
+    });
+    let r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    for s in 0..4u8 {
+        w.publish(&[s]).unwrap();
+    }
+    assert_eq!(w.stalls(), 0, "four messages fit in four slots");
+    // The reader reads nothing: the fifth message waits and times out,
+    // however often it is asked for.
+    w.set_block_timeout(Duration::from_millis(20));
+    for _ in 0..3 {
+        assert!(matches!(w.publish(b"x"), Err(ShmError::Timeout { .. })));
+    }
+    assert_eq!(w.stalls(), 1, "one message, tried three times");
+    // With the reader gone nobody needs the ring: the message goes at once.
+    drop(r);
+    w.publish(b"x").unwrap();
+    assert_eq!(w.stalls(), 1);
+    // A new reader starts at the next message: four more fit.
+    let r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    for s in 0..4u8 {
+        w.publish(&[s]).unwrap();
+    }
+    assert_eq!(w.stalls(), 1);
+    assert!(matches!(w.publish(b"y"), Err(ShmError::Timeout { .. })));
+    assert_eq!(w.stalls(), 2, "a second message that found the ring full");
+    assert_eq!(seen.load(Ordering::Relaxed), 2, "called once per stall");
+    drop(r);
+
+    // A big ring the writer never fills.
+    let big = Chan::new("nostalls");
+    let mut w = Writer::create(&big.0, blocking(1024)).unwrap();
+    let _r = Reader::attach(&big.0, StartAt::Next).unwrap();
+    for s in 0..1000u32 {
+        w.publish(&s.to_le_bytes()).unwrap();
+    }
+    assert_eq!(w.stalls(), 0);
+
+    // An overwriting ring laps its reader without waiting.
+    let lap = Chan::new("lapstalls");
+    let mut w = Writer::create(&lap.0, small(4)).unwrap();
+    let _r = Reader::attach(&lap.0, StartAt::Next).unwrap();
+    for s in 0..100u32 {
+        w.publish(&s.to_le_bytes()).unwrap();
+    }
+    assert_eq!(w.stalls(), 0);
+}

@@ -15,7 +15,11 @@
 //! a thousand clock reads a second, not one per message or per sixteen,
 //! and a slow one still has a sample of each message. A sender also
 //! counts its stalls: sends that found the queue full (a zmq PUSH or PAIR
-//! at its high-water mark, or with no peer yet) and had to wait.
+//! at its high-water mark, or with no peer yet; an shm:// PUSH whose
+//! slowest reader is a whole ring behind, or which waits for its first
+//! reader) and had to wait. An shm:// sender also counts the durable
+//! readers its ring gave up (see [`Snapshot::readers_given_up`]). Both
+//! change only where a send waits, never on a send that finds room.
 //!
 //! Built with the `no-counters` feature of this crate, every counting call
 //! compiles to nothing ([`ENABLED`] is false): sockets still register, so
@@ -80,6 +84,7 @@ pub struct SocketCounters {
     errors: AtomicU64,
     lost: AtomicU64,
     stalls: AtomicU64,
+    readers_given_up: AtomicU64,
     lat: [AtomicU64; LATENCY_BUCKETS],
     lat_max: AtomicU64,
 }
@@ -116,6 +121,11 @@ impl SocketCounters {
     #[inline]
     pub(crate) fn add_stall(&self) {
         bump(&self.stalls, 1);
+    }
+    /// Count `n` more durable readers given up by the sender's ring.
+    #[inline]
+    pub(crate) fn add_readers_given_up(&self, n: u64) {
+        bump(&self.readers_given_up, n);
     }
     /// Whether the message just counted is one whose latency is sampled.
     #[inline]
@@ -167,18 +177,27 @@ pub struct Snapshot {
     pub endpoints: Vec<String>,
     /// Messages sent or received so far.
     pub messages: u64,
-    /// Bytes of those messages (both frames; a receiver over shm:// counts
-    /// no bytes, its sender does).
+    /// Bytes of those messages: both frames, as a zmq socket sends them,
+    /// over every transport (over shm:// the sender counts what it wrote
+    /// and the receiver the frames it decoded, without the ring's framing).
     pub bytes: u64,
     /// Malformed messages received and skipped.
     pub errors: u64,
     /// Messages known lost before they could be received (shm overruns).
     pub lost: u64,
-    /// Sends that found the queue full (or no peer yet) and had to wait:
-    /// a zmq PUSH or PAIR sender at its high-water mark. Zero for a
-    /// receiver, a PUB (which drops instead of waiting) and, for now, a
-    /// sender over shm://.
+    /// Sends that found the queue full (or no peer yet) and had to wait,
+    /// each counted once however long it waited: a zmq PUSH or PAIR
+    /// sender at its high-water mark, an shm:// PUSH whose ring was full
+    /// (its slowest reader a whole ring behind, or no reader yet come for
+    /// a ring of messages). Zero for a receiver and a PUB (which drops, or
+    /// over shm:// overwrites, instead of waiting).
     pub stalls: u64,
+    /// shm:// PUSH senders only: durable readers (receivers with an
+    /// identity in the ring) whose process died and did not come back
+    /// within their grace time, so the ring stopped keeping their place
+    /// and went on without them. Messages they miss are counted as lost by
+    /// their successor, if one comes. Zero for every other socket.
+    pub readers_given_up: u64,
     /// Sampled latencies per bucket, cumulative (see [`LATENCY_BUCKETS`]).
     pub latency: [u64; LATENCY_BUCKETS],
     /// The largest sampled latency since the last [`snapshot`] with
@@ -207,6 +226,7 @@ pub(crate) fn register(dir: Dir, endpoints: Vec<String>) -> Arc<SocketCounters> 
         errors: AtomicU64::new(0),
         lost: AtomicU64::new(0),
         stalls: AtomicU64::new(0),
+        readers_given_up: AtomicU64::new(0),
         lat: std::array::from_fn(|_| AtomicU64::new(0)),
         lat_max: AtomicU64::new(0),
     });
@@ -232,6 +252,7 @@ pub fn snapshot(reset_max: bool) -> Vec<Snapshot> {
             errors: c.errors.load(Ordering::Relaxed),
             lost: c.lost.load(Ordering::Relaxed),
             stalls: c.stalls.load(Ordering::Relaxed),
+            readers_given_up: c.readers_given_up.load(Ordering::Relaxed),
             latency: std::array::from_fn(|k| c.lat[k].load(Ordering::Relaxed)),
             latency_max_us: if reset_max {
                 c.lat_max.swap(0, Ordering::Relaxed)
@@ -272,6 +293,7 @@ mod tests {
         }
         c.add_error();
         c.add_stall();
+        c.add_readers_given_up(1);
         let now = now_us();
         c.sample(now - 100, 2);
         c.sample(now - 5000, 2);
@@ -285,6 +307,7 @@ mod tests {
                 (s.messages, s.bytes, s.errors, s.lost, s.stalls),
                 (0, 0, 0, 0, 0)
             );
+            assert_eq!(s.readers_given_up, 0);
             assert_eq!(s.latency_max_us, 0);
             return;
         }
@@ -292,6 +315,7 @@ mod tests {
             (s.messages, s.bytes, s.errors, s.lost, s.stalls),
             (3, 30, 1, 2, 1)
         );
+        assert_eq!(s.readers_given_up, 1);
         assert!(s.latency_max_us >= 5000);
         // 100 us falls in the bucket below 128, 5000 in the one below 8192.
         assert_eq!(quantile_us(&s.latency, 0.5), Some(128));

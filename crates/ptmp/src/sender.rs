@@ -110,9 +110,14 @@ impl Sender {
                 "a sender needs a PAIR, PUB or PUSH socket",
             ));
         }
-        let (link, bound) = match shm::channel(&cfg, true)? {
+        let shm = shm::channel(&cfg, true)?;
+        let meter = crate::meter::register(
+            crate::meter::Dir::Send,
+            cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
+        );
+        let (link, bound) = match shm {
             Some((key, name, policy)) => (
-                Link::Shm(ShmTx::open(&cfg, &key, &name[0], policy)?),
+                Link::Shm(ShmTx::open(&cfg, &key, &name[0], policy, meter.clone())?),
                 vec![],
             ),
             None => {
@@ -126,10 +131,6 @@ impl Sender {
                 )
             }
         };
-        let meter = crate::meter::register(
-            crate::meter::Dir::Send,
-            cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
-        );
         Ok(Sender {
             meter,
             link,
@@ -169,8 +170,9 @@ impl Sender {
 
     /// Send one TPSet as `[version 0, payload]`.
     ///
-    /// Blocks while a PAIR or PUSH socket is at its high-water mark (each
-    /// such wait is counted as a stall in [`crate::meter`]); a PUB
+    /// Blocks while a PAIR or PUSH socket is at its high-water mark, or an
+    /// shm:// PUSH's ring is full (each such wait is counted as a stall in
+    /// [`crate::meter`]); a PUB
     /// socket drops instead, as ZeroMQ does. The first send of a PUB configured
     /// with `subscribers: K` first waits for them (see [`Self::wait_for_subscribers`]).
     pub fn send(&mut self, tpset: &TPSet) -> Result<()> {

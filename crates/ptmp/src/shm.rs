@@ -22,6 +22,7 @@
 
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
+use crate::meter::SocketCounters;
 use ptmp_data::codec::decode_tpset_into;
 use ptmp_data::dump::{zmsg_frames, zmsg_len, zmsg_write};
 use ptmp_data::wire::check_version;
@@ -29,6 +30,7 @@ use ptmp_data::{Frames, TPSet, WireError};
 use ptmp_shm::{
     ChannelConfig, ChannelName, Deadline, Durable, Policy, Reader, ShmError, StartAt, Writer,
 };
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Turn a ring error into ours, naming the key and channel. Nothing is
@@ -139,10 +141,21 @@ pub(crate) struct ShmTx {
     /// Whether the message being written belongs to a batch (published at
     /// the batch's end).
     defer: bool,
+    /// The sender's live counters (the writer counts its stalls into them
+    /// itself, as each begins).
+    meter: Arc<SocketCounters>,
+    /// The writer's readers given up already carried into `meter`.
+    given_up: u64,
 }
 
 impl ShmTx {
-    pub(crate) fn open(cfg: &SocketConfig, key: &str, name: &str, policy: Policy) -> Result<ShmTx> {
+    pub(crate) fn open(
+        cfg: &SocketConfig,
+        key: &str,
+        name: &str,
+        policy: Policy,
+        meter: Arc<SocketCounters>,
+    ) -> Result<ShmTx> {
         let cc = ChannelConfig {
             slots: cfg.shm().slots,
             max_message: cfg.shm().max_message,
@@ -150,11 +163,29 @@ impl ShmTx {
         };
         let mut w = Writer::create_with(name, cc, cfg.shm().mode).map_err(shm_err(key, name))?;
         w.set_block_timeout(cfg.shm().block_timeout);
+        // Counted as the wait begins, so a sender held back shows it while
+        // it waits, as a zmq sender does.
+        let m = meter.clone();
+        w.on_stall(move || m.add_stall());
         Ok(ShmTx {
             w,
             name: name.to_string(),
             defer: false,
+            meter,
+            given_up: 0,
         })
+    }
+
+    /// Carry the readers the writer gave up since the last call into the
+    /// meter: a load and compare of the writer's own field per message;
+    /// the count changes only where a loan waited for room.
+    #[inline]
+    fn carry(&mut self) {
+        let n = self.w.readers_given_up();
+        if n != self.given_up {
+            self.meter.add_readers_given_up(n - self.given_up);
+            self.given_up = n;
+        }
     }
 
     /// [`Self::publish`] waiting at most `slice` for room: `Ok(false)`, and
@@ -234,20 +265,23 @@ impl ShmTx {
                 ),
             });
         }
-        let mut loan = match self.w.loan(len) {
-            Ok(l) => l,
-            Err(e) => {
-                return match keep(e) {
-                    Some(e) => Err(shm_err("socket.bind", &self.name)(e)),
-                    None => Ok(false),
-                }
+        let defer = self.defer;
+        let written = self.w.loan(len).map(|mut loan| {
+            zmsg_write(frames, &mut loan);
+            if defer {
+                loan.commit_deferred();
+            } else {
+                loan.commit();
             }
-        };
-        zmsg_write(frames, &mut loan);
-        if self.defer {
-            loan.commit_deferred();
-        } else {
-            loan.commit();
+        });
+        // Also after a loan that failed: it may have given readers up
+        // before it did.
+        self.carry();
+        if let Err(e) = written {
+            return match keep(e) {
+                Some(e) => Err(shm_err("socket.bind", &self.name)(e)),
+                None => Ok(false),
+            };
         }
         // A segment truncated under the writer: what was committed went
         // nowhere, so say so (one relaxed load).
