@@ -639,6 +639,8 @@ struct SockFig {
     lost: Option<u64>,
     /// Sends that found the queue full and had to wait (senders only).
     stalls: Option<u64>,
+    /// Durable shm readers the sender's ring gave up (senders only).
+    given_up: Option<u64>,
     p99_us: Option<f64>,
 }
 
@@ -720,6 +722,7 @@ impl View for GraphView {
                     rate: x["rate"].as_f64(),
                     lost: x["lost"].as_u64(),
                     stalls: x["stalls"].as_u64(),
+                    given_up: x["readers_given_up"].as_u64(),
                     p99_us: x["latency_us"]["p99"].as_f64(),
                 });
             }
@@ -971,6 +974,8 @@ impl View for GraphView {
                 .count()
         };
         let mut erows = Vec::new();
+        // Rows of edges whose sending ring gave readers up.
+        let mut given_up_rows = std::collections::HashSet::new();
         let mut edge_order: Vec<(&String, &Ends)> = edges.iter().collect();
         let key = |e: &Ends| {
             let d = e.0.iter().map(|s| depth_of(&s.node)).min().unwrap_or(0);
@@ -1012,6 +1017,17 @@ impl View for GraphView {
                 .map(|x| x.stalls)
                 .reduce(|a, b| Some(a? + b?))
                 .flatten();
+            // Rare, and about readers rather than messages: a line under
+            // the tables, and the row marked, rather than a column.
+            let given_up: u64 = on(false).filter_map(|x| x.given_up).sum();
+            if given_up > 0 {
+                given_up_rows.insert(erows.len());
+                msgs.push(format!(
+                    "edge {} -> {} ({addr}): {given_up} durable reader(s) given up: their process died and did not come back within its grace time, so the ring went on without them",
+                    names(tx),
+                    names(rx)
+                ));
+            }
             let mut lag = None;
             if let Some(name) = addr.strip_prefix("shm://") {
                 match ptmp_shm::inspect(name) {
@@ -1098,8 +1114,8 @@ impl View for GraphView {
                     ("ADDRESS", false),
                 ],
                 &erows,
-                |_, r| {
-                    if cell_u64(r, 4) > 0 {
+                |i, r| {
+                    if cell_u64(r, 4) > 0 || given_up_rows.contains(&i) {
                         Tone::Bad
                     } else {
                         Tone::Plain

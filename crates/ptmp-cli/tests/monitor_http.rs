@@ -348,38 +348,79 @@ fn a_stopped_receiver_stalls_its_sender() {
     let dir = tempfile::tempdir().unwrap();
     let stuck = format!("ipc://{}/stuck.ipc", dir.path().display());
     let live = format!("ipc://{}/live.ipc", dir.path().display());
+    // Through a queue of five.
+    let fast = json!({"type": "PUSH", "connect": [stuck], "sndhwm": 5, "hwm": 5});
+    let slow = json!({"type": "PUSH", "connect": [live]});
+    stalls_shown(dir.path(), [&stuck, &live], [fast, slow], false);
+}
+
+/// The same over shm://: the ring of eight of a PUSH whose reader is
+/// stopped fills, and its sender counts the stall; a reader that keeps up
+/// with a ring of 1024 holds its sender back never.
+#[test]
+fn a_stopped_shm_receiver_stalls_its_sender() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("stallmon-{}", std::process::id());
+    let stuck = format!("shm://{tag}-stuck");
+    let live = format!("shm://{tag}-live");
+    let fast = json!({"type": "PUSH", "bind": [stuck], "shm_slots": 8,
+                      "shm_block_timeout_ms": 60000});
+    let slow = json!({"type": "PUSH", "bind": [live], "shm_slots": 1024});
+    stalls_shown(dir.path(), [&stuck, &live], [fast, slow], true);
+}
+
+/// Receivers on `ends` (the first stopped with SIGSTOP once it is
+/// reading), a `ptmp run` with a source flat out on `outputs[0]` and one
+/// at 100 TPSets/s on `outputs[1]`; the first edge must show stalls, the
+/// second none. `shm`: the ends are shm:// channels (removed at the end).
+fn stalls_shown(dir: &Path, ends: [&String; 2], outputs: [Value; 2], shm: bool) {
+    struct Rings(Vec<String>);
+    impl Drop for Rings {
+        fn drop(&mut self) {
+            for n in &self.0 {
+                let _ = ptmp_shm::remove(n);
+            }
+        }
+    }
+    let names = ends.map(|e| e.trim_start_matches("shm://").to_string());
+    let _rings = Rings(if shm { names.to_vec() } else { vec![] });
     let recv = |ep: &str| {
-        Command::new(PTMP)
-            .args(["recv", "-p", "PULL", "-e", ep, "--hwm", "5"])
+        let mut c = Command::new(PTMP);
+        c.args(["recv", "-p", "PULL", "-e", ep, "--hwm", "5"])
             .args(["-n", "1000000000", "-T", "-1"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
+            .stderr(Stdio::null());
+        if shm {
+            c.args(["-a", "connect"]);
+        }
+        c.spawn().unwrap()
     };
-    let mut kids = Kids(vec![recv(&stuck), recv(&live)]);
-    // The first receiver never reads: stopped before it could.
-    // SAFETY: kill(2) on our own child's pid, not yet reaped.
-    let stopped = unsafe { libc::kill(kids.0[0].id() as i32, libc::SIGSTOP) };
-    assert_eq!(stopped, 0);
-    // One sender flat out into the stopped receiver, through a queue of
-    // five; one at 100 sets/s into a receiver that keeps up.
+    let mut kids = Kids(vec![recv(ends[0]), recv(ends[1])]);
+    let stop = |kids: &Kids| {
+        // SAFETY: kill(2) on our own child's pid, not yet reaped.
+        let stopped = unsafe { libc::kill(kids.0[0].id() as i32, libc::SIGSTOP) };
+        assert_eq!(stopped, 0);
+    };
+    if !shm {
+        // The first receiver never reads: stopped before it could.
+        stop(&kids);
+    }
+    let [fast, slow] = outputs;
     let cfg = json!({"name": "stallmon", "proxies": [
         {"name": "fast", "type": "source", "data": {"rate": 0, "detid": 1,
-            "output": {"socket": {"type": "PUSH", "connect": [stuck], "sndhwm": 5, "hwm": 5}}}},
+            "output": {"socket": fast}}},
         {"name": "slow", "type": "source", "data": {"rate": 100, "detid": 2,
-            "output": {"socket": {"type": "PUSH", "connect": [live]}}}}
+            "output": {"socket": slow}}}
     ]});
-    let f = dir.path().join("run.json");
+    let f = dir.join("run.json");
     std::fs::write(&f, cfg.to_string()).unwrap();
-    let mut child = Command::new(PTMP)
-        .arg("run")
+    let mut run = Command::new(PTMP);
+    run.arg("run")
         .arg(&f)
         .args(["--ttl", "60", "--http", "127.0.0.1:0"])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    let mut child = run.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     kids.0.push(child);
     let addr: SocketAddr = loop {
@@ -391,6 +432,15 @@ fn a_stopped_receiver_stalls_its_sender() {
         }
     };
     std::thread::spawn(move || lines.for_each(drop));
+    if shm {
+        // Over shm the receivers attach once the senders have made their
+        // rings; the first is stopped once it is registered in its ring,
+        // the second keeps reading.
+        wait_for("the receiver in its ring", Duration::from_secs(30), || {
+            ptmp_shm::inspect(&names[0]).is_ok_and(|(_, r)| r.iter().any(|r| r.alive))
+        });
+        stop(&kids);
+    }
     let mut last = Value::Null;
     wait_for(
         "a stall on the stopped receiver's edge, sets on the other",
@@ -405,7 +455,8 @@ fn a_stopped_receiver_stalls_its_sender() {
     assert_eq!(e[0]["from"][0]["node"], "fast", "{last}");
     assert_eq!(e[1]["from"][0]["node"], "slow", "{last}");
     // The stopped receiver holds what it was sent before it stopped: the
-    // queue of five and whatever the connection holds.
+    // queue of five and whatever the connection holds (over shm, the ring
+    // of eight).
     assert!(e[0]["sent"].as_u64() >= Some(5), "{last}");
     assert_eq!(e[1]["stalls"].as_u64(), Some(0), "{last}");
     let (_, m) = get(addr, "/metrics");
@@ -842,7 +893,7 @@ fn page_in_headless_chromium() {
             "--no-first-run",
             "--hide-scrollbars",
             "--remote-debugging-port=0",
-            "--window-size=1300,800",
+            "--window-size=1440,800",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("about:blank")

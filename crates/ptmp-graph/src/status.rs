@@ -10,7 +10,7 @@
 //! Besides `nodes`, a document lists the process's `sockets` (every
 //! Sender and Receiver, from [`ptmp::meter`]): direction, endpoints,
 //! messages, bytes, errors, lost and stalls (sends that found the queue
-//! full) so far, message and byte rates over about the last second, and
+//! full) so far, durable shm readers the sender's ring gave up, message and byte rates over about the last second, and
 //! the latency since each TPSet's `created`
 //! (p50, p99 and max over that second, microseconds; `null` with no
 //! sample). The supervisor keeps `RUNDIR/processes.json` with each
@@ -247,6 +247,7 @@ pub fn sockets() -> Vec<Value> {
                 "errors": s.errors,
                 "lost": s.lost,
                 "stalls": s.stalls,
+                "readers_given_up": s.readers_given_up,
                 "rate": rate(s.messages, prev.map(|p| p.messages)),
                 "byte_rate": rate(s.bytes, prev.map(|p| p.bytes)),
                 "latency_us": latency,

@@ -241,6 +241,7 @@ impl Gather for Local {
                 "lost": fsum(&receivers, "lost") as u64,
                 "errors": fsum(&receivers, "errors") as u64,
                 "stalls": fsum(&senders, "stalls") as u64,
+                "readers_given_up": fsum(&senders, "readers_given_up") as u64,
                 "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
             }));
         }

@@ -10,6 +10,9 @@
 //!   socket, same labels;
 //! * `ptmp_send_stalls_total`: per sending socket, same labels: sends
 //!   that found the queue full and had to wait;
+//! * `ptmp_shm_readers_given_up_total`: per sending socket, same labels:
+//!   durable shm readers whose process died and did not come back within
+//!   their grace time, so the ring went on without them;
 //! * `ptmp_latency_seconds`: per receiving socket, `quantile` 0.5, 0.99
 //!   and 1 (the maximum) over about the last second, from `created`;
 //! * `ptmp_node_messages_total`: per node, `direction` in or out;
@@ -114,6 +117,13 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
         "ptmp_send_stalls_total",
         "Sends that found the queue full (a PUSH or PAIR at its high-water mark, or with no peer yet) and had to wait.",
         "stalls",
+        Some("send"),
+    );
+    per_socket(
+        &mut out,
+        "ptmp_shm_readers_given_up_total",
+        "Durable shared-memory readers a sending socket's ring gave up: their process died and did not come back within their grace time (0 for other transports).",
+        "readers_given_up",
         Some("send"),
     );
     family(
@@ -229,7 +239,8 @@ mod tests {
             index: 1,
             transport: "tcp".into(),
             direction: "send".into(),
-            doc: json!({"messages": 9, "bytes": 90, "stalls": 3, "latency_us": null}),
+            doc: json!({"messages": 9, "bytes": 90, "stalls": 3, "readers_given_up": 2,
+                        "latency_us": null}),
             ..row.clone()
         };
         let rows = vec![row, sender];
@@ -238,6 +249,10 @@ mod tests {
         assert!(t.contains("# TYPE ptmp_send_stalls_total counter\n"));
         assert!(t.contains("ptmp_send_stalls_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\",direction=\"send\",socket=\"1\"} 3\n"));
         assert_eq!(t.matches("ptmp_send_stalls_total{").count(), 1);
+        // Readers given up too: the sender's ring's.
+        assert!(t.contains("# TYPE ptmp_shm_readers_given_up_total counter\n"));
+        assert!(t.contains("ptmp_shm_readers_given_up_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\",direction=\"send\",socket=\"1\"} 2\n"));
+        assert_eq!(t.matches("ptmp_shm_readers_given_up_total{").count(), 1);
         assert!(!t.contains("ptmp_lost_messages_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\""));
         assert!(t.contains("# TYPE ptmp_messages_total counter\n"));
         assert!(t.contains("node=\"n\\\"1\""));

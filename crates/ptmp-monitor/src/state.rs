@@ -371,6 +371,7 @@ impl Collector {
                 "byte_rate": sum("send", "byte_rate").round(),
                 "lost": lost as u64, "errors": errors as u64,
                 "stalls": sum("send", "stalls") as u64,
+                "readers_given_up": sum("send", "readers_given_up") as u64,
                 "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
             }));
         }
@@ -420,6 +421,7 @@ mod tests {
             json!({"dir": d, "endpoints": [ep], "messages": m, "bytes": m * 10, "errors": 0,
                    "lost": lost, "rate": rate, "byte_rate": rate * 10.0,
                    "stalls": if d == "send" { m % 4 } else { 0 },
+                   "readers_given_up": if d == "send" { m / 6 } else { 0 },
                    "latency_us": if d == "recv" { json!({"p50": 8, "p99": 64, "max": 70}) } else { Value::Null }})
         };
         let node = |n: &str, i: u64, o: u64, ended: bool| json!({"name": n, "in": i, "out": o, "ended": ended, "in_rate": 1.0, "out_rate": 2.0});
@@ -490,6 +492,9 @@ mod tests {
         // Stalls are the senders' (5 % 4 + 7 % 4 on e0, 11 % 4 on e1).
         assert_eq!(e["stalls"].as_u64(), Some(4));
         assert_eq!(st["edges"][1]["stalls"].as_u64(), Some(3));
+        // So are readers given up (5 / 6 + 7 / 6 on e0, 11 / 6 on e1).
+        assert_eq!(e["readers_given_up"].as_u64(), Some(1));
+        assert_eq!(st["edges"][1]["readers_given_up"].as_u64(), Some(1));
         let n = |name: &str| {
             st["nodes"]
                 .as_array()
