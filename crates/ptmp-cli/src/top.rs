@@ -1326,3 +1326,70 @@ impl View for ShmView {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An edge whose sending ring gave a durable reader up: its row is
+    /// red and a line under the tables says what happened, naming the
+    /// edge; an edge without is plain and not named.
+    #[test]
+    fn readers_given_up_are_shown() {
+        let d = tempfile::tempdir().unwrap();
+        let rd = d.path();
+        std::fs::create_dir(rd.join("status")).unwrap();
+        let (gone, kept) = (
+            format!("shm://top-given-up-{}-a", std::process::id()),
+            format!("shm://top-given-up-{}-b", std::process::id()),
+        );
+        let sock = |t: &str, a: &str| json!({"socket": {"type": t, "connect": [a]}});
+        let plan = |p: &str, proxies: Value| {
+            let v = json!({"graph": "g", "process": p, "run_dir": rd,
+                           "config": {"proxies": proxies}});
+            std::fs::write(rd.join(format!("plan-{p}.json")), v.to_string()).unwrap();
+        };
+        plan(
+            "src",
+            json!([{"name": "a", "type": "source", "data": {"output": sock("PUSH", &gone)}},
+                   {"name": "b", "type": "source", "data": {"output": sock("PUSH", &kept)}}]),
+        );
+        plan(
+            "dst",
+            json!([{"name": "x", "type": "sink", "data": {"input": sock("PULL", &gone)}},
+                   {"name": "y", "type": "sink", "data": {"input": sock("PULL", &kept)}}]),
+        );
+        let send = |ep: &str, given_up: u64| {
+            json!({"dir": "send", "endpoints": [ep], "messages": 10, "bytes": 100,
+                   "errors": 0, "lost": 0, "stalls": 3, "readers_given_up": given_up,
+                   "rate": 1.0, "byte_rate": 10.0, "latency_us": null})
+        };
+        let status = json!({"graph": "g", "process": "src", "pid": std::process::id(),
+            "final": false,
+            "nodes": [{"name": "a", "in": 0, "out": 10, "ended": false},
+                      {"name": "b", "in": 0, "out": 10, "ended": false}],
+            "sockets": [send(&gone, 2), send(&kept, 0)]});
+        std::fs::write(rd.join("status/src.json"), status.to_string()).unwrap();
+        let f = GraphView::new(rd.to_path_buf()).frame();
+        let text = f.lines.join("\n");
+        let row = |ep: &str| {
+            f.lines
+                .iter()
+                .position(|l| l.contains(" -> ") && l.ends_with(ep))
+                .unwrap_or_else(|| panic!("no row for {ep}:\n{text}"))
+        };
+        assert!(f.tones.get(&row(&gone)) == Some(&Tone::Bad), "{text}");
+        assert!(f.tones.get(&row(&kept)) == Some(&Tone::Plain), "{text}");
+        let said: Vec<&String> = f
+            .lines
+            .iter()
+            .filter(|l| l.contains("durable reader(s) given up"))
+            .collect();
+        assert_eq!(said.len(), 1, "{text}");
+        assert!(
+            said[0].starts_with(&format!("! edge a -> x ({gone}): 2 durable reader(s)")),
+            "{text}"
+        );
+    }
+}
