@@ -713,6 +713,61 @@ int ptmp_dump_writer_flush(struct ptmp_dump_writer *writer);
 void ptmp_dump_writer_free(struct ptmp_dump_writer *writer);
 
 /**
+ * Turns presence on for every socket this process makes from then on, so
+ * that their configs may use names: a `"connect": ["name://NODE/PORT"]`
+ * waits up to `timeout_ms` milliseconds for a peer announcing that port
+ * and fails naming the name if none does; a `"bind":
+ * ["name://NODE/PORT"]` binds a tcp port the system picks on every
+ * interface and announces it. `group` keeps two experiments on one
+ * network apart (`"default"` is the group of programs that set none);
+ * with `secret_file` (NULL for none) our announcements are signed with
+ * the file's contents and only peers signed with the same secret are
+ * seen. Presence speaks multicast DNS on the local network.
+ *
+ * Once per process: a second call fails with [`PTMP_ERR_STATE`] ("presence
+ * for names is already on in this process").
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`] (`group`), [`PTMP_ERR_ARG`] (a
+ * group that is empty, not UTF-8 or not a valid name; `timeout_ms` 0 or
+ * above a day; an empty secret), [`PTMP_ERR_IO`] (the secret file cannot
+ * be read), [`PTMP_ERR_STATE`] or [`PTMP_ERR_TRANSPORT`] (multicast DNS
+ * could not start).
+ *
+ * Thread-safety: may be called from any thread, and from several at
+ * once (one wins, the others fail with [`PTMP_ERR_STATE`]). Call it
+ * before making the sockets that use names; sockets made on any thread
+ * afterwards see it.
+ *
+ * # Safety
+ * `group` is NULL or a NUL-terminated string; `secret_file` is NULL or a
+ * NUL-terminated string.
+ */
+int ptmp_use_discovery(const char *group, const char *secret_file, uint32_t timeout_ms);
+
+/**
+ * Withdraws every name this process announced for its named binds
+ * (goodbye packets), so that its peers see it leave at once rather than
+ * at their next liveness check, a few seconds later. Call it before the
+ * program exits; nothing calls it for you. The sockets keep working; a
+ * named bind made afterwards is announced again. Does nothing when
+ * presence is off.
+ *
+ * Returns [`PTMP_OK`] (or [`PTMP_ERR_PANIC`] on a bug).
+ *
+ * Thread-safety: may be called from any thread at any time. It waits up
+ * to a second per name for the goodbye to go out.
+ */
+int ptmp_withdraw_names(void);
+
+/**
+ * How many names this process announces now for its named binds (0 when
+ * presence is off, or after `ptmp_withdraw_names`).
+ *
+ * Thread-safety: may be called from any thread at any time.
+ */
+size_t ptmp_announced_names(void);
+
+/**
  * Starts the agents of a ptmper configuration (what `ptmp run` takes; the
  * C++ PTMP's `ptmper` JSON) on a thread of their own and stores the handle
  * in `*out` (NULL on failure). `config` is JSON text if it starts with

@@ -574,6 +574,26 @@ private:
     ptmp_run* h_ = nullptr;
 };
 
+/// Turns presence on the network on for every socket made from then on,
+/// so that configs may use names ("connect": ["name://NODE/PORT"] waits up
+/// to `timeout_ms` for the name; "bind": ["name://NODE/PORT"] announces
+/// it), in `group`, signed with the secret in `secret_file` if given. Once
+/// per process: a second call throws (PTMP_ERR_STATE), as do a bad group,
+/// timeout or secret file. Any thread, as ptmp_use_discovery.
+inline void use_discovery(const std::string& group = "default",
+                          const std::optional<std::string>& secret_file = std::nullopt,
+                          std::uint32_t timeout_ms = 30000) {
+    const char* key = secret_file ? detail::cstr(*secret_file, "secret_file") : nullptr;
+    detail::check(ptmp_use_discovery(detail::cstr(group, "group"), key, timeout_ms));
+}
+
+/// Withdraws the names this process announced, so that peers see it leave
+/// at once; call it before exiting. Any thread.
+inline void withdraw_names() { detail::check(ptmp_withdraw_names()); }
+
+/// How many names this process announces now. Any thread.
+inline std::size_t announced_names() noexcept { return ptmp_announced_names(); }
+
 /// Checks a graph configuration; returns the description `ptmp graph
 /// check` prints.
 inline std::string graph_check(const std::string& config) {

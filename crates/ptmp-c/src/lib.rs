@@ -34,10 +34,12 @@ use std::time::Duration;
 
 mod dump;
 mod encode;
+mod names;
 mod run;
 mod shm;
 
 pub use dump::*;
+pub use names::*;
 pub use run::*;
 pub use shm::*;
 

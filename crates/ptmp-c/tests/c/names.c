@@ -1,0 +1,200 @@
+/* Presence from C: sockets whose configs use names (name://NODE/PORT).
+ *
+ *   names errors DIR             the refused arguments, a second call, a
+ *                                name that never appears (DIR: scratch)
+ *   names recv GROUP KEY N DETID NTPS
+ *                                connects to name://src/out, receives N
+ *                                sets and checks them
+ *   names send GROUP KEY N       binds name://src/out and sends N sets
+ *
+ * KEY is a secret file, or "-" for none. Each mode prints what it checked
+ * and "0 failures" when all held. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ptmp.h"
+
+static int failures = 0;
+
+#define EXPECT(cond)                                        \
+    do {                                                    \
+        if (!(cond)) {                                      \
+            fprintf(stderr, "check failed: %s\n", #cond);   \
+            failures++;                                     \
+        }                                                   \
+    } while (0)
+
+static int has(const char* needle) { return strstr(ptmp_last_error(), needle) != NULL; }
+
+static int errors(const char* dir) {
+    char path[4096];
+    int rc;
+
+    /* Before presence is on, a name is refused naming it. */
+    ptmp_receiver* rx = NULL;
+    rc = ptmp_receiver_new("{\"socket\":{\"type\":\"PULL\",\"connect\":[\"name://ghost/out\"]}}", &rx);
+    printf("name without presence: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc < 0);
+    EXPECT(rx == NULL);
+    EXPECT(has("name://ghost/out"));
+    EXPECT(ptmp_announced_names() == 0);
+    EXPECT(ptmp_withdraw_names() == PTMP_OK); /* nothing to withdraw */
+
+    /* Refused arguments; none of them turns presence on. */
+    rc = ptmp_use_discovery(NULL, NULL, 1000);
+    printf("NULL group: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_NULL && has("group"));
+    rc = ptmp_use_discovery("", NULL, 1000);
+    printf("empty group: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && has("group is empty"));
+    rc = ptmp_use_discovery("ab\xff", NULL, 1000);
+    printf("group not UTF-8: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && has("UTF-8"));
+    rc = ptmp_use_discovery("no spaces", NULL, 1000);
+    printf("bad group: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && has("group"));
+    rc = ptmp_use_discovery("cnames", NULL, 0);
+    printf("zero timeout: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && has("timeout_ms 0"));
+    rc = ptmp_use_discovery("cnames", NULL, 86400001u);
+    printf("timeout over a day: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && has("timeout_ms 86400001"));
+    snprintf(path, sizeof path, "%s/no-such-key", dir);
+    rc = ptmp_use_discovery("cnames", path, 1000);
+    printf("missing secret file: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_IO && has("no-such-key"));
+    snprintf(path, sizeof path, "%s/blank-key", dir);
+    FILE* f = fopen(path, "w");
+    EXPECT(f != NULL);
+    if (f) {
+        fputs(" \n", f);
+        fclose(f);
+    }
+    rc = ptmp_use_discovery("cnames", path, 1000);
+    printf("blank secret file: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && has("blank-key") && has("empty"));
+    rc = ptmp_use_discovery("cnames", "", 1000);
+    printf("empty secret path: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && has("secret_file"));
+
+    /* On, once. */
+    rc = ptmp_use_discovery("cnames", NULL, 1000);
+    printf("on: %d %s\n", rc, rc ? ptmp_last_error() : "");
+    EXPECT(rc == PTMP_OK);
+    rc = ptmp_use_discovery("cnames", NULL, 1000);
+    printf("second call: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_STATE && has("already on"));
+
+    /* A name nobody announces fails after the timeout, naming it. */
+    rc = ptmp_receiver_new("{\"socket\":{\"type\":\"PULL\",\"connect\":[\"name://ghost/out\"]}}", &rx);
+    printf("ghost: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_TRANSPORT);
+    EXPECT(rx == NULL);
+    EXPECT(has("name://ghost/out") && has("within 1s"));
+    /* A bad name is still a configuration error. */
+    rc = ptmp_receiver_new("{\"socket\":{\"type\":\"PULL\",\"connect\":[\"name://a b/out\"]}}", &rx);
+    printf("bad name: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc < 0 && rx == NULL);
+    EXPECT(ptmp_withdraw_names() == PTMP_OK);
+    EXPECT(ptmp_announced_names() == 0);
+    return 0;
+}
+
+static const char* key_arg(const char* k) { return strcmp(k, "-") == 0 ? NULL : k; }
+
+static int recv_named(const char* group, const char* key, unsigned n, unsigned detid, unsigned ntps) {
+    int rc = ptmp_use_discovery(group, key_arg(key), 30000);
+    if (rc) {
+        fprintf(stderr, "ptmp_use_discovery: %s\n", ptmp_last_error());
+        return 1;
+    }
+    ptmp_receiver* rx = NULL;
+    rc = ptmp_receiver_new("{\"socket\":{\"type\":\"PULL\",\"connect\":[\"name://src/out\"]}}", &rx);
+    if (rc) {
+        fprintf(stderr, "ptmp_receiver_new: %s\n", ptmp_last_error());
+        return 1;
+    }
+    ptmp_tpset ts;
+    memset(&ts, 0, sizeof ts);
+    unsigned got = 0;
+    for (unsigned i = 0; i < n; i++) {
+        rc = ptmp_receiver_recv(rx, &ts, 20000);
+        if (rc != PTMP_OK) {
+            fprintf(stderr, "set %u: %d %s\n", i, rc, ptmp_last_error());
+            failures++;
+            break;
+        }
+        EXPECT(ts.count == i);
+        EXPECT(ts.detid == detid);
+        EXPECT(ts.ntps == ntps);
+        got++;
+    }
+    printf("received %u\n", got);
+    ptmp_tpset_clear(&ts);
+    ptmp_receiver_free(rx);
+    EXPECT(ptmp_withdraw_names() == PTMP_OK);
+    return 0;
+}
+
+static int send_named(const char* group, const char* key, unsigned n) {
+    int rc = ptmp_use_discovery(group, key_arg(key), 30000);
+    if (rc) {
+        fprintf(stderr, "ptmp_use_discovery: %s\n", ptmp_last_error());
+        return 1;
+    }
+    ptmp_sender* tx = NULL;
+    rc = ptmp_sender_new("{\"socket\":{\"type\":\"PUSH\",\"bind\":[\"name://src/out\"]}}", &tx);
+    if (rc) {
+        fprintf(stderr, "ptmp_sender_new: %s\n", ptmp_last_error());
+        return 1;
+    }
+    const char* ep = ptmp_sender_endpoint(tx, 0);
+    printf("bound %s, %zu name(s) announced\n", ep ? ep : "(none)", ptmp_announced_names());
+    EXPECT(ptmp_announced_names() == 1);
+    ptmp_trigprim tps[2];
+    memset(tps, 0, sizeof tps);
+    ptmp_tpset ts;
+    memset(&ts, 0, sizeof ts);
+    ts.tps = tps;
+    ts.ntps = 2;
+    ts.detid = 5;
+    for (unsigned i = 0; i < n; i++) {
+        ts.count = i;
+        ts.tstart = 1000u * i;
+        tps[0].channel = i;
+        tps[1].channel = i + 1;
+        rc = ptmp_sender_send(tx, &ts);
+        if (rc) {
+            fprintf(stderr, "send %u: %s\n", i, ptmp_last_error());
+            failures++;
+            break;
+        }
+    }
+    /* Everything out before the name goes. */
+    ptmp_delivery d;
+    memset(&d, 0, sizeof d);
+    rc = ptmp_sender_finish(tx, &d);
+    EXPECT(rc == PTMP_OK);
+    EXPECT(d.sent == n);
+    EXPECT(d.undelivered == 0);
+    EXPECT(ptmp_withdraw_names() == PTMP_OK);
+    EXPECT(ptmp_announced_names() == 0);
+    printf("sent %u\n", n);
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    int rc = 2;
+    if (argc == 3 && strcmp(argv[1], "errors") == 0)
+        rc = errors(argv[2]);
+    else if (argc == 7 && strcmp(argv[1], "recv") == 0)
+        rc = recv_named(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]),
+                        (unsigned)atoi(argv[6]));
+    else if (argc == 5 && strcmp(argv[1], "send") == 0)
+        rc = send_named(argv[2], argv[3], (unsigned)atoi(argv[4]));
+    else
+        fprintf(stderr, "usage: names errors DIR | recv GROUP KEY N DETID NTPS | send GROUP KEY N\n");
+    if (rc) return rc;
+    printf("%d failures\n", failures);
+    return failures ? 1 : 0;
+}
