@@ -120,6 +120,7 @@ fn a_full_ring_stalls_its_sender() {
 
 /// A reader that keeps up with a ring bigger than what is sent: no stall.
 #[test]
+#[cfg_attr(feature = "no-counters", ignore = "built without counters")]
 fn a_ring_with_room_counts_no_stall() {
     let c = Chan::new("room");
     let mut tx = push(&c, 1024, 10_000);
