@@ -90,8 +90,9 @@ pub fn check(address: &str) -> Option<String> {
 
 fn presence(address: &str, attach: &str) -> Result<&'static dyn Presence> {
     PRESENCE.get().map(|b| b.as_ref()).ok_or_else(|| {
-        let reason = "a name needs presence on the network, which is off: ask for it with a \
-                      \"discovery\" key in the configuration (or start a Discovery in this program)"
+        let reason = "a name needs presence on the network, which is off: turn it on with a \
+                      \"discovery\" key in the configuration, `--discovery GROUP` for ptmp send \
+                      and recv, ptmp.use_discovery() in Python or ptmp_use_discovery() in C"
             .to_string();
         if attach == "bind" {
             Error::Bind {
