@@ -175,14 +175,22 @@ impl Writer {
                 format!("{seq} is beyond any possible message number ({MAX_SEQ})"),
             ));
         }
+        // A writer taking over a ring that readers are registered on (its
+        // predecessor died or left) starts from the slowest of them, not
+        // from `next_seq`: what they have not read yet is theirs, and the
+        // first slots of this writer must not overwrite it.
+        let first = match seg.policy {
+            Policy::Block => Self::slowest(&seg, seq, None)?,
+            Policy::Overwrite => None,
+        };
         Ok(Writer {
             seg,
             seq,
             published: seq,
             pid,
             floor: Floor {
-                min_pos: seq,
-                had_reader: false,
+                min_pos: first.map_or(seq, |(p, _)| p),
+                had_reader: first.is_some(),
             },
             block_timeout: DEFAULT_BLOCK_TIMEOUT,
             dead: DeadReaders {

@@ -880,3 +880,30 @@ fn a_full_ring_is_one_stall_per_message() {
     }
     assert_eq!(w.stalls(), 0);
 }
+
+#[test]
+fn a_writer_taking_over_keeps_what_registered_readers_have_not_read() {
+    let c = Chan::new("takeover");
+    let mut w = Writer::create(&c.0, blocking(4)).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Oldest).unwrap();
+    for i in 0..4u8 {
+        w.publish(&[i]).unwrap();
+    }
+    // The writer goes (as a restarted source's predecessor does) while the
+    // reader has read nothing; the next writer must wait for it, not
+    // overwrite message 0 with its first.
+    drop(w);
+    let mut w = Writer::create(&c.0, blocking(4)).unwrap();
+    w.set_block_timeout(Duration::from_millis(100));
+    let e = w.publish(&[4]).unwrap_err();
+    assert!(matches!(e, ShmError::Timeout { pos: 0, .. }), "{e}");
+    let mut buf = Vec::new();
+    for i in 0..4u8 {
+        let got = r.try_recv_into(&mut buf).unwrap();
+        assert_eq!((got.seq, got.lost), (u64::from(i), 0));
+        assert_eq!(buf, [i]);
+    }
+    w.publish(&[4]).unwrap();
+    assert_eq!(r.try_recv_into(&mut buf).unwrap().seq, 4);
+    assert_eq!(r.lost(), 0);
+}
