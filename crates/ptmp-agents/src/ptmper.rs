@@ -55,7 +55,14 @@ pub struct RunConfig {
 }
 
 const TOP_KEYS: &[&str] = &[
-    "name", "ttl", "snooze", "pause", "reprieve", "verbose", "plugins", "proxies",
+    "name",
+    "ttl",
+    "snooze",
+    "pause",
+    "reprieve",
+    "verbose",
+    "plugins",
+    "proxies",
     // Read by the runner before the agents start (presence on the network).
     "discovery",
 ];

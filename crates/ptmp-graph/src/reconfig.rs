@@ -7,7 +7,7 @@
 //!   sides). A node whose type, data or process changed is *replaced*; an
 //!   edge whose pattern, transport, address or hwm changed is replaced.
 //! * The new plan keeps the address of every edge that did not change
-//!   ([`plan::Keep`]); new edges get addresses the old plan never used. A
+//!   ([`crate::plan::Keep`]); new edges get addresses the old plan never used. A
 //!   process whose configuration (its nodes' data and every socket) is the
 //!   same in both plans is *kept*: the supervisor does not touch it, so it
 //!   runs on without a gap. Processes only in the old graph are stopped,
