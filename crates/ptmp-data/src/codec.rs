@@ -1,6 +1,7 @@
 //! TPSet encoding and checked, allocation-free decoding.
 //!
-//! Encoding uses prost's generated code (required fields are always written,
+//! Encoding is hand-written, one pass into a reused buffer, and gives the
+//! bytes prost's generated code gives (required fields are always written,
 //! optional ones when set, in field-number order: the same bytes the C++
 //! library produces). Decoding is hand-written over the protobuf wire format
 //! because it must (a) report a missing required field, as the C++ parser
@@ -28,6 +29,7 @@
 //!   field.
 
 use crate::{TPSet, TrigPrim};
+use std::borrow::Borrow;
 
 /// Why a payload is not a valid `ptmp.data.TPSet`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -123,125 +125,181 @@ pub enum DecodeError {
 
 /// Serialize `tpset` into `buf`, replacing its contents.
 ///
-/// Hand-written for speed (the benches compare it with prost's generated
-/// `encode`, and the tests check the two agree byte for byte): required
-/// fields always, optional ones when set, in field-number order, as the C++
-/// library writes them.
+/// Gives the bytes prost's generated `encode` gives (the tests check the two
+/// byte for byte on arbitrary sets): required fields always, optional ones
+/// when set, in field-number order, as the C++ library writes them.
+///
+/// It is one pass over the set. `buf` is grown once to the most bytes a set
+/// of this many TrigPrims can take, so a caller that keeps `buf` between
+/// messages allocates nothing once it has grown; then every byte is written
+/// through a pointer, without a bounds check per byte. A TrigPrim's fields
+/// take at most 41 bytes, under 128, so its length prefix is always one
+/// byte: that byte is left open, the TrigPrim written after it, and the
+/// length filled in, instead of measuring the fields first.
 pub fn encode_tpset(tpset: &TPSet, buf: &mut Vec<u8>) {
-    buf.clear();
-    // 7 bytes of slack: a varint is written as a whole 8-byte word.
-    let max = MAX_SET_HEAD + tpset.tps.len() * MAX_TP + 7;
-    buf.reserve(max);
-    let mut w = Writer {
-        out: &mut buf.spare_capacity_mut()[..max],
-        n: 0,
+    let head = SetHead {
+        count: tpset.count,
+        detid: tpset.detid,
+        created: tpset.created,
+        tstart: tpset.tstart,
+        tspan: tpset.tspan,
+        chanbeg: tpset.chanbeg,
+        chanend: tpset.chanend,
+        totaladc: tpset.totaladc,
     };
-    w.field(0x08, u64::from(tpset.count));
-    w.field(0x10, u64::from(tpset.detid));
-    w.field(0x18, tpset.created as u64);
-    w.field(0x20, tpset.tstart);
-    w.opt(0x28, tpset.tspan);
-    w.opt(0x30, tpset.chanbeg);
-    w.opt(0x38, tpset.chanend);
-    w.opt(0x40, tpset.totaladc);
-    for tp in &tpset.tps {
-        let len = 2
-            + varint_len(u64::from(tp.channel))
-            + varint_len(tp.tstart)
-            + opt_len(tp.tspan)
-            + opt_len(tp.adcsum)
-            + opt_len(tp.adcpeak)
-            + opt_len(tp.flags);
-        w.field(0x4a, len as u64);
-        w.field(0x08, u64::from(tp.channel));
-        w.field(0x10, tp.tstart);
-        w.opt(0x18, tp.tspan);
-        w.opt(0x20, tp.adcsum);
-        w.opt(0x28, tp.adcpeak);
-        w.opt(0x30, tp.flags);
-    }
-    let n = w.n;
-    // SAFETY: `Writer` initialised at least the first `n` bytes of the spare
-    // capacity (every write starts at `out[n]`, covers the bytes it counts,
-    // and only then advances `n`), and `n <= max <= capacity` because every
-    // write is bounds-checked against `out`.
-    unsafe { buf.set_len(n) };
+    encode_tpset_parts(&head, &tpset.tps, |t| t, buf);
 }
+
+/// A TPSet's own fields, all but its TrigPrims, for [`encode_tpset_parts`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SetHead {
+    /// As [`TPSet::count`].
+    pub count: u32,
+    /// As [`TPSet::detid`].
+    pub detid: u32,
+    /// As [`TPSet::created`].
+    pub created: i64,
+    /// As [`TPSet::tstart`].
+    pub tstart: u64,
+    /// As [`TPSet::tspan`]; `None` leaves the field out.
+    pub tspan: Option<u32>,
+    /// As [`TPSet::chanbeg`]; `None` leaves the field out.
+    pub chanbeg: Option<u32>,
+    /// As [`TPSet::chanend`]; `None` leaves the field out.
+    pub chanend: Option<u32>,
+    /// As [`TPSet::totaladc`]; `None` leaves the field out.
+    pub totaladc: Option<u32>,
+}
+
+/// Serialize a TPSet given as its own fields and a slice of TrigPrims in
+/// any form, each turned into a [`TrigPrim`] (or a reference to one) by
+/// `tp` as it is written:
+/// the bytes [`encode_tpset`] gives for the same set, for callers that keep
+/// sets in their own structs (the C API) and would otherwise copy them into
+/// a [`TPSet`] first. `tp` is inlined, so a `TrigPrim` built from a struct's
+/// fields costs no copy in memory.
+#[inline]
+pub fn encode_tpset_parts<'a, T, P: Borrow<TrigPrim>>(
+    head: &SetHead,
+    tps: &'a [T],
+    tp: impl Fn(&'a T) -> P,
+    buf: &mut Vec<u8>,
+) {
+    buf.clear();
+    // A set that large could not be held in memory: refused as `Vec` does.
+    let max = tps
+        .len()
+        .checked_mul(MAX_TP)
+        .and_then(|n| n.checked_add(MAX_SET_HEAD))
+        .expect("capacity overflow");
+    buf.reserve(max);
+    let start = buf.as_mut_ptr();
+    // SAFETY: `buf` has room for `max` bytes from `start` (reserved above,
+    // and empty). `MAX_SET_HEAD` bounds what the eight fields of the set
+    // write (the largest key and varint of each, added up) and `MAX_TP`
+    // bounds each of the `tps.len()` TrigPrims with its key and length
+    // byte, so no write below reaches `start + max`: each helper writes at
+    // most its key and a varint of its value's width (`put` documents it)
+    // and returns the pointer just past what it wrote.
+    let end = unsafe {
+        let mut p = start;
+        p = put(p, 0x08, u64::from(head.count));
+        p = put(p, 0x10, u64::from(head.detid));
+        p = put(p, 0x18, head.created as u64);
+        p = put(p, 0x20, head.tstart);
+        p = put_opt(p, 0x28, head.tspan);
+        p = put_opt(p, 0x30, head.chanbeg);
+        p = put_opt(p, 0x38, head.chanend);
+        p = put_opt(p, 0x40, head.totaladc);
+        for t in tps {
+            let tp = tp(t);
+            let tp = tp.borrow();
+            p.write(TPS_KEY);
+            let body = p.add(2);
+            let mut q = body;
+            q = put(q, 0x08, u64::from(tp.channel));
+            q = put(q, 0x10, tp.tstart);
+            q = put_opt(q, 0x18, tp.tspan);
+            q = put_opt(q, 0x20, tp.adcsum);
+            q = put_opt(q, 0x28, tp.adcpeak);
+            q = put_opt(q, 0x30, tp.flags);
+            // At most `MAX_TP_BODY` (< 128) bytes: a one-byte varint.
+            p.add(1).write(q.offset_from(body) as u8);
+            p = q;
+        }
+        p
+    };
+    // SAFETY: the bytes from `start` to `end` were all written above, and
+    // `end` is at most `max` bytes past `start`, within the capacity.
+    unsafe { buf.set_len(end.offset_from(start) as usize) };
+}
+
+/// The key of the set's repeated `tps` field (9, length-delimited).
+const TPS_KEY: u8 = 0x4a;
 
 /// Largest encoding of a TPSet without its TrigPrims: count and detid
 /// (key + 5-byte varint), created and tstart (key + 10), four optional u32.
 const MAX_SET_HEAD: usize = 2 * 6 + 2 * 11 + 4 * 6;
-/// Largest encoding of one TrigPrim with its key and length byte: channel
-/// (1 + 5), tstart (1 + 10), four optional u32 (1 + 5 each) = 41 bytes, so
-/// the length fits one varint byte.
-const MAX_TP: usize = 2 + 6 + 11 + 4 * 6;
+/// Largest encoding of one TrigPrim's fields: channel (1 + 5), tstart
+/// (1 + 10), four optional u32 (1 + 5 each) = 41 bytes.
+const MAX_TP_BODY: usize = 6 + 11 + 4 * 6;
+/// Largest encoding of one TrigPrim with its key and length byte.
+const MAX_TP: usize = 2 + MAX_TP_BODY;
+// The one-byte length prefix depends on it.
+const _: () = assert!(MAX_TP_BODY < 128);
 
-/// Writes into uninitialised spare capacity, one checked byte at a time.
-struct Writer<'a> {
-    out: &'a mut [std::mem::MaybeUninit<u8>],
-    n: usize,
-}
-
-impl Writer<'_> {
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        self.out[self.n].write(b);
-        self.n += 1;
-    }
-
-    /// Write a varint. Values below 2^56 (up to 8 bytes) are spread into
-    /// 7-bit groups in three shift-and-mask steps and written as one word;
-    /// the bytes past the varint land in reserved slack and are overwritten
-    /// or left outside the vector's length.
-    #[inline(always)]
-    fn varint(&mut self, v: u64) {
-        if v < 0x80 {
-            self.byte(v as u8);
-        } else if v < 1 << 56 {
-            let len = varint_len(v);
-            let x = (v & 0x0fff_ffff) | ((v & 0x00ff_ffff_f000_0000) << 4);
-            let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x0fff_c000_0fff_c000) << 2);
-            let x = (x & 0x007f_007f_007f_007f) | ((x & 0x3f80_3f80_3f80_3f80) << 1);
-            let x = x | (0x8080_8080_8080_8080 & (u64::MAX >> (72 - 8 * len)));
-            let dst = &mut self.out[self.n..self.n + 8];
-            for (d, b) in dst.iter_mut().zip(x.to_le_bytes()) {
-                d.write(b);
-            }
-            self.n += len;
-        } else {
-            let mut v = v;
-            while v >= 0x80 {
-                self.byte(v as u8 | 0x80);
-                v >>= 7;
-            }
-            self.byte(v as u8);
-        }
-    }
-
-    /// A field whose one-byte key is `key` (field numbers below 16).
-    #[inline(always)]
-    fn field(&mut self, key: u8, v: u64) {
-        self.byte(key);
-        self.varint(v);
-    }
-
-    #[inline(always)]
-    fn opt(&mut self, key: u8, v: Option<u32>) {
-        if let Some(v) = v {
-            self.field(key, u64::from(v));
-        }
-    }
-}
-
+/// Write the one-byte field key `key` (field numbers below 16, wire type
+/// varint) and the varint `v` at `p`; return the pointer past them.
+///
+/// # Safety
+/// `p` is valid for writing `1 + varint_len(v)` bytes: at most 6 when `v`
+/// fits 32 bits, 11 otherwise.
 #[inline(always)]
+unsafe fn put(p: *mut u8, key: u8, v: u64) -> *mut u8 {
+    // SAFETY: the caller gives room for the key and the varint.
+    unsafe {
+        p.write(key);
+        varint(p.add(1), v)
+    }
+}
+
+/// [`put`] for an optional field: nothing when it is unset.
+///
+/// # Safety
+/// `p` is valid for writing 6 bytes.
+#[inline(always)]
+unsafe fn put_opt(p: *mut u8, key: u8, v: Option<u32>) -> *mut u8 {
+    match v {
+        // SAFETY: a u32 takes at most 5 varint bytes, plus its key.
+        Some(v) => unsafe { put(p, key, u64::from(v)) },
+        None => p,
+    }
+}
+
+/// Write `v` as a varint at `p`; return the pointer past it.
+///
+/// # Safety
+/// `p` is valid for writing `varint_len(v)` bytes.
+#[inline(always)]
+unsafe fn varint(mut p: *mut u8, mut v: u64) -> *mut u8 {
+    // SAFETY: one byte per started group of 7 bits of `v`, which is
+    // `varint_len(v)` bytes in all.
+    unsafe {
+        while v >= 0x80 {
+            p.write(v as u8 | 0x80);
+            p = p.add(1);
+            v >>= 7;
+        }
+        p.write(v as u8);
+        p.add(1)
+    }
+}
+
+/// How many bytes the varint of `v` takes.
+#[cfg(test)]
 fn varint_len(v: u64) -> usize {
     // 1 byte per started group of 7 bits, at least 1.
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-#[inline(always)]
-fn opt_len(v: Option<u32>) -> usize {
-    v.map_or(0, |v| 1 + varint_len(u64::from(v)))
 }
 
 /// Decode a payload into a fresh [`TPSet`].
@@ -744,6 +802,17 @@ mod tests {
         }
     }
 
+    /// The encoder's varint of `v`, written into a buffer with room to
+    /// spare; checks it wrote nothing past the bytes it counts.
+    fn put_varint(v: u64) -> Vec<u8> {
+        let mut b = [0xeeu8; 16];
+        let start = b.as_mut_ptr();
+        // SAFETY: a varint takes at most 10 bytes; `b` has 16.
+        let n = unsafe { varint(start, v).offset_from(start) } as usize;
+        assert!(b[n..].iter().all(|&x| x == 0xee), "{v:#x}: wrote past {n}");
+        b[..n].to_vec()
+    }
+
     #[test]
     fn varint_len_matches_encoding() {
         for v in [
@@ -757,10 +826,7 @@ mod tests {
             u64::MAX,
             (-1i64) as u64,
         ] {
-            let mut b = [std::mem::MaybeUninit::uninit(); 10];
-            let mut w = Writer { out: &mut b, n: 0 };
-            w.varint(v);
-            assert_eq!(varint_len(v), w.n, "{v}");
+            assert_eq!(varint_len(v), put_varint(v).len(), "{v}");
         }
     }
 
@@ -771,16 +837,8 @@ mod tests {
             vals.extend([(1u64 << bits) - 1, 1u64 << bits, (1u64 << bits) + 1]);
         }
         for &v in &vals {
-            let mut b = [std::mem::MaybeUninit::new(0xeeu8); 32];
-            let mut w = Writer { out: &mut b, n: 0 };
-            w.varint(v);
-            let n = w.n;
-            let bytes: Vec<u8> = b[..n]
-                .iter()
-                // SAFETY: every element of `b` was made with
-                // `MaybeUninit::new`, so all of them are initialised.
-                .map(|x| unsafe { x.assume_init() })
-                .collect();
+            let bytes = put_varint(v);
+            let n = bytes.len();
             // The reference: prost's varint encoding.
             let mut want = Vec::new();
             prost::encoding::encode_varint(v, &mut want);
