@@ -2,94 +2,51 @@
 //!
 //! Going through a Rust `TPSet` first (fill it from the C struct, then
 //! encode it) costs a copy of every primitive per message, about a
-//! twentieth of a C sender's instructions at ten primitives. This writes
-//! the bytes from the C struct directly, in the layout `ptmp-data`'s
-//! encoder gives: the four required fields, then the four optional ones
-//! (a C set always has them), then each primitive as a length-delimited
-//! message with all six fields, all in field-number order. The tests check
-//! the two byte for byte on many sets.
-//!
-//! A primitive's encoding is at most 41 bytes, so its length always fits
-//! in one byte: that byte is left open, the primitive written after it,
-//! and the length filled in, without measuring the fields first.
+//! twentieth of a C sender's instructions at ten primitives. This hands
+//! the C struct's fields to `ptmp-data`'s encoder as they are read
+//! (`encode_tpset_parts`, the same code `encode_tpset` runs), so the bytes
+//! are `ptmp-data`'s by construction: the four required fields, then the
+//! four optional ones (a C set always has them), then each primitive as a
+//! length-delimited message with all six fields. The tests check them
+//! against encoding the converted set, byte for byte, on many sets.
 
 use crate::{ptmp_tpset, ptmp_trigprim};
-
-/// Most bytes the set's own fields take: two 32-bit fields (key and up to
-/// 5 bytes), two 64-bit ones (key and up to 10), four optional 32-bit ones.
-const MAX_HEAD: usize = 2 * 6 + 2 * 11 + 4 * 6;
-/// Most bytes one primitive takes with its key and length byte: channel
-/// (1 + 5), tstart (1 + 10) and four 32-bit fields (1 + 5 each) make 41,
-/// under 128, so the length is one byte.
-const MAX_TP: usize = 2 + 6 + 11 + 4 * 6;
-
-/// The key of the set's repeated `tps` field (9, length-delimited).
-const TPS_KEY: u8 = 0x4a;
+use ptmp_core::data::codec::{encode_tpset_parts, SetHead};
+use ptmp_core::TrigPrim;
 
 /// Encodes C sets into a buffer it keeps: no allocation once the buffer
 /// has grown to the largest set seen.
 #[derive(Default)]
 pub(crate) struct Encoder {
-    // Kept at its largest length: bytes past the current message are
-    // left over from earlier ones and never sent.
     buf: Vec<u8>,
 }
 
 impl Encoder {
     /// The protobuf encoding of `t` with the primitives `tps`.
     pub(crate) fn encode(&mut self, t: &ptmp_tpset, tps: &[ptmp_trigprim]) -> &[u8] {
-        // `tps` is a slice in memory, so this cannot overflow (a
-        // primitive is 32 bytes, its encoding at most 43); saturating
-        // keeps it so without an argument.
-        let max = MAX_HEAD.saturating_add(tps.len().saturating_mul(MAX_TP));
-        if self.buf.len() < max {
-            self.buf.resize(max, 0);
-        }
-        let b = &mut self.buf[..max];
-        let mut n = 0;
-        n = field(b, n, 0x08, u64::from(t.count));
-        n = field(b, n, 0x10, u64::from(t.detid));
-        n = field(b, n, 0x18, t.created as u64);
-        n = field(b, n, 0x20, t.tstart);
-        n = field(b, n, 0x28, u64::from(t.tspan));
-        n = field(b, n, 0x30, u64::from(t.chanbeg));
-        n = field(b, n, 0x38, u64::from(t.chanend));
-        n = field(b, n, 0x40, u64::from(t.totaladc));
-        for p in tps {
-            b[n] = TPS_KEY;
-            let start = n + 2;
-            let mut m = start;
-            m = field(b, m, 0x08, u64::from(p.channel));
-            m = field(b, m, 0x10, p.tstart);
-            m = field(b, m, 0x18, u64::from(p.tspan));
-            m = field(b, m, 0x20, u64::from(p.adcsum));
-            m = field(b, m, 0x28, u64::from(p.adcpeak));
-            m = field(b, m, 0x30, u64::from(p.flags));
-            // At most 41: one byte, no continuation bit.
-            b[n + 1] = (m - start) as u8;
-            n = m;
-        }
-        &self.buf[..n]
+        let head = SetHead {
+            count: t.count,
+            detid: t.detid,
+            created: t.created,
+            tstart: t.tstart,
+            tspan: Some(t.tspan),
+            chanbeg: Some(t.chanbeg),
+            chanend: Some(t.chanend),
+            totaladc: Some(t.totaladc),
+        };
+        // Built field by field as each primitive is written: no copy of
+        // the primitives in memory.
+        let tp = |p: &ptmp_trigprim| TrigPrim {
+            channel: p.channel,
+            tstart: p.tstart,
+            tspan: Some(p.tspan),
+            adcsum: Some(p.adcsum),
+            adcpeak: Some(p.adcpeak),
+            flags: Some(p.flags),
+        };
+        encode_tpset_parts(&head, tps, tp, &mut self.buf);
+        &self.buf
     }
-}
-
-/// Writes a one-byte key and the varint `v` at `at`; returns the position
-/// after them.
-#[inline(always)]
-fn field(b: &mut [u8], at: usize, key: u8, v: u64) -> usize {
-    b[at] = key;
-    varint(b, at + 1, v)
-}
-
-#[inline(always)]
-fn varint(b: &mut [u8], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        b[at] = v as u8 | 0x80;
-        v >>= 7;
-        at += 1;
-    }
-    b[at] = v as u8;
-    at + 1
 }
 
 #[cfg(test)]
