@@ -12,8 +12,8 @@ mod lan;
 use common::{assert_ok, compile, compile_cpp, try_compile};
 use lan::{Lan, Reaped};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -21,38 +21,7 @@ fn text(b: &[u8]) -> String {
 
 /// `exe args` run in namespace `ns`.
 fn run_in(ns: &str, exe: &Path, args: &[&str]) -> Reaped {
-    Reaped(
-        Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(exe)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    )
-}
-
-/// Waits for `c` to end and takes what it wrote; fails (and `c` is
-/// killed on drop) after `limit`.
-fn done(mut c: Reaped, limit: Duration, what: &str) -> Output {
-    use std::io::Read;
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t0.elapsed() < limit, "{what} did not finish in {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let _ = c.stdout.take().unwrap().read_to_end(&mut stdout);
-    let _ = c.stderr.take().unwrap().read_to_end(&mut stderr);
-    Output {
-        status,
-        stdout,
-        stderr,
-    }
+    lan::spawn_in(ns, exe, args)
 }
 
 fn make_lan(count: usize, tag: &str, test: &str) -> Option<Lan> {
@@ -122,7 +91,7 @@ fn cpp_use_discovery_refusals_and_a_name_in_one_process() {
                 .unwrap(),
         ),
     };
-    let o = done(child, Duration::from_secs(60), "C++ names");
+    let o = child.finish(Duration::from_secs(60), "C++ names");
     assert_ok("C++ names", &o);
     let out = text(&o.stdout);
     assert!(
@@ -153,10 +122,10 @@ fn c_programs_find_each_other_and_ptmp_send_by_name() {
     // hosts; both signed with the same secret.
     let rx = run_in(h1, &exe, &["recv", "cnames", key, "300", "5", "2"]);
     let tx = run_in(h0, &exe, &["send", "cnames", key, "300"]);
-    let t = done(tx, Duration::from_secs(60), "C sender");
+    let t = tx.finish(Duration::from_secs(60), "C sender");
     assert_ok("C sender by name", &t);
     assert!(text(&t.stdout).contains("1 name(s) announced"));
-    let r = done(rx, Duration::from_secs(60), "C receiver");
+    let r = rx.finish(Duration::from_secs(60), "C receiver");
     assert_ok("C receiver by name", &r);
     let out = text(&r.stdout);
     assert!(
@@ -197,9 +166,9 @@ fn c_programs_find_each_other_and_ptmp_send_by_name() {
             "9",
         ],
     );
-    let t = done(tx, Duration::from_secs(60), "ptmp send");
+    let t = tx.finish(Duration::from_secs(60), "ptmp send");
     assert!(t.status.success(), "{}", text(&t.stderr));
-    let r = done(rx, Duration::from_secs(60), "C receiver");
+    let r = rx.finish(Duration::from_secs(60), "C receiver");
     assert_ok("C receiver of ptmp send", &r);
     let out = text(&r.stdout);
     assert!(

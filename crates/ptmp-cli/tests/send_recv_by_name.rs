@@ -12,41 +12,11 @@ mod lan;
 use common::{text, PTMP};
 use lan::{Lan, Reaped};
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 fn ptmp_in(ns: &str, args: &[&str]) -> Reaped {
-    Reaped(
-        Command::new("ip")
-            .args(["netns", "exec", ns, PTMP])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    )
-}
-
-/// Waits for `c` to end and takes what it wrote; fails (and `c` is
-/// killed on drop) after `limit`.
-fn done(mut c: Reaped, limit: Duration, what: &str) -> Output {
-    use std::io::Read;
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t0.elapsed() < limit, "{what} did not finish in {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let _ = c.stdout.take().unwrap().read_to_end(&mut stdout);
-    let _ = c.stderr.take().unwrap().read_to_end(&mut stderr);
-    Output {
-        status,
-        stdout,
-        stderr,
-    }
+    lan::spawn_in(ns, PTMP, args)
 }
 
 /// The JSON summary `ptmp recv --json` ends its output with.
@@ -115,28 +85,25 @@ fn recv_finds_a_sender_by_name_and_follows_it_to_another_host() {
     std::fs::write(&key, "sendrecv-secret\n").unwrap();
     let key = key.to_str().unwrap();
     // A name nobody announces fails after --name-timeout, naming it.
-    let o = done(
-        ptmp_in(
-            h0,
-            &[
-                "recv",
-                "-p",
-                "PULL",
-                "-a",
-                "connect",
-                "-e",
-                "name://ghost/out",
-                "--discovery",
-                "sendrecv",
-                "--name-timeout",
-                "1",
-                "-n",
-                "1",
-            ],
-        ),
-        Duration::from_secs(20),
-        "recv of a ghost",
-    );
+    let o = ptmp_in(
+        h0,
+        &[
+            "recv",
+            "-p",
+            "PULL",
+            "-a",
+            "connect",
+            "-e",
+            "name://ghost/out",
+            "--discovery",
+            "sendrecv",
+            "--name-timeout",
+            "1",
+            "-n",
+            "1",
+        ],
+    )
+    .finish(Duration::from_secs(20), "recv of a ghost");
     let e = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(
@@ -183,13 +150,13 @@ fn recv_finds_a_sender_by_name_and_follows_it_to_another_host() {
             ],
         )
     };
-    let first = done(send(h0), Duration::from_secs(60), "first sender");
+    let first = send(h0).finish(Duration::from_secs(60), "first sender");
     assert!(first.status.success(), "{}", text(&first.stderr));
     // The same name from another host, at another address: the receiver,
     // idle meanwhile, follows it.
-    let second = done(send(h2), Duration::from_secs(60), "second sender");
+    let second = send(h2).finish(Duration::from_secs(60), "second sender");
     assert!(second.status.success(), "{}", text(&second.stderr));
-    let o = done(rx, Duration::from_secs(60), "recv");
+    let o = rx.finish(Duration::from_secs(60), "recv");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let s = summary(&o);
     // Both runs counted 0..499: all of both, and one step back between.
@@ -263,11 +230,11 @@ fn send_connected_by_name_follows_its_receiver_after_a_kill() {
         .status();
     let _ = rx1.wait();
     let rx2 = recv(h2);
-    let sent = done(tx, Duration::from_secs(90), "send");
+    let sent = tx.finish(Duration::from_secs(90), "send");
     let err = text(&sent.stderr);
     assert!(sent.status.success(), "{err}");
     assert!(err.contains(&format!("sent {n} TPSets")), "{err}");
-    let o = done(rx2, Duration::from_secs(30), "second recv");
+    let o = rx2.finish(Duration::from_secs(30), "second recv");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let s = summary(&o);
     // The second receiver got the rest, through to the last set.
@@ -343,10 +310,10 @@ fn heartbeats_let_a_sender_leave_a_silent_host_for_a_new_one() {
     // The first receiver's cable is pulled: its switch port goes down.
     assert!(lan::ip(&["-n", &lan.switch, "link", "set", "s1", "down"]));
     let rx2 = recv(h2);
-    let sent = done(tx, Duration::from_secs(90), "send");
+    let sent = tx.finish(Duration::from_secs(90), "send");
     let err = text(&sent.stderr);
     assert!(sent.status.success(), "{err}");
-    let o = done(rx2, Duration::from_secs(30), "second recv");
+    let o = rx2.finish(Duration::from_secs(30), "second recv");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let s = summary(&o);
     // Without heartbeats the sender would still be queueing for the

@@ -4,7 +4,9 @@
 
 #![allow(dead_code)]
 
-use std::process::{Command, Stdio};
+use std::ffi::OsStr;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn ip(args: &[&str]) -> bool {
     Command::new("ip")
@@ -81,5 +83,43 @@ impl Drop for Reaped {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// `program args` started in namespace `ns`, its output piped.
+pub fn spawn_in(ns: &str, program: impl AsRef<OsStr>, args: &[&str]) -> Reaped {
+    Reaped(
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+impl Reaped {
+    /// Waits for the process to end and takes what it wrote; fails (and
+    /// the process is killed on drop) after `limit`.
+    pub fn finish(mut self, limit: Duration, what: &str) -> Output {
+        use std::io::Read;
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = self.try_wait().unwrap() {
+                break s;
+            }
+            assert!(t0.elapsed() < limit, "{what} did not finish in {limit:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let _ = self.stdout.take().unwrap().read_to_end(&mut stdout);
+        let _ = self.stderr.take().unwrap().read_to_end(&mut stderr);
+        Output {
+            status,
+            stdout,
+            stderr,
+        }
     }
 }
