@@ -420,31 +420,44 @@ fn kill_once(name: &str, transport: &str, victim: &str, n: u64, at: u64) -> (Vec
         .then_some(())
     });
     // What the killed process held may be lost (over zmq its queues die
-    // with it; over shm, sets its input ring gave up while it had no
-    // reader), so the sink may never reach its count: once the source is
-    // done, wait until the sink has everything or has stopped receiving.
-    wait_for(LIMIT, "the source's end", || {
-        status(&rd, "src")
-            .filter(|s| s["final"] == true)
-            .map(|_| ())
+    // with it), so the sink may never reach its count.
+    let e = settle(&rd, sup, &err, n, LIMIT, Duration::from_millis(300));
+    let counts = sets(&out).iter().map(|s| s.count as u64).collect();
+    (counts, e)
+}
+
+/// Once the source `src` is done, waits until the sink `snk` has all `n`
+/// sets or has stopped receiving, stops the graph if the sink has not
+/// ended by itself, and returns the supervisor's log after checking that
+/// it exited cleanly. `pause` is how long the sink must stay still to
+/// count as stopped.
+fn settle(
+    rd: &Path,
+    sup: Child,
+    err: &Path,
+    n: u64,
+    source_limit: Duration,
+    pause: Duration,
+) -> String {
+    wait_for(source_limit, "the source's end", || {
+        status(rd, "src").filter(|s| s["final"] == true).map(|_| ())
     });
     let mut last = None;
     wait_for(LIMIT, "the sink to settle", || {
-        let now = node_in(&rd, "snk", "snk");
+        let now = node_in(rd, "snk", "snk");
         let settled =
-            now == Some(n) || status(&rd, "snk").is_none() || (now.is_some() && now == last);
+            now == Some(n) || status(rd, "snk").is_none() || (now.is_some() && now == last);
         last = now;
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(pause);
         settled.then_some(())
     });
-    if status(&rd, "snk").is_some_and(|s| s["final"] != true) {
+    if status(rd, "snk").is_some_and(|s| s["final"] != true) {
         signal(sup.id() as i32, libc::SIGINT);
     }
     let o = finish(sup, LIMIT);
-    let e = std::fs::read_to_string(&err).unwrap();
+    let e = std::fs::read_to_string(err).unwrap();
     assert!(o.status.success(), "{e}");
-    let counts = sets(&out).iter().map(|s| s.count as u64).collect();
-    (counts, e)
+    e
 }
 
 /// The sum of the supervisor's per-edge loss lines.
@@ -543,28 +556,16 @@ fn a_shm_chain_whose_workers_are_killed_again_and_again_delivers_every_set_once(
     signal(w1, libc::SIGSTOP);
     std::thread::sleep(Duration::from_millis(3000));
     signal(w1, libc::SIGCONT);
-    // Were anything lost the sink would wait for ever: once the source is
-    // done, wait for the sink to have everything or to stop receiving.
-    wait_for(Duration::from_secs(60), "the source's end", || {
-        status(&rd, "src")
-            .filter(|s| s["final"] == true)
-            .map(|_| ())
-    });
-    let mut last = None;
-    wait_for(LIMIT, "the sink to settle", || {
-        let now = node_in(&rd, "snk", "snk");
-        let settled =
-            now == Some(n) || status(&rd, "snk").is_none() || (now.is_some() && now == last);
-        last = now;
-        std::thread::sleep(Duration::from_millis(500));
-        settled.then_some(())
-    });
-    if status(&rd, "snk").is_some_and(|s| s["final"] != true) {
-        signal(sup.id() as i32, libc::SIGINT);
-    }
-    let o = finish(sup, LIMIT);
-    let e = std::fs::read_to_string(&err).unwrap();
-    assert!(o.status.success(), "{e}");
+    // Were anything lost the sink would wait for ever: `settle` also ends
+    // on a sink that stopped receiving.
+    let e = settle(
+        &rd,
+        sup,
+        &err,
+        n,
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+    );
     assert_eq!(e.matches("killed by SIGKILL; restarting").count(), 6, "{e}");
     let counts: Vec<u64> = sets(&out).iter().map(|s| s.count as u64).collect();
     let (dups, missing) = dups_and_missing(&counts, n);
