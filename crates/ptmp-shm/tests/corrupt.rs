@@ -4,11 +4,13 @@
 //! end with a corruption error naming the field, or a timeout, in bounded
 //! time: never a spin.
 
+mod common;
+use common::Chan;
+
 use ptmp_shm::{
-    remove, segment_path, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer, HEADER_SIZE,
+    segment_path, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer, HEADER_SIZE,
 };
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -22,18 +24,7 @@ const REGISTRY: u64 = 4096;
 /// Stride of the 256-byte channels below: 16 + 256 rounded up to 64.
 const STRIDE: u64 = 320;
 
-struct Chan(String);
-
 impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "test-corrupt-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-
     /// Write `bytes` at `off` in the segment file: the page cache is what
     /// every process maps, so this is what another program would do.
     fn poke(&self, off: u64, bytes: &[u8]) {
@@ -50,12 +41,6 @@ impl Chan {
 
     fn stamp_at(slot: u64) -> u64 {
         HEADER_SIZE as u64 + slot * STRIDE
-    }
-}
-
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = remove(&self.0);
     }
 }
 

@@ -3,33 +3,14 @@
 //! waits for it within its grace time, a successor resumes at the first
 //! message not committed, and two live readers of one identity are refused.
 
+mod common;
+use common::Chan;
+
 use ptmp_shm::{
-    inspect, remove, ChannelConfig, Durable, Policy, Reader, ShmError, StartAt, Writer,
-    MAX_IDENT_LEN,
+    inspect, ChannelConfig, Durable, Policy, Reader, ShmError, StartAt, Writer, MAX_IDENT_LEN,
 };
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-/// A unique channel name, removed when the guard drops.
-struct Chan(String);
-
-impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "test-durable-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-}
-
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = remove(&self.0);
-    }
-}
 
 fn blocking(slots: usize) -> ChannelConfig {
     ChannelConfig {

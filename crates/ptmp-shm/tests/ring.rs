@@ -1,30 +1,13 @@
 //! The shared-memory ring: history, overruns, torn-read detection, futex
 //! wake-ups, bad segments, and crashes of real processes.
 
-use ptmp_shm::{remove, segment_path, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer};
+mod common;
+use common::Chan;
+
+use ptmp_shm::{segment_path, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-/// A unique channel name, removed when the guard drops.
-struct Chan(String);
-
-impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "test-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-}
-
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = remove(&self.0);
-    }
-}
 
 fn small(slots: usize) -> ChannelConfig {
     ChannelConfig {

@@ -1,25 +1,16 @@
 //! A segment cut short under live processes: the writer and the readers
 //! get an error naming the truncation and go on living, never die of SIGBUS.
 
+mod common;
+use common::Chan;
+
 use ptmp_shm::{remove, segment_path, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-struct Chan(String);
-
 impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "test-trunc-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-
     fn truncate(&self, len: u64) {
         std::fs::OpenOptions::new()
             .write(true)
@@ -27,12 +18,6 @@ impl Chan {
             .unwrap()
             .set_len(len)
             .unwrap();
-    }
-}
-
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = remove(&self.0);
     }
 }
 

@@ -1,30 +1,13 @@
 //! Who owns a segment: links are never followed, and a segment of another
 //! user or with a wider mode than the channel's access allows is refused.
 
+mod common;
+use common::Chan;
+
 use ptmp_shm::{
     remove, segment_path, Access, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer,
 };
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-struct Chan(String);
-
-impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "test-trust-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-}
-
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = remove(&self.0);
-    }
-}
 
 fn cfg() -> ChannelConfig {
     ChannelConfig {
