@@ -267,6 +267,7 @@ fn supervise_graph(
     host: Option<String>,
     status_every: Option<Duration>,
     ttl: Option<Duration>,
+    monitor: Option<&ptmp_monitor::Monitor>,
 ) -> CliResult<supervise::Outcome> {
     // SIGUSR1 asks for the status table now. Without the handler the
     // signal would end the process, so failing to install it is an error.
@@ -275,13 +276,19 @@ fn supervise_graph(
         .map_err(|e| CliError::fail(format!("cannot handle SIGUSR1: {e}")))?;
     let opts = supervise_options(host, status_every, ttl)?;
     let mut log = std::io::stderr();
-    let out = supervise::run(
+    let out = supervise::run_telling(
         g,
         p,
         &opts,
         &stopping,
         &|| status_now.swap(false, Ordering::Relaxed),
         &mut log,
+        // The live page follows what `ptmp graph apply` makes of the graph.
+        &mut |g, p, host| {
+            if let Some(m) = monitor {
+                m.follow(g, p, host);
+            }
+        },
     )
     .map_err(|e| match e {
         // A graph that cannot run here (no such host, nothing placed on
@@ -337,13 +344,14 @@ pub fn run(c: &GraphCmd) -> CliResult {
         GraphCmd::Apply(a) => apply(a),
         GraphCmd::Run(a) => {
             let (g, p) = a.src.load()?;
-            let _monitor = a.http.start(&g, &p, a.host.as_deref())?;
+            let monitor = a.http.start(&g, &p, a.host.as_deref())?;
             let out = supervise_graph(
                 &g,
                 &p,
                 a.host.clone(),
                 secs(a.status, "--status")?,
                 secs(a.ttl, "--ttl")?,
+                monitor.as_ref(),
             )?;
             eprint!("{}", status::table(&status::read_all(&p.run_dir)));
             let restarted: Vec<String> = out
@@ -515,7 +523,7 @@ pub fn butterfly(a: &ButterflyArgs) -> CliResult {
     };
     let v = jsonnet::load(&file, &opts).map_err(|e| CliError::usage(e.to_string()))?;
     let (g, p) = load_value(&v, "butterfly", Some(&dir))?;
-    let out = supervise_graph(&g, &p, None, None, None)?;
+    let out = supervise_graph(&g, &p, None, None, None, None)?;
     if !out.ok || out.reason != "finished" {
         return Err(CliError::fail(format!(
             "butterfly did not finish: {}",

@@ -149,6 +149,21 @@ pub fn run(
     status_now: &dyn Fn() -> bool,
     log: &mut dyn Write,
 ) -> Result<Outcome> {
+    run_telling(g, plan, opts, stop, status_now, log, &mut |_, _, _| {})
+}
+
+/// [`run`], calling `applied` with the new graph, plan and this host's
+/// index in it each time `ptmp graph apply` changes the running graph
+/// (before the apply is answered), so that a live view can follow it.
+pub fn run_telling(
+    g: &Graph,
+    plan: &Plan,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+    status_now: &dyn Fn() -> bool,
+    log: &mut dyn Write,
+    applied: &mut dyn FnMut(&Graph, &Plan, usize),
+) -> Result<Outcome> {
     // Owned: `ptmp graph apply` replaces both while the graph runs.
     let (mut g, mut plan) = (g.clone(), plan.clone());
     let mut host = match &opts.host {
@@ -296,6 +311,10 @@ pub fn run(
                         procs: &mut procs,
                     };
                     let reply = cx.apply(&req, opts, stop, log);
+                    // A change made with problems is still made.
+                    if !req.dry_run && matches!(reply.refused, None | Some(Refusal::Failed)) {
+                        applied(&g, &plan, host);
+                    }
                     reconfig::answer(dir, &req.id, &reply);
                     publish_states(dir, &procs, false, &mut shown);
                 }

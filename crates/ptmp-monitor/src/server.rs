@@ -2,7 +2,7 @@
 //! snapshot, another runs a single-threaded tokio runtime with hyper
 //! serving requests from the latest snapshot.
 
-use crate::state::{Collector, Gather, History};
+use crate::state::{Following, Gather, History, NextGraph};
 use crate::{prom, Error, Options};
 use bytes::Bytes;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
@@ -50,6 +50,8 @@ pub struct Monitor {
     stop: Arc<AtomicBool>,
     shutdown: Arc<Notify>,
     threads: Vec<JoinHandle<()>>,
+    /// Where a graph run's new shape goes (none for `ptmp run`).
+    next: Option<NextGraph>,
 }
 
 impl Monitor {
@@ -57,6 +59,16 @@ impl Monitor {
     /// asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The watched graph was changed (by `ptmp graph apply`) into `g`,
+    /// planned as `plan`, this being host `host` of it: from the next
+    /// update on, the state shows its nodes and edges. Does nothing for a
+    /// monitor of one process's agents.
+    pub fn follow(&self, g: &Graph, plan: &Plan, host: usize) {
+        if let Some(n) = &self.next {
+            *n.lock().unwrap_or_else(|e| e.into_inner()) = Some((g.clone(), plan.clone(), host));
+        }
     }
 }
 
@@ -87,7 +99,11 @@ fn snapshot(c: &mut dyn Gather, h: &mut History) -> Snapshot {
 /// host `host` of it) as `opts` say. Fails at once when the address is
 /// not loopback and remote clients were not allowed, or cannot be bound.
 pub fn start(g: &Graph, plan: &Plan, host: usize, opts: &Options) -> Result<Monitor, Error> {
-    start_with(Box::new(Collector::new(g, plan, host)), opts)
+    let f = Following::new(g, plan, host);
+    let next = f.next();
+    let mut m = start_with(Box::new(f), opts)?;
+    m.next = Some(next);
+    Ok(m)
 }
 
 /// Start serving what `gather` says, as `opts` say (see [`start`]).
@@ -155,6 +171,7 @@ pub fn start_with(mut gather: Box<dyn Gather>, opts: &Options) -> Result<Monitor
         stop,
         shutdown,
         threads: vec![gather, serve],
+        next: None,
     })
 }
 

@@ -8,8 +8,9 @@
 use ptmp_graph::plan::Plan;
 use ptmp_graph::{status, Graph};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Samples of history kept per edge and node (one per update).
@@ -102,6 +103,54 @@ impl Gather for Collector {
     }
 }
 
+/// The graph a [`Following`] collector is to switch to at its next
+/// gathering: the new graph, its plan and this host's index in it.
+pub type NextGraph = Arc<Mutex<Option<(Graph, Plan, usize)>>>;
+
+/// A graph run whose shape follows `ptmp graph apply`: whoever applies a
+/// change puts the new graph in [`Following::next`], and the next
+/// gathering reads the run directory against it. The state carries
+/// `structure`, a number that grows with each change, so that a client
+/// knows the nodes and edges (and the edge names `e0`, `e1`...) changed.
+pub struct Following {
+    cur: Collector,
+    next: NextGraph,
+    structure: u64,
+}
+
+impl Following {
+    /// Follow the run of `graph` as planned by `plan` on host `host`.
+    pub fn new(graph: &Graph, plan: &Plan, host: usize) -> Following {
+        Following {
+            cur: Collector::new(graph, plan, host),
+            next: Arc::default(),
+            structure: 0,
+        }
+    }
+
+    /// Where to put a new graph for this collector to switch to.
+    pub fn next(&self) -> NextGraph {
+        self.next.clone()
+    }
+}
+
+impl Gather for Following {
+    fn gather(&mut self) -> (Value, Vec<SocketRow>) {
+        // A poisoned lock only means an applier panicked: its value stands.
+        let next = self.next.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((g, plan, host)) = next {
+            let started = self.cur.started;
+            self.cur = Collector::new(&g, &plan, host);
+            // Uptime runs on across changes: it is the monitor's.
+            self.cur.started = started;
+            self.structure += 1;
+        }
+        let (mut state, rows) = self.cur.collect();
+        state["structure"] = self.structure.into();
+        (state, rows)
+    }
+}
+
 /// The last [`HISTORY`] updates of every edge's rate and loss and every
 /// node's rate, taken from successive states.
 #[derive(Default)]
@@ -109,11 +158,26 @@ pub struct History {
     times: VecDeque<f64>,
     edges: BTreeMap<String, (VecDeque<f64>, VecDeque<f64>)>,
     nodes: BTreeMap<String, VecDeque<f64>>,
+    /// The `structure` of the last state recorded.
+    structure: Value,
 }
 
 impl History {
     /// Add one state's figures.
     pub fn record(&mut self, state: &Value) {
+        // After a change of the graph the edge names may mean other edges:
+        // their history starts again; removed nodes' history goes.
+        if state["structure"] != self.structure {
+            self.structure = state["structure"].clone();
+            self.edges.clear();
+            let names: BTreeSet<&str> = state["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n["name"].as_str())
+                .collect();
+            self.nodes.retain(|k, _| names.contains(k.as_str()));
+        }
         push(&mut self.times, state["uptime_s"].as_f64().unwrap_or(0.0));
         for e in state["edges"].as_array().into_iter().flatten() {
             let id = e["id"].as_str().unwrap_or("").to_string();
@@ -535,5 +599,56 @@ mod tests {
             .iter()
             .all(|n| n["state"] == "unknown"));
         assert_eq!(st["edges"][0]["rate"].as_f64(), Some(0.0));
+    }
+
+    /// A new graph handed over takes effect at the next gathering: its
+    /// nodes and edges replace the old ones, the structure number grows,
+    /// and the history drops removed nodes and starts the edges again.
+    #[test]
+    fn a_new_graph_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let two = |sink: &str| {
+            json!({"name": "f", "nodes": [
+                {"name": "a", "type": "source", "data": {}},
+                {"name": sink, "type": "sink", "data": {}}],
+                "edges": [{"from": "a.out", "to": format!("{sink}.in"), "pattern": "pushpull"}]})
+        };
+        let (g1, p1) = ptmp_graph::load(&two("s"), "f", Some(dir.path())).unwrap();
+        let (g2, p2) = ptmp_graph::load(&two("t"), "f", Some(dir.path())).unwrap();
+        let mut f = Following::new(&g1, &p1, 0);
+        let mut h = History::default();
+        let names = |st: &Value| -> Vec<String> {
+            st["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let (st, _) = f.gather();
+        h.record(&st);
+        assert_eq!(names(&st), ["a", "s"]);
+        assert_eq!(st["structure"], 0);
+        // Nothing handed over: the same shape.
+        let (st, _) = f.gather();
+        h.record(&st);
+        assert_eq!(st["structure"], 0);
+        assert_eq!(
+            h.to_json()["edges"]["e0"]["rate"].as_array().unwrap().len(),
+            2
+        );
+        *f.next().lock().unwrap() = Some((g2, p2, 0));
+        let (st, _) = f.gather();
+        h.record(&st);
+        assert_eq!(names(&st), ["a", "t"]);
+        assert_eq!(st["structure"], 1);
+        assert_eq!(st["edges"][0]["to"][0]["node"], "t");
+        let hj = h.to_json();
+        assert!(hj["nodes"].get("s").is_none() && hj["nodes"].get("t").is_some());
+        assert_eq!(hj["nodes"]["a"]["rate"].as_array().unwrap().len(), 3);
+        assert_eq!(hj["edges"]["e0"]["rate"].as_array().unwrap().len(), 1);
+        // Taken once: the next gathering keeps the new shape.
+        let (st, _) = f.gather();
+        assert_eq!(st["structure"], 1);
     }
 }

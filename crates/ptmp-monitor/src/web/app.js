@@ -197,6 +197,16 @@ function tables(st) {
 }
 
 function record(st) {
+  // The graph was changed (`ptmp graph apply`): edge names may now mean
+  // other edges, so their history and the loss compared with the previous
+  // state start again, and removed nodes' history goes. The graph itself
+  // is drawn afresh from each state anyway.
+  if (prev && prev.structure !== st.structure) {
+    hist.edges = {};
+    const names = new Set(st.nodes.map((n) => n.name));
+    for (const k of Object.keys(hist.nodes)) if (!names.has(k)) delete hist.nodes[k];
+    prev = null;
+  }
   push(hist.t, st.uptime_s);
   for (const e of st.edges) {
     const h = hist.edges[e.id] = hist.edges[e.id] || { rate: [], lost: [] };
