@@ -5,14 +5,14 @@
 //! neither the removed nodes nor their edge.
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 mod common;
-use common::{finish, text, wait_for, write_json, PTMP};
+use common::{finish, get, state, text, wait_for, write_json, PTMP};
 
 const LIMIT: Duration = Duration::from_secs(40);
 
@@ -32,33 +32,6 @@ impl Drop for Sup {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// One request on its own connection; (status, body).
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut b = Vec::new();
-    s.read_to_end(&mut b).unwrap();
-    let t = String::from_utf8_lossy(&b).into_owned();
-    let status = t
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = t.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
-    (status, body.to_string())
-}
-
-fn state(addr: SocketAddr) -> Value {
-    let (code, body) = get(addr, "/api/state");
-    assert_eq!(code, 200, "{body}");
-    serde_json::from_str(&body).unwrap()
 }
 
 /// The named node of a state, if it lists it.

@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{free_port, PTMP};
+use common::{free_port, get, state, PTMP};
 
 /// A graph run with `--http`, stopped (SIGINT, then killed) when dropped.
 struct Run {
@@ -133,53 +133,6 @@ fn start_graph(make: fn(&Path) -> PathBuf, extra: &[&str]) -> Run {
         addr,
         _dir: dir,
     }
-}
-
-/// One request on its own connection; (status, body).
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    // Read to the end, or to the length the head gives (chromium's
-    // DevTools server keeps the connection open).
-    let mut b = Vec::new();
-    let mut buf = [0u8; 65536];
-    loop {
-        let n = s.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        b.extend_from_slice(&buf[..n]);
-        let t = String::from_utf8_lossy(&b);
-        if let Some((head, body)) = t.split_once("\r\n\r\n") {
-            let len = head.lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("content-length")
-                    .then(|| v.trim().parse::<usize>().ok())?
-            });
-            if len.is_some_and(|n| body.len() >= n) {
-                break;
-            }
-        }
-    }
-    let t = String::from_utf8_lossy(&b).into_owned();
-    let status = t
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = t.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
-    (status, body.to_string())
-}
-
-fn state(addr: SocketAddr) -> Value {
-    let (code, body) = get(addr, "/api/state");
-    assert_eq!(code, 200, "{body}");
-    serde_json::from_str(&body).unwrap()
 }
 
 /// Messages the sink has received so far, per the JSON state.

@@ -7,6 +7,8 @@
 use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames, TPSet, VERSION_FRAME};
 use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -125,4 +127,52 @@ pub fn read_dump(path: &Path) -> Vec<TPSet> {
         out.push(decode_tpset(f.get(1).unwrap()).unwrap());
     }
     out
+}
+
+/// One request on its own connection; (status, body).
+pub fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    // Read to the end, or to the length the head gives (chromium's
+    // DevTools server keeps the connection open).
+    let mut b = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        b.extend_from_slice(&buf[..n]);
+        let t = String::from_utf8_lossy(&b);
+        if let Some((head, body)) = t.split_once("\r\n\r\n") {
+            let len = head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            });
+            if len.is_some_and(|n| body.len() >= n) {
+                break;
+            }
+        }
+    }
+    let t = String::from_utf8_lossy(&b).into_owned();
+    let status = t
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = t.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
+    (status, body.to_string())
+}
+
+/// The monitor's JSON state (`/api/state`), which must answer 200.
+pub fn state(addr: SocketAddr) -> Value {
+    let (code, body) = get(addr, "/api/state");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
 }
