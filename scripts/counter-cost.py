@@ -22,7 +22,8 @@ Usage (from the repository's root; opt-in, not part of the tests):
 `--build` runs `cargo build --release -p ptmp-cli` with and without
 `--features ptmp/no-counters`, keeps a copy of each in the work directory
 and builds the normal binary again at the end, so target/release/ptmp is
-left as it was. Needs valgrind and a C compiler.
+left as it was. Needs valgrind. (Binaries built before the workspace set
+rustix's `use-libc-auxv` feature die of SIGSEGV under valgrind.)
 """
 
 import argparse
@@ -52,55 +53,6 @@ def build(work):
         out[name] = os.path.join(work, f"ptmp-{name}")
         shutil.copy2("target/release/ptmp", out[name])
     return out
-
-
-# valgrind does not map the kernel's vDSO into the program it runs, but the
-# program can still learn the vDSO's address from the kernel with
-# prctl(PR_GET_AUXV), which rustix (under ptmp-shm) does, and then it
-# reads unmapped memory. This launcher makes that prctl fail (a seccomp
-# filter), so rustix reads /proc/self/auxv, which valgrind answers truly.
-NOAUXV_C = r"""
-#include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#ifndef PR_GET_AUXV
-#define PR_GET_AUXV 0x41555856
-#endif
-int main(int argc, char **argv) {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_GET_AUXV, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-    if (argc < 2) return 2;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
-        perror("seccomp");
-        return 1;
-    }
-    execvp(argv[1], argv + 1);
-    perror(argv[1]);
-    return 127;
-}
-"""
-
-
-def noauxv(work):
-    src = os.path.join(work, "noauxv.c")
-    exe = os.path.join(work, "noauxv")
-    with open(src, "w") as f:
-        f.write(NOAUXV_C)
-    subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
-    return exe
 
 
 def free_port():
@@ -142,7 +94,7 @@ def instructions(ptmp, transport, ntps, side, n, work):
             "-T", "60000", "--json"]
     log = os.path.join(work, "callgrind.log")
     cgout = os.path.join(work, "callgrind.out")
-    cg = [os.path.join(work, "noauxv"), "valgrind", "--tool=callgrind", f"--log-file={log}",
+    cg = ["valgrind", "--tool=callgrind", f"--log-file={log}",
           "--separate-threads=yes", f"--callgrind-out-file={cgout}"]
     quiet = dict(stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     if side == "send":
@@ -274,7 +226,6 @@ def main():
         print(f"# Counter cost, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
               f"{os.cpu_count()} CPUs, load {load()}\n")
         if not args.skip_callgrind:
-            noauxv(work)
             counted(bins, args, work)
         if not args.skip_timed:
             timed(bins, args, work)
