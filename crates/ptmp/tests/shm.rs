@@ -1,31 +1,13 @@
 //! The shm:// transport through the same Sender/Receiver front as zmq.
 
+mod common;
+use common::Chan;
+
 use ptmp::{Error, Frames, Receiver, Sender, TPSet, TrigPrim};
 use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 const T: Option<Duration> = Some(Duration::from_secs(5));
-
-struct Chan(String);
-impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "ptmp-test-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-    fn ep(&self) -> String {
-        format!("shm://{}", self.0)
-    }
-}
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = ptmp_shm::remove(&self.0);
-    }
-}
 
 fn tpset(count: u32, ntps: u32) -> TPSet {
     TPSet {

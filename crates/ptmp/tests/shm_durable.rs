@@ -2,32 +2,14 @@
 //! they committed, one identity has one live receiver, and the identity
 //! keys are checked like every other key.
 
+mod common;
+use common::Chan;
+
 use ptmp::{Error, Receiver, Sender, SocketConfig, SocketType, TPSet};
 use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 const T: Option<Duration> = Some(Duration::from_secs(5));
-
-struct Chan(String);
-impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "ptmp-durable-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-    fn ep(&self) -> String {
-        format!("shm://{}", self.0)
-    }
-}
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = ptmp_shm::remove(&self.0);
-    }
-}
 
 fn pull(c: &Chan, id: &str) -> ptmp::Result<Receiver> {
     Receiver::from_json(

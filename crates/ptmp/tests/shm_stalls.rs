@@ -3,32 +3,14 @@
 //! the wait begins, and the durable readers its ring gave up, with a real
 //! reader process killed.
 
+mod common;
+use common::Chan;
+
 use ptmp::meter::{self, Dir, Snapshot};
 use ptmp::{Error, Receiver, Sender, TPSet};
 use serde_json::json;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-struct Chan(String);
-impl Chan {
-    fn new(tag: &str) -> Chan {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        Chan(format!(
-            "ptmp-stalls-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ))
-    }
-    fn ep(&self) -> String {
-        format!("shm://{}", self.0)
-    }
-}
-impl Drop for Chan {
-    fn drop(&mut self) {
-        let _ = ptmp_shm::remove(&self.0);
-    }
-}
 
 fn set(count: u32) -> TPSet {
     TPSet {
