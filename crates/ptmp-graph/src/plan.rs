@@ -291,6 +291,16 @@ impl Plan {
                 ) {
                     let spec = node.port(r.port).expect("validated");
                     data.insert(spec.key.into(), socket(g, &links, r, list));
+                    // A zipper counts its streams by its input's endpoints,
+                    // and a fan-in arrives at one: tell it how many senders
+                    // there are, or it would release the first stream's
+                    // sets before the others' first ones arrive.
+                    if node.kind == Kind::Zipper && spec.key == "input" {
+                        let senders: usize = list.iter().map(|&e| g.edges[e].from.len()).sum();
+                        if senders > 1 {
+                            data.entry("streams").or_insert(json!(senders));
+                        }
+                    }
                 }
                 if counted[k] && matches!(node.kind, Kind::Worker | Kind::Proxy | Kind::Sink) {
                     data.entry("dedup").or_insert(json!(true));
@@ -708,5 +718,42 @@ mod reader_identity_tests {
             let grace = id.map(|_| SHM_READER_GRACE.as_millis() as u64);
             assert_eq!(s["shm_reader_grace_ms"].as_u64(), grace, "{s}");
         }
+    }
+
+    #[test]
+    fn a_zipper_fed_by_a_fan_in_is_told_how_many_streams_come() {
+        let v = json!({
+            "name": "z",
+            "nodes": [
+                {"name": "a", "type": "source", "data": {"count": 10, "detid": 1}},
+                {"name": "b", "type": "source", "data": {"count": 10, "detid": 2}},
+                {"name": "c", "type": "source", "data": {"count": 10, "detid": 3}},
+                {"name": "zip", "type": "zipper"},
+                {"name": "snk", "type": "sink"}
+            ],
+            "edges": [
+                {"from": ["a.out", "b.out", "c.out"], "to": "zip.in", "pattern": "pushpull"},
+                {"from": "zip.out", "to": "snk.in", "pattern": "pushpull"}
+            ]
+        });
+        let g = Graph::parse(&v, "x").unwrap();
+        let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
+        let data = |name: &str| {
+            p.configs
+                .iter()
+                .map(|c| &c["proxies"][0])
+                .find(|n| n["name"] == name)
+                .map(|n| n["data"].clone())
+                .unwrap()
+        };
+        // Its input binds one endpoint that three senders reach.
+        assert_eq!(
+            data("zip")["input"]["socket"]["bind"]
+                .as_array()
+                .map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(data("zip")["streams"], 3);
+        assert!(data("snk").get("streams").is_none());
     }
 }

@@ -2,7 +2,8 @@
 //! stream ordered by `tstart`, with a bound on the real-time latency it adds.
 //!
 //! Keys: `input` (required; its endpoints count the streams, N), `output`
-//! (required), `sync_time` ms (default 10, at least 1; PTMP's old name
+//! (required), `streams` (at least this many streams, for an input whose
+//! one endpoint several senders reach; the graph planner sets it), `sync_time` ms (default 10, at least 1; PTMP's old name
 //! `tardy` is accepted and, as in PTMP, wins when both are given),
 //! `tardy_policy` "drop" (default) or "send".
 //!
@@ -44,6 +45,8 @@ pub struct Config {
     pub sync_ms: u64,
     /// What to do with sets that arrive too late.
     pub policy: TardyPolicy,
+    /// Streams to expect at least (`streams`), beyond the input's endpoints.
+    pub streams: usize,
 }
 
 impl Config {
@@ -76,6 +79,7 @@ impl Config {
             output,
             sync_ms: sync as u64,
             policy: TardyPolicy::parse(c)?,
+            streams: c.int_in("streams", 1, 4096)?.unwrap_or(1) as usize,
         })
     }
 }
@@ -255,7 +259,7 @@ impl ZipperAgent {
     /// The zipper between the sockets of `c`; the input's endpoints give the
     /// number of streams.
     pub fn new(name: String, c: &Config) -> Result<Self> {
-        let n = c.input.bind().len() + c.input.connect().len();
+        let n = (c.input.bind().len() + c.input.connect().len()).max(c.streams);
         let core = Zipper::new(n, Duration::from_millis(c.sync_ms), c.policy);
         Self::with_core(name, &c.input, &c.output, core)
     }
