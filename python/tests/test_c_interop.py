@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from _parts import missing_part
+
 import ptmp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,9 +30,9 @@ TAG = f"cxx{os.getpid()}"
 def build(tmp_path_factory):
     """Compiles tests/cpp/NAME.cpp once per module; returns its path."""
     if shutil.which("c++") is None:
-        pytest.skip("no C++ compiler (c++) on the PATH")
+        missing_part("no C++ compiler (c++) on the PATH")
     if not LIB.exists():
-        pytest.skip(f"{LIB} is missing: run `cargo build -p ptmp-c` first")
+        missing_part(f"{LIB} is missing: run `cargo build -p ptmp-c` first")
     out = tmp_path_factory.mktemp("cxx")
     built = {}
 

@@ -19,16 +19,18 @@ import uuid
 
 import pytest
 
+from _parts import missing_part
+
 ptmp = pytest.importorskip("ptmp")
 
 
 @pytest.fixture
 def netns():
     if shutil.which("ip") is None or os.geteuid() != 0:
-        pytest.skip("network namespaces need root and iproute2")
+        missing_part("network namespaces need root and iproute2")
     name = f"ptmpnpy-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
-        pytest.skip("cannot make a network namespace here")
+        missing_part("cannot make a network namespace here")
     try:
         for cmd in (["link", "set", "lo", "up"], ["link", "set", "lo", "multicast", "on"]):
             subprocess.run(["ip", "-n", name] + cmd, check=True)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from _parts import missing_part
+
 zeroconf = pytest.importorskip("zeroconf")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,16 +39,16 @@ def ptmp_bin():
         p = ROOT / "target" / d / "ptmp"
         if p.exists():
             return str(p)
-    pytest.skip("the ptmp program is not built (cargo build -p ptmp-cli)")
+    missing_part("the ptmp program is not built (cargo build -p ptmp-cli)")
 
 
 @pytest.fixture
 def netns():
     if shutil.which("ip") is None or os.geteuid() != 0:
-        pytest.skip("network namespaces need root and iproute2")
+        missing_part("network namespaces need root and iproute2")
     name = f"ptmpdpy-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
-        pytest.skip("cannot make a network namespace here")
+        missing_part("cannot make a network namespace here")
     try:
         for cmd in (["link", "set", "lo", "up"], ["link", "set", "lo", "multicast", "on"]):
             subprocess.run(["ip", "-n", name] + cmd, check=True)

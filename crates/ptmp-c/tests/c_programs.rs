@@ -86,7 +86,7 @@ fn c_sender_under_address_and_undefined_sanitizers() {
         Ok(exe) => c_sender_to_rust(&exe),
         // Only a compiler without the sanitizer runtimes is excused.
         Err(e) if common::no_sanitizer_runtime(&e) => {
-            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+            common::missing_part(&format!("sanitizers are not available here:\n{e}"));
         }
         Err(e) => panic!("{e}"),
     }
@@ -115,7 +115,7 @@ fn c_shared_memory_and_dump_files() {
     match try_compile("features", dir.path(), common::SANITIZE) {
         Ok(exe) => run(&exe),
         Err(e) if common::no_sanitizer_runtime(&e) => {
-            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+            common::missing_part(&format!("sanitizers are not available here:\n{e}"));
         }
         Err(e) => panic!("{e}"),
     }
@@ -173,7 +173,7 @@ fn c_sender_options() {
     match try_compile("options", dir.path(), common::SANITIZE) {
         Ok(exe) => run(&[], &exe),
         Err(e) if common::no_sanitizer_runtime(&e) => {
-            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+            common::missing_part(&format!("sanitizers are not available here:\n{e}"));
         }
         Err(e) => panic!("{e}"),
     }
@@ -248,7 +248,7 @@ fn c_error_paths() {
     match try_compile("errors", dir.path(), common::SANITIZE) {
         Ok(exe) => run(&exe),
         Err(e) if common::no_sanitizer_runtime(&e) => {
-            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+            common::missing_part(&format!("sanitizers are not available here:\n{e}"));
         }
         Err(e) => panic!("{e}"),
     }
@@ -262,10 +262,10 @@ fn c_error_paths() {
 fn c_runs_a_graph() {
     let ptmp = common::lib_dir().join("ptmp");
     if !ptmp.exists() {
-        eprintln!(
-            "note: {} is not built (cargo build -p ptmp-cli); graph run skipped",
+        common::missing_part(&format!(
+            "{} is not built (cargo build -p ptmp-cli); the graph run needs it",
             ptmp.display()
-        );
+        ));
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -43,7 +43,7 @@ fn cpp_wrapper_under_address_and_undefined_sanitizers() {
     match try_compile_cpp("selftest", dir.path(), common::SANITIZE) {
         Ok(exe) => selftest(&[], &exe),
         Err(e) if common::no_sanitizer_runtime(&e) => {
-            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+            common::missing_part(&format!("sanitizers are not available here:\n{e}"));
         }
         Err(e) => panic!("{e}"),
     }

@@ -37,7 +37,7 @@ fn every_exported_function_is_declared() {
     {
         Ok(o) if o.status.success() => o,
         _ => {
-            eprintln!("note: nm is not available here; symbol check skipped");
+            common::missing_part("nm is not available here");
             return;
         }
     };

@@ -53,7 +53,7 @@ fn run(exe: &Path, prefix: &Path, want: &str) {
 #[test]
 fn install_then_build_with_pkg_config() {
     if !have("pkg-config") {
-        eprintln!("note: pkg-config is not installed here; install test skipped");
+        common::missing_part("pkg-config is not installed here");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -99,7 +99,7 @@ fn install_then_build_with_pkg_config() {
 #[test]
 fn install_then_build_with_cmake() {
     if !have("cmake") {
-        eprintln!("note: cmake is not installed here; CMake install test skipped");
+        common::missing_part("cmake is not installed here");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -27,9 +27,9 @@ fn run_in(ns: &str, exe: &Path, args: &[&str]) -> Reaped {
 fn make_lan(count: usize, tag: &str, test: &str) -> Option<Lan> {
     let lan = Lan::make(count, tag);
     if lan.is_none() {
-        eprintln!(
-            "SKIPPED {test}: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
-        );
+        common::missing_part(&format!(
+            "{test}: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
+        ));
     }
     lan
 }
@@ -64,7 +64,7 @@ fn bad_arguments_a_second_call_and_a_missing_name_are_refused_naming_them() {
     match try_compile("names", dir.path(), common::SANITIZE) {
         Ok(exe) => error_checks(&exe, dir.path()),
         Err(e) if common::no_sanitizer_runtime(&e) => {
-            eprintln!("note: sanitizers are not available here, skipped:\n{e}");
+            common::missing_part(&format!("sanitizers are not available here:\n{e}"));
         }
         Err(e) => panic!("{e}"),
     }
@@ -136,10 +136,10 @@ fn c_programs_find_each_other_and_ptmp_send_by_name() {
     // `ptmp send` binding the name, when cargo built it beside the library.
     let ptmp = common::lib_dir().join("ptmp");
     if !ptmp.exists() {
-        eprintln!(
-            "note: {} is not built (cargo build -p ptmp-cli); the ptmp send round of {test} skipped",
+        common::missing_part(&format!(
+            "{} is not built (cargo build -p ptmp-cli); the ptmp send round of {test} needs it",
             ptmp.display()
-        );
+        ));
         return;
     }
     let rx = run_in(h1, &exe, &["recv", "cnames", key, "200", "9", "3"]);

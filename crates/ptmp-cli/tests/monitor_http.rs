@@ -637,7 +637,7 @@ fn which(p: &str) -> Option<PathBuf> {
 #[test]
 fn prometheus_scrapes_the_metrics() {
     let Some(prom) = which("/usr/bin/prometheus") else {
-        eprintln!("SKIPPED prometheus_scrapes_the_metrics: /usr/bin/prometheus missing (Debian package prometheus)");
+        common::missing_part("prometheus_scrapes_the_metrics: /usr/bin/prometheus missing (Debian package prometheus)");
         return;
     };
     let r = start(&[]);
@@ -833,7 +833,9 @@ fn base64_decode(s: &str) -> Vec<u8> {
 #[test]
 fn page_in_headless_chromium() {
     let Some(chrome) = which("/usr/bin/chromium") else {
-        eprintln!("SKIPPED page_in_headless_chromium: /usr/bin/chromium missing (Debian package chromium)");
+        common::missing_part(
+            "page_in_headless_chromium: /usr/bin/chromium missing (Debian package chromium)",
+        );
         return;
     };
     let r = start_graph(merge_graph, &[]);

@@ -189,7 +189,9 @@ const NODES: [&str; 7] = ["link1", "link2", "win1", "win2", "zip", "tcs", "sink"
 #[test]
 fn top_follows_a_running_graph_in_a_terminal() {
     if !have_tmux() {
-        eprintln!("SKIPPED: tmux is not installed (Debian package tmux); `ptmp top` was not tested in a terminal");
+        common::missing_part(
+            "tmux is not installed (Debian package tmux); `ptmp top` was not tested in a terminal",
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -333,7 +335,7 @@ fn top_follows_a_running_graph_in_a_terminal() {
 #[test]
 fn top_shm_shows_the_writer_and_a_lagging_reader() {
     if !have_tmux() {
-        eprintln!("SKIPPED: tmux is not installed (Debian package tmux); `ptmp top --shm` was not tested in a terminal");
+        common::missing_part("tmux is not installed (Debian package tmux); `ptmp top --shm` was not tested in a terminal");
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -5,11 +5,15 @@
 use ptmp_shm::{ChannelConfig, Policy, ShmError, Writer};
 use std::process::Command;
 
+#[path = "../../../tests/support/missing_part.rs"]
+mod missing;
+use missing::missing_part;
+
 #[test]
 fn a_full_tmpfs_is_an_error_at_creation_naming_needed_and_free() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: mounting a small tmpfs needs root");
+        missing_part("mounting a small tmpfs needs root");
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -3,6 +3,9 @@
 
 mod common;
 use common::Chan;
+#[path = "../../../tests/support/missing_part.rs"]
+mod missing;
+use missing::missing_part;
 
 use ptmp_shm::{
     remove, segment_path, Access, ChannelConfig, Policy, Reader, ShmError, StartAt, Writer,
@@ -98,7 +101,7 @@ fn a_segment_with_a_wider_mode_is_refused() {
 #[test]
 fn a_segment_of_another_user_is_refused() {
     if !is_root() {
-        eprintln!("skipped: chown to another user needs root");
+        missing_part("chown to another user needs root");
         return;
     }
     let c = Chan::new("owner");

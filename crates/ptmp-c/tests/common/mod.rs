@@ -115,7 +115,7 @@ pub fn valgrind() -> Option<Vec<String>> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("note: valgrind is not installed here; valgrind run skipped");
+        missing_part("valgrind is not installed here");
         return None;
     }
     Some(
@@ -147,3 +147,8 @@ pub fn assert_ok(what: &str, out: &Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[path = "../../../../tests/support/missing_part.rs"]
+mod missing;
+#[allow(unused_imports)]
+pub use missing::missing_part;

@@ -176,3 +176,8 @@ pub fn state(addr: SocketAddr) -> Value {
     assert_eq!(code, 200, "{body}");
     serde_json::from_str(&body).unwrap()
 }
+
+#[path = "../../../../tests/support/missing_part.rs"]
+mod missing;
+#[allow(unused_imports)]
+pub use missing::missing_part;
