@@ -55,3 +55,13 @@ echo "== Python bindings: build and install into $venv (maturin, release)"
 
 echo "== pytest (wire format vs an independent protobuf; the Python bindings)"
 "$py" -m pytest tests/python python/tests -q
+
+# The README's first command, run as the README writes it (taken from it, so
+# the two cannot drift apart): it must work verbatim on a fresh clone.
+main_job=$(awk '/^Run the main job on defaults/ {f = 1} f && /^    cargo / {sub(/^    /, ""); print; exit}' README.md)
+if [ -z "$main_job" ]; then
+  echo "error: README.md has no main-job command under \"Run the main job on defaults\"" >&2
+  exit 1
+fi
+echo "== the README's main job: $main_job"
+bash -c "$main_job"
