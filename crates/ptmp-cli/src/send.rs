@@ -206,9 +206,15 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         fill_at(&mut t, i, tstart, a.detid, a.ntps, a.tspan);
         // Bounded waits, so that a PUSH nobody connects to still stops on
         // SIGINT/SIGTERM instead of blocking forever.
+        let mut waited = 0u32;
         while !tx.send_within(&t, Duration::from_millis(100))? {
             if stopping() {
                 break 'sending;
+            }
+            waited += 1;
+            if waited == 20 {
+                // Two seconds without room: say what the wait is for.
+                eprintln!("{}", waiting_for(&tx, sent));
             }
             follow(&mut tx)?;
         }
@@ -244,6 +250,11 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
                 "drain_s": drain_s, "undelivered": n, "undelivered_is": how})
         );
     }
+    if sent == 0 && a.count > 0 {
+        return Err(CliError::fail(
+            "sent nothing: no receiver took a set before the stop",
+        ));
+    }
     if und.any() {
         let why = match und {
             Undelivered::Exactly(_) => "no peer connected before the linger ran out",
@@ -255,6 +266,23 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         });
     }
     Ok(())
+}
+
+/// What a sender that has had no room for two seconds is waiting for.
+fn waiting_for(tx: &Sender, sent: u64) -> String {
+    let c = tx.config();
+    let eps: Vec<&str> = c.endpoints().map(|(_, e)| e.address.as_str()).collect();
+    let who = if sent == 0 {
+        "no receiver has taken a set yet"
+    } else {
+        "the receivers take no more sets"
+    };
+    format!(
+        "waiting: {who} from {} on {} ({} waits for room rather than drop; Ctrl-C stops)",
+        c.socket_type(),
+        eps.join(", "),
+        c.socket_type()
+    )
 }
 
 /// A data clock: `per_us` ticks per microsecond of wall-clock time, and a

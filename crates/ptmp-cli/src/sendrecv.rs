@@ -60,5 +60,33 @@ pub fn run(a: &SendRecvArgs) -> CliResult {
     if o.received == 0 {
         return Err(CliError::fail("nothing was received"));
     }
+    if o.lost() > 0 {
+        if matches!(a.pattern, Pattern::Pubsub) {
+            // Not a fault: PUB/SUB's rule, said so that a low count is not
+            // taken for one (PTMP's check_sendrecv says nothing).
+            eprintln!(
+                "note: lost {} of {}: a PUB drops what a subscriber's queue cannot take \
+                 (its high-water mark, --hwm {}); PUSH/PULL or PAIR wait instead and lose nothing",
+                o.lost(),
+                o.sent,
+                a.hwm
+            );
+        } else if a.raw {
+            eprintln!(
+                "note: lost {} of {}: raw libzmq has no drain before its sockets close, \
+                 so a fast end can lose the tail (ptmp's sender drains first)",
+                o.lost(),
+                o.sent
+            );
+        } else {
+            return Err(CliError::fail(format!(
+                "lost {} of {} TPSets over {} {}, which waits and should lose nothing",
+                o.lost(),
+                o.sent,
+                o.pattern.name(),
+                o.transport.name()
+            )));
+        }
+    }
     Ok(())
 }
