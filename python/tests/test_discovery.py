@@ -172,6 +172,16 @@ def test_zeroconf_sees_what_ptmp_announces(netns):
         ann.wait()
 
 
+def test_an_empty_listing_says_why_it_may_be_empty(netns):
+    # Nobody in the namespace: the header alone would look like a fault.
+    r = subprocess.run(["ip", "netns", "exec", netns, ptmp_bin(), "peers", "--wait", "1",
+                        "--group", "lonely"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["NAME", "PORTS", "HOST", "PID", "UPTIME"], r.stdout
+    assert 'no peers of group "lonely" announced themselves within 1 s' in r.stderr, r.stderr
+    assert "same secret" in r.stderr, r.stderr
+
+
 def test_ptmp_peers_lists_a_zeroconf_announcement(netns):
     zc = zc_peer(netns, "announce",
                  [{"instance": "pynode/out", "txt": honest_txt("pynode", "out")},

@@ -209,6 +209,28 @@ fn emit(out: &mut impl Write, text: &str) -> CliResult<()> {
     }
 }
 
+/// Why a listing may be empty, said under an empty table: what was looked
+/// for, for how long, and the announcements that were heard but refused.
+fn nobody(a: &PeersArgs, c: &ptmp_discovery::Counters, announcing: bool) -> String {
+    let others = if announcing { "other " } else { "" };
+    let mut s = format!(
+        "no {others}peers of group {:?} announced themselves within {} s",
+        a.group, a.wait
+    );
+    let heard = [
+        (c.forged, "refused as forged (a different or missing secret)"),
+        (c.other_group, "of other groups"),
+        (c.malformed, "malformed"),
+    ];
+    for (n, what) in heard {
+        if n > 0 {
+            s += &format!("; {n} announcement(s) heard {what}");
+        }
+    }
+    s + " (peers must be on this network segment, in the same group, with the same secret; \
+         --wait gives them longer)"
+}
+
 pub fn run(a: &PeersArgs) -> CliResult<()> {
     let cfg = config(a)?;
     let wait = seconds("--wait", a.wait)?;
@@ -257,6 +279,9 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
             emit(&mut out, &serde_json::Value::Array(list).to_string())?;
         } else {
             emit(&mut out, table(&peers).trim_end())?;
+            if peers.is_empty() {
+                eprintln!("{}", nobody(a, &d.counters(), announcement.is_some()));
+            }
         }
         if announcement.is_some() {
             // Keep the announcement up until told to stop.
