@@ -50,8 +50,16 @@ PATH="$(cd "$venv/bin" && pwd):$PATH"
 export PATH
 "$py" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 
-echo "== Python bindings: build and install into $venv (maturin, release)"
-"$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation ./python
+# The bindings as users get them: a wheel (release, stripped), installed by
+# pip with nothing on the PATH but the environment's own programs, so no
+# Rust toolchain or C compiler can take part in the install.
+echo "== Python bindings: a wheel (maturin, release, stripped), installed into $venv"
+rm -rf target/wheels
+(cd python && maturin build --release --strip --locked --quiet --out ../target/wheels)
+wheel=$(ls target/wheels/ptmp-*.whl)
+echo "   $wheel: $(du -h "$wheel" | cut -f1)"
+env -i HOME="$HOME" PATH="$(cd "$venv/bin" && pwd)" "$py" -m pip install --quiet \
+  --disable-pip-version-check --no-index --no-deps --force-reinstall "$wheel"
 
 echo "== pytest (wire format vs an independent protobuf; the Python bindings)"
 "$py" -m pytest tests/python python/tests -q
