@@ -7,6 +7,12 @@ batched) beside pyzmq plus the protobuf package doing the same in Python.
 One process, the sender on a thread, the receiver on the main thread; the
 rate is messages over the time from the first send to the last receive, and
 every message is checked (count sequence) so loss cannot hide.
+
+Needs, in one Python environment: the ptmp package (the wheel, or
+`pip install ./python`), pyzmq and protobuf (`pip install pyzmq protobuf`),
+and the generated message module `ptmp_pb` in tests/python of this
+repository, which the script puts on its path itself: run it from a
+checkout. The test command's environment (.venv) has all of them.
 """
 
 import argparse
