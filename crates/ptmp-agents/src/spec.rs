@@ -235,11 +235,18 @@ impl Proxy {
             Kind::Composer => None,
             _ => metrics::Config::parse(&c)?,
         };
+        c.refuse_typos()?;
+        // A filter hands its data to its plugin, which reads keys of its
+        // own: those are not unused.
+        let unread = match kind {
+            Kind::Filter => vec![],
+            _ => c.unread(),
+        };
         Ok(Proxy {
             name: name.to_string(),
             kind,
             spec,
-            unread: c.unread(),
+            unread,
             warnings,
             metrics,
         })

@@ -218,7 +218,10 @@ fn nobody(a: &PeersArgs, c: &ptmp_discovery::Counters, announcing: bool) -> Stri
         a.group, a.wait
     );
     let heard = [
-        (c.forged, "refused as forged (a different or missing secret)"),
+        (
+            c.forged,
+            "refused as forged (a different or missing secret)",
+        ),
         (c.other_group, "of other groups"),
         (c.malformed, "malformed"),
     ];

@@ -146,9 +146,12 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         }
         return Ok(());
     }
-    if rc.verbose && !unused.is_empty() {
+    if !unused.is_empty() {
+        // Said every time: PTMP's generated configurations carry keys their
+        // agents do not read, so these run, but a typo among them would
+        // otherwise pass unseen (near misses of known keys are refused).
         eprintln!(
-            "ptmp run: keys not used by any agent: {}",
+            "ptmp run: note: keys not used by any agent: {}",
             unused.join(", ")
         );
     }

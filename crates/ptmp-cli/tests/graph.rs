@@ -90,6 +90,39 @@ fn bad_graphs_are_refused_before_anything_starts() {
         );
     }
     assert!(!rd.exists(), "nothing may start for a bad graph");
+    // A key no node of its type reads: a typo names the key it misspells,
+    // any other unknown key is refused too (a graph is ptmp's own format).
+    for (key, want) in [
+        (
+            "rat",
+            "agent src: rat = 100: unknown key; did you mean \"rate\"?",
+        ),
+        (
+            "colour",
+            "agent src: colour = 100: unknown key for a source node",
+        ),
+    ] {
+        let g = json!({
+            "name": "typo",
+            "nodes": [{"name": "src", "type": "source", "data": {"count": 10, key: 100}},
+                      {"name": "snk", "type": "sink"}],
+            "edges": [{"from": "src.out", "to": "snk.in", "pattern": "pushpull"}]
+        });
+        let f = write_graph(d.path(), &g);
+        for cmd in ["check", "run"] {
+            let o = run(&[
+                "graph",
+                cmd,
+                f.to_str().unwrap(),
+                "--run-dir",
+                rd.to_str().unwrap(),
+            ]);
+            let e = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{cmd}: {e}");
+            assert!(e.contains(want), "{cmd}: want {want:?} in {e}");
+        }
+        assert!(!rd.exists(), "nothing may start for a bad graph");
+    }
     // A host the graph does not have, and bad numbers.
     let b = examples().join("butterfly.jsonnet");
     let o = run(&[

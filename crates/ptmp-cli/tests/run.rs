@@ -298,6 +298,17 @@ fn invalid_config_names_agent_key_value_and_starts_nothing() {
             "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
             "agent m: tspan = (missing): required key",
         ),
+        // A misspelt key is refused naming the key it misspells.
+        (
+            json!({"name": "w", "type": "window", "data": {"tspan": 1000, "tbuff": 5000,
+            "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+            "agent w: tbuff = 5000: unknown key; did you mean \"tbuf\"?",
+        ),
+        (
+            json!({"name": "z", "type": "zipper", "data": {"sync_tme": 10,
+            "input": sock("PULL", "connect", &["inproc://a"]), "output": sock("PUSH", "bind", &["inproc://b"])}}),
+            "agent z: sync_tme = 10: unknown key; did you mean \"sync_time\"?",
+        ),
     ];
     for (i, (bad, want)) in cases.into_iter().enumerate() {
         let cfg = write_json(

@@ -352,12 +352,17 @@ impl P<'_> {
             None => at.to_string(),
         };
         match &e.problem {
-            Problem::UnknownKey { known } => self.err(format!(
-                "{}: unknown key {:?}; known: {}",
-                e.path,
-                e.key,
-                known.join(", ")
-            )),
+            Problem::UnknownKey { known } => {
+                let near = ptmp::fields::nearest(&e.key, known.iter().copied())
+                    .map(|k| format!(" (did you mean {k:?}?)"))
+                    .unwrap_or_default();
+                self.err(format!(
+                    "{}: unknown key {:?}{near}; known: {}",
+                    e.path,
+                    e.key,
+                    known.join(", ")
+                ))
+            }
             p => self.err(format!("{at} = {}: {}", e.value, p.reason())),
         }
     }

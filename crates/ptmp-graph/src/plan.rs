@@ -314,6 +314,20 @@ impl Plan {
                             source: Box::new(source),
                         }
                     })?;
+                // A graph is ptmp's own format, written for ptmp: a key its
+                // agent does not read is a mistake, not another program's.
+                if let Some(k) = proxy.unread.first() {
+                    return Err(Error::Agent {
+                        graph: g.name.clone(),
+                        node: node.name.clone(),
+                        source: Box::new(ptmp_agents::Error::config(
+                            &node.name,
+                            k,
+                            v[k.as_str()].to_string(),
+                            format!("unknown key for a {} node", node.type_name),
+                        )),
+                    });
+                }
                 fin |= proxy.finite();
                 proxies.push(json!({"name": node.name, "type": node.type_name, "data": v}));
             }

@@ -143,6 +143,57 @@ pub fn abbreviate(s: &str, limit: usize) -> String {
     }
 }
 
+/// The one of `known` that `key` most likely misspells: equal but for
+/// case, or within a small edit distance (one edit for keys of up to four
+/// characters, two up to eight, three beyond), the nearest first. `None`
+/// when nothing is that close: then it is more likely another program's key
+/// than a typo.
+pub fn nearest<'k>(key: &str, known: impl IntoIterator<Item = &'k str>) -> Option<&'k str> {
+    let key_l = key.to_lowercase();
+    let limit = match key.chars().count() {
+        0..=4 => 1,
+        5..=8 => 2,
+        _ => 3,
+    };
+    known
+        .into_iter()
+        .filter(|k| *k != key)
+        .map(|k| {
+            let d = if k.to_lowercase() == key_l {
+                0
+            } else {
+                edit_distance(&key_l, &k.to_lowercase())
+            };
+            (d, k)
+        })
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance with adjacent transpositions counted as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Rows i-2, i-1 and i of the table.
+    let mut prev2 = vec![0usize; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0usize; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                cur[j] = cur[j].min(prev2[j - 2] + 1);
+            }
+        }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
 /// How a reader shows values and which numbers count as integers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Options {
@@ -272,6 +323,12 @@ impl<'a> Object<'a> {
                 },
             )),
         }
+    }
+
+    /// Every key asked for so far, present or not, in the order asked:
+    /// the keys this object's reader knows.
+    pub fn asked(&self) -> Vec<String> {
+        self.read.borrow().clone()
     }
 
     /// Keys present but never asked for, in the object's order.
@@ -537,6 +594,21 @@ mod tests {
                 problem: Problem::Missing
             }))
         );
+    }
+
+    #[test]
+    fn nearest_key_is_a_likely_typo_only() {
+        let known = ["rate", "tspan", "sync_time", "tick_per_us", "output"];
+        assert_eq!(nearest("rat", known), Some("rate"));
+        assert_eq!(nearest("sync_tme", known), Some("sync_time"));
+        assert_eq!(nearest("tpsan", known), Some("tspan"));
+        assert_eq!(nearest("Output", known), Some("output"));
+        assert_eq!(nearest("tick_per_ms", known), Some("tick_per_us"));
+        // Far from everything: another program's key, not a typo.
+        assert_eq!(nearest("threshold", known), None);
+        assert_eq!(nearest("rate", known), None, "a known key is no typo");
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("ab", "ba"), 1);
     }
 
     #[test]
