@@ -16,7 +16,7 @@ mod sendrecv;
 mod shm;
 mod top;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use common::CliError;
 
 #[derive(Parser)]
@@ -71,6 +71,16 @@ enum Cmd {
     /// Benchmarks: ptmp beside the alternatives, in one run.
     #[cfg(not(feature = "bench"))]
     Bench(no_bench::NoBenchArgs),
+    /// Print a completion script for a shell (e.g. `ptmp completions bash >
+    /// ~/.local/share/bash-completion/completions/ptmp`).
+    Completions {
+        /// The shell: bash, elvish, fish, powershell or zsh.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page, in roff (`ptmp man | man -l -`, or save it as
+    /// ptmp.1 in a man directory).
+    Man,
     /// The sides of two-process benchmark rows (hidden).
     #[cfg(feature = "bench")]
     #[command(flatten)]
@@ -100,6 +110,8 @@ fn main() {
         Cmd::Top(a) => top::run(&a),
         Cmd::Graph(c) => graph::run(&c),
         Cmd::Butterfly(a) => graph::butterfly(&a),
+        Cmd::Completions { shell } => completions(shell),
+        Cmd::Man => man(),
     };
     if let Err(CliError { code, msg }) = r {
         // Code 0: stdout was closed by its reader; end quietly.
@@ -109,4 +121,31 @@ fn main() {
         eprintln!("ptmp: error: {msg}");
         std::process::exit(code);
     }
+}
+
+/// The completion script for `shell`, from the command's own definition.
+fn completions(shell: clap_complete::Shell) -> common::CliResult {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "ptmp", &mut out);
+    use std::io::Write as _;
+    Ok(std::io::stdout().lock().write_all(&out)?)
+}
+
+/// The manual page, from the command's own definition: the whole command
+/// and a section for each subcommand.
+fn man() -> common::CliResult {
+    let cmd = Cli::command();
+    let mut out = Vec::new();
+    let page = |c: &clap::Command, out: &mut Vec<u8>| {
+        clap_mangen::Man::new(c.clone())
+            .render(out)
+            .map_err(|e| CliError::fail(format!("man page: {e}")))
+    };
+    page(&cmd, &mut out)?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let full = sub.clone().name(format!("ptmp-{}", sub.get_name()));
+        page(&full, &mut out)?;
+    }
+    use std::io::Write as _;
+    Ok(std::io::stdout().lock().write_all(&out)?)
 }

@@ -128,3 +128,48 @@ fn shell_words(line: &str) -> Vec<String> {
     }
     words
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_itself() {
+    let run = |args: &[&str]| {
+        let out = Command::new(PTMP).args(args).output().unwrap();
+        assert!(out.status.success(), "ptmp {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // bash: the subcommands and a subcommand's options are offered.
+    let bash = run(&["completions", "bash"]);
+    assert!(bash.contains("complete -F _ptmp"), "{bash}");
+    for word in ["graph", "peers", "--endpoints", "--ntpsets"] {
+        assert!(bash.contains(word), "bash completion lacks {word}");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        assert!(run(&["completions", shell]).contains("ptmp"), "{shell}");
+    }
+    let out = Command::new(PTMP)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+    // The man page: roff, with a page for each subcommand.
+    let man = run(&["man"]);
+    assert!(
+        man.starts_with(".ie \\n(.g .ds Aq") || man.contains(".TH ptmp"),
+        "{man}"
+    );
+    for page in [
+        ".TH ptmp",
+        ".TH ptmp-send",
+        ".TH ptmp-graph",
+        ".TH ptmp-peers",
+    ] {
+        assert!(man.contains(page), "man page lacks {page}");
+    }
+    assert!(
+        !man.contains("ptmp-bench-child"),
+        "hidden commands stay hidden"
+    );
+}
