@@ -143,7 +143,9 @@ fn man() -> common::CliResult {
     };
     page(&cmd, &mut out)?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let full = sub.clone().name(format!("ptmp-{}", sub.get_name()));
+        // clap names commands with 'static strings; this runs once.
+        let name: &'static str = format!("ptmp-{}", sub.get_name()).leak();
+        let full = sub.clone().name(name);
         page(&full, &mut out)?;
     }
     use std::io::Write as _;

@@ -478,9 +478,7 @@ impl Drop for Netns {
 #[test]
 fn graph_across_two_network_namespaces() {
     let Some(ns) = Netns::make() else {
-        common::missing_part(&format!(
-            "graph_across_two_network_namespaces: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
-        ));
+        common::missing_part("graph_across_two_network_namespaces: cannot create network namespaces here (needs root and iproute2's `ip netns`)");
         return;
     };
     let d = tempfile::tempdir().unwrap();

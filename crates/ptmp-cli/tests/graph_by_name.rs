@@ -52,9 +52,7 @@ fn stop(mut c: Reaped) -> String {
 #[test]
 fn a_graph_without_addresses_across_three_hosts_survives_a_move() {
     let Some(lan) = Lan::make(3, "g") else {
-        common::missing_part(&format!(
-            "a_graph_without_addresses_across_three_hosts_survives_a_move: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
-        ));
+        common::missing_part("a_graph_without_addresses_across_three_hosts_survives_a_move: cannot create network namespaces here (needs root and iproute2's `ip netns`)");
         return;
     };
     let d = tempfile::tempdir().unwrap();

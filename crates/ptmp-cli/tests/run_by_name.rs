@@ -43,9 +43,7 @@ fn output(mut c: Reaped) -> (String, String) {
 #[test]
 fn agents_connect_by_name_and_a_sender_follows_its_peer_to_another_host() {
     let Some(lan) = Lan::make(3, "r") else {
-        common::missing_part(&format!(
-            "agents_connect_by_name_and_a_sender_follows_its_peer_to_another_host: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
-        ));
+        common::missing_part("agents_connect_by_name_and_a_sender_follows_its_peer_to_another_host: cannot create network namespaces here (needs root and iproute2's `ip netns`)");
         return;
     };
     let d = tempfile::tempdir().unwrap();

@@ -74,9 +74,7 @@ fn a_name_without_presence_is_refused_naming_it_and_the_switch() {
 #[test]
 fn recv_finds_a_sender_by_name_and_follows_it_to_another_host() {
     let Some(lan) = Lan::make(3, "sr") else {
-        common::missing_part(&format!(
-            "recv_finds_a_sender_by_name_and_follows_it_to_another_host: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
-        ));
+        common::missing_part("recv_finds_a_sender_by_name_and_follows_it_to_another_host: cannot create network namespaces here (needs root and iproute2's `ip netns`)");
         return;
     };
     let (h0, h1, h2) = (&lan.hosts[0], &lan.hosts[1], &lan.hosts[2]);
@@ -170,9 +168,7 @@ fn recv_finds_a_sender_by_name_and_follows_it_to_another_host() {
 #[test]
 fn send_connected_by_name_follows_its_receiver_after_a_kill() {
     let Some(lan) = Lan::make(3, "ss") else {
-        common::missing_part(&format!(
-            "send_connected_by_name_follows_its_receiver_after_a_kill: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
-        ));
+        common::missing_part("send_connected_by_name_follows_its_receiver_after_a_kill: cannot create network namespaces here (needs root and iproute2's `ip netns`)");
         return;
     };
     let (h0, h1, h2) = (&lan.hosts[0], &lan.hosts[1], &lan.hosts[2]);
@@ -257,9 +253,7 @@ fn send_connected_by_name_follows_its_receiver_after_a_kill() {
 #[test]
 fn heartbeats_let_a_sender_leave_a_silent_host_for_a_new_one() {
     let Some(lan) = Lan::make(3, "hb") else {
-        common::missing_part(&format!(
-            "heartbeats_let_a_sender_leave_a_silent_host_for_a_new_one: cannot create network namespaces here (needs root and iproute2's `ip netns`)"
-        ));
+        common::missing_part("heartbeats_let_a_sender_leave_a_silent_host_for_a_new_one: cannot create network namespaces here (needs root and iproute2's `ip netns`)");
         return;
     };
     let (h0, h1, h2) = (&lan.hosts[0], &lan.hosts[1], &lan.hosts[2]);
