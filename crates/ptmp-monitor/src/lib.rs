@@ -49,7 +49,8 @@ pub struct Options {
     pub max_connections: usize,
     /// Places beyond `max_connections` kept for one short request each
     /// (the page, `/api/state`, `/metrics`; an event stream asked for on
-    /// one is answered 503). Past both, connections are refused with 503.
+    /// one is answered 503), a quarter of them at most (at least one) for
+    /// any one address. Past both, connections are refused with 503.
     pub reserved_connections: usize,
     /// Connections one client address may hold at once; more are refused
     /// with 503 naming the address.

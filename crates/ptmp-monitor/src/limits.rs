@@ -4,7 +4,8 @@
 //!   request, event streams included) and `reserved_connections` more kept
 //!   for one short request each (the page, `/api/state`, `/metrics`), so
 //!   that event streams, however many, never lock Prometheus or a person
-//!   out; and no address holds more than `max_per_peer` of them at once.
+//!   out; and no address holds more than `max_per_peer` of them at once,
+//!   nor more than a quarter of the reserved ones (at least one).
 //! * [`Watched`] wraps a connection's socket and notes since when a write
 //!   has been waiting for room: a client that stopped reading (its socket's
 //!   small send buffer full) is found by that and closed.
@@ -79,8 +80,9 @@ impl Counters {
     }
 }
 
-/// Connections per client address.
-type Peers = Arc<Mutex<HashMap<IpAddr, usize>>>;
+/// Places per client address: all of them, and the reserved ones among
+/// them.
+type Peers = Arc<Mutex<HashMap<IpAddr, (usize, usize)>>>;
 
 /// The places connections are served in.
 pub(crate) struct Gate {
@@ -88,6 +90,8 @@ pub(crate) struct Gate {
     reserved: Arc<Semaphore>,
     peers: Peers,
     per_peer: usize,
+    /// Reserved places one address may hold.
+    reserved_per_peer: usize,
 }
 
 /// What a new connection gets.
@@ -106,6 +110,7 @@ pub(crate) enum Admit {
 pub(crate) struct Place {
     _permit: OwnedSemaphorePermit,
     peer: IpAddr,
+    reserved: bool,
     peers: Peers,
 }
 
@@ -113,8 +118,9 @@ impl Drop for Place {
     fn drop(&mut self) {
         let mut m = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = m.get_mut(&self.peer) {
-            *n -= 1;
-            if *n == 0 {
+            n.0 -= 1;
+            n.1 -= usize::from(self.reserved);
+            if n.0 == 0 {
                 m.remove(&self.peer);
             }
         }
@@ -128,6 +134,7 @@ impl Gate {
             reserved: Arc::new(Semaphore::new(reserved)),
             peers: Arc::default(),
             per_peer: per_peer.max(1),
+            reserved_per_peer: (reserved / 4).max(1),
         }
     }
 
@@ -135,21 +142,26 @@ impl Gate {
     pub fn admit(&self, peer: IpAddr) -> Admit {
         let peer = peer.to_canonical();
         let mut m = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        let held = m.get(&peer).copied().unwrap_or(0);
+        let (held, held_reserved) = m.get(&peer).copied().unwrap_or((0, 0));
         if held >= self.per_peer {
             return Admit::Peer(held);
         }
         let (permit, reserved) = match self.general.clone().try_acquire_owned() {
             Ok(p) => (p, false),
+            // One address cannot take every place kept for short requests.
+            Err(_) if held_reserved >= self.reserved_per_peer => return Admit::Full,
             Err(_) => match self.reserved.clone().try_acquire_owned() {
                 Ok(p) => (p, true),
                 Err(_) => return Admit::Full,
             },
         };
-        *m.entry(peer).or_insert(0) += 1;
+        let n = m.entry(peer).or_insert((0, 0));
+        n.0 += 1;
+        n.1 += usize::from(reserved);
         let place = Place {
             _permit: permit,
             peer,
+            reserved,
             peers: self.peers.clone(),
         };
         if reserved {
