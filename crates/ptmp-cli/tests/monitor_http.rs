@@ -18,6 +18,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
+use common::clients::{connect_from, hog};
 use common::devtools::Browser;
 use common::{free_port, get, state, PTMP};
 
@@ -628,6 +629,86 @@ fn bad_and_slow_clients_do_not_stop_the_server_or_the_data() {
     // the source's, not zero.
     let st = state(r.addr);
     assert!(st["edges"][1]["rate"].as_f64().unwrap() > 0.0, "{st}");
+}
+
+/// The real server with its shipped limits, under 80 slow request heads
+/// from one address and 64 event streams never read from four others,
+/// all of them opened again whenever they are closed (so every general
+/// place stays taken, and the extra ones keep trying the reserved places):
+/// `/api/state` and `/metrics` from yet another address answer 200, every
+/// time, and TPSets keep reaching the sink.
+#[test]
+fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
+    let r = start(&[]);
+    wait_for("messages at the sink", Duration::from_secs(30), || {
+        sink_in(r.addr) > 0
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut hogs = vec![hog("127.0.0.1", r.addr, 80, false, stop.clone())];
+    for from in ["127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"] {
+        hogs.push(hog(from, r.addr, 16, true, stop.clone()));
+    }
+    // Until every general place is taken by them.
+    let mut last = String::new();
+    wait_for(
+        "the clients holding every place",
+        Duration::from_secs(60),
+        || {
+            let Some(mut s) = connect_from("127.0.0.2", r.addr, false) else {
+                return false;
+            };
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            last = read_until_closed(&mut s, Duration::from_secs(10)).0;
+            // (A server without places kept for short requests is full.)
+            last.starts_with("HTTP/1.1 503")
+                || last.lines().any(|l| {
+                    l.strip_prefix("ptmp_monitor_connections{kind=\"all\"} ")
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .is_some_and(|v| v >= 64)
+                })
+        },
+    );
+    let before = sink_in_from(r.addr);
+    for i in 0..20 {
+        for path in ["/api/state", "/metrics"] {
+            let mut s = connect_from("127.0.0.2", r.addr, false).expect("connect");
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let (t, _) = read_until_closed(&mut s, Duration::from_secs(10));
+            assert!(
+                t.starts_with("HTTP/1.1 200"),
+                "{path} {i}: {:?}",
+                &t[..t.len().min(300)]
+            );
+        }
+    }
+    wait_for("TPSets reaching the sink", Duration::from_secs(30), || {
+        sink_in_from(r.addr) > before
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in hogs {
+        h.join().unwrap();
+    }
+}
+
+/// Messages at the sink, asked from 127.0.0.2.
+fn sink_in_from(addr: SocketAddr) -> u64 {
+    let mut s = connect_from("127.0.0.2", addr, false).expect("connect");
+    s.write_all(b"GET /api/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let (t, _) = read_until_closed(&mut s, Duration::from_secs(10));
+    let body = t.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
+    let st: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{t:?}"));
+    st["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "sink")
+        .and_then(|n| n["in"].as_u64())
+        .unwrap()
 }
 
 fn which(p: &str) -> Option<PathBuf> {

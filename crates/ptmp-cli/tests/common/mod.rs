@@ -4,6 +4,7 @@
 //! `mod common;`, so not every item is used by every file.
 #![allow(dead_code)]
 
+pub mod clients;
 pub mod devtools;
 
 use ptmp_data::dump::DumpReader;
