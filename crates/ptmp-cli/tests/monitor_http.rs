@@ -18,6 +18,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
+use common::clients::{connect_from, hog};
+use common::devtools::Browser;
 use common::{free_port, get, state, PTMP};
 
 /// A graph run with `--http`, stopped (SIGINT, then killed) when dropped.
@@ -629,6 +631,86 @@ fn bad_and_slow_clients_do_not_stop_the_server_or_the_data() {
     assert!(st["edges"][1]["rate"].as_f64().unwrap() > 0.0, "{st}");
 }
 
+/// The real server with its shipped limits, under 80 slow request heads
+/// from one address and 64 event streams never read from four others,
+/// all of them opened again whenever they are closed (so every general
+/// place stays taken, and the extra ones keep trying the reserved places):
+/// `/api/state` and `/metrics` from yet another address answer 200, every
+/// time, and TPSets keep reaching the sink.
+#[test]
+fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
+    let r = start(&[]);
+    wait_for("messages at the sink", Duration::from_secs(30), || {
+        sink_in(r.addr) > 0
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut hogs = vec![hog("127.0.0.1", r.addr, 80, false, stop.clone())];
+    for from in ["127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"] {
+        hogs.push(hog(from, r.addr, 16, true, stop.clone()));
+    }
+    // Until every general place is taken by them.
+    let mut last = String::new();
+    wait_for(
+        "the clients holding every place",
+        Duration::from_secs(60),
+        || {
+            let Some(mut s) = connect_from("127.0.0.2", r.addr, false) else {
+                return false;
+            };
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            last = read_until_closed(&mut s, Duration::from_secs(10)).0;
+            // (A server without places kept for short requests is full.)
+            last.starts_with("HTTP/1.1 503")
+                || last.lines().any(|l| {
+                    l.strip_prefix("ptmp_monitor_connections{kind=\"all\"} ")
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .is_some_and(|v| v >= 64)
+                })
+        },
+    );
+    let before = sink_in_from(r.addr);
+    for i in 0..20 {
+        for path in ["/api/state", "/metrics"] {
+            let mut s = connect_from("127.0.0.2", r.addr, false).expect("connect");
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let (t, _) = read_until_closed(&mut s, Duration::from_secs(10));
+            assert!(
+                t.starts_with("HTTP/1.1 200"),
+                "{path} {i}: {:?}",
+                &t[..t.len().min(300)]
+            );
+        }
+    }
+    wait_for("TPSets reaching the sink", Duration::from_secs(30), || {
+        sink_in_from(r.addr) > before
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in hogs {
+        h.join().unwrap();
+    }
+}
+
+/// Messages at the sink, asked from 127.0.0.2.
+fn sink_in_from(addr: SocketAddr) -> u64 {
+    let mut s = connect_from("127.0.0.2", addr, false).expect("connect");
+    s.write_all(b"GET /api/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let (t, _) = read_until_closed(&mut s, Duration::from_secs(10));
+    let body = t.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
+    let st: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{t:?}"));
+    st["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "sink")
+        .and_then(|n| n["in"].as_u64())
+        .unwrap()
+}
+
 fn which(p: &str) -> Option<PathBuf> {
     let p = Path::new(p);
     p.exists().then(|| p.to_path_buf())
@@ -702,197 +784,17 @@ fn prometheus_scrapes_the_metrics() {
     assert!(x > 0.0);
 }
 
-// ---- a minimal client of chromium's DevTools protocol over a websocket ----
-
-struct Ws {
-    s: TcpStream,
-    next: u64,
-}
-
-impl Ws {
-    fn connect(url: &str) -> Ws {
-        let rest = url.strip_prefix("ws://").expect("ws url");
-        let (host, path) = rest.split_once('/').unwrap();
-        let mut s = TcpStream::connect(host).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(
-            s,
-            "GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        )
-        .unwrap();
-        let mut head = Vec::new();
-        let mut b = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            s.read_exact(&mut b).unwrap();
-            head.push(b[0]);
-        }
-        assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
-        Ws { s, next: 1 }
-    }
-
-    fn send_text(&mut self, t: &str) {
-        let p = t.as_bytes();
-        let mut f = vec![0x81u8];
-        match p.len() {
-            n if n < 126 => f.push(0x80 | n as u8),
-            n if n < 65536 => {
-                f.push(0x80 | 126);
-                f.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                f.push(0x80 | 127);
-                f.extend_from_slice(&(n as u64).to_be_bytes());
-            }
-        }
-        let mask = [1u8, 2, 3, 4];
-        f.extend_from_slice(&mask);
-        f.extend(p.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        self.s.write_all(&f).unwrap();
-    }
-
-    fn read_message(&mut self) -> String {
-        let mut msg = Vec::new();
-        loop {
-            let mut h = [0u8; 2];
-            self.s.read_exact(&mut h).unwrap();
-            let mut n = (h[1] & 0x7f) as u64;
-            if n == 126 {
-                let mut b = [0u8; 2];
-                self.s.read_exact(&mut b).unwrap();
-                n = u16::from_be_bytes(b) as u64;
-            } else if n == 127 {
-                let mut b = [0u8; 8];
-                self.s.read_exact(&mut b).unwrap();
-                n = u64::from_be_bytes(b);
-            }
-            let mut p = vec![0u8; n as usize];
-            self.s.read_exact(&mut p).unwrap();
-            match h[0] & 0x0f {
-                0x9 | 0xA => continue, // ping, pong
-                _ => msg.extend_from_slice(&p),
-            }
-            if h[0] & 0x80 != 0 {
-                return String::from_utf8_lossy(&msg).into_owned();
-            }
-        }
-    }
-
-    /// Call `method` and return its result.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        self.send_text(&json!({"id": id, "method": method, "params": params}).to_string());
-        loop {
-            let v: Value = serde_json::from_str(&self.read_message()).unwrap();
-            if v["id"] == id {
-                assert!(v["error"].is_null(), "{method}: {v}");
-                return v["result"].clone();
-            }
-        }
-    }
-
-    fn eval(&mut self, expr: &str) -> Value {
-        let r = self.call(
-            "Runtime.evaluate",
-            json!({"expression": expr, "returnByValue": true}),
-        );
-        r["result"]["value"].clone()
-    }
-}
-
-fn base64_decode(s: &str) -> Vec<u8> {
-    let val = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => (c - b'A') as u32,
-            b'a'..=b'z' => (c - b'a') as u32 + 26,
-            b'0'..=b'9' => (c - b'0') as u32 + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => 0,
-        }
-    };
-    let b: Vec<u8> = s
-        .bytes()
-        .filter(|c| *c != b'=' && !c.is_ascii_whitespace())
-        .collect();
-    let mut out = Vec::with_capacity(b.len() * 3 / 4);
-    for chunk in b.chunks(4) {
-        let mut acc = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            acc |= val(*c) << (18 - 6 * i);
-        }
-        let bytes = acc.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    out
-}
-
 /// The page in headless chromium: every node drawn, live updates arrive,
 /// an edge's rate changes; a screenshot is saved (into docs/images too
 /// when PTMP_SAVE_SCREENSHOT is set).
 #[test]
 fn page_in_headless_chromium() {
-    let Some(chrome) = which("/usr/bin/chromium") else {
-        common::missing_part(
-            "page_in_headless_chromium: /usr/bin/chromium missing (Debian package chromium)",
-        );
+    let Some(mut browser) = Browser::start(1440, 800) else {
         return;
     };
     let r = start_graph(merge_graph, &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let mut c = Command::new(chrome)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--hide-scrollbars",
-            "--remote-debugging-port=0",
-            "--window-size=1440,800",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("about:blank")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    struct Kill<'a>(&'a mut Child);
-    impl Drop for Kill<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _guard = Kill(&mut c);
-    let port_file = profile.path().join("DevToolsActivePort");
-    let mut port = 0u16;
-    wait_for("chromium's DevTools port", Duration::from_secs(30), || {
-        port = std::fs::read_to_string(&port_file)
-            .ok()
-            .and_then(|t| t.lines().next().and_then(|l| l.parse().ok()))
-            .unwrap_or(0);
-        port != 0
-    });
-    let devtools: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut ws_url = String::new();
-    wait_for("a page target", Duration::from_secs(30), || {
-        let (_, body) = get(devtools, "/json/list");
-        ws_url = serde_json::from_str::<Value>(&body)
-            .ok()
-            .and_then(|v| {
-                v.as_array()?
-                    .iter()
-                    .find(|t| t["type"] == "page")
-                    .and_then(|t| t["webSocketDebuggerUrl"].as_str().map(str::to_string))
-            })
-            .unwrap_or_default();
-        !ws_url.is_empty()
-    });
-    let mut ws = Ws::connect(&ws_url);
-    ws.call(
-        "Page.navigate",
-        json!({"url": format!("http://{}/", r.addr)}),
-    );
+    browser.navigate(&format!("http://{}/", r.addr));
+    let ws = &mut browser.ws;
     let probe = "JSON.stringify({updates: +document.body.dataset.updates || 0, \
         nodes: [...document.querySelectorAll('#graph g.node')].map(g => g.dataset.node), \
         rates: [...document.querySelectorAll('#graph path.edge')].map(p => +p.dataset.rate), \
@@ -940,12 +842,7 @@ fn page_in_headless_chromium() {
     assert_eq!(last["rates"].as_array().unwrap().len(), 4, "{last}");
     // Let the sparklines grow a little, then take the picture.
     std::thread::sleep(Duration::from_secs(3));
-    let shot = ws.call(
-        "Page.captureScreenshot",
-        json!({"format": "png", "captureBeyondViewport": true}),
-    );
-    let png = base64_decode(shot["data"].as_str().unwrap());
-    assert!(png.starts_with(b"\x89PNG"), "not a png");
+    let png = browser.screenshot();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("monitor.png");
     std::fs::write(&out, &png).unwrap();
     eprintln!("screenshot: {}", out.display());

@@ -14,13 +14,19 @@
 //! period on a thread of its own; requests are answered from the last
 //! snapshot, so no request, however slow, touches the data path.
 //!
-//! Defences: the server binds a loopback address unless told otherwise,
-//! accepts a bounded number of connections (more are answered 503 and
-//! closed), drops a connection whose request head does not arrive within
-//! a few seconds or exceeds 16 KiB, and closes any connection, an event
-//! stream included, that makes no progress for the idle timeout (a client
-//! that stopped reading).
+//! Defences: the server binds a loopback address unless told otherwise;
+//! accepts a bounded number of connections, a bounded number from any one
+//! address, and keeps a few more places for one short request each (the
+//! page, `/api/state`, `/metrics`, never an event stream), so that event
+//! streams cannot lock Prometheus out; answers 503 when there is no room,
+//! saying why; drops a connection whose request head does not arrive
+//! within a few seconds or exceeds 16 KiB; gives each connection a small
+//! send buffer and closes one whose writes wait for room longer than the
+//! write timeout (a client that stopped reading), and any connection that
+//! makes no progress for the idle timeout. `/metrics` counts what was
+//! refused and closed, and why.
 
+mod limits;
 mod prom;
 mod server;
 pub mod state;
@@ -39,26 +45,48 @@ pub struct Options {
     /// Allow an address other than loopback (the page and metrics carry no
     /// secrets, but nothing authenticates a client either).
     pub allow_remote: bool,
-    /// Connections served at once; more are refused with 503.
+    /// Connections served at once, event streams included.
     pub max_connections: usize,
-    /// Time allowed for a request's head to arrive.
+    /// Places beyond `max_connections` kept for one short request each
+    /// (the page, `/api/state`, `/metrics`; an event stream asked for on
+    /// one is answered 503), a quarter of them at most (at least one) for
+    /// any one address. Past both, connections are refused with 503.
+    pub reserved_connections: usize,
+    /// Connections one client address may hold at once; more are refused
+    /// with 503 naming the address.
+    pub max_per_peer: usize,
+    /// Time allowed for a request's head to arrive (at most 2 s on a
+    /// reserved place).
     pub header_timeout: Duration,
-    /// A connection (an event stream included) making no progress for this
-    /// long is closed.
+    /// A connection whose write has waited this long for room (a client
+    /// that stopped reading, an event stream most of all) is closed.
+    pub write_timeout: Duration,
+    /// The send buffer asked of the kernel for each connection, in bytes
+    /// (Linux doubles it): about what a client that stopped reading can
+    /// have queued before its writes wait.
+    pub send_buffer: usize,
+    /// A connection making no progress (no request, no byte written) for
+    /// this long is closed.
     pub idle_timeout: Duration,
     /// How often the state is gathered and pushed to event streams.
     pub period: Duration,
 }
 
 impl Options {
-    /// Defaults for serving on `addr`: loopback only, 64 connections,
-    /// 5 s for a request head, 20 s idle, updates every second.
+    /// Defaults for serving on `addr`: loopback only, 64 connections and
+    /// 8 more for short requests, 16 per client address, 5 s for a request
+    /// head, 10 s for a write to find room in a send buffer of 32 KiB,
+    /// 20 s idle, updates every second.
     pub fn new(addr: SocketAddr) -> Options {
         Options {
             addr,
             allow_remote: false,
             max_connections: 64,
+            reserved_connections: 8,
+            max_per_peer: 16,
             header_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(10),
+            send_buffer: 32 * 1024,
             idle_timeout: Duration::from_secs(20),
             period: Duration::from_secs(1),
         }

@@ -77,6 +77,19 @@ fn walk(path: &str, v: &Value, out: &mut Vec<Port>) {
     }
 }
 
+/// The messaging pattern a socket type takes part in: `pushpull`,
+/// `pubsub`, `pair`, or the type itself in lower case for the others
+/// (`stream`, `router`...).
+fn pattern_of(stype: &str) -> String {
+    match stype {
+        "PUSH" | "PULL" => "pushpull".into(),
+        "PUB" | "XPUB" | "SUB" | "XSUB" => "pubsub".into(),
+        "PAIR" => "pair".into(),
+        "" => "?".into(),
+        t => t.to_ascii_lowercase(),
+    }
+}
+
 fn scheme(address: &str) -> &str {
     address.split("://").next().unwrap_or("")
 }
@@ -196,7 +209,10 @@ impl Gather for Local {
             let mut to = vec![];
             let mut senders = vec![];
             let mut receivers = vec![];
-            let mut pattern = "pair";
+            // The pattern, from the socket types of either side: an
+            // address fed (or read) from outside this process has one
+            // side only.
+            let mut pattern: Option<String> = None;
             for (ai, a) in self.agents.iter().enumerate() {
                 for (pi, p) in a.ports.iter().enumerate() {
                     if !p.endpoints.iter().any(|e| e == addr) {
@@ -204,14 +220,12 @@ impl Gather for Local {
                     }
                     let r = json!({"node": a.name, "port": p.key});
                     let ks = owned.get(&(ai, pi)).cloned().unwrap_or_default();
+                    if pattern.is_none() || p.send {
+                        pattern = Some(pattern_of(&p.stype));
+                    }
                     if p.send {
                         from.push(r);
                         senders.extend(ks);
-                        pattern = match p.stype.as_str() {
-                            "PUB" | "XPUB" => "pubsub",
-                            "PUSH" => "pushpull",
-                            _ => pattern,
-                        };
                     } else {
                         to.push(r);
                         receivers.extend(ks);
@@ -231,7 +245,7 @@ impl Gather for Local {
                 fsum(&senders, "rate")
             };
             edges.push(json!({
-                "id": format!("e{n}"), "pattern": pattern, "transport": scheme(addr),
+                "id": format!("e{n}"), "pattern": pattern.unwrap_or_default(), "transport": scheme(addr),
                 "addresses": [addr], "from": from, "to": to,
                 "sent": fsum(&senders, "messages") as u64,
                 "received": fsum(&receivers, "messages") as u64,
@@ -259,5 +273,52 @@ impl Gather for Local {
             "nodes": nodes, "edges": edges,
         });
         (state, rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An address with a receiver only (fed by a `ptmp send` of another
+    /// process, say) is named by its receiver's pattern, as is one with a
+    /// sender only; both sides present agree.
+    #[test]
+    fn one_sided_edges_name_their_pattern() {
+        let cfg = json!({"name": "t", "proxies": [
+            {"name": "sink", "type": "sink", "data": {
+                "input": {"socket": {"type": "PULL", "bind": ["tcp://127.0.0.1:1"]}}}},
+            {"name": "sub", "type": "sink", "data": {
+                "input": {"socket": {"type": "SUB", "connect": ["tcp://127.0.0.1:2"]}}}},
+            {"name": "src", "type": "source", "data": {
+                "output": {"socket": {"type": "PUB", "bind": ["ipc:///tmp/x"]}}}},
+            {"name": "pair", "type": "sink", "data": {
+                "input": {"socket": {"type": "PAIR", "bind": ["inproc://p"]}}}},
+            {"name": "st", "type": "sink", "data": {
+                "input": {"socket": {"type": "STREAM", "connect": ["tcp://127.0.0.1:3"]}}}}
+        ]});
+        let (st, _) = Local::new(&cfg).gather();
+        let pat: Vec<(&str, &str)> = st["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["addresses"][0].as_str().unwrap(),
+                    e["pattern"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pat,
+            [
+                ("tcp://127.0.0.1:1", "pushpull"),
+                ("tcp://127.0.0.1:2", "pubsub"),
+                ("ipc:///tmp/x", "pubsub"),
+                ("inproc://p", "pair"),
+                ("tcp://127.0.0.1:3", "stream"),
+            ]
+        );
+        assert!(st["edges"][0]["from"].as_array().unwrap().is_empty());
     }
 }

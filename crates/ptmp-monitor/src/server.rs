@@ -2,6 +2,7 @@
 //! snapshot, another runs a single-threaded tokio runtime with hyper
 //! serving requests from the latest snapshot.
 
+use crate::limits::{self, Admit, Counters, Gate, Place, Watched, WriteWatch};
 use crate::state::{Following, Gather, History, NextGraph};
 use crate::{prom, Error, Options};
 use bytes::Bytes;
@@ -16,11 +17,11 @@ use ptmp_graph::plan::Plan;
 use ptmp_graph::Graph;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Notify};
 use tokio_stream::wrappers::WatchStream;
 use tokio_stream::StreamExt;
 
@@ -30,6 +31,10 @@ const STYLE_CSS: &str = include_str!("web/style.css");
 
 /// The largest request head accepted (hyper answers 431 beyond it).
 const MAX_HEAD: usize = 16 * 1024;
+
+/// The most time a connection on a reserved place has for its request
+/// head.
+const RESERVED_HEAD: Duration = Duration::from_secs(2);
 
 /// What every request is answered from, replaced once per period.
 #[derive(Default)]
@@ -175,8 +180,14 @@ pub fn start_with(mut gather: Box<dyn Gather>, opts: &Options) -> Result<Monitor
     })
 }
 
-fn millis(t0: Instant) -> u64 {
-    t0.elapsed().as_millis() as u64
+/// What a connection's requests are answered with.
+#[derive(Clone)]
+struct Ctx {
+    rx: watch::Receiver<Arc<Snapshot>>,
+    counters: Arc<Counters>,
+    /// Held on a reserved place: one short request, no event stream.
+    reserved: bool,
+    max_connections: usize,
 }
 
 async fn accept_loop(
@@ -185,10 +196,16 @@ async fn accept_loop(
     opts: Options,
     shutdown: Arc<Notify>,
 ) {
-    let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+    let gate = Gate::new(
+        opts.max_connections,
+        opts.reserved_connections,
+        opts.max_per_peer,
+    );
+    let counters = Arc::new(Counters::default());
+    let lingering = limits::lingering();
     let t0 = Instant::now();
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(c) => c,
                 // Out of descriptors and the like: wait a little, go on.
@@ -199,46 +216,107 @@ async fn accept_loop(
             },
             _ = shutdown.notified() => return,
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            // Full: say so without waiting on the client, and close.
-            let _ = stream.try_write(
-                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-            );
-            continue;
+        let (place, reserved) = match gate.admit(peer.ip()) {
+            Admit::General(p) => (p, false),
+            Admit::Reserved(p) => (p, true),
+            Admit::Full => {
+                counters.refused_full.fetch_add(1, Ordering::Relaxed);
+                let why = format!(
+                    "the monitor is full: all {} connections are taken; try again shortly\n",
+                    opts.max_connections + opts.reserved_connections
+                );
+                limits::refuse(stream, why, &lingering);
+                continue;
+            }
+            Admit::Peer(n) => {
+                counters.refused_peer.fetch_add(1, Ordering::Relaxed);
+                let why = format!(
+                    "too many connections from {}: it holds {n}, at most {} per address\n",
+                    peer.ip().to_canonical(),
+                    opts.max_per_peer
+                );
+                limits::refuse(stream, why, &lingering);
+                continue;
+            }
         };
         let _ = stream.set_nodelay(true);
-        let rx = rx.clone();
-        let opts = opts.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let progress = Arc::new(AtomicU64::new(millis(t0)));
-            let p2 = progress.clone();
-            let svc = service_fn(move |req| {
-                p2.store(millis(t0), Ordering::Relaxed);
-                let r = respond(&req, &rx, &p2, t0);
-                async move { Ok::<_, Infallible>(r) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(opts.header_timeout)
-                .max_buf_size(MAX_HEAD)
-                .serve_connection(TokioIo::new(stream), svc);
-            tokio::pin!(conn);
-            let idle = opts.idle_timeout.as_millis() as u64;
-            let mut tick = tokio::time::interval(Duration::from_millis(250));
-            loop {
-                tokio::select! {
-                    _ = &mut conn => break,
-                    _ = tick.tick() => {
-                        // Dropping the connection closes its socket.
-                        if millis(t0).saturating_sub(progress.load(Ordering::Relaxed)) > idle {
-                            break;
-                        }
+        // A small send buffer: what a client that stopped reading can have
+        // queued is bounded, and its writes block soon, which is how it is
+        // found (the kernel would otherwise grow the buffer to megabytes).
+        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(opts.send_buffer);
+        let ctx = Ctx {
+            rx: rx.clone(),
+            counters: counters.clone(),
+            reserved,
+            max_connections: opts.max_connections,
+        };
+        tokio::spawn(serve(stream, place, ctx, opts.clone(), t0));
+    }
+}
+
+/// Serve one connection until it ends or is closed for being slow.
+async fn serve(stream: tokio::net::TcpStream, place: Place, ctx: Ctx, opts: Options, t0: Instant) {
+    let _place = place;
+    let counters = ctx.counters.clone();
+    counters.open.fetch_add(1, Ordering::Relaxed);
+    let reserved = ctx.reserved;
+    let watch = Arc::new(WriteWatch::new(t0));
+    let w2 = watch.clone();
+    let svc = service_fn(move |req| {
+        w2.request();
+        let r = respond(&req, &ctx);
+        async move { Ok::<_, Infallible>(r) }
+    });
+    // A reserved place is for a request ready to go: less time for it.
+    let head_timeout = if reserved {
+        opts.header_timeout.min(RESERVED_HEAD)
+    } else {
+        opts.header_timeout
+    };
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(head_timeout)
+        .max_buf_size(MAX_HEAD)
+        .keep_alive(!reserved)
+        .serve_connection(
+            TokioIo::new(Watched {
+                inner: stream,
+                watch: watch.clone(),
+            }),
+            svc,
+        );
+    tokio::pin!(conn);
+    let idle = opts.idle_timeout.as_millis() as u64;
+    let stall = opts.write_timeout.as_millis() as u64;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            r = &mut conn => {
+                if r.is_err_and(|e| e.is_timeout()) {
+                    // After a request, the wait for the next head is a
+                    // kept-alive connection's idle time.
+                    if watch.requests.load(Ordering::Relaxed) == 0 {
+                        counters.closed_head.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        counters.closed_idle.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+                break;
             }
-        });
+            _ = tick.tick() => {
+                // Dropping the connection closes its socket.
+                if watch.blocked_ms() > stall {
+                    counters.closed_stalled.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                if watch.idle_ms() > idle {
+                    counters.closed_idle.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
     }
+    counters.open.fetch_sub(1, Ordering::Relaxed);
 }
 
 fn full(status: StatusCode, ctype: &'static str, body: Bytes) -> Response<Body> {
@@ -261,12 +339,7 @@ fn full(status: StatusCode, ctype: &'static str, body: Bytes) -> Response<Body> 
     r
 }
 
-fn respond(
-    req: &Request<Incoming>,
-    rx: &watch::Receiver<Arc<Snapshot>>,
-    progress: &Arc<AtomicU64>,
-    t0: Instant,
-) -> Response<Body> {
+fn respond(req: &Request<Incoming>, ctx: &Ctx) -> Response<Body> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut r = full(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -277,7 +350,7 @@ fn respond(
             .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    let snap = rx.borrow().clone();
+    let snap = ctx.rx.borrow().clone();
     match req.uri().path() {
         "/" | "/index.html" => full(
             StatusCode::OK,
@@ -295,37 +368,79 @@ fn respond(
             Bytes::from_static(STYLE_CSS.as_bytes()),
         ),
         "/api/state" => full(StatusCode::OK, "application/json", snap.full.clone()),
-        "/metrics" => full(
-            StatusCode::OK,
-            "text/plain; version=0.0.4; charset=utf-8",
-            snap.metrics.clone(),
-        ),
-        "/events" => {
-            let progress = progress.clone();
-            let head = futures_once(Bytes::from_static(b"retry: 2000\n\n"));
-            // Each new snapshot becomes one event; the stream is polled only
-            // as fast as the client reads, so a stuck client holds one
-            // snapshot at most, and stops making progress.
-            let events = WatchStream::new(rx.clone()).map(move |s| {
-                progress.store(millis(t0), Ordering::Relaxed);
-                let mut b = Vec::with_capacity(s.state.len() + 24);
-                b.extend_from_slice(b"event: state\ndata: ");
-                b.extend_from_slice(&s.state);
-                b.extend_from_slice(b"\n\n");
-                Ok::<_, Infallible>(Frame::data(Bytes::from(b)))
-            });
-            let body = StreamBody::new(head.chain(events)).boxed_unsync();
-            let mut r = Response::new(body);
-            let h = r.headers_mut();
-            h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-            h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        "/metrics" => {
+            let mut own = String::new();
+            ctx.counters.render(&mut own);
+            let mut b = Vec::with_capacity(snap.metrics.len() + own.len());
+            b.extend_from_slice(&snap.metrics);
+            b.extend_from_slice(own.as_bytes());
+            full(
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                Bytes::from(b),
+            )
+        }
+        "/events" if ctx.reserved => {
+            ctx.counters.refused_stream.fetch_add(1, Ordering::Relaxed);
+            let why = format!(
+                "all {} connections for event streams are taken; /api/state and /metrics are still answered\n",
+                ctx.max_connections
+            );
+            let mut r = full(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain; charset=utf-8",
+                Bytes::from(why),
+            );
+            r.headers_mut()
+                .insert("retry-after", HeaderValue::from_static("2"));
             r
         }
+        "/events" => events(ctx),
         _ => full(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
             Bytes::from_static(b"not found: try /, /api/state, /events or /metrics\n"),
         ),
+    }
+}
+
+/// An event stream: the retry hint, then each new snapshot as one `state`
+/// event. The stream is polled only as fast as the socket takes bytes, so
+/// a client that stopped reading holds one snapshot at most here, and its
+/// socket's small send buffer fills; the connection's watchdog then
+/// closes it.
+fn events(ctx: &Ctx) -> Response<Body> {
+    let open = StreamCount::new(ctx.counters.clone());
+    let head = futures_once(Bytes::from_static(b"retry: 2000\n\n"));
+    let events = WatchStream::new(ctx.rx.clone()).map(move |s| {
+        let _open = &open;
+        let mut b = Vec::with_capacity(s.state.len() + 24);
+        b.extend_from_slice(b"event: state\ndata: ");
+        b.extend_from_slice(&s.state);
+        b.extend_from_slice(b"\n\n");
+        Ok::<_, Infallible>(Frame::data(Bytes::from(b)))
+    });
+    let body = StreamBody::new(head.chain(events)).boxed_unsync();
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// Counts an open event stream while it lives.
+struct StreamCount(Arc<Counters>);
+
+impl StreamCount {
+    fn new(c: Arc<Counters>) -> StreamCount {
+        c.streams.fetch_add(1, Ordering::Relaxed);
+        StreamCount(c)
+    }
+}
+
+impl Drop for StreamCount {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

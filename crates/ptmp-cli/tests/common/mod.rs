@@ -4,6 +4,9 @@
 //! `mod common;`, so not every item is used by every file.
 #![allow(dead_code)]
 
+pub mod clients;
+pub mod devtools;
+
 use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames, TPSet, VERSION_FRAME};
 use serde_json::{json, Value};

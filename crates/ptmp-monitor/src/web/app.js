@@ -4,12 +4,19 @@
 "use strict";
 
 const KEEP = 300; // samples of history, one per update
-const NODE_W = 150, NODE_H = 58, COL = 330, ROW = 110, PAD = 28;
+const NODE_W = 150, NODE_H = 58, ROW = 110, PAD = 28;
+// Columns are this far apart when the page is wide enough, closer (down
+// to COL_MIN) when it is not; past that the picture is scaled down to fit
+// (to MIN_SCALE at most, then it scrolls).
+const COL_MAX = 330, COL_MIN = 240, MIN_SCALE = 0.55;
+const STUB = 110; // an edge to or from outside the picture: its arrow's length
 const SVGNS = "http://www.w3.org/2000/svg";
 
 let hist = { t: [], edges: {}, nodes: {} };
 let prev = null; // the previous state, for loss seen since then
 let updates = 0;
+let lastUpdate = 0; // when a state last arrived (ms, performance.now())
+let streamUp = false; // the event stream is connected
 
 function el(name, attrs, parent) {
   const e = document.createElementNS(SVGNS, name);
@@ -37,7 +44,7 @@ function push(arr, v) { arr.push(v); if (arr.length > KEEP) arr.shift(); }
 
 // Layers by longest path from the nodes nothing feeds; a cycle (a sink's
 // done port back to its source) is cut after as many passes as nodes.
-function layout(st) {
+function layout(st, room) {
   const idx = {}; st.nodes.forEach((n, i) => idx[n.name] = i);
   const layer = st.nodes.map(() => 0);
   const pairs = [];
@@ -52,18 +59,23 @@ function layout(st) {
   }
   const cols = {};
   st.nodes.forEach((n, i) => (cols[layer[i]] = cols[layer[i]] || []).push(i));
+  const ncols = Math.max(0, ...layer) + 1;
+  // Room at the sides for arrows from and to outside the picture.
+  const left = st.edges.some((e) => e.from.length === 0 && e.to.length > 0) ? STUB : 0;
+  const right = st.edges.some((e) => e.to.length === 0 && e.from.length > 0) ? STUB : 0;
+  const fixed = PAD * 4 + NODE_W + left + right;
+  const COL = ncols > 1 ? Math.max(COL_MIN, Math.min(COL_MAX, (room - fixed) / (ncols - 1))) : COL_MAX;
   const key = (i) => [st.nodes[i].host, st.nodes[i].process, st.nodes[i].name].join("\u0000");
   const pos = [];
   let maxRow = 0;
   for (const c in cols) {
     cols[c].sort((a, b) => key(a) < key(b) ? -1 : 1);
     cols[c].forEach((i, r) => {
-      pos[i] = { x: PAD * 2 + c * COL, y: PAD * 2 + 14 + r * ROW };
+      pos[i] = { x: PAD * 2 + left + c * COL, y: PAD * 2 + 14 + r * ROW };
       maxRow = Math.max(maxRow, r);
     });
   }
-  const ncols = Math.max(0, ...layer) + 1;
-  return { idx, pos, width: PAD * 4 + (ncols - 1) * COL + NODE_W, height: PAD * 4 + 14 + maxRow * ROW + NODE_H + 20 };
+  return { idx, pos, width: fixed + (ncols - 1) * COL, height: PAD * 4 + 14 + maxRow * ROW + NODE_H + 20 };
 }
 
 function portXY(st, lay, nodeName, portName, out) {
@@ -100,11 +112,98 @@ function spark(values, cls, w, h) {
   return svg;
 }
 
+// Messages lost per update, from the running totals (a total that fell,
+// its process restarted, counts from zero again).
+function increases(totals) {
+  return totals.slice(1).map((v, i) => Math.max(0, v - totals[i]));
+}
+
+// The loss plot: red where messages were lost in the window, grey and
+// flat while none were.
+function lossSpark(totals, w, h) {
+  const inc = increases(totals);
+  const lost = inc.some((x) => x > 0);
+  const svg = spark(inc, lost ? "sparklost" : "sparknone", w, h);
+  svg.dataset.lost = lost ? "yes" : "no";
+  return svg;
+}
+
+// What an edge's label says: its pattern and transport, then its rate
+// (and loss), on two lines so that it fits between close columns.
+function edgeLabel(e) {
+  const lines = [`${e.pattern} ${e.transport}`];
+  if (e.from.length === 0) lines.push("from outside");
+  else if (e.to.length === 0) lines.push("to outside");
+  lines.push(`${fmt(e.rate)}/s` + (e.lost ? ` · lost ${fmt(e.lost)}` : ""));
+  return lines;
+}
+
+function label(svg, x, y, lines, id) {
+  const t = text(svg, x, y - 4 - 11.5 * lines.length, "", "edgelabel", "middle");
+  lines.forEach((line, k) => {
+    const span = el("tspan", { x, dy: k ? "1.15em" : 0 }, t);
+    span.textContent = line;
+  });
+  t.setAttribute("data-edge-label", id);
+  return t;
+}
+
+function arrow(svg, e, d, colour, width) {
+  el("path", { d, class: "edge", stroke: colour, "stroke-width": width.toFixed(2), "marker-end": "url(#arrow)",
+    "data-edge": e.id, "data-rate": e.rate, "data-lost": e.lost }, svg);
+}
+
+function drawEdges(svg, st, lay) {
+  for (const e of st.edges) {
+    const colour = edgeColour(e);
+    const width = 1.5 + Math.log10(1 + e.rate) * 1.2;
+    let labelled = false; // a fan-in or fan-out carries the edge's label once
+    for (const f of e.from) for (const t of e.to) {
+      const a = portXY(st, lay, f.node, f.port, true), b = portXY(st, lay, t.node, t.port, false);
+      const back = b.x <= a.x;
+      const dx = Math.max(40, Math.abs(b.x - a.x) / 2);
+      const d = back
+        ? `M${a.x},${a.y} C${a.x + 60},${a.y + ROW * 0.8} ${b.x - 60},${b.y + ROW * 0.8} ${b.x},${b.y}`
+        : `M${a.x},${a.y} C${a.x + dx},${a.y} ${b.x - dx},${b.y} ${b.x},${b.y}`;
+      arrow(svg, e, d, colour, width);
+      const mx = (a.x + b.x) / 2, my = (a.y + b.y) / 2 + (back ? ROW * 0.6 : 0);
+      if (!labelled) label(svg, mx, my, edgeLabel(e), e.id);
+      labelled = true;
+    }
+    // One side outside the picture (a `ptmp send` into an agent, say): a
+    // short arrow from the edge of the picture, or out to it.
+    if (e.from.length === 0) for (const t of e.to) {
+      const b = portXY(st, lay, t.node, t.port, false), ax = b.x - STUB + 8;
+      arrow(svg, e, `M${ax},${b.y} L${b.x},${b.y}`, colour, width);
+      if (!labelled) label(svg, (ax + b.x) / 2, b.y, edgeLabel(e), e.id);
+      labelled = true;
+    }
+    if (e.to.length === 0) for (const f of e.from) {
+      const a = portXY(st, lay, f.node, f.port, true), bx = a.x + STUB - 8;
+      arrow(svg, e, `M${a.x},${a.y} L${bx},${a.y}`, colour, width);
+      if (!labelled) label(svg, (a.x + bx) / 2, a.y, edgeLabel(e), e.id);
+      labelled = true;
+    }
+  }
+}
+
+// The width the picture has on the page.
+function room() {
+  const box = document.getElementById("graphbox");
+  return Math.max(320, box.clientWidth || 0);
+}
+
 function draw(st) {
   const svg = document.getElementById("graph");
-  const lay = layout(st);
-  svg.setAttribute("width", lay.width); svg.setAttribute("height", lay.height);
+  const space = room();
+  const lay = layout(st, space);
+  // Too wide even with the columns close: scale it down to fit, within
+  // reason (past that the box scrolls).
+  const scale = Math.max(MIN_SCALE, Math.min(1, space / lay.width));
+  svg.setAttribute("width", Math.floor(lay.width * scale));
+  svg.setAttribute("height", Math.ceil(lay.height * scale));
   svg.setAttribute("viewBox", `0 0 ${lay.width} ${lay.height}`);
+  svg.dataset.scale = scale.toFixed(3);
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   el("defs", {}, svg).innerHTML =
     '<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#495057"/></marker>';
@@ -127,25 +226,7 @@ function draw(st) {
     text(svg, b.x0 - 6, b.y0 - 6, "process " + p, "boxlabel");
   }
   // Edges under the nodes.
-  for (const e of st.edges) {
-    const colour = edgeColour(e);
-    const width = 1.5 + Math.log10(1 + e.rate) * 1.2;
-    let labelled = false; // a fan-in or fan-out carries the edge's label once
-    for (const f of e.from) for (const t of e.to) {
-      const a = portXY(st, lay, f.node, f.port, true), b = portXY(st, lay, t.node, t.port, false);
-      const back = b.x <= a.x;
-      const dx = Math.max(40, Math.abs(b.x - a.x) / 2);
-      const d = back
-        ? `M${a.x},${a.y} C${a.x + 60},${a.y + ROW * 0.8} ${b.x - 60},${b.y + ROW * 0.8} ${b.x},${b.y}`
-        : `M${a.x},${a.y} C${a.x + dx},${a.y} ${b.x - dx},${b.y} ${b.x},${b.y}`;
-      el("path", { d, class: "edge", stroke: colour, "stroke-width": width.toFixed(2), "marker-end": "url(#arrow)",
-        "data-edge": e.id, "data-rate": e.rate, "data-lost": e.lost }, svg);
-      const mx = (a.x + b.x) / 2, my = (a.y + b.y) / 2 + (back ? ROW * 0.6 : 0) - 7;
-      const label = `${e.pattern} ${e.transport} · ${fmt(e.rate)}/s` + (e.lost ? ` · lost ${fmt(e.lost)}` : "");
-      if (!labelled) text(svg, mx, my, label, "edgelabel", "middle").setAttribute("data-edge-label", e.id);
-      labelled = true;
-    }
-  }
+  drawEdges(svg, st, lay);
   st.nodes.forEach((n, i) => {
     const p = lay.pos[i];
     const g = el("g", { class: "node", "data-node": n.name, "data-state": n.state, "data-restarts": n.restarts,
@@ -175,7 +256,7 @@ function tables(st) {
   for (const e of st.edges) {
     const tr = eb.insertRow();
     tr.dataset.edge = e.id;
-    const side = (v) => v.map((r) => `${r.node}.${r.port}`).join(", ");
+    const side = (v) => v.length ? v.map((r) => `${r.node}.${r.port}`).join(", ") : "(outside)";
     const cells = [e.id, `${side(e.from)} → ${side(e.to)}`, `${e.pattern} ${e.transport}`, fmt(e.rate), fmt(e.byte_rate),
       fmt(e.sent), fmt(e.received), fmt(e.lost), fmt(e.errors), fmt(e.stalls), fmt(e.readers_given_up || 0),
       `${us(e.latency_us.p50)} / ${us(e.latency_us.p99)} / ${us(e.latency_us.max)}`];
@@ -183,7 +264,7 @@ function tables(st) {
     const h = hist.edges[e.id] || { rate: [], lost: [] };
     const td = tr.insertCell();
     td.appendChild(spark(h.rate, "spark", 160, 26));
-    td.appendChild(spark(h.lost, "sparklost", 60, 26));
+    td.appendChild(lossSpark(h.lost, 60, 26));
   }
   const nb = document.querySelector("#nodes tbody");
   nb.textContent = "";
@@ -231,21 +312,46 @@ function show(st) {
   document.body.dataset.updates = updates;
 }
 
+// The header's badge: "live" while states arrive (by the event stream, or
+// the first from /api/state while it connects), "stale" when none came for
+// a while, "reconnecting" when the stream broke, "connecting" (grey) before
+// anything came.
+const STALE_MS = 5000;
+function badge() {
+  const conn = document.getElementById("conn");
+  const fresh = lastUpdate > 0 && performance.now() - lastUpdate < STALE_MS;
+  let word, cls;
+  if (fresh && (streamUp || updates <= 1)) [word, cls] = ["live", "up"];
+  else if (lastUpdate === 0) [word, cls] = ["connecting", "wait"];
+  else if (!streamUp) [word, cls] = ["reconnecting", "down"];
+  else [word, cls] = [`stale ${Math.round((performance.now() - lastUpdate) / 1000)} s`, "down"];
+  conn.textContent = word;
+  conn.className = "conn " + cls;
+  conn.dataset.state = cls;
+}
+
 async function main() {
   try {
     const r = await fetch("/api/state", { cache: "no-store" });
     const st = await r.json();
     if (st.history) hist = st.history;
     show(st);
+    lastUpdate = performance.now();
   } catch (e) { /* the event stream below retries */ }
+  badge();
   const es = new EventSource("/events");
-  const conn = document.getElementById("conn");
-  es.onopen = () => { conn.textContent = "live"; conn.className = "conn up"; };
-  es.onerror = () => { conn.textContent = "reconnecting"; conn.className = "conn down"; };
+  es.onopen = () => { streamUp = true; badge(); };
+  es.onerror = () => { streamUp = es.readyState === EventSource.OPEN; badge(); };
   es.addEventListener("state", (ev) => {
     const st = JSON.parse(ev.data);
+    streamUp = true;
+    lastUpdate = performance.now();
     record(st);
     show(st);
+    badge();
   });
+  setInterval(badge, 1000);
+  // Redraw to the new width when the window changes.
+  window.addEventListener("resize", () => { if (prev) draw(prev); });
 }
 main();
