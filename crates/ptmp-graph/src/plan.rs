@@ -123,10 +123,15 @@ impl Plan {
                 && e.from.len() == 1
                 && (e.pattern == Pattern::PubSub || e.to.len() == 1);
             let pinned = match &e.address {
-                Some(a) => Some(
-                    Endpoint::parse(a, Attach::Connect, "address")
-                        .map_err(|x| err(format!("{label}: address: {x}")))?,
-                ),
+                Some(a) => {
+                    let p = Endpoint::parse(a, Attach::Connect, "address")
+                        .map_err(|x| err(format!("{label}: address: {x}")))?;
+                    // Some port binds it: never over a file that is not a
+                    // socket (the bind and the run's end would delete it).
+                    ptmp::socket::check_ipc_bind("address", &p.address)
+                        .map_err(|x| err(format!("{label}: {x}")))?;
+                    Some(p)
+                }
                 None => None,
             };
             let wanted = pinned.as_ref().map(|p| p.transport).or(e.transport);

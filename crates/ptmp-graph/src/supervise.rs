@@ -739,7 +739,7 @@ impl Apply<'_> {
             let _ = ptmp_shm::remove(&r);
         }
         for s in sockets {
-            let _ = std::fs::remove_file(s);
+            crate::rundir::remove_socket_file(&s);
         }
         let removed = d.processes_with(Change::Removed);
         for name in &removed {
