@@ -6,7 +6,9 @@
 //! The plan file is written by the supervisor: `{graph, process, run_dir,
 //! config}`, `config` being a ptmper configuration with every socket
 //! filled in. Exit status: 0 when the part finished or was stopped cleanly,
-//! 1 when a node failed (the supervisor restarts it), 2 for a bad plan.
+//! 1 when a node failed (the supervisor restarts it), 2 for a bad plan or
+//! a node that failed for its configuration, which no restart can mend
+//! (see [`ptmp_agents::Error::is_config`]; the supervisor stops the graph).
 
 use crate::status::{self, Rates};
 use ptmp_agents::ptmper::RunConfig;
@@ -15,6 +17,10 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// A part's exit status for a bad plan or a configuration error: the
+/// supervisor does not restart it.
+pub const EXIT_CONFIG: i32 = 2;
 
 /// How often a part rewrites its status file.
 pub const STATUS_EVERY: Duration = Duration::from_millis(250);
@@ -156,7 +162,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             Ok(a) => agents.extend(a),
             Err(e) => {
                 let _ = writeln!(log, "{who}: {e}");
-                return 1;
+                return if e.is_config() { EXIT_CONFIG } else { 1 };
             }
         }
     }
@@ -217,6 +223,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
     let handles = running.count_handles();
     let results = running.stop_in_order(&order);
     let mut failed = reason == "a node failed";
+    let mut config_error = false;
     let mut reports = Vec::new();
     let mut out = std::io::stdout().lock();
     for (name, r) in &results {
@@ -233,6 +240,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             }
             Err(e) => {
                 failed = true;
+                config_error |= e.is_config();
                 let _ = writeln!(log, "{who}: {e}");
                 reports.push(json!({"name": name, "error": e.to_string()}));
             }
@@ -246,5 +254,9 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
         .collect();
     let doc = status::document(&plan.graph, &plan.process, &nodes, Some(reports));
     let _ = status::write_atomic(&sfile, &doc);
-    i32::from(failed)
+    match (failed, config_error) {
+        (_, true) => EXIT_CONFIG,
+        (true, false) => 1,
+        _ => 0,
+    }
 }

@@ -196,6 +196,9 @@ fn edge_changes(old: &Graph, i: usize, new: &Graph, j: usize) -> Vec<String> {
     if a.hwm != b.hwm {
         why.push("hwm changed".into());
     }
+    if a.shm != b.shm {
+        why.push("shm ring shape changed".into());
+    }
     if a.bind_inputs != b.bind_inputs {
         let side = |x: bool| if x { "in" } else { "out" };
         why.push(format!(
