@@ -137,16 +137,61 @@ pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     let _ = status::write_atomic(&seq, &Value::Object(now));
 }
 
+/// The file marking that dump file `ofile` was opened by a node of this
+/// run: `RUNDIR/sequence/ofile-HASH` (HASH of its absolute path), cleared
+/// with the sequence files when a new run starts.
+fn ofile_marker(run_dir: &Path, ofile: &Path) -> PathBuf {
+    let abs = std::path::absolute(ofile).unwrap_or_else(|_| ofile.to_path_buf());
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in abs.as_os_str().as_encoded_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    sequence_file(run_dir, "x").with_file_name(format!("ofile-{h:016x}"))
+}
+
+/// A sink or czmqat writing an `ofile` that a node of this run opened
+/// before (its process crashed, or was restarted by the supervisor or by
+/// `ptmp graph apply`) appends to it (`"append": true`), so nothing
+/// written earlier in the run is lost; the first opening in a run starts
+/// the file anew, as a lone `ptmp run` does.
+pub(crate) fn continue_ofiles(plan: &PartPlan, config: &mut Value) {
+    let Some(proxies) = config["proxies"].as_array_mut() else {
+        return;
+    };
+    for p in proxies
+        .iter_mut()
+        .filter(|p| p["type"] == "sink" || p["type"] == "czmqat")
+    {
+        let Some(f) = p["data"]["ofile"].as_str().filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        let marker = ofile_marker(&plan.run_dir, Path::new(f));
+        if let Some(d) = marker.parent() {
+            let _ = std::fs::create_dir_all(d);
+        }
+        let first = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .is_ok();
+        if !first {
+            p["data"]["append"] = json!(true);
+        }
+    }
+}
+
 /// Run the part until it ends; returns the exit status.
 pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32 {
     let who = format!("{}/{}", plan.graph, plan.process);
     let mut config = plan.config.clone();
     continue_counts(plan, &mut config);
+    continue_ofiles(plan, &mut config);
     let rc = match RunConfig::parse(&config) {
         Ok(rc) => rc,
         Err(e) => {
             let _ = writeln!(log, "{who}: {e}");
-            return 2;
+            return EXIT_CONFIG;
         }
     };
     // A part (re)started while a hold is asked for starts held.
