@@ -616,7 +616,9 @@ impl Agent for WorkerAgent {
             .count("forwarded", n - unsent)
             .count("unsent_at_stop", unsent);
         if let Some(s) = &seen {
-            r = r.count("duplicates", dropped).count("missing", s.missing());
+            r = r
+                .count("repeats_dropped", dropped)
+                .count("missing", s.missing());
         }
         if !self.c.work.is_zero() {
             r.counters.push(("work_us".into(), busy.as_micros() as u64));
