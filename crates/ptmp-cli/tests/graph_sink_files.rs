@@ -131,8 +131,8 @@ fn a_sink_killed_and_restarted_keeps_what_it_wrote() {
     let l = logs(&log);
     assert!(o.status.success(), "{l}");
     assert!(l.contains("process snk") && l.contains("restarting"), "{l}");
-    assert!(l.contains("appended after the"), "{l}");
     keeps(&before, &counts(&out), n, &l);
+    assert!(l.contains("appended after the"), "{l}");
 }
 
 #[test]
@@ -190,6 +190,14 @@ fn a_sink_restarted_by_an_apply_keeps_what_it_wrote_and_the_plan_says_why() {
     let o = finish(c, LIMIT);
     let said = text(&o.stdout);
     assert!(o.status.success(), "{said}{}", text(&o.stderr));
+    assert!(said.contains("~ restart  snk"), "{said}");
+    wait_for(LIMIT, "the restarted sink", || {
+        Some(pid(&rd, "snk")).filter(|p| *p != snk)
+    });
+    let o = sup.finish();
+    let l = logs(&log);
+    assert!(o.status.success(), "{l}");
+    keeps(&before, &counts(&out), n, &l);
     // The sink's own data did not change: the plan names what did, and why.
     let line = said
         .lines()
@@ -201,12 +209,4 @@ fn a_sink_restarted_by_an_apply_keeps_what_it_wrote_and_the_plan_says_why() {
             && line.contains("detid 0"),
         "{said}"
     );
-    assert!(said.contains("~ restart  snk"), "{said}");
-    wait_for(LIMIT, "the restarted sink", || {
-        Some(pid(&rd, "snk")).filter(|p| *p != snk)
-    });
-    let o = sup.finish();
-    let l = logs(&log);
-    assert!(o.status.success(), "{l}");
-    keeps(&before, &counts(&out), n, &l);
 }
