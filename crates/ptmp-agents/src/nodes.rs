@@ -16,9 +16,10 @@
 //! * `sink`: takes messages from `input`. Keys: `count` (end after this
 //!   many; absent, run until stopped), `ofile` (a dump file to write them
 //!   to; started anew, unless `append` is true: then written after the
-//!   records it holds, see [`open_ofile`]; a graph sets `append` for a
-//!   sink restarted within a run). With a `done` socket, when `count` have arrived it sends one TPSet
-//!   there, its `count` the number received: the butterfly's receive_replies.
+//!   records it holds, a torn last record cut off; a graph sets `append`
+//!   for a sink restarted within a run). With a `done` socket, when `count`
+//!   have arrived it sends one TPSet there, its `count` the number
+//!   received: the butterfly's receive_replies.
 //!   With `dedup` true, a set whose (`detid`, `count`) already arrived is
 //!   dropped (see [`crate::seen`]), and the report says how many were
 //!   dropped and how many numbers are missing.
