@@ -2,7 +2,8 @@
 //! file and a socket and/or a dump file.
 //!
 //! Keys: `input` (socket) or `ifile` (dump file to read), one of the two;
-//! `output` (socket) and/or `ofile` (dump file to write), or neither: as
+//! `output` (socket) and/or `ofile` (dump file to write; started anew,
+//! unless `append` is true, as for the sink), or neither: as
 //! PTMP's, a czmqat with no destination reads and counts (a sink that
 //! counts what arrives, or a reader that checks a dump file to its end);
 //! `number` messages to copy (0 or less, the default -1: all); `delayus`
@@ -32,6 +33,8 @@ pub struct Config {
     pub output: Option<SocketConfig>,
     /// Dump file to copy to, if any.
     pub ofile: Option<PathBuf>,
+    /// Write after the records `ofile` holds instead of starting it anew.
+    pub append: bool,
     /// Messages to copy; `None` for all.
     pub number: Option<u64>,
     /// Microseconds to wait before each message sent.
@@ -85,6 +88,7 @@ impl Config {
             ifile,
             output,
             ofile,
+            append: c.bool_or("append", false)?,
             number: (number > 0).then_some(number as u64),
             delayus,
         })
@@ -107,6 +111,8 @@ pub struct CatAgent {
     out: Option<(DumpWriter<BufWriter<File>>, PathBuf)>,
     number: Option<u64>,
     delay: Duration,
+    /// What opening the dump file found, for the report.
+    notes: Vec<String>,
 }
 
 impl CatAgent {
@@ -125,11 +131,12 @@ impl CatAgent {
             Some(s) => Some(crate::io::open_tx(&name, s)?),
             None => None,
         };
+        let mut notes = Vec::new();
         let out = match &c.ofile {
             Some(f) => {
-                let file = File::create(f)
-                    .map_err(Error::io(&name, format!("create ofile {}", f.display())))?;
-                Some((DumpWriter::new(BufWriter::new(file)), f.clone()))
+                let (file, path, lines) = crate::nodes::open_ofile(&name, f, c.append)?;
+                notes = lines;
+                Some((DumpWriter::new(BufWriter::new(file)), path))
             }
             None => None,
         };
@@ -140,6 +147,7 @@ impl CatAgent {
             out,
             number: c.number,
             delay: Duration::from_micros(c.delayus),
+            notes,
         })
     }
 }
@@ -222,6 +230,7 @@ impl Agent for CatAgent {
         let mut r = Report::new(&self.name, "czmqat")
             .count("copied", n)
             .count("unsent_at_stop", unsent);
+        r.lines.append(&mut self.notes);
         if file_done {
             r.lines.push("input file read to its end".into());
         }

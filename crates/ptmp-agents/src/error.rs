@@ -103,6 +103,19 @@ impl Error {
         }
     }
 
+    /// Whether this is a configuration error no retry can mend: a bad
+    /// value, a plugin or Jsonnet file that cannot be used, or a socket
+    /// refused for its configuration (an shm ring that does not fit, an
+    /// ipc path that is not a socket). A graph part exits 2 for it, and
+    /// the supervisor stops the graph instead of restarting the process.
+    pub fn is_config(&self) -> bool {
+        match self {
+            Error::Config { .. } | Error::Plugin { .. } | Error::Jsonnet { .. } => true,
+            Error::Socket { source, .. } => matches!(source, ptmp::Error::Config { .. }),
+            Error::Io { .. } | Error::Run { .. } => false,
+        }
+    }
+
     /// A [`Error::Run`] for `agent`.
     pub fn run(agent: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::Run {

@@ -15,8 +15,11 @@
 //!   in `created`.
 //! * `sink`: takes messages from `input`. Keys: `count` (end after this
 //!   many; absent, run until stopped), `ofile` (a dump file to write them
-//!   to). With a `done` socket, when `count` have arrived it sends one TPSet
-//!   there, its `count` the number received: the butterfly's receive_replies.
+//!   to; started anew, unless `append` is true: then written after the
+//!   records it holds, a torn last record cut off; a graph sets `append`
+//!   for a sink restarted within a run). With a `done` socket, when `count`
+//!   have arrived it sends one TPSet there, its `count` the number
+//!   received: the butterfly's receive_replies.
 //!   With `dedup` true, a set whose (`detid`, `count`) already arrived is
 //!   dropped (see [`crate::seen`]), and the report says how many were
 //!   dropped and how many numbers are missing.
@@ -115,6 +118,8 @@ pub struct SinkConfig {
     pub count: Option<u64>,
     /// Dump file to write the messages to, if any.
     pub ofile: Option<PathBuf>,
+    /// Write after the records `ofile` holds instead of starting it anew.
+    pub append: bool,
     /// Drop sets whose (`detid`, `count`) already arrived.
     pub dedup: bool,
 }
@@ -141,6 +146,7 @@ impl SinkConfig {
             done,
             count,
             ofile,
+            append: c.bool_or("append", false)?,
             dedup: c.bool_or("dedup", false)?,
         })
     }
@@ -365,6 +371,43 @@ impl Agent for SourceAgent {
     }
 }
 
+/// Open an agent's `ofile`: created anew (emptied if it exists), or with
+/// `append` written after the records it holds
+/// ([`ptmp_data::dump::open_append`]: a torn last record, left by a
+/// writer that died while writing it, is cut off; a file damaged before
+/// its end is left alone and `PATH.1` written instead). Gives the file,
+/// where it is, and lines for the agent's report saying what was found.
+pub(crate) fn open_ofile(
+    agent: &str,
+    f: &std::path::Path,
+    append: bool,
+) -> Result<(File, PathBuf, Vec<String>)> {
+    if !append {
+        let file =
+            File::create(f).map_err(Error::io(agent, format!("create ofile {}", f.display())))?;
+        return Ok((file, f.to_path_buf(), Vec::new()));
+    }
+    let a = ptmp_data::dump::open_append(f).map_err(Error::io(
+        agent,
+        format!("open ofile {} to append", f.display()),
+    ))?;
+    let mut lines = Vec::new();
+    for why in &a.passed_over {
+        lines.push(format!("ofile left as it is: {why}"));
+    }
+    lines.push(format!(
+        "ofile {}: appended after the {} records it held{}",
+        a.path.display(),
+        a.records,
+        if a.cut > 0 {
+            format!(" (cut off a torn last record of {} bytes)", a.cut)
+        } else {
+            String::new()
+        }
+    ));
+    Ok((a.file, a.path, lines))
+}
+
 /// A `sink` with its socket and optional dump file.
 pub struct SinkAgent {
     name: String,
@@ -372,6 +415,8 @@ pub struct SinkAgent {
     rx: Receiver,
     done: Option<Sender>,
     out: Option<DumpWriter<BufWriter<File>>>,
+    /// What opening the dump file found, for the report.
+    notes: Vec<String>,
 }
 
 impl SinkAgent {
@@ -382,19 +427,24 @@ impl SinkAgent {
             Some(d) => Some(open_tx(&name, d)?),
             None => None,
         };
-        let out = match &c.ofile {
-            Some(f) => Some(DumpWriter::new(BufWriter::new(
-                File::create(f)
-                    .map_err(Error::io(&name, format!("create ofile {}", f.display())))?,
-            ))),
+        let mut c = c.clone();
+        let mut notes = Vec::new();
+        let out = match c.ofile.clone() {
+            Some(f) => {
+                let (file, path, lines) = open_ofile(&name, &f, c.append)?;
+                c.ofile = Some(path);
+                notes = lines;
+                Some(DumpWriter::new(BufWriter::new(file)))
+            }
             None => None,
         };
         Ok(SinkAgent {
             name,
-            c: c.clone(),
+            c,
             rx,
             done,
             out,
+            notes,
         })
     }
 
@@ -469,9 +519,10 @@ impl Agent for SinkAgent {
         res?;
         flushed?;
         let mut r = Report::new(&self.name, "sink").count("received", n);
+        r.lines.append(&mut self.notes);
         if let Some(s) = &seen {
             r = r
-                .count("duplicates", s.dropped)
+                .count("repeats_dropped", s.dropped)
                 .count("missing", s.missing());
         }
         if let Some(t) = first {
@@ -566,7 +617,9 @@ impl Agent for WorkerAgent {
             .count("forwarded", n - unsent)
             .count("unsent_at_stop", unsent);
         if let Some(s) = &seen {
-            r = r.count("duplicates", dropped).count("missing", s.missing());
+            r = r
+                .count("repeats_dropped", dropped)
+                .count("missing", s.missing());
         }
         if !self.c.work.is_zero() {
             r.counters.push(("work_us".into(), busy.as_micros() as u64));

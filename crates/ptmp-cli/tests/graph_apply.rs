@@ -171,7 +171,7 @@ fn replace_worker(name: &str, edit: impl Fn(&mut Value)) {
     // before the hold, and the source sent nothing until the new one ran.
     assert!(
         l.contains(&format!(
-            "[snk] snk (sink) received={n} duplicates=0 missing=0"
+            "[snk] snk (sink) received={n} repeats_dropped=0 missing=0"
         )),
         "{l}"
     );

@@ -409,6 +409,110 @@ impl<R: Read> Iterator for DumpReader<R> {
     }
 }
 
+/// A dump file opened by [`open_append`] to go on writing after the
+/// records it holds.
+#[derive(Debug)]
+pub struct Appending {
+    /// The file written to, positioned at its end.
+    pub file: std::fs::File,
+    /// Where it is: the path asked for, or `PATH.N` (see [`open_append`]).
+    pub path: std::path::PathBuf,
+    /// Whole records the file held already.
+    pub records: u64,
+    /// Bytes of a torn last record cut off (its writer died in the middle
+    /// of writing it); 0 when the file ended with a whole record.
+    pub cut: u64,
+    /// Why `path` is not the path asked for: what was wrong with each file
+    /// passed over.
+    pub passed_over: Vec<String>,
+}
+
+/// How a dump file ends: after `records` whole records at byte `end`, and
+/// whether more follows (a torn record, or damage).
+enum Ending {
+    Clean { records: u64, end: u64 },
+    Torn { records: u64, end: u64 },
+    Damaged(DumpError),
+}
+
+fn ending(file: &std::fs::File) -> io::Result<Ending> {
+    let mut r = DumpReader::new(io::BufReader::new(file));
+    let mut f = Frames::new();
+    loop {
+        match r.read_into(&mut f) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Ok(Ending::Clean {
+                    records: r.records(),
+                    end: r.offset(),
+                })
+            }
+            Err(DumpError::Truncated { .. }) => {
+                return Ok(Ending::Torn {
+                    records: r.records(),
+                    end: r.offset(),
+                })
+            }
+            Err(DumpError::Io { source, .. }) => return Err(source),
+            Err(e) => return Ok(Ending::Damaged(e)),
+        }
+    }
+}
+
+/// Open dump file `path` to write more records after those it holds,
+/// creating it if there is none: what a writer that restarts (after a
+/// crash, or told to go on) must do, so nothing written before is lost.
+///
+/// The file is read through first. A file that ends inside a record (its
+/// writer died while writing it) has that torn last record cut off, and
+/// only that; the records before stay. A file damaged before its end (a
+/// record no writer of this format makes) is left untouched, and the
+/// records go to the first of `PATH.1`, `PATH.2`, ... that is missing or
+/// itself ends cleanly or torn; [`Appending::passed_over`] says why.
+pub fn open_append(path: &std::path::Path) -> io::Result<Appending> {
+    use std::io::Seek;
+    let mut passed_over = Vec::new();
+    for n in 0u32.. {
+        let p = if n == 0 {
+            path.to_path_buf()
+        } else {
+            let mut s = path.as_os_str().to_owned();
+            s.push(format!(".{n}"));
+            std::path::PathBuf::from(s)
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&p)?;
+        let (records, end, cut) = match ending(&file)? {
+            Ending::Clean { records, end } => (records, end, 0),
+            Ending::Torn { records, end } => {
+                let len = file.metadata()?.len();
+                file.set_len(end)?;
+                (records, end, len - end)
+            }
+            Ending::Damaged(e) => {
+                passed_over.push(format!("{}: {e}", p.display()));
+                continue;
+            }
+        };
+        file.seek(io::SeekFrom::Start(end))?;
+        return Ok(Appending {
+            file,
+            path: p,
+            records,
+            cut,
+            passed_over,
+        });
+    }
+    Err(io::Error::other(format!(
+        "{}: every numbered file after it is damaged",
+        path.display()
+    )))
+}
+
 /// Like `read_exact` but reports how many bytes were read before end of file.
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
@@ -575,5 +679,68 @@ mod tests {
                 assert!(n <= msgs.len() as u64 + 1);
             }
         }
+    }
+
+    /// A writer going on after a crash keeps every whole record, cuts only
+    /// a torn last one, and never writes after damage.
+    #[test]
+    fn open_append_keeps_records_and_cuts_only_a_torn_tail() {
+        use std::io::Write as _;
+        struct Dir(std::path::PathBuf);
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        impl Dir {
+            fn path(&self) -> &std::path::Path {
+                &self.0
+            }
+        }
+        let d = Dir(std::env::temp_dir().join(format!("ptmp-append-{}", std::process::id())));
+        std::fs::create_dir_all(d.path()).unwrap();
+        let p = d.path().join("o.dump");
+        let read = |p: &std::path::Path| -> Vec<Vec<u8>> {
+            DumpReader::new(std::fs::File::open(p).unwrap())
+                .map(|f| f.unwrap().iter().next().unwrap().to_vec())
+                .collect()
+        };
+        // A missing file is created.
+        let a = open_append(&p).unwrap();
+        assert_eq!((a.records, a.cut, a.path.clone()), (0, 0, p.clone()));
+        let mut w = DumpWriter::new(a.file);
+        w.write([b"one".as_slice()]).unwrap();
+        w.write([b"two".as_slice()]).unwrap();
+        drop(w);
+        // A torn third record: its length and part of its bytes.
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(&100u64.to_le_bytes()).unwrap();
+        f.write_all(b"\x05thr").unwrap();
+        drop(f);
+        let a = open_append(&p).unwrap();
+        assert_eq!((a.records, a.cut), (2, 12));
+        let mut w = DumpWriter::new(a.file);
+        w.write([b"three".as_slice()]).unwrap();
+        drop(w);
+        assert_eq!(
+            read(&p),
+            vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
+        );
+        // Damage before the end: the file is left alone, PATH.1 is used,
+        // and the next time too.
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes[0..8].copy_from_slice(&0u64.to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
+        let a = open_append(&p).unwrap();
+        assert_eq!(a.path, d.path().join("o.dump.1"));
+        assert!(
+            a.passed_over[0].contains("corrupt in record 0"),
+            "{:?}",
+            a.passed_over
+        );
+        DumpWriter::new(a.file).write([b"four".as_slice()]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), bytes);
+        let a = open_append(&p).unwrap();
+        assert_eq!((a.path.clone(), a.records), (d.path().join("o.dump.1"), 1));
     }
 }

@@ -254,6 +254,9 @@ pub struct Edge {
     /// loses nothing the sender still held; a binding PUSH drops that
     /// queue with the connection.
     pub bind_inputs: bool,
+    /// The shape of the edge's shm ring, when it is carried over shm:
+    /// `shm_slots` and `shm_max_message` (`None`: ptmp's defaults).
+    pub shm: (Option<i64>, Option<i64>),
 }
 
 /// An operating-system process running some of the graph's nodes.
@@ -654,6 +657,8 @@ impl Graph {
                     "address",
                     "hwm",
                     "bind",
+                    "shm_slots",
+                    "shm_max_message",
                 ],
             )?;
             let ends = |key: &str, dir: Dir| -> Result<Vec<PortRef>> {
@@ -728,6 +733,15 @@ impl Graph {
             };
             let address = p.string(&o, "address")?.map(str::to_string);
             let hwm = p.int(&o, ("hwm", &o.key_path("hwm")), 0, i32::MAX as i64, true)?;
+            let (sa, ma) = (o.key_path("shm_slots"), o.key_path("shm_max_message"));
+            let max = ptmp_shm::MAX_MESSAGE_LIMIT as i64;
+            let shm = (
+                p.int(&o, ("shm_slots", &sa), 2, ptmp_shm::MAX_SLOTS as i64, true)?,
+                p.int(&o, ("shm_max_message", &ma), 1, max, true)?,
+            );
+            if let Some(n) = shm.0.filter(|n| !(*n as u64).is_power_of_two()) {
+                return Err(p.err(format!("{sa} = {n}: must be a power of two")));
+            }
             let bind_inputs = match p.string(&o, "bind")? {
                 None | Some("out") => false,
                 Some("in") if from.len() > 1 => {
@@ -760,6 +774,7 @@ impl Graph {
                 address,
                 hwm,
                 bind_inputs,
+                shm,
             });
         }
         let port_base = p

@@ -6,7 +6,9 @@
 //! The plan file is written by the supervisor: `{graph, process, run_dir,
 //! config}`, `config` being a ptmper configuration with every socket
 //! filled in. Exit status: 0 when the part finished or was stopped cleanly,
-//! 1 when a node failed (the supervisor restarts it), 2 for a bad plan.
+//! 1 when a node failed (the supervisor restarts it), 2 for a bad plan or
+//! a node that failed for its configuration, which no restart can mend
+//! (see [`ptmp_agents::Error::is_config`]; the supervisor stops the graph).
 
 use crate::status::{self, Rates};
 use ptmp_agents::ptmper::RunConfig;
@@ -15,6 +17,10 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// A part's exit status for a bad plan or a configuration error: the
+/// supervisor does not restart it.
+pub const EXIT_CONFIG: i32 = 2;
 
 /// How often a part rewrites its status file.
 pub const STATUS_EVERY: Duration = Duration::from_millis(250);
@@ -131,16 +137,61 @@ pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     let _ = status::write_atomic(&seq, &Value::Object(now));
 }
 
+/// The file marking that dump file `ofile` was opened by a node of this
+/// run: `RUNDIR/sequence/ofile-HASH` (HASH of its absolute path), cleared
+/// with the sequence files when a new run starts.
+fn ofile_marker(run_dir: &Path, ofile: &Path) -> PathBuf {
+    let abs = std::path::absolute(ofile).unwrap_or_else(|_| ofile.to_path_buf());
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in abs.as_os_str().as_encoded_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    sequence_file(run_dir, "x").with_file_name(format!("ofile-{h:016x}"))
+}
+
+/// A sink or czmqat writing an `ofile` that a node of this run opened
+/// before (its process crashed, or was restarted by the supervisor or by
+/// `ptmp graph apply`) appends to it (`"append": true`), so nothing
+/// written earlier in the run is lost; the first opening in a run starts
+/// the file anew, as a lone `ptmp run` does.
+pub(crate) fn continue_ofiles(plan: &PartPlan, config: &mut Value) {
+    let Some(proxies) = config["proxies"].as_array_mut() else {
+        return;
+    };
+    for p in proxies
+        .iter_mut()
+        .filter(|p| p["type"] == "sink" || p["type"] == "czmqat")
+    {
+        let Some(f) = p["data"]["ofile"].as_str().filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        let marker = ofile_marker(&plan.run_dir, Path::new(f));
+        if let Some(d) = marker.parent() {
+            let _ = std::fs::create_dir_all(d);
+        }
+        let first = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .is_ok();
+        if !first {
+            p["data"]["append"] = json!(true);
+        }
+    }
+}
+
 /// Run the part until it ends; returns the exit status.
 pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32 {
     let who = format!("{}/{}", plan.graph, plan.process);
     let mut config = plan.config.clone();
     continue_counts(plan, &mut config);
+    continue_ofiles(plan, &mut config);
     let rc = match RunConfig::parse(&config) {
         Ok(rc) => rc,
         Err(e) => {
             let _ = writeln!(log, "{who}: {e}");
-            return 2;
+            return EXIT_CONFIG;
         }
     };
     // A part (re)started while a hold is asked for starts held.
@@ -156,7 +207,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             Ok(a) => agents.extend(a),
             Err(e) => {
                 let _ = writeln!(log, "{who}: {e}");
-                return 1;
+                return if e.is_config() { EXIT_CONFIG } else { 1 };
             }
         }
     }
@@ -217,6 +268,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
     let handles = running.count_handles();
     let results = running.stop_in_order(&order);
     let mut failed = reason == "a node failed";
+    let mut config_error = false;
     let mut reports = Vec::new();
     let mut out = std::io::stdout().lock();
     for (name, r) in &results {
@@ -233,6 +285,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             }
             Err(e) => {
                 failed = true;
+                config_error |= e.is_config();
                 let _ = writeln!(log, "{who}: {e}");
                 reports.push(json!({"name": name, "error": e.to_string()}));
             }
@@ -246,5 +299,9 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
         .collect();
     let doc = status::document(&plan.graph, &plan.process, &nodes, Some(reports));
     let _ = status::write_atomic(&sfile, &doc);
-    i32::from(failed)
+    match (failed, config_error) {
+        (_, true) => EXIT_CONFIG,
+        (true, false) => 1,
+        _ => 0,
+    }
 }

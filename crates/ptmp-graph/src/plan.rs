@@ -123,10 +123,15 @@ impl Plan {
                 && e.from.len() == 1
                 && (e.pattern == Pattern::PubSub || e.to.len() == 1);
             let pinned = match &e.address {
-                Some(a) => Some(
-                    Endpoint::parse(a, Attach::Connect, "address")
-                        .map_err(|x| err(format!("{label}: address: {x}")))?,
-                ),
+                Some(a) => {
+                    let p = Endpoint::parse(a, Attach::Connect, "address")
+                        .map_err(|x| err(format!("{label}: address: {x}")))?;
+                    // Some port binds it: never over a file that is not a
+                    // socket (the bind and the run's end would delete it).
+                    ptmp::socket::check_ipc_bind("address", &p.address)
+                        .map_err(|x| err(format!("{label}: {x}")))?;
+                    Some(p)
+                }
                 None => None,
             };
             let wanted = pinned.as_ref().map(|p| p.transport).or(e.transport);
@@ -356,6 +361,63 @@ impl Plan {
     }
 }
 
+/// The shm rings the processes of `host` write (their sockets binding
+/// `shm://`), each with the bytes it takes in the shm directory.
+pub fn shm_rings_on(g: &Graph, plan: &Plan, host: usize) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (i, _) in g
+        .processes
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.host == host)
+    {
+        let proxies = plan.configs[i]["proxies"].as_array().into_iter().flatten();
+        for v in proxies
+            .filter_map(|p| p["data"].as_object())
+            .flat_map(|d| d.values())
+        {
+            let Some(bind) = v["socket"]["bind"].as_array() else {
+                continue;
+            };
+            let Some(ring) = bind
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|a| a.starts_with("shm://"))
+            else {
+                continue;
+            };
+            if let Ok(c) = ptmp::SocketConfig::from_value(v) {
+                out.push((ring.to_string(), c.shm().ring_bytes()));
+            }
+        }
+    }
+    out
+}
+
+/// Refuse to start `host`'s processes when the shm rings they write do
+/// not fit in the shm directory together: said once, before anything
+/// starts, with what to do, rather than by each process that cannot make
+/// its ring.
+pub fn check_shm_space(g: &Graph, plan: &Plan, host: usize) -> Result<()> {
+    let rings = shm_rings_on(g, plan, host);
+    let need: u64 = rings.iter().map(|(_, b)| *b as u64).sum();
+    let Ok(free) = ptmp_shm::shm_dir_free() else {
+        return Ok(());
+    };
+    if need <= free {
+        return Ok(());
+    }
+    Err(Error::Invalid {
+        graph: g.name.clone(),
+        msg: format!(
+            "its {} shm ring(s) on this host need {need} bytes in {} together, but {free} are free: give it more room (a container: a larger --shm-size; Docker's default is 64 MiB), make the rings smaller (an edge's \"shm_slots\" or \"shm_max_message\"; a default ring takes {} bytes), or carry some edges over ipc (\"transport\": \"ipc\" on the edge)",
+            rings.len(),
+            ptmp_shm::shm_dir().display(),
+            ptmp::config::DEFAULT_SHM_RING_BYTES
+        ),
+    })
+}
+
 /// Per node: whether everything reaching it comes from graph sources
 /// through workers and proxies only, which pass sets on unchanged, so each
 /// set's (`detid`, `count`) names it. Workers, proxies and sinks fed that
@@ -556,7 +618,10 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
     let mut bind = Vec::new();
     let mut connect = Vec::new();
     let mut hwm: Option<i64> = None;
+    let mut shape = (None, None);
     for &i in list {
+        let (n, m) = g.edges[i].shm;
+        shape = (shape.0.max(n), shape.1.max(m));
         let l = &links[i];
         match l.binds.iter().find(|(b, _)| b == r) {
             Some((_, a)) => {
@@ -601,6 +666,13 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
             "shm_block_timeout_ms".into(),
             json!(SHM_BLOCK_TIMEOUT.as_millis() as u64),
         );
+        // The writer makes the ring, so the shape goes there.
+        if let Some(n) = shape.0 {
+            s.insert("shm_slots".into(), json!(n));
+        }
+        if let Some(n) = shape.1 {
+            s.insert("shm_max_message".into(), json!(n));
+        }
     }
     // An shm input of a node that commits what it handed on (the built-in
     // worker, proxy and sink) keeps its place in its rings under a name

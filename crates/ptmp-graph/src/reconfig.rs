@@ -196,6 +196,9 @@ fn edge_changes(old: &Graph, i: usize, new: &Graph, j: usize) -> Vec<String> {
     if a.hwm != b.hwm {
         why.push("hwm changed".into());
     }
+    if a.shm != b.shm {
+        why.push("shm ring shape changed".into());
+    }
     if a.bind_inputs != b.bind_inputs {
         let side = |x: bool| if x { "in" } else { "out" };
         why.push(format!(
@@ -295,6 +298,84 @@ pub fn check_clashes(g: &Graph, p: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// The data of node `name` as `plan` gives it to its process.
+fn planned_data<'a>(g: &Graph, plan: &'a Plan, name: &str) -> Option<&'a Value> {
+    let k = g.nodes.iter().position(|n| n.name == name)?;
+    plan.configs[g.nodes[k].process]["proxies"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == name)
+        .map(|p| &p["data"])
+}
+
+/// Keys the runner sets in a node's data (not its sockets, which follow
+/// its edges) that differ between the plans, each with the runner's
+/// reason: a node whose own data did not change is still restarted for
+/// them, and the plan says why.
+fn runner_set(
+    old: &Graph,
+    old_plan: &Plan,
+    new: &Graph,
+    new_plan: &Plan,
+    name: &str,
+) -> Vec<String> {
+    let (Some(a), Some(b)) = (
+        planned_data(old, old_plan, name),
+        planned_data(new, new_plan, name),
+    ) else {
+        return Vec::new();
+    };
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return Vec::new();
+    };
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let mut why = Vec::new();
+    for k in keys {
+        let (x, y) = (a.get(k), b.get(k));
+        if x == y || [x, y].iter().flatten().any(|v| v.get("socket").is_some()) {
+            continue;
+        }
+        let show = |v: Option<&Value>| v.map_or("(none)".to_string(), Value::to_string);
+        let reason = match k.as_str() {
+            "dedup" => dedup_reason(old, new),
+            "streams" => "the number of senders into its input changed".to_string(),
+            _ => "its edges changed".to_string(),
+        };
+        why.push(format!(
+            "{k} {} -> {} set by the runner: {reason}",
+            show(x),
+            show(y)
+        ));
+    }
+    why
+}
+
+/// Why the runner's `dedup` for a node differs between `old` and `new`.
+fn dedup_reason(old: &Graph, new: &Graph) -> String {
+    fn shared(g: &Graph) -> Option<(u64, Vec<&str>)> {
+        let mut by: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+        for n in g
+            .nodes
+            .iter()
+            .filter(|n| n.kind == ptmp_agents::Kind::Source)
+        {
+            let d = n.data.get("detid").and_then(Value::as_u64).unwrap_or(0);
+            by.entry(d).or_default().push(&n.name);
+        }
+        by.into_iter().find(|(_, v)| v.len() > 1)
+    }
+    match (shared(old), shared(new)) {
+        (None, Some((d, names))) => format!(
+            "sources {} now share detid {d}, so a set's (detid, count) no longer names one set and no node drops repeats; give each source its own detid to keep it",
+            names.join(", ")
+        ),
+        (Some((d, _)), None) => format!(
+            "no two sources share a detid now (before, detid {d} was shared), so repeats are dropped again"
+        ),
+        _ => "what feeds it changed: it takes sets made by nodes other than sources, workers and proxies, or no longer does".to_string(),
+    }
+}
+
 /// What changes from `old` to `new`, each wired by its plan.
 pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff {
     let mut d = Diff {
@@ -335,6 +416,9 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
         );
         if pa != pb {
             why.push(format!("process {pa} -> {pb}"));
+        }
+        if why.is_empty() {
+            why = runner_set(old, old_plan, new, new_plan, &n.name);
         }
         d.nodes.push(Item {
             change: if why.is_empty() {

@@ -145,9 +145,17 @@ pub fn remove_bound(g: &Graph, plan: &Plan, host: usize) -> usize {
         n += usize::from(ptmp_shm::remove(&r).is_ok());
     }
     for s in sockets {
-        n += usize::from(std::fs::remove_file(&s).is_ok());
+        n += usize::from(remove_socket_file(&s));
     }
     n
+}
+
+/// Remove `path` if it is a socket file; anything else there (a file an
+/// ipc address was pointed at by mistake, whose bind was refused) stays.
+pub fn remove_socket_file(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
+        && std::fs::remove_file(path).is_ok()
 }
 
 /// Whether `pid` is alive and runs a part of the run in `dir` (its command

@@ -7,8 +7,9 @@
 //!   of this process, never the supervisor itself) and a fault kind from the
 //!   allowed ones. A kill is followed by the supervisor's restart; a stop
 //!   lasts `stop_for`, then SIGCONT. Processes holding a sink are never
-//!   killed: a restarted sink recreates its dump file, the record the soak
-//!   counts from (they may be stopped).
+//!   killed: a restarted sink appends to its dump file, the record the soak
+//!   counts from, but may write again the sets it had written and not yet
+//!   committed, which would count as duplicated (they may be stopped).
 //! * Counting: every sink writes a dump file (the soak gives each sink
 //!   without an `ofile` one in the run directory). Each source sends its own
 //!   stream, told apart by `detid`, each set numbered by `count` from 0; a

@@ -8,7 +8,10 @@
 //! * A part that exits non-zero or is killed by a signal is restarted after
 //!   `restart.backoff_ms`, at most `restart.max` times; it rebinds the same
 //!   addresses, so its peers (zmq reconnects, shm takes over the ring)
-//!   carry on with it.
+//!   carry on with it. A part that exits 2 failed for its configuration
+//!   (an shm ring that does not fit, an ipc path that is not a socket):
+//!   a restart would fail the same way, so the graph is stopped instead,
+//!   the part's error said once.
 //! * The run ends on SIGINT/SIGTERM, after `ttl`, or when every process
 //!   that ends by itself has exited cleanly (a counted source and sink);
 //!   the remaining parts are then stopped upstream first, each given time to
@@ -187,6 +190,7 @@ pub fn run_telling(
     for s in crate::rundir::clear_leftovers(&g, &plan, host, lock.stale, opts.stop_timeout) {
         let _ = writeln!(log, "graph {}: {s}", g.name);
     }
+    crate::plan::check_shm_space(&g, &plan, host)?;
     // Hold requests an earlier supervisor left (it died during an apply).
     let _ = std::fs::remove_dir_all(dir.join("hold"));
     let order = g.process_order();
@@ -254,6 +258,12 @@ pub fn run_telling(
                                 "graph {}: process {} (pid {pid}) finished",
                                 g.name, p.name
                             );
+                        } else if s.code() == Some(crate::part::EXIT_CONFIG) {
+                            gave_up = Some(format!(
+                                "process {} (pid {pid}) {}: a configuration error (said above), which a restart cannot mend, so it is not restarted",
+                                p.name,
+                                describe(s)
+                            ));
                         } else if p.restarts >= g.restart.max {
                             gave_up = Some(format!(
                                 "process {} (pid {pid}) {}; restarted {} times already, giving up",
@@ -739,7 +749,7 @@ impl Apply<'_> {
             let _ = ptmp_shm::remove(&r);
         }
         for s in sockets {
-            let _ = std::fs::remove_file(s);
+            crate::rundir::remove_socket_file(&s);
         }
         let removed = d.processes_with(Change::Removed);
         for name in &removed {

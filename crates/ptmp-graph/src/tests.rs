@@ -394,6 +394,39 @@ fn graph_shm_writers_wait_for_a_slow_reader_instead_of_failing() {
 }
 
 #[test]
+fn an_edge_shapes_its_shm_ring_and_the_rings_are_counted() {
+    let v = edit(|v| {
+        v["edges"][0]["shm_slots"] = json!(16);
+        v["edges"][0]["shm_max_message"] = json!(4096);
+    });
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
+    // The writer makes the ring, so the shape goes there.
+    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    assert_eq!(
+        (out["shm_slots"].as_u64(), out["shm_max_message"].as_u64()),
+        (Some(16), Some(4096)),
+        "{out}"
+    );
+    let inp = &p.configs[1]["proxies"][0]["data"]["input"]["socket"];
+    assert!(inp.get("shm_slots").is_none(), "{inp}");
+    // Two rings on the host: the shaped one and a default one.
+    let rings = crate::plan::shm_rings_on(&g, &p, 0);
+    let bytes: Vec<usize> = rings.iter().map(|r| r.1).collect();
+    assert_eq!(
+        bytes,
+        vec![8192 + 16 * 4160, ptmp::config::DEFAULT_SHM_RING_BYTES]
+    );
+    let e = err_of(&edit(|v| v["edges"][1]["shm_slots"] = json!(12)));
+    assert!(
+        e.contains("edges[1].shm_slots = 12: must be a power of two"),
+        "{e}"
+    );
+    let e = err_of(&edit(|v| v["edges"][1]["shm_max_message"] = json!(0)));
+    assert!(e.contains("edges[1].shm_max_message = 0"), "{e}");
+}
+
+#[test]
 fn the_run_directory_lock_is_exclusive_and_notices_a_dead_holder() {
     let d = tempfile::tempdir().unwrap();
     let me = std::process::id();

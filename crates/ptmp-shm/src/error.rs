@@ -38,7 +38,7 @@ pub enum ShmError {
         reason: String,
     },
     /// The file system cannot hold a new segment of this size.
-    #[error("shm directory {dir} has no room for a new segment: it needs {needed} bytes and {free} are free (Docker gives containers a 64 MiB /dev/shm unless run with --shm-size; or set PTMP_SHM_DIR, or make the ring smaller)")]
+    #[error("shm directory {dir} has no room for a new segment: it needs {needed} bytes and {free} are free (Docker gives containers a 64 MiB /dev/shm: run the container with a larger --shm-size, make the ring smaller (fewer slots or a smaller largest message), use another transport, or set PTMP_SHM_DIR to a larger tmpfs)")]
     NoSpace {
         /// The directory of segments.
         dir: PathBuf,

@@ -264,6 +264,12 @@ impl ChannelConfig {
         HEADER_SIZE + self.slots * self.stride()
     }
 
+    /// Bytes a channel of this shape takes in the shm directory: its
+    /// header and every slot, all reserved when the writer creates it.
+    pub fn segment_bytes(&self) -> usize {
+        self.total()
+    }
+
     /// Check the shape against the limits (invariant 1).
     pub(crate) fn check(&self, name: &str) -> Result<()> {
         let bad = |reason: String| ShmError::BadConfig {

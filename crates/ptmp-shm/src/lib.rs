@@ -143,7 +143,7 @@ pub use reader::{
     reader_ident, Durable, OwnedView, Reader, Received, StartAt, View, DEFAULT_READER_GRACE,
     DEFAULT_SPIN, MAX_IDENT_LEN,
 };
-pub use segment::{pid_alive, segment_path, shm_dir, Access, FILE_PREFIX};
+pub use segment::{pid_alive, segment_path, shm_dir, shm_dir_free, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;
 pub use wait::{wait_any, Deadline, MAX_WAIT_CHANNELS};
 pub use writer::{Loan, Writer, DEFAULT_BLOCK_TIMEOUT};

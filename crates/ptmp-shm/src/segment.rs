@@ -89,6 +89,13 @@ pub fn shm_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/dev/shm"))
 }
 
+/// Bytes a new segment may still take in [`shm_dir`] (what an
+/// unprivileged user may allocate there), or why that cannot be told.
+pub fn shm_dir_free() -> std::io::Result<u64> {
+    let st = rustix::fs::statvfs(shm_dir())?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
 /// File name prefix of ptmp segments in [`shm_dir`].
 pub const FILE_PREFIX: &str = "ptmp.";
 

@@ -309,11 +309,14 @@ pub const DEFAULT_LINGER: Duration = Duration::from_millis(2000);
 /// Default bound on a PUB waiting for its subscribers (JSON
 /// `subscribers_timeout_ms: 10000`).
 pub const DEFAULT_SUBSCRIBERS_TIMEOUT: Duration = Duration::from_millis(10_000);
-/// Default ring size of an shm:// channel, in slots (ptmp-shm's default).
-pub const DEFAULT_SHM_SLOTS: usize = ptmp_shm::DEFAULT_SLOTS;
+/// Default ring size of an shm:// channel, in slots: a default ring takes
+/// [`DEFAULT_SHM_RING_BYTES`], so seven fit in Docker's 64 MiB `/dev/shm`.
+pub const DEFAULT_SHM_SLOTS: usize = 128;
 /// Default largest message of an shm:// channel in bytes (a TPSet of
 /// about 1500 TPs).
 pub const DEFAULT_SHM_MAX_MESSAGE: usize = 65536;
+/// Bytes of a default shm:// ring: an 8 KiB header, 128 slots of 65,600.
+pub const DEFAULT_SHM_RING_BYTES: usize = 8_404_992;
 /// Default bound on an shm:// PUSH waiting for its slowest reader
 /// (ptmp-shm's default).
 pub const DEFAULT_SHM_BLOCK_TIMEOUT: Duration = ptmp_shm::DEFAULT_BLOCK_TIMEOUT;
@@ -1306,5 +1309,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("socket.heartbeat_ms"), "{e}");
+    }
+
+    #[test]
+    fn a_default_shm_ring_leaves_room_for_several_in_64_mib() {
+        assert_eq!(ShmSettings::default().ring_bytes(), DEFAULT_SHM_RING_BYTES);
+        // Docker's default /dev/shm holds seven: a graph's several rings fit.
+        const _: () = assert!(7 * DEFAULT_SHM_RING_BYTES < 64 << 20);
     }
 }

@@ -33,25 +33,39 @@ use ptmp_shm::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Turn a ring error into ours, naming the key and channel. Nothing is
-/// allocated until there is an error: it runs on every message's path.
+/// Turn a ring error into ours, naming the key and channel: a writer's
+/// (key `socket.bind`) failures are `cannot bind`, a reader's (key
+/// `socket.connect`) `cannot connect`. A ring that does not fit in the shm
+/// directory is a configuration error ([`Error::Config`]): no retry fits
+/// it until the ring or the directory changes, and the error says how.
+/// Nothing is allocated until there is an error: it runs on every
+/// message's path.
 fn shm_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 'a {
-    move |e| match e {
+    move |e| {
+        match e {
         ShmError::BadConfig { .. } | ShmError::BadName(_) => {
             Error::config(key, format!("\"shm://{name}\""), e.to_string())
         }
-        ShmError::WriterBusy { .. } | ShmError::ReaderBusy { .. } => Error::Bind {
-            endpoint: format!("shm://{name}"),
-            reason: e.to_string(),
-        },
+        ShmError::NoSpace { .. } => Error::config(
+            key,
+            format!("\"shm://{name}\""),
+            format!(
+                "{e}; for this socket: a smaller shm_slots or shm_max_message, or an ipc:// or tcp:// address (in a graph, \"transport\": \"ipc\" on the edge)"
+            ),
+        ),
         ShmError::Timeout { waited_ms, .. } => Error::Timeout {
             what: e.to_string(),
             ms: waited_ms,
+        },
+        other if key.ends_with("bind") => Error::Bind {
+            endpoint: format!("shm://{name}"),
+            reason: other.to_string(),
         },
         other => Error::Connect {
             endpoint: format!("shm://{name}"),
             reason: other.to_string(),
         },
+    }
     }
 }
 
@@ -133,6 +147,19 @@ pub(crate) fn channel(
         })
         .collect::<Result<_>>()?;
     Ok(Some((key, names, policy)))
+}
+
+impl crate::config::ShmSettings {
+    /// Bytes a ring of these settings takes in the shm directory (all
+    /// reserved when its writer creates it).
+    pub fn ring_bytes(&self) -> usize {
+        ChannelConfig {
+            slots: self.slots,
+            max_message: self.max_message,
+            policy: Policy::Block,
+        }
+        .segment_bytes()
+    }
 }
 
 pub(crate) struct ShmTx {

@@ -149,8 +149,43 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     Ok(Built { sock, drain, bound })
 }
 
+/// Whether an ipc endpoint may bind `address` (`ipc://PATH`) as far as
+/// what is at PATH goes: nothing, or a socket file (a stale one left by a
+/// process that died is replaced at the bind). Anything else there — a
+/// regular file, a directory, a symbolic link — would be deleted by
+/// ZeroMQ's bind and, at the end, by the removal of the socket file, so it
+/// is refused, naming the path: [`Error::Config`] for key `key`, since no
+/// retry can succeed until the configuration or the file changes. Other
+/// addresses pass. Every ipc bind runs this; `ptmp graph check` runs it
+/// on the graph's pinned ipc addresses.
+pub fn check_ipc_bind(key: &str, address: &str) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let Some(path) = address.strip_prefix("ipc://") else {
+        return Ok(());
+    };
+    if path == "*" {
+        return Ok(());
+    }
+    let what = match std::fs::symlink_metadata(path) {
+        Err(_) => return Ok(()),
+        Ok(m) if m.file_type().is_socket() => return Ok(()),
+        Ok(m) if m.file_type().is_symlink() => "a symbolic link",
+        Ok(m) if m.is_dir() => "a directory",
+        Ok(m) if m.is_file() => "a regular file",
+        Ok(_) => "a special file",
+    };
+    Err(Error::config(
+        key,
+        format!("{address:?}"),
+        format!(
+            "{path} exists and is {what}, not a socket; binding would delete it, so it is left alone: choose another path, or remove it yourself"
+        ),
+    ))
+}
+
 fn bind(sock: &zmq::Socket, ep: &Endpoint) -> Result<()> {
     if ep.transport == Transport::Ipc {
+        check_ipc_bind("socket.bind", &ep.address)?;
         // libzmq unlinks a leftover socket file before binding, which would
         // silently steal the address from a live process: refuse instead.
         let path = &ep.address["ipc://".len()..];
