@@ -70,7 +70,14 @@ impl ImportResolver for Resolver {
         if id.downcast_ref::<SourceVirtual>().is_some() {
             return Ok(PTMP_LIBSONNET.as_bytes().to_vec());
         }
-        let text = self.files.load_file_contents(id)?;
+        // A file is read bounded, and only when it is a file or a pipe
+        // (an import of /dev/zero would fill memory).
+        let text = match id.path() {
+            Some(p) => ptmp::files::read_given(p, ptmp::files::CONFIG_LIMIT).map_err(|e| {
+                jrsonnet_evaluator::error::ErrorKind::ImportIo(format!("{id}: {e}"))
+            })?,
+            None => self.files.load_file_contents(id)?,
+        };
         // An imported file is parsed like the main one: the same limit.
         if let Some(d) = too_deep(&text, MAX_SOURCE_DEPTH, true) {
             return Err(jrsonnet_evaluator::error::ErrorKind::ImportIo(format!(
@@ -265,7 +272,8 @@ fn evaluate_here(path: &Path, opts: &Options) -> Result<Value> {
         file: file.clone(),
         reason,
     };
-    let source = std::fs::read(path).map_err(|e| jerr(format!("cannot read: {e}")))?;
+    let source = ptmp::files::read_given(path, ptmp::files::CONFIG_LIMIT)
+        .map_err(|e| jerr(format!("cannot read: {e}")))?;
     if let Some(d) = too_deep(&source, MAX_SOURCE_DEPTH, true) {
         return Err(jerr(format!(
             "Jsonnet source nests brackets {d} deep; the limit is {MAX_SOURCE_DEPTH}"
@@ -412,9 +420,11 @@ pub fn load_until(path: &Path, opts: &Options, stop: &dyn Fn() -> bool) -> Resul
     if ext == "jsonnet" || ext == "libsonnet" {
         return evaluate_file_until(path, opts, stop);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Jsonnet {
-        file: path.display().to_string(),
-        reason: format!("cannot read: {e}"),
+    let text = ptmp::files::read_given_text(path, ptmp::files::CONFIG_LIMIT).map_err(|e| {
+        Error::Jsonnet {
+            file: path.display().to_string(),
+            reason: format!("cannot read: {e}"),
+        }
     })?;
     if let Some(d) = too_deep(text.as_bytes(), MAX_DEPTH, false) {
         return Err(Error::Jsonnet {

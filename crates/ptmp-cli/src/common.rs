@@ -175,7 +175,7 @@ impl SockArgs {
             return Ok(None);
         };
         Ok(Some(match c.strip_prefix('@') {
-            Some(path) => std::fs::read_to_string(path)
+            Some(path) => ptmp::files::read_given_text(path.as_ref(), ptmp::files::CONFIG_LIMIT)
                 .map_err(|e| CliError::usage(format!("--config @{path}: {e}")))?,
             None => c.clone(),
         }))

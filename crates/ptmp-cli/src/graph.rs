@@ -37,8 +37,10 @@ pub struct GraphSource {
     /// Give up evaluating the Jsonnet after this many seconds (exit 2).
     #[arg(long, value_name = "SECS", value_parser = crate::run::parse_timeout)]
     config_timeout: Option<Duration>,
-    /// Run directory (ipc sockets, plans, status files); default
-    /// $TMPDIR/ptmp-graph-NAME.
+    /// Run directory (ipc sockets, plans, status files), made private
+    /// (0700) and refused when another user owns it or may write in it;
+    /// default ptmp-graph-NAME in $XDG_RUNTIME_DIR/ptmp, /run/ptmp (root)
+    /// or $TMPDIR/ptmp-UID.
     #[arg(long)]
     run_dir: Option<PathBuf>,
 }
@@ -274,6 +276,28 @@ fn supervise_graph(
     let status_now = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, status_now.clone())
         .map_err(|e| CliError::fail(format!("cannot handle SIGUSR1: {e}")))?;
+    // Stray signals that would end the supervisor without stopping its
+    // parts (leaving their rings behind) are ignored, with a log line.
+    let stray = [
+        (signal_hook::consts::SIGUSR2, "SIGUSR2"),
+        (signal_hook::consts::SIGALRM, "SIGALRM"),
+    ]
+    .map(|(sig, name)| (sig, name, Arc::new(AtomicBool::new(false))));
+    for (sig, name, flag) in &stray {
+        signal_hook::flag::register(*sig, flag.clone())
+            .map_err(|e| CliError::fail(format!("cannot handle {name}: {e}")))?;
+    }
+    let status_now = || {
+        for (_, name, flag) in &stray {
+            if flag.swap(false, Ordering::Relaxed) {
+                eprintln!(
+                    "graph {}: ignored {name} (SIGINT, SIGTERM or SIGHUP stops the graph; SIGUSR1 prints its status)",
+                    g.name
+                );
+            }
+        }
+        status_now.swap(false, Ordering::Relaxed)
+    };
     let opts = supervise_options(host, status_every, ttl)?;
     let mut log = std::io::stderr();
     let out = supervise::run_telling(
@@ -281,7 +305,7 @@ fn supervise_graph(
         p,
         &opts,
         &stopping,
-        &|| status_now.swap(false, Ordering::Relaxed),
+        &status_now,
         &mut log,
         // The live page follows what `ptmp graph apply` makes of the graph.
         &mut |g, p, host| {
@@ -321,7 +345,13 @@ pub fn run(c: &GraphCmd) -> CliResult {
         }
         GraphCmd::Status(src) => {
             let (_, p) = src.load()?;
-            let all = status::read_all(&p.run_dir);
+            if p.run_dir.exists() {
+                ptmp_graph::rundir::check_private(&p.run_dir).map_err(CliError::fail)?;
+            }
+            let (all, bad) = status::read_all_noting(&p.run_dir);
+            for b in &bad {
+                eprintln!("ptmp graph status: skipped {b}");
+            }
             if all.is_empty() {
                 return Err(CliError::fail(format!(
                     "no status files in {}: is the graph running (with this --run-dir)?",
@@ -461,7 +491,8 @@ pub struct ButterflyArgs {
     /// First tcp port (with --transport tcp).
     #[arg(long, default_value_t = 17100)]
     port_base: u16,
-    /// Run directory; default $TMPDIR/ptmp-graph-butterfly-PID.
+    /// Run directory; default ptmp-graph-butterfly-PID in the user's
+    /// directory (as `graph run`'s).
     #[arg(long)]
     run_dir: Option<PathBuf>,
     /// Print the result as one JSON line too.
@@ -502,7 +533,7 @@ pub fn butterfly(a: &ButterflyArgs) -> CliResult {
         .run_dir
         .clone()
         .unwrap_or_else(|| plan::default_run_dir(&name));
-    std::fs::create_dir_all(&dir).map_err(|e| CliError::fail(format!("{}: {e}", dir.display())))?;
+    ptmp_graph::rundir::prepare(&dir, &name).map_err(|e| CliError::fail(e.to_string()))?;
     let file = dir.join("butterfly.jsonnet");
     std::fs::write(&file, BUTTERFLY)?;
     let q = |s: &str| format!("{s:?}");

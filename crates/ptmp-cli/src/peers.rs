@@ -63,7 +63,7 @@ fn config(a: &PeersArgs) -> CliResult<Config> {
     let secret = match &a.secret_file {
         None => None,
         Some(p) => {
-            let s = std::fs::read(p)
+            let s = ptmp::files::read_given(p, ptmp::files::SECRET_LIMIT)
                 .map_err(|e| CliError::usage(format!("--secret-file {}: {e}", p.display())))?;
             let s = s.trim_ascii().to_vec();
             if s.is_empty() {
@@ -416,7 +416,8 @@ pub fn discovery_settings(
             }
             "secret_file" => {
                 let f = v.as_str().ok_or_else(|| bad(k, v, "must be a file name"))?;
-                let s = std::fs::read(f).map_err(|e| bad(k, v, &e.to_string()))?;
+                let s = ptmp::files::read_given(f.as_ref(), ptmp::files::SECRET_LIMIT)
+                    .map_err(|e| bad(k, v, &e.to_string()))?;
                 let s = s.trim_ascii().to_vec();
                 if s.is_empty() {
                     return Err(bad(k, v, "the file is empty"));

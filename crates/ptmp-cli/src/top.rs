@@ -34,7 +34,7 @@ const STALE: Duration = Duration::from_secs(5);
 pub struct TopArgs {
     /// The graph to watch: its run directory, its file (JSON or Jsonnet, as
     /// given to `ptmp graph run`) or its name (run directory
-    /// $TMPDIR/ptmp-graph-NAME). With --shm: show only the channels whose
+    /// ptmp-graph-NAME in the user's directory, as `graph run` has it). With --shm: show only the channels whose
     /// name contains this text.
     target: Option<String>,
     /// The graph's run directory (as given to `ptmp graph run --run-dir`).
@@ -496,7 +496,7 @@ impl GraphView {
             .collect();
         files.sort();
         for f in files {
-            let v = match std::fs::read(&f)
+            let v = match ptmp::files::read_file(&f, ptmp_graph::rundir::PLAN_LIMIT)
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
             {
@@ -527,8 +527,12 @@ impl GraphView {
     /// or it cannot be read; the latter is reported).
     fn supervised(&self, msgs: &mut Vec<String>) -> Value {
         let f = self.dir.join("processes.json");
-        match std::fs::read(&f) {
-            Err(_) => Value::Null,
+        match ptmp::files::read_file(&f, ptmp_graph::rundir::STATUS_LIMIT) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+            Err(e) => {
+                msgs.push(format!("{}: {e}", f.display()));
+                Value::Null
+            }
             Ok(b) => match serde_json::from_slice::<Value>(&b) {
                 Ok(v) if v.is_object() => v,
                 Ok(_) => {
@@ -562,7 +566,7 @@ impl GraphView {
                 .and_then(|s| s.to_str())
                 .unwrap_or("?")
                 .to_string();
-            match std::fs::read(&f) {
+            match ptmp::files::read_file(&f, ptmp_graph::rundir::STATUS_LIMIT) {
                 // Gone between the listing and the read: the process is
                 // being restarted; its next file will be there next frame.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -680,9 +684,12 @@ impl View for GraphView {
         let stats = self.statuses(&mut msgs);
         let supervised = self.supervised(&mut msgs);
         let sup = supervised["supervisor_pid"].as_u64().or_else(|| {
-            std::fs::read_to_string(self.dir.join("supervisor.pid"))
-                .ok()
-                .and_then(|t| t.trim().parse::<u64>().ok())
+            ptmp::files::read_file(
+                &self.dir.join("supervisor.pid"),
+                ptmp_graph::rundir::LOCK_LIMIT,
+            )
+            .ok()
+            .and_then(|t| String::from_utf8_lossy(&t).trim().parse::<u64>().ok())
         });
         // The supervisor's word on each process: state and restarts.
         let proc_of: HashMap<&str, &Value> = supervised["processes"]

@@ -108,6 +108,9 @@ fn start_graph(make: fn(&Path) -> PathBuf, extra: &[&str]) -> Run {
         .arg(&g)
         .arg("--run-dir")
         .arg(dir.path().join("run"))
+        // The tests run one graph name at once, each over shm and ipc in
+        // its own run directory: each its own user directory (graph locks).
+        .env("XDG_RUNTIME_DIR", dir.path().join("xdg"))
         .args(["--http", "127.0.0.1:0", "--ttl", "120"])
         .args(extra)
         .stdout(Stdio::null())

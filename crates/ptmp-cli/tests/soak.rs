@@ -27,8 +27,18 @@ fn soak(graph: &Path, run_dir: &Path, extra: &[&str]) -> Output {
 
 /// source -> worker -> sink, every edge pushpull over ipc.
 fn chain(out: &Path) -> Value {
+    // A name of its own per test (from its temporary directory): the
+    // tests run at once, and one graph runs once per host.
+    let tag: String = out
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| {
+            n.to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        })
+        .unwrap_or_default();
     json!({
-        "name": "soak-test",
+        "name": format!("soak-test-{tag}"),
         "nodes": [
             {"name": "src", "type": "source", "data": {"rate": 2000}},
             {"name": "w", "type": "worker"},

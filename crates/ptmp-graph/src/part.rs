@@ -47,10 +47,9 @@ impl PartPlan {
     /// Read a plan file; the error names the file and what is missing or
     /// malformed.
     pub fn read(path: &Path) -> Result<PartPlan, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("plan {}: {e}", path.display()))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("plan {}: not JSON: {e}", path.display()))?;
+        let v: Value = crate::rundir::read_json(path, crate::rundir::PLAN_LIMIT)
+            .map_err(|e| format!("plan {e}"))?
+            .ok_or_else(|| format!("plan {}: no such file", path.display()))?;
         let s = |k: &str| {
             v[k].as_str()
                 .map(str::to_string)
@@ -90,14 +89,14 @@ pub fn hold_file(run_dir: &Path, process: &str) -> PathBuf {
 /// the starts, with our pid, for the next restart.
 pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     let seq = sequence_file(&plan.run_dir, &plan.process);
-    let before: Value = std::fs::read(&seq)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    let st: Value = std::fs::read(status::status_file(&plan.run_dir, &plan.process))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
+    let read = |p: &Path| {
+        crate::rundir::read_json(p, crate::rundir::STATUS_LIMIT)
+            .ok()
+            .flatten()
+            .unwrap_or(Value::Null)
+    };
+    let before = read(&seq);
+    let st = read(&status::status_file(&plan.run_dir, &plan.process));
     let mut now = serde_json::Map::new();
     let Some(proxies) = config["proxies"].as_array_mut() else {
         return;
@@ -131,10 +130,12 @@ pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     if now.is_empty() {
         return;
     }
-    if let Some(d) = seq.parent() {
-        let _ = std::fs::create_dir_all(d);
+    if seq
+        .parent()
+        .is_some_and(|d| crate::rundir::make_private(d).is_ok())
+    {
+        let _ = status::write_atomic(&seq, &Value::Object(now));
     }
-    let _ = status::write_atomic(&seq, &Value::Object(now));
 }
 
 /// The file marking that dump file `ofile` was opened by a node of this

@@ -75,9 +75,39 @@ pub const SHM_BLOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// of a worker, proxy or sink reads under the identity `GRAPH/NODE/PORT`.
 pub const SHM_READER_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The default run directory of graph `name`: `$TMPDIR/ptmp-graph-NAME`.
+/// Why `f` cannot be a node's output (dump) file, if it cannot: a file
+/// there already that is not a regular file (a device, a FIFO, a
+/// directory), or a path in `/proc`, `/sys` or `/dev` (`/dev/null` aside),
+/// also through links. A sink writing `/proc/self/mem` would fail at
+/// every write and be restarted for ever.
+pub fn output_file_problem(f: &Path) -> Option<String> {
+    let special = |p: &Path| {
+        p != Path::new("/dev/null") && ["/proc", "/sys", "/dev"].iter().any(|d| p.starts_with(d))
+    };
+    let abs = std::path::absolute(f).unwrap_or_else(|_| f.to_path_buf());
+    let real = std::fs::canonicalize(f).ok();
+    if real.as_deref() == Some(Path::new("/dev/null")) {
+        return None;
+    }
+    if special(&abs) || real.as_deref().is_some_and(special) {
+        return Some(
+            "is in /proc, /sys or /dev; an output file must be a regular file (or /dev/null)"
+                .into(),
+        );
+    }
+    match std::fs::metadata(f) {
+        Ok(m) if !m.is_file() => Some(format!(
+            "is {}; an output file must be a regular file",
+            ptmp::files::kind_of(m.file_type())
+        )),
+        _ => None,
+    }
+}
+
+/// The default run directory of graph `name`: `ptmp-graph-NAME` in this
+/// user's private directory, [`crate::rundir::user_dir`].
 pub fn default_run_dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("ptmp-graph-{name}"))
+    crate::rundir::user_dir().join(format!("ptmp-graph-{name}"))
 }
 
 /// FNV-1a of the run directory, 6 hex digits, for shm channel names.
@@ -309,6 +339,11 @@ impl Plan {
                 }
                 if counted[k] && matches!(node.kind, Kind::Worker | Kind::Proxy | Kind::Sink) {
                     data.entry("dedup").or_insert(json!(true));
+                }
+                if let Some(f) = data.get("ofile").and_then(Value::as_str) {
+                    output_file_problem(Path::new(f)).map_or(Ok(()), |why| {
+                        Err(err(format!("node {}: ofile = {f:?}: {why}", node.name)))
+                    })?;
                 }
                 let v = Value::Object(data);
                 let proxy =

@@ -630,17 +630,23 @@ pub struct Reply {
 }
 
 fn supervisor_pid(run_dir: &Path) -> Option<i32> {
-    std::fs::read_to_string(crate::rundir::lock_path(run_dir))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    let b = crate::rundir::read(
+        &crate::rundir::lock_path(run_dir),
+        crate::rundir::LOCK_LIMIT,
+    )
+    .ok()??;
+    String::from_utf8_lossy(&b).trim().parse().ok()
 }
 
 /// Hand `req` to the supervisor running from `run_dir` and wait up to
 /// `limit` for its answer. Errors (as text) when none runs there, another
 /// apply is pending, or no answer comes.
 pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Result<Reply, String> {
+    // A directory another user controls could take the graph (and answer
+    // for the supervisor).
+    if run_dir.exists() {
+        crate::rundir::check_private(run_dir)?;
+    }
     let pid = supervisor_pid(run_dir).filter(|p| Path::new(&format!("/proc/{p}")).exists());
     let Some(pid) = pid else {
         return Err(format!(
@@ -652,7 +658,7 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
                       "dry_run": req.dry_run});
     let path = request_file(run_dir);
     let tmp = run_dir.join(format!("apply-request.{}.tmp", req.id));
-    std::fs::write(&tmp, serde_json::to_vec(&body).unwrap_or_default())
+    ptmp::files::write_new(&tmp, &serde_json::to_vec(&body).unwrap_or_default())
         .map_err(|e| format!("write {}: {e}", tmp.display()))?;
     let linked = std::fs::hard_link(&tmp, &path);
     let _ = std::fs::remove_file(&tmp);
@@ -669,10 +675,7 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
     let reply = reply_file(run_dir, &req.id);
     let t = Instant::now();
     loop {
-        if let Some(v) = std::fs::read(&reply)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        {
+        if let Ok(Some(v)) = crate::rundir::read_json(&reply, crate::rundir::STATUS_LIMIT) {
             let _ = std::fs::remove_file(&reply);
             let refused = match v["refused"].as_str() {
                 None => None,
@@ -687,9 +690,9 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
         }
         if t.elapsed() >= limit || !Path::new(&format!("/proc/{pid}")).exists() {
             // Withdraw the request if it is still ours and untaken.
-            let ours = std::fs::read(&path)
+            let ours = crate::rundir::read_json(&path, crate::rundir::PLAN_LIMIT)
                 .ok()
-                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .flatten()
                 .is_some_and(|v| v["id"] == req.id.as_str());
             if ours {
                 let _ = std::fs::remove_file(&path);
@@ -704,11 +707,20 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
 }
 
 /// Take the pending request, if any, removing its file. A request that is
-/// not a JSON object with an id is removed and reported as `Err`.
+/// not a JSON object with an id, or no regular file of at most
+/// [`crate::rundir::PLAN_LIMIT`] bytes (a FIFO there is never waited on),
+/// is removed and reported as `Err`.
 pub fn take(run_dir: &Path) -> Option<std::result::Result<Request, String>> {
     let path = request_file(run_dir);
-    let b = std::fs::read(&path).ok()?;
+    let got = crate::rundir::read(&path, crate::rundir::PLAN_LIMIT);
+    if matches!(got, Ok(None)) {
+        return None;
+    }
     let _ = std::fs::remove_file(&path);
+    let b = match got {
+        Ok(b) => b.unwrap_or_default(),
+        Err(e) => return Some(Err(e)),
+    };
     let v: Value = match serde_json::from_slice(&b) {
         Ok(v) => v,
         Err(e) => return Some(Err(format!("{}: not JSON: {e}", path.display()))),

@@ -1,11 +1,43 @@
-//! The run directory's lock and the leftovers of an earlier run.
+//! The run directory: where it is, who may use it, its locks, its files,
+//! and the leftovers of an earlier run.
 //!
+//! ```text
+//! RUNDIR/                      0700, owned by the user running the graph
+//! ├── supervisor.pid           the supervisor's pid, flock-held while it runs
+//! ├── plan-PROCESS.json        what each part runs (written by the supervisor)
+//! ├── processes.json           each process's pid, state and restarts
+//! ├── apply-request.json       a change `ptmp graph apply` hands the supervisor
+//! ├── apply-reply-ID.json      the supervisor's answer to it
+//! ├── status/PROCESS.json      each part's counts, rates and sockets
+//! ├── sequence/PROCESS.json    where each part's sources started counting
+//! ├── hold/PROCESS             present while a part is to hold its outputs
+//! └── *.ipc                    the ipc sockets of edges between processes
+//! ```
+//!
+//! * Where: `--run-dir` when given; else `ptmp-graph-NAME` in this user's
+//!   own directory ([`user_dir`]): `$XDG_RUNTIME_DIR/ptmp` when that is set,
+//!   `/run/ptmp` for root, `$TMPDIR/ptmp-UID` for anyone else.
+//! * Who: the run directory (and the user's directory above a default one)
+//!   is made private (mode 0700) and, when it is there already, must be a
+//!   directory (not a link) owned by this user that nobody else may write
+//!   in ([`check_private`]); otherwise the run is refused, the error naming
+//!   the directory, its owner and mode. Whoever can write there can change
+//!   what the parts run (a plan's `plugins` is code to load).
+//! * Files: every file there is read through [`read`] (no link followed, no
+//!   wait on a FIFO, regular files only, bounded by a limit per kind of
+//!   file) and written through [`ptmp::files::write_replace`] (a temporary
+//!   file created exclusively, never through a link, then renamed).
 //! * One supervisor per run directory: `supervisor.pid` is locked with
 //!   `flock` for the supervisor's whole life, so of two supervisors started
 //!   at the same moment exactly one gets it; the other is refused, naming
 //!   the winner's pid, before it has touched anything. The kernel drops the
 //!   lock when its holder dies, even by SIGKILL, so a stale file never
 //!   blocks a new run.
+//! * One run of a graph per host and user, whatever its run directory: a
+//!   second run would bind or connect the same tcp ports and take the
+//!   first one's messages. `USERDIR/locks/NAME@HOST.lock` is locked the
+//!   same way ([`lock_graph`]) and names the run directory, so the second
+//!   run is refused before it opens any socket, told where the first runs.
 //! * Every run starts clean: a pid left in the file means the supervisor
 //!   before this one died without cleaning up. Whatever the earlier run
 //!   left is removed before anything starts: parts of it still alive (they
@@ -14,19 +46,142 @@
 //!   unanswered `ptmp graph apply` request. A new sink would
 //!   otherwise read the old run's messages still in a ring.
 //! * At the end the supervisor removes the rings, the ipc socket files and
-//!   then the lock file.
+//!   then the lock files.
 
 use crate::plan::Plan;
 use crate::{status, Error, Graph, Result};
 use ptmp::Transport;
-use std::fs::{File, OpenOptions, TryLockError};
+use serde_json::Value;
+use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The locked `supervisor.pid` of a run directory; dropping it removes
-/// the file, then releases the lock.
+/// The most read from a status, sequence, reply or `processes.json` file.
+pub const STATUS_LIMIT: u64 = 1 << 20;
+/// The most read from a plan file or an apply request (a whole graph).
+pub const PLAN_LIMIT: u64 = 8 << 20;
+/// The most read from a lock file (a pid and a path).
+pub const LOCK_LIMIT: u64 = 4096;
+
+/// Read the run-directory file `path`, at most `limit` bytes: no link is
+/// followed, a FIFO is never waited on, only a regular file is read (see
+/// [`ptmp::files::read_file`]). `Ok(None)` when there is no such file; the
+/// error names the file and what is wrong with it.
+pub fn read(path: &Path, limit: u64) -> std::result::Result<Option<Vec<u8>>, String> {
+    match ptmp::files::read_file(path, limit) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// [`read`] a JSON file; a file that is not JSON is an error too.
+pub fn read_json(path: &Path, limit: u64) -> std::result::Result<Option<Value>, String> {
+    match read(path, limit)? {
+        None => Ok(None),
+        Some(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| format!("{}: not JSON: {e}", path.display())),
+    }
+}
+
+fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// This user's own directory for graph runs and locks, the same in every
+/// shell of a session: `$XDG_RUNTIME_DIR/ptmp` when that is set (an
+/// absolute path), `/run/ptmp` for root (when `/run` is there), else
+/// `$TMPDIR/ptmp-UID`.
+pub fn user_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
+        return x.join("ptmp");
+    }
+    let uid = euid();
+    if uid == 0 && Path::new("/run").is_dir() {
+        return PathBuf::from("/run/ptmp");
+    }
+    std::env::temp_dir().join(format!("ptmp-{uid}"))
+}
+
+/// The name of user `uid` from `/etc/passwd`, for messages.
+fn user_name(uid: u32) -> Option<String> {
+    let b = ptmp::files::read_file(Path::new("/etc/passwd"), 16 << 20).ok()?;
+    String::from_utf8_lossy(&b).lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[2] == uid.to_string()).then(|| f[0].to_string())
+    })
+}
+
+/// Check that `dir` is a directory (not a link to one) owned by this user
+/// that nobody else may write in; the error names the directory, its
+/// owner and mode, and what to do.
+pub fn check_private(dir: &Path) -> std::result::Result<(), String> {
+    let d = dir.display();
+    let m = std::fs::symlink_metadata(dir).map_err(|e| format!("run directory {d}: {e}"))?;
+    if m.file_type().is_symlink() {
+        return Err(format!(
+            "run directory {d} is a symbolic link; a link may lead anywhere another user chose, so it is not used: give the directory itself with --run-dir"
+        ));
+    }
+    if !m.is_dir() {
+        return Err(format!(
+            "run directory {d} is {}, not a directory; remove it or give another --run-dir",
+            ptmp::files::kind_of(m.file_type())
+        ));
+    }
+    let me = euid();
+    if m.uid() != me {
+        let who = user_name(m.uid()).map_or(String::new(), |n| format!(" ({n})"));
+        return Err(format!(
+            "run directory {d} belongs to uid {}{who}, mode {:04o}, not to this user (uid {me}): its owner could steer this run through its files, so it is not used; remove it if nobody runs from it, or give another --run-dir",
+            m.uid(),
+            m.mode() & 0o7777
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "run directory {d} has mode {:04o}: other users may write in it and could steer this run through its files, so it is not used; make it private (chmod 700 {d}) or give another --run-dir",
+            m.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Make `dir` (mode 0700; its parents as usual) or take the one there if
+/// it passes [`check_private`].
+pub fn make_private(dir: &Path) -> std::result::Result<(), String> {
+    if let Some(up) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(up).map_err(|e| format!("{}: {e}", up.display()))?;
+    }
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("run directory {}: {e}", dir.display())),
+    }
+    check_private(dir)
+}
+
+/// Make the run directory `dir` and its `status` directory ready for a
+/// supervisor of graph `graph`: private, ours (see [`check_private`]);
+/// the user's directory too when `dir` is inside it.
+pub fn prepare(dir: &Path, graph: &str) -> Result<()> {
+    let err = |m: String| Error::Run(format!("graph {graph}: {m}"));
+    let base = user_dir();
+    if dir.starts_with(&base) && dir != base {
+        make_private(&base).map_err(err)?;
+    }
+    make_private(dir).map_err(err)?;
+    make_private(&status::status_dir(dir)).map_err(err)
+}
+
+/// A locked lock file (`supervisor.pid`, a graph's lock); dropping it
+/// removes the file, then releases the lock.
 pub struct Lock {
     file: File,
     path: PathBuf,
@@ -50,17 +205,27 @@ pub fn lock_path(dir: &Path) -> PathBuf {
     dir.join("supervisor.pid")
 }
 
-fn read_pid(f: &mut File) -> Option<i32> {
+/// The whole text of a lock file, through the open file.
+fn read_body(f: &mut File) -> Option<String> {
     let mut s = String::new();
     f.rewind().ok()?;
-    f.read_to_string(&mut s).ok()?;
-    s.trim().parse().ok()
+    f.take(LOCK_LIMIT).read_to_string(&mut s).ok()?;
+    Some(s).filter(|s| !s.trim().is_empty())
 }
 
-/// Lock the run directory `dir` for graph `graph`, writing our pid. The
-/// error names the live supervisor that holds it.
-pub fn lock(dir: &Path, graph: &str) -> Result<Lock> {
-    let path = lock_path(dir);
+fn first_pid(s: &str) -> Option<i32> {
+    s.lines().next()?.trim().parse().ok()
+}
+
+/// Lock `path` (made if missing, never through a link), write `body` (our
+/// pid first) into it. `busy` makes the refusal from what the holder
+/// wrote.
+fn take_lock(
+    path: &Path,
+    graph: &str,
+    body: &str,
+    busy: &dyn Fn(Option<String>) -> Error,
+) -> Result<Lock> {
     let io = |what: &str, e: std::io::Error| {
         Error::Run(format!("graph {graph}: {what} {}: {e}", path.display()))
     };
@@ -70,51 +235,122 @@ pub fn lock(dir: &Path, graph: &str) -> Result<Lock> {
             .write(true)
             .create(true)
             .truncate(false)
-            .open(&path)
+            .mode(0o644)
+            .custom_flags(libc_nofollow())
+            .open(path)
             .map_err(|e| io("open", e))?;
+        let m = file.metadata().map_err(|e| io("stat", e))?;
+        if !m.is_file() || m.uid() != euid() {
+            return Err(Error::Run(format!(
+                "graph {graph}: {} is {} of uid {}, not this user's lock file; remove it",
+                path.display(),
+                ptmp::files::kind_of(m.file_type()),
+                m.uid()
+            )));
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 // The holder writes its pid right after locking; give it a
                 // moment so the refusal can name it.
                 let t = Instant::now();
-                let mut pid = read_pid(&mut file);
-                while pid.is_none() && t.elapsed() < Duration::from_secs(1) {
+                let mut got = read_body(&mut file);
+                while got.is_none() && t.elapsed() < Duration::from_secs(1) {
                     std::thread::sleep(Duration::from_millis(5));
-                    pid = read_pid(&mut file);
+                    got = read_body(&mut file);
                 }
-                let who = pid.map_or("its pid not yet written".into(), |p| {
-                    format!("supervisor pid {p}")
-                });
-                return Err(Error::Run(format!(
-                    "graph {graph}: already running from {} ({who}); stop it or use another --run-dir",
-                    dir.display()
-                )));
+                return Err(busy(got));
             }
             Err(TryLockError::Error(e)) => return Err(io("lock", e)),
         }
         // The file may have been removed (by the supervisor that held it,
         // at its end) between our open and our lock: then we hold a lock
         // on a file nobody else sees. Start again with the file at the path.
-        let same = match (file.metadata(), std::fs::metadata(&path)) {
+        let same = match (file.metadata(), std::fs::symlink_metadata(path)) {
             (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
             _ => false,
         };
         if !same {
             continue;
         }
-        let stale = read_pid(&mut file).filter(|&p| p != std::process::id() as i32);
+        let stale = read_body(&mut file)
+            .and_then(|s| first_pid(&s))
+            .filter(|&p| p != std::process::id() as i32);
         file.set_len(0).map_err(|e| io("truncate", e))?;
         file.rewind().map_err(|e| io("rewind", e))?;
-        file.write_all(std::process::id().to_string().as_bytes())
+        file.write_all(body.as_bytes())
             .and_then(|()| file.sync_data())
             .map_err(|e| io("write", e))?;
-        return Ok(Lock { file, path, stale });
+        return Ok(Lock {
+            file,
+            path: path.to_path_buf(),
+            stale,
+        });
     }
     Err(Error::Run(format!(
         "graph {graph}: {} keeps being replaced; is another supervisor starting and stopping there?",
         path.display()
     )))
+}
+
+/// `O_NOFOLLOW | O_CLOEXEC` for opening a file in the run directory.
+fn libc_nofollow() -> i32 {
+    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC).bits() as i32
+}
+
+/// Lock the run directory `dir` for graph `graph`, writing our pid. The
+/// error names the live supervisor that holds it.
+pub fn lock(dir: &Path, graph: &str) -> Result<Lock> {
+    let busy = |got: Option<String>| {
+        let who = got
+            .as_deref()
+            .and_then(first_pid)
+            .map_or("its pid not yet written".into(), |p| {
+                format!("supervisor pid {p}")
+            });
+        Error::Run(format!(
+            "graph {graph}: already running from {} ({who}); stop it or use another --run-dir",
+            dir.display()
+        ))
+    };
+    take_lock(
+        &lock_path(dir),
+        graph,
+        &std::process::id().to_string(),
+        &busy,
+    )
+}
+
+/// The lock file of graph `graph`'s part on host `host` for this user:
+/// `USERDIR/locks/GRAPH@HOST.lock`.
+pub fn graph_lock_path(graph: &str, host: &str) -> PathBuf {
+    user_dir()
+        .join("locks")
+        .join(format!("{graph}@{host}.lock"))
+}
+
+/// Lock graph `graph`'s part on host `host` for this user, whatever the run
+/// directory (`dir`, written into the lock): a second run of it on this
+/// host would bind or connect the same addresses and take the first run's
+/// messages, so it is refused, naming where the first one runs.
+pub fn lock_graph(graph: &str, host: &str, dir: &Path) -> Result<Lock> {
+    let path = graph_lock_path(graph, host);
+    let err = |m: String| Error::Run(format!("graph {graph}: {m}"));
+    let base = user_dir();
+    make_private(&base).map_err(err)?;
+    make_private(&base.join("locks")).map_err(err)?;
+    let busy = |got: Option<String>| {
+        let got = got.unwrap_or_default();
+        let mut l = got.lines();
+        let pid = l.next().unwrap_or("?").trim().to_string();
+        let from = l.next().unwrap_or("(not yet written)").to_string();
+        Error::Run(format!(
+            "graph {graph}: host {host} of this graph already runs on this host from run directory {from} (supervisor pid {pid}, lock {}); a second run would use the same addresses and take its messages: stop that one first, or give this graph another name",
+            path.display()
+        ))
+    };
+    let body = format!("{}\n{}\n", std::process::id(), dir.display());
+    take_lock(&path, graph, &body, &busy)
 }
 
 /// The shm channel names and ipc socket paths the processes of `host` bind.

@@ -81,34 +81,52 @@ impl Rates {
     }
 }
 
-/// Write `v` to `path` atomically.
+/// Write `v` to `path` atomically, never through a link (see
+/// [`ptmp::files::write_replace`]).
 pub fn write_atomic(path: &Path, v: &Value) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(v).unwrap_or_default())?;
-    std::fs::rename(&tmp, path)
+    ptmp::files::write_replace(path, &serde_json::to_vec_pretty(v).unwrap_or_default())
 }
 
-/// Every status file in the run directory, sorted by process name.
+/// The status file `path`, when it is there and readable (see
+/// [`crate::rundir::read`]; never waits).
+pub fn read_one(path: &Path) -> Option<Value> {
+    crate::rundir::read_json(path, crate::rundir::STATUS_LIMIT)
+        .ok()
+        .flatten()
+}
+
+/// Every status file in the run directory, sorted by process name; a file
+/// that cannot be read (see [`read_all_noting`]) is left out.
 pub fn read_all(run_dir: &Path) -> Vec<Value> {
+    read_all_noting(run_dir).0
+}
+
+/// Every status file in the run directory, sorted by process name, and
+/// what is wrong with those that could not be read (a FIFO, a link, too
+/// big, not JSON), each naming its file. No read waits.
+pub fn read_all_noting(run_dir: &Path) -> (Vec<Value>, Vec<String>) {
     let mut out: Vec<(String, Value)> = Vec::new();
+    let mut bad = Vec::new();
     let Ok(rd) = std::fs::read_dir(status_dir(run_dir)) else {
-        return vec![];
+        return (vec![], vec![]);
     };
     for e in rd.flatten() {
         let p = e.path();
         if p.extension().and_then(|x| x.to_str()) != Some("json") {
             continue;
         }
-        if let Some(v) = std::fs::read(&p)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        {
-            let name = v["process"].as_str().unwrap_or("").to_string();
-            out.push((name, v));
+        match crate::rundir::read_json(&p, crate::rundir::STATUS_LIMIT) {
+            Ok(Some(v)) => {
+                let name = v["process"].as_str().unwrap_or("").to_string();
+                out.push((name, v));
+            }
+            // Replaced between the listing and the read.
+            Ok(None) => {}
+            Err(e) => bad.push(e),
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    out.into_iter().map(|(_, v)| v).collect()
+    (out.into_iter().map(|(_, v)| v).collect(), bad)
 }
 
 /// A table of every node's counts and rates.
@@ -290,7 +308,7 @@ pub fn write_processes(run_dir: &Path, procs: &[ProcessState]) -> std::io::Resul
 /// The supervisor's view of its processes, if it wrote one:
 /// `{"supervisor_pid": N, "processes": [{name, pid, state, restarts}]}`.
 pub fn read_processes(run_dir: &Path) -> Option<Value> {
-    std::fs::read(processes_file(run_dir))
+    crate::rundir::read_json(&processes_file(run_dir), crate::rundir::STATUS_LIMIT)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+        .flatten()
 }

@@ -183,10 +183,10 @@ pub fn run_telling(
     let run_err = |what: &str, e: std::io::Error| Error::Run(format!("graph {gname}: {what}: {e}"));
     let dir = plan.run_dir.clone();
     let dir = &dir;
-    std::fs::create_dir_all(status::status_dir(dir))
-        .map_err(|e| run_err(&format!("run dir {}", dir.display()), e))?;
-    // The lock first: a supervisor refused here has touched nothing.
+    crate::rundir::prepare(dir, &g.name)?;
+    // The locks first: a supervisor refused here has touched nothing.
     let lock = crate::rundir::lock(dir, &g.name)?;
+    let _graph_lock = crate::rundir::lock_graph(&g.name, &g.hosts[host].name, dir)?;
     for s in crate::rundir::clear_leftovers(&g, &plan, host, lock.stale, opts.stop_timeout) {
         let _ = writeln!(log, "graph {}: {s}", g.name);
     }
@@ -387,12 +387,10 @@ fn write_plan(
         config: plan.configs[i].clone(),
     };
     let path = plan.run_dir.join(format!("plan-{}.json", p.name));
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(&pp.to_json()).unwrap_or_default(),
+    ptmp::files::write_replace(
+        &path,
+        &serde_json::to_vec_pretty(&pp.to_json()).unwrap_or_default(),
     )
-    .and_then(|()| std::fs::rename(&tmp, &path))
     .map_err(|e| (format!("write {}", path.display()), e))?;
     Ok(path)
 }
@@ -418,10 +416,8 @@ fn start_ready(
     let t = Instant::now();
     let sfile = status::status_file(dir, &p.name);
     while t.elapsed() < READY_WAIT && !stop() {
-        let ready = std::fs::read(&sfile)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| v["pid"].as_u64() == Some(c.id() as u64));
+        let ready =
+            status::read_one(&sfile).is_some_and(|v| v["pid"].as_u64() == Some(c.id() as u64));
         if ready || c.try_wait().ok().flatten().is_some() {
             break;
         }
@@ -490,10 +486,7 @@ fn wait_quiet(dir: &Path, processes: &[&str], limit: Duration) {
     while t.elapsed() < limit {
         let mut all = true;
         for (k, name) in processes.iter().enumerate() {
-            let st: Option<serde_json::Value> = std::fs::read(status::status_file(dir, name))
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok());
-            let Some(st) = st else {
+            let Some(st) = status::read_one(&status::status_file(dir, name)) else {
                 continue;
             };
             let n: u64 = st["nodes"]
@@ -545,9 +538,9 @@ impl Held {
     fn ask(&mut self, name: &str, pid: i32) {
         let f = crate::part::hold_file(&self.dir, name);
         if let Some(d) = f.parent() {
-            let _ = std::fs::create_dir_all(d);
+            let _ = crate::rundir::make_private(d);
         }
-        let _ = std::fs::write(&f, pid.to_string());
+        let _ = ptmp::files::write_replace(&f, pid.to_string().as_bytes());
         self.procs.push((name.to_string(), pid, false));
     }
 
@@ -584,9 +577,7 @@ impl Held {
 /// Whether process `name`'s status file, written by pid `pid`, says it
 /// holds its outputs.
 fn says_held(dir: &Path, name: &str, pid: i32) -> bool {
-    std::fs::read(status::status_file(dir, name))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    status::read_one(&status::status_file(dir, name))
         .is_some_and(|v| v["pid"].as_i64() == Some(i64::from(pid)) && v["held"] == true)
 }
 

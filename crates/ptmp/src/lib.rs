@@ -43,6 +43,7 @@ pub mod config;
 mod drain;
 pub mod error;
 pub mod fields;
+pub mod files;
 pub mod meter;
 pub mod names;
 pub mod receiver;
