@@ -448,7 +448,7 @@ fn duplicate_name_refused() {
         (&r2, &r1)
     };
     assert_eq!(kept.pid, senior.child.id());
-    let w = junior.expect("withdrawn", Duration::from_secs(10));
+    let w = junior.expect_any(&["withdrawn:"], Duration::from_secs(10));
     assert!(
         w.contains(&kept.address) && w.contains(&refused.address),
         "{w}"

@@ -210,6 +210,9 @@ pub fn an_unsigned_race_ends_nothing() {
         (r2, r1)
     };
     assert_eq!(kept.pid, senior.child.id());
+    // The junior saw the conflict too, and stayed announced.
+    let seen = junior.expect("duplicate kept", Duration::from_secs(10));
+    assert!(seen.ends_with(" announced"), "{seen}");
     let listed = d.resolve("racer", "out", Duration::ZERO).unwrap();
     assert_eq!(listed.pid, senior.child.id());
     assert!(senior.stop().success());

@@ -58,14 +58,30 @@ pub fn role_announce() {
             }
         })
         .collect();
+    let events = d.subscribe();
     match d.announce(&node, &ports) {
         Ok(a) => {
             println!("announced");
             // Until stdin closes: says if the announcement was withdrawn,
-            // and each new count of forged announcements it ignored.
+            // each new count of forged announcements it ignored, and each
+            // duplicate seen with what it did about it (decided before
+            // the event is sent).
             let closed = stdin_closed();
             let (mut withdrawn, mut forged) = (false, 0);
             while closed.try_recv().is_err() {
+                while let Ok(e) = events.try_recv() {
+                    if let Event::Duplicate { kept, refused } = e {
+                        let done = if a.refused().is_some() {
+                            "withdrawn"
+                        } else {
+                            "announced"
+                        };
+                        println!(
+                            "duplicate kept pid {} refused pid {} {done}",
+                            kept.pid, refused.pid
+                        );
+                    }
+                }
                 if let Some(e) = a.refused().filter(|_| !withdrawn) {
                     println!("withdrawn: {e}");
                     withdrawn = true;
