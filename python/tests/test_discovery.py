@@ -112,18 +112,22 @@ def zc_peer(ns, mode, arg, secs):
     return in_ns(ns, [sys.executable, "-c", PEER, mode, json.dumps(arg), str(secs)])
 
 
-def honest_txt(node, port, group="default", pid=4242, secret=None, **over):
+def honest_txt(node, port, group="default", pid=4242, secret=None, instance=None, **over):
     txt = {"v": "1", "node": node, "port": port, "addr": "tcp://127.0.0.1:6000",
            "transport": "tcp", "host": "pyhost", "pid": str(pid),
            "start": str(int(time.time()) - 100), "group": group}
     txt.update(over)
-    return signed(txt, secret) if secret is not None else txt
+    return signed(txt, secret, instance) if secret is not None else txt
 
 
-def signed(txt, secret):
-    """The TXT entries with their signature: HMAC-SHA256 of every entry
-    but sig, sorted by key, as "key=value\n" (an entry without a value
-    as "key=\n")."""
+def signed(txt, secret, instance):
+    """The TXT entries with their signature, version 2: the signature
+    version, the instance name, the addresses announced (zeroconf's
+    127.0.0.1) and the time are added, then HMAC-SHA256 of every entry but
+    sig, sorted by key, as "key=value\n" (an entry without a value as
+    "key=\n")."""
+    txt = txt | {"sv": "2", "inst": instance, "ips": "127.0.0.1",
+                 "t": str(int(time.time()))}
     text = "".join(f"{k}={v or ''}\n" for k, v in sorted(txt.items()))
     return txt | {"sig": hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()}
 
@@ -229,16 +233,18 @@ def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path)
     good = dict(group="exp1", secret=secret)
     hostile = [
         # Bytes that are not UTF-8.
-        {"instance": "h1", "txt": honest_txt("h1", "out", **good) | {"host": "hex:fffe00"}},
+        {"instance": "h1", "txt": honest_txt("h1", "out", instance="h1", **good)
+         | {"host": "hex:fffe00"}},
         # A key with no value, and no node name (signed: only the content is bad).
-        {"instance": "h2", "txt": signed({"v": "1", "group": "exp1", "flag": None}, secret)},
+        {"instance": "h2", "txt": signed({"v": "1", "group": "exp1", "flag": None}, secret, "h2")},
         # Signed with the wrong secret: a forged group membership.
-        {"instance": "h3", "txt": honest_txt("h3", "out", group="exp1", secret=b"guess")},
+        {"instance": "h3", "txt": honest_txt("h3", "out", group="exp1", secret=b"guess",
+                                                instance="h3")},
         # Too big: six fields of 200 bytes.
-        {"instance": "h4", "txt": honest_txt("h4", "out", **good)
+        {"instance": "h4", "txt": honest_txt("h4", "out", instance="h4", **good)
          | {f"pad{i}": "x" * 200 for i in range(6)}},
         # An honest one, signed by the independent implementation.
-        {"instance": "ok", "txt": honest_txt("honest", "out", **good)},
+        {"instance": "ok", "txt": honest_txt("honest", "out", instance="ok", **good)},
     ]
     zc = zc_peer(netns, "announce", hostile, 8)
     try:

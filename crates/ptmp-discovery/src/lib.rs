@@ -5,8 +5,11 @@
 //! Each announced port of a node is one service instance of type
 //! [`SERVICE_TYPE`]. Its TXT record carries the node and port names, the
 //! port's address and transport, the host, pid, start time, the group and
-//! the layout version; with a shared secret, also an HMAC-SHA256 of all of
-//! them (`sig`). A [`Discovery`] browses for the others, keeps the table of
+//! the layout version; with a shared secret, also the instance name, the
+//! host's addresses, the signing time and an HMAC-SHA256 of all of them
+//! (`sig`), signed again while it runs, so that a captured announcement
+//! can be neither altered, nor replayed under another name or address, nor
+//! long after. A [`Discovery`] browses for the others, keeps the table of
 //! who is present, sends [`Event`]s when a peer joins or leaves, resolves
 //! a node's port by name, and announces ports of its own.
 //!
@@ -57,14 +60,15 @@
 
 mod named;
 mod txt;
+mod worker;
 
 pub use named::{install, names_in, parse_name, resolve_config, NameService, NamedReceiver};
 pub use named::{DEFAULT_RESOLVE_TIMEOUT, NAME_SCHEME};
 
 pub use txt::{name_problem, sign, signature_ok, signed_text, MAX_NAME_BYTES, MAX_TXT_BYTES};
-pub use txt::{MAX_FIELD_BYTES, TXT_VERSION};
+pub use txt::{seal, MAX_FIELD_BYTES, SIGNATURE_VERSION, TXT_VERSION};
 
-use mdns_sd::{ResolvedService, ServiceDaemon, ServiceEvent, ServiceInfo};
+use mdns_sd::ServiceDaemon;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
@@ -73,6 +77,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use worker::Worker;
 
 /// The DNS-SD service type every ptmp port is announced under.
 pub const SERVICE_TYPE: &str = "_ptmp._tcp.local.";
@@ -126,9 +131,15 @@ pub struct Config {
     /// Only peers of this group are seen, and ours are announced in it: two
     /// experiments on one network use two groups.
     pub group: String,
-    /// With a secret, announcements are signed and only those signed with
-    /// the same secret are accepted (the others are counted as forged).
+    /// With a secret, announcements are signed (with their instance name,
+    /// addresses and signing time) and only those signed with the same
+    /// secret, recently, are accepted (the others are counted as forged).
     pub secret: Option<Vec<u8>>,
+    /// With a secret: how far a signing time may be from the local clock,
+    /// either way, for an announcement to be taken as fresh. Our own are
+    /// signed again every eighth of it; a peer whose last signature is
+    /// older is dropped. It covers the clock difference between hosts too.
+    pub max_age: Duration,
     /// How often each known peer is asked whether it is still there.
     pub liveness: Duration,
     /// How long a peer has to answer before it is dropped as gone.
@@ -148,6 +159,7 @@ impl Default for Config {
         Config {
             group: DEFAULT_GROUP.to_string(),
             secret: None,
+            max_age: Duration::from_secs(120),
             liveness: Duration::from_secs(3),
             liveness_timeout: Duration::from_secs(2),
             settle: Duration::from_millis(1500),
@@ -163,6 +175,13 @@ impl Config {
         self.liveness
             .saturating_add(self.liveness_timeout)
             .saturating_add(Duration::from_secs(1))
+    }
+
+    /// How often our signed announcements are signed again: an eighth of
+    /// [`Config::max_age`], so that a few lost refreshes or a few seconds
+    /// of clock difference do not make them stale.
+    pub fn refresh_period(&self) -> Duration {
+        self.max_age / 8
     }
 }
 
@@ -200,8 +219,12 @@ pub struct Peer {
     pub version: String,
     /// The DNS-SD instance name (unique per announcement).
     pub instance: String,
-    /// The IP addresses multicast DNS resolved for it.
+    /// The IP addresses multicast DNS resolved for it; with a secret, only
+    /// those its signature covers.
     pub ips: Vec<IpAddr>,
+    /// With a secret, when the announcement was signed (seconds since
+    /// 1970, by the announcer's clock); `None` without one.
+    pub signed_at: Option<u64>,
 }
 
 impl Peer {
@@ -264,7 +287,9 @@ pub enum Event {
     /// A peer's port went away (goodbye, or no answer to the liveness check).
     Left(Peer),
     /// Two announcements claim one name: the senior one is kept, the other
-    /// refused (not listed; if it is ours, it is withdrawn).
+    /// refused (not listed; if it is ours, it is withdrawn when the senior
+    /// is signed with the secret since ours began, see
+    /// [`Announcement::refused`]).
     Duplicate {
         /// The one kept.
         kept: Box<Peer>,
@@ -308,11 +333,43 @@ struct Table {
     peers: HashMap<String, Peer>,
     /// Refused duplicates, by instance full name (not listed).
     refused: HashMap<String, Peer>,
-    /// Full names of our own announcements.
-    own: HashSet<String>,
+    /// Our own announcements, by instance full name.
+    own: HashMap<String, Own>,
     /// Our own announcements withdrawn because a senior held the name.
     own_refused: HashMap<String, Error>,
+    /// With a secret: the latest signing time seen of each instance, so
+    /// that an older one (a replay) is refused.
+    last_signed: HashMap<String, u64>,
+    /// Signed instances that left: they come back only signed anew.
+    gone: HashSet<String>,
     subscribers: Vec<mpsc::Sender<Event>>,
+}
+
+/// One of our announced ports, as needed to sign it again.
+struct Own {
+    /// The full name as registered (a `.` in the instance written `\.`).
+    registered: String,
+    /// The instance name, `NODE/PORT#TAG`.
+    label: String,
+    /// The multicast DNS host name of the announcing process.
+    host: String,
+    /// The layout's fields, unsigned.
+    fields: BTreeMap<String, String>,
+    /// With a secret, the signing time of its first announcement: a rival
+    /// claim must be signed at or after it to make it give way.
+    first_signed: Option<u64>,
+    /// Withdrawn because a live senior holds the name.
+    withdrawn: bool,
+}
+
+/// The instance full names this process announces (all its
+/// [`Discovery`]s): a record of this process under any other name is a
+/// replay of one of ours.
+fn own_instances() -> MutexGuard<'static, HashSet<String>> {
+    static OWN: std::sync::OnceLock<Mutex<HashSet<String>>> = std::sync::OnceLock::new();
+    OWN.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
 }
 
 struct Shared {
@@ -367,6 +424,16 @@ impl Discovery {
                     "{what} {d:?}: give more than zero and at most an hour"
                 )));
             }
+        }
+        // Signing times are whole seconds, and refreshed every eighth: at
+        // least every 3 s, so that a refresh (multicast DNS sends a record
+        // at most once a second) never hides the answers to two liveness
+        // queries in a row.
+        if config.max_age < Duration::from_secs(24) || config.max_age > hour {
+            return Err(Error::Config(format!(
+                "freshness window (max_age) {:?}: give at least 24 s and at most an hour",
+                config.max_age
+            )));
         }
         let daemon = ServiceDaemon::new().map_err(mdns_err)?;
         // IPv4 only: the addresses ptmp announces are IPv4, and one family
@@ -505,10 +572,6 @@ impl Discovery {
             put("pid", pid.to_string());
             put("start", start.to_string());
             put("group", self.config.group.clone());
-            if let Some(secret) = &self.config.secret {
-                let sig = sign(secret, &fields);
-                fields.insert("sig".into(), sig);
-            }
             infos.push((spec, fields));
         }
         // Listen long enough to have heard the peers already present.
@@ -570,14 +633,23 @@ impl Discovery {
             fullnames: Vec::new(),
         };
         for (spec, fields) in infos {
-            let instance = format!("{node}/{}#{tag}", spec.name);
-            let props: Vec<(String, String)> = fields.into_iter().collect();
-            let info = ServiceInfo::new(SERVICE_TYPE, &instance, &mdns_host, "", 0, &props[..])
-                .map_err(mdns_err)?
-                .enable_addr_auto();
-            let fullname = info.get_fullname().to_string();
-            self.shared.lock().own.insert(fullname.clone());
-            ann.fullnames.push(fullname);
+            let mut own = Own {
+                registered: String::new(),
+                label: format!("{node}/{}#{tag}", spec.name),
+                host: mdns_host.clone(),
+                fields,
+                first_signed: None,
+                withdrawn: false,
+            };
+            let (info, signed) = worker::service_info(&own, self.config.secret.as_deref(), true)?;
+            own.first_signed = signed;
+            own.registered = info.get_fullname().to_string();
+            let fullname = wire_name(&own.registered);
+            // Known as ours before our own browser can hear it.
+            own_instances().insert(fullname.clone());
+            ann.fullnames.push(fullname.clone());
+            let mut t = self.shared.lock();
+            t.own.insert(fullname, own);
             self.daemon.register(info).map_err(mdns_err)?;
         }
         Ok(ann)
@@ -614,7 +686,10 @@ impl Announcement {
 
     /// `Some(error naming both locations)` when one of these ports was
     /// withdrawn because a senior peer announced the same name at about
-    /// the same time.
+    /// the same time. Only a claim signed with the group's secret, at or
+    /// after our own first signature, makes a port give way; without a
+    /// secret a rival claim is reported ([`Event::Duplicate`]) but ends
+    /// nothing.
     pub fn refused(&self) -> Option<String> {
         let t = self.shared.lock();
         self.fullnames
@@ -627,240 +702,19 @@ impl Drop for Announcement {
     fn drop(&mut self) {
         let mut waits = Vec::new();
         for f in &self.fullnames {
-            self.shared.lock().own.remove(f);
-            if let Ok(w) = self.daemon.unregister(f) {
-                waits.push(w);
+            // Under the lock, so that no refresh re-registers it after.
+            let mut t = self.shared.lock();
+            if let Some(own) = t.own.remove(f) {
+                if let Ok(w) = self.daemon.unregister(&own.registered) {
+                    waits.push(w);
+                }
             }
+            drop(t);
+            own_instances().remove(f);
         }
         for w in waits {
             let _ = w.recv_timeout(Duration::from_secs(1));
         }
-    }
-}
-
-struct Worker {
-    daemon: ServiceDaemon,
-    shared: Arc<Shared>,
-    config: Config,
-}
-
-/// Why an announcement was ignored.
-enum Reject {
-    Malformed,
-    Forged,
-    Oversized,
-    OtherGroup,
-}
-
-impl Worker {
-    fn run(self, mut events: mdns_sd::Receiver<ServiceEvent>) {
-        let mut next_check = after(self.config.liveness);
-        while !self.shared.stop.load(Ordering::Relaxed) {
-            match events.recv_timeout(Duration::from_millis(200)) {
-                Ok(ServiceEvent::ServiceResolved(s)) => self.resolved(&s),
-                Ok(ServiceEvent::ServiceRemoved(_, fullname)) => self.removed(&fullname),
-                Ok(_) => {}
-                Err(mdns_sd::RecvTimeoutError::Timeout) => {}
-                Err(mdns_sd::RecvTimeoutError::Disconnected) => {
-                    // The daemon ends a subscription whose channel filled
-                    // up (a burst of announcements): browse again rather
-                    // than go deaf. If the daemon itself is gone, wait and
-                    // retry until told to stop.
-                    match self.daemon.browse(SERVICE_TYPE) {
-                        Ok(fresh) => events = fresh,
-                        Err(_) => std::thread::sleep(Duration::from_millis(500)),
-                    }
-                }
-            }
-            if Instant::now() >= next_check {
-                next_check = after(self.config.liveness);
-                // RFC 6762 section 10.4: ask again, and flush what does not
-                // answer in time (the daemon then reports it removed).
-                let names: Vec<String> = {
-                    let t = self.shared.lock();
-                    t.peers.keys().chain(t.refused.keys()).cloned().collect()
-                };
-                for n in names {
-                    let _ = self.daemon.verify(n, self.config.liveness_timeout);
-                }
-            }
-        }
-    }
-
-    fn count(&self, r: Reject) {
-        let c = &self.shared.counters;
-        match r {
-            Reject::Malformed => &c.malformed,
-            Reject::Forged => &c.forged,
-            Reject::Oversized => &c.oversized,
-            Reject::OtherGroup => &c.other_group,
-        }
-        .fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn resolved(&self, s: &ResolvedService) {
-        let peer = match self.read(s) {
-            Ok(p) => p,
-            Err(r) => {
-                // A bad update of an instance already listed is ignored
-                // like any other: the listed one stays, so a forger cannot
-                // evict a genuine peer by reusing its instance name.
-                self.count(r);
-                return;
-            }
-        };
-        let mut t = self.shared.lock();
-        let t = &mut *t;
-        if let Some(old) = t.peers.get(&peer.instance) {
-            if old.name() == peer.name() {
-                // A refresh of one already listed (addresses may change).
-                t.peers.insert(peer.instance.clone(), peer);
-                return;
-            }
-            let old = t.peers.remove(&peer.instance).unwrap_or(peer.clone());
-            publish(t, &Event::Left(old));
-        }
-        if t.refused.contains_key(&peer.instance) {
-            t.refused.insert(peer.instance.clone(), peer);
-            return;
-        }
-        if t.peers.len() + t.refused.len() >= self.config.max_peers {
-            self.shared
-                .counters
-                .table_full
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        let holder = t.peers.values().find(|p| p.name() == peer.name()).cloned();
-        match holder {
-            Some(kept) if kept.senior_to(&peer) => {
-                self.refuse(t, kept, peer);
-            }
-            Some(junior) => {
-                t.peers.remove(&junior.instance);
-                publish(t, &Event::Left(junior.clone()));
-                t.peers.insert(peer.instance.clone(), peer.clone());
-                publish(t, &Event::Joined(peer.clone()));
-                self.refuse(t, peer, junior);
-            }
-            None => {
-                t.peers.insert(peer.instance.clone(), peer.clone());
-                publish(t, &Event::Joined(peer));
-            }
-        }
-        self.shared.changed.notify_all();
-    }
-
-    fn refuse(&self, t: &mut Table, kept: Peer, refused: Peer) {
-        self.shared
-            .counters
-            .duplicates
-            .fetch_add(1, Ordering::Relaxed);
-        if t.own.contains(&refused.instance) {
-            // Ours is the newcomer: withdraw it.
-            let _ = self.daemon.unregister(&refused.instance);
-            t.own_refused.insert(
-                refused.instance.clone(),
-                Error::Duplicate {
-                    name: refused.name(),
-                    existing: kept.location(),
-                    ours: refused.location(),
-                },
-            );
-        }
-        t.refused.insert(refused.instance.clone(), refused.clone());
-        publish(
-            t,
-            &Event::Duplicate {
-                kept: Box::new(kept),
-                refused: Box::new(refused),
-            },
-        );
-    }
-
-    fn removed(&self, fullname: &str) {
-        let mut t = self.shared.lock();
-        let t = &mut *t;
-        t.refused.remove(fullname);
-        if let Some(p) = t.peers.remove(fullname) {
-            publish(t, &Event::Left(p.clone()));
-            // A newcomer refused while the holder was still listed (a node
-            // killed and started again elsewhere before its death was
-            // noticed here) gets the name now: the most senior one that is
-            // not ours (ours were withdrawn when refused).
-            let next = t
-                .refused
-                .values()
-                .filter(|r| r.name() == p.name() && !t.own.contains(&r.instance))
-                .min_by(|a, b| (a.start, &a.instance).cmp(&(b.start, &b.instance)))
-                .cloned();
-            if let Some(n) = next {
-                t.refused.remove(&n.instance);
-                t.peers.insert(n.instance.clone(), n.clone());
-                publish(t, &Event::Joined(n));
-            }
-            self.shared.changed.notify_all();
-        }
-    }
-
-    /// Reads and checks one announcement.
-    fn read(&self, s: &ResolvedService) -> std::result::Result<Peer, Reject> {
-        let mut size = 0;
-        let mut fields = BTreeMap::new();
-        for p in s.txt_properties.iter() {
-            let val = p.val().unwrap_or(&[]);
-            size += 2 + p.key().len() + val.len();
-            if val.len() > MAX_FIELD_BYTES {
-                return Err(Reject::Oversized);
-            }
-            let Ok(v) = std::str::from_utf8(val) else {
-                return Err(Reject::Malformed);
-            };
-            fields.insert(p.key().to_ascii_lowercase(), v.to_string());
-        }
-        if size > MAX_TXT_BYTES {
-            return Err(Reject::Oversized);
-        }
-        let get = |k: &str| fields.get(k).cloned().ok_or(Reject::Malformed);
-        if get("v")? != TXT_VERSION {
-            return Err(Reject::Malformed);
-        }
-        let group = get("group")?;
-        if group != self.config.group {
-            return Err(Reject::OtherGroup);
-        }
-        if let Some(secret) = &self.config.secret {
-            if !signature_ok(secret, &fields) {
-                return Err(Reject::Forged);
-            }
-        }
-        let node = get("node")?;
-        let port = get("port")?;
-        if name_problem("node", &node).is_some() || name_problem("port", &port).is_some() {
-            return Err(Reject::Malformed);
-        }
-        let address = get("addr")?;
-        let transport = get("transport")?;
-        if address.split_once("://").map(|(t, _)| t) != Some(transport.as_str()) {
-            return Err(Reject::Malformed);
-        }
-        let pid = get("pid")?.parse().map_err(|_| Reject::Malformed)?;
-        let start = get("start")?.parse().map_err(|_| Reject::Malformed)?;
-        let mut ips: Vec<IpAddr> = s.addresses.iter().map(|a| a.to_ip_addr()).collect();
-        ips.sort();
-        Ok(Peer {
-            node,
-            port,
-            address,
-            transport,
-            host: get("host")?,
-            pid,
-            start,
-            group,
-            version: TXT_VERSION.to_string(),
-            instance: s.fullname.clone(),
-            ips,
-        })
     }
 }
 
@@ -872,6 +726,29 @@ pub(crate) fn after(d: Duration) -> Instant {
     now.checked_add(d)
         .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86400)))
         .unwrap_or(now)
+}
+
+/// A full name as multicast DNS carries it and reports it when heard: the
+/// instance label with its `.` as is (a full name given to the daemon
+/// writes it `\.`).
+fn wire_name(fullname: &str) -> String {
+    let mut out = String::with_capacity(fullname.len());
+    let mut chars = fullname.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The local clock, seconds since 1970.
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// This process's start time, seconds since 1970 (read once: the first
@@ -927,6 +804,7 @@ mod tests {
             version: TXT_VERSION.into(),
             instance: "i".into(),
             ips: ips.iter().map(|s| s.parse().unwrap()).collect(),
+            signed_at: None,
         }
     }
 

@@ -8,189 +8,18 @@
 //! `PTMP_DISC_ROLE` set it is one of the processes a test starts. Needs
 //! root and `ip` (iproute2); without them the tests are skipped with a note.
 
-use ptmp_discovery::{sign, Config, Discovery, Event, NamedReceiver, PortSpec, SERVICE_TYPE};
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use ptmp_discovery::{Config, Discovery, Event, NamedReceiver, SERVICE_TYPE};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-// ---------------------------------------------------------------- roles
+#[path = "presence/replay.rs"]
+mod replay;
 
-fn config_from_env() -> Config {
-    let mut c = Config::default();
-    if let Ok(g) = std::env::var("GROUP") {
-        c.group = g;
-    }
-    if let Ok(s) = std::env::var("SECRET") {
-        c.secret = Some(s.into_bytes());
-    }
-    if let Ok(s) = std::env::var("SETTLE_MS") {
-        c.settle = Duration::from_millis(s.parse().unwrap());
-    }
-    c
-}
-
-fn wait_stdin_closed() {
-    let mut buf = [0u8; 64];
-    while std::io::stdin()
-        .read(&mut buf)
-        .map(|n| n > 0)
-        .unwrap_or(false)
-    {}
-}
-
-/// Announces NODE's PORTS (`name=address,...`) until stdin closes.
-fn role_announce() {
-    let d = Discovery::start(config_from_env()).unwrap();
-    let node = std::env::var("NODE").unwrap();
-    let ports: Vec<PortSpec> = std::env::var("PORTS")
-        .unwrap()
-        .split(',')
-        .map(|p| {
-            let (n, a) = p.split_once('=').unwrap();
-            PortSpec {
-                name: n.into(),
-                address: a.into(),
-            }
-        })
-        .collect();
-    match d.announce(&node, &ports) {
-        Ok(a) => {
-            println!("announced");
-            if std::env::var("WATCH_REFUSAL").is_ok() {
-                let t0 = Instant::now();
-                while t0.elapsed() < Duration::from_secs(8) {
-                    if let Some(e) = a.refused() {
-                        println!("withdrawn: {e}");
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            }
-            wait_stdin_closed();
-            drop(a);
-        }
-        Err(e) => {
-            println!("refused: {e}");
-            std::process::exit(3);
-        }
-    }
-}
-
-/// Registers one `_ptmp._tcp` instance with exactly the TXT entries in
-/// TXT (`k=v;k=v`), signed with SIGN_WITH if set, straight through
-/// multicast DNS: what a hostile or broken peer could send.
-fn role_raw() {
-    let daemon = mdns_sd::ServiceDaemon::new().unwrap();
-    daemon.disable_interface(mdns_sd::IfKind::IPv6).unwrap();
-    let mut fields: BTreeMap<String, String> = std::env::var("TXT")
-        .unwrap()
-        .split(';')
-        .filter(|s| !s.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap();
-            (k.to_string(), v.to_string())
-        })
-        .collect();
-    if let Ok(big) = std::env::var("PAD") {
-        // Several fields under 255 bytes each, too many bytes in all.
-        for i in 0..big.parse::<usize>().unwrap() {
-            fields.insert(format!("pad{i}"), "x".repeat(190));
-        }
-    }
-    if let Ok(s) = std::env::var("SIGN_WITH") {
-        let sig = sign(s.as_bytes(), &fields);
-        fields.insert("sig".into(), sig);
-    }
-    let props: Vec<(String, String)> = fields.into_iter().collect();
-    let instance = std::env::var("INSTANCE").unwrap();
-    let info = mdns_sd::ServiceInfo::new(
-        SERVICE_TYPE,
-        &instance,
-        &format!("raw-{}.local.", std::process::id()),
-        "",
-        0,
-        &props[..],
-    )
-    .unwrap()
-    .enable_addr_auto();
-    let mut info = info;
-    if std::env::var("NOPROBE").is_ok() {
-        info.set_requires_probe(false);
-    }
-    daemon.register(info).unwrap();
-    println!("registered");
-    wait_stdin_closed();
-}
-
-/// Sends numbered TPSets (from FIRST on, one every 20 ms) from a PUSH
-/// socket bound on 127.0.0.1:TCP, announced as NODE's port `out`.
-fn role_sendann() {
-    let d = Discovery::start(config_from_env()).unwrap();
-    let node = std::env::var("NODE").unwrap();
-    let addr = format!("tcp://127.0.0.1:{}", std::env::var("TCP").unwrap());
-    let cfg =
-        ptmp::SocketConfig::new(ptmp::SocketType::Push, ptmp::Attach::Bind, &[&addr]).unwrap();
-    let mut tx = ptmp::Sender::new(cfg).unwrap();
-    let _a = d
-        .announce(
-            &node,
-            &[PortSpec {
-                name: "out".into(),
-                address: addr,
-            }],
-        )
-        .unwrap();
-    println!("announced");
-    let first: u32 = std::env::var("FIRST").unwrap().parse().unwrap();
-    for i in first.. {
-        let t = ptmp::TPSet {
-            count: i,
-            ..Default::default()
-        };
-        tx.send(&t).unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Prints events and counter changes, one a line, until stdin closes.
-fn role_watch() {
-    let d = Discovery::start(config_from_env()).unwrap();
-    let rx = d.subscribe();
-    println!("watching");
-    let (done_tx, done_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        wait_stdin_closed();
-        let _ = done_tx.send(());
-    });
-    while done_rx.try_recv().is_err() {
-        if let Ok(e) = rx.recv_timeout(Duration::from_millis(100)) {
-            println!("{}", describe(&e));
-        }
-    }
-}
-
-fn describe(e: &Event) -> String {
-    match e {
-        Event::Joined(p) => format!(
-            "joined {} {} pid {} ips {:?}",
-            p.name(),
-            p.endpoint(),
-            p.pid,
-            p.ips
-        ),
-        Event::Left(p) => format!("left {} pid {}", p.name(), p.pid),
-        Event::Duplicate { kept, refused } => {
-            format!(
-                "duplicate {} kept pid {} refused pid {}",
-                kept.name(),
-                kept.pid,
-                refused.pid
-            )
-        }
-    }
-}
+#[path = "presence/roles.rs"]
+mod roles;
+use roles::{role_announce, role_raw, role_sendann, role_watch};
 
 // ---------------------------------------------------------------- helpers
 
@@ -241,6 +70,19 @@ impl Proc {
                 Ok(l) if l.contains(what) => return l,
                 Ok(_) => {}
                 Err(_) => panic!("no line with {what:?} within {limit:?}"),
+            }
+        }
+    }
+
+    /// The first line that starts with one of `what`, within `limit`.
+    fn expect_any(&self, what: &[&str], limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if what.iter().any(|w| l.starts_with(w)) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("no line starting with any of {what:?} within {limit:?}"),
             }
         }
     }
@@ -442,6 +284,19 @@ fn hostile_announcements_counted_and_ignored() {
         ),
         // Signed with another secret.
         ("f1", good.to_string(), vec![("SIGN_WITH", "guess")]),
+        // Signed with the secret an hour ago: a replay of an old one.
+        (
+            "f3",
+            good.to_string(),
+            vec![("SIGN_WITH", secret), ("AGE_S", "3600")],
+        ),
+        // Signed the way ptmp did before signatures had a version (and
+        // covered neither the instance, the addresses nor the time).
+        (
+            "f4",
+            good.to_string(),
+            vec![("SIGN_WITH", secret), ("OLD_SIGNATURE", "1")],
+        ),
         // Not signed at all.
         ("f2", good.to_string(), vec![]),
         // Over 1024 bytes of TXT in fields of 190 bytes.
@@ -481,7 +336,7 @@ fn hostile_announcements_counted_and_ignored() {
     };
     let deadline = Instant::now() + Duration::from_secs(8);
     let want = |c: ptmp_discovery::Counters| {
-        c.malformed >= 3 && c.forged >= 2 && c.oversized >= 1 && c.other_group >= 1
+        c.malformed >= 3 && c.forged >= 4 && c.oversized >= 1 && c.other_group >= 1
     };
     while !want(d.counters()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
@@ -553,13 +408,22 @@ fn duplicate_name_refused() {
     );
     assert_eq!(second.child.wait().unwrap().code(), Some(3));
 
-    // A race: both skip the listening time and announce at once.
+    // A race: both skip the listening time and announce at once. With the
+    // group's secret, the junior, shown the senior alive, withdraws.
+    let d = Discovery::start(Config {
+        secret: Some(b"s3cret".to_vec()),
+        max_age: Duration::from_secs(24),
+        ..Config::default()
+    })
+    .unwrap();
+    let rx = d.subscribe();
     let env = |port: &'static str| {
         vec![
             ("NODE", "racer"),
             ("PORTS", port),
             ("SETTLE_MS", "0"),
-            ("WATCH_REFUSAL", "1"),
+            ("SECRET", "s3cret"),
+            ("MAX_AGE_S", "24"),
         ]
     };
     let r1 = Proc::start(None, "announce", &env("out=tcp://*:7007"));
@@ -584,7 +448,7 @@ fn duplicate_name_refused() {
         (&r2, &r1)
     };
     assert_eq!(kept.pid, senior.child.id());
-    let w = junior.expect("withdrawn", Duration::from_secs(10));
+    let w = junior.expect_any(&["withdrawn:"], Duration::from_secs(10));
     assert!(
         w.contains(&kept.address) && w.contains(&refused.address),
         "{w}"
@@ -812,6 +676,22 @@ const TESTS: &[(&str, fn())] = &[
         hostile_announcements_counted_and_ignored,
     ),
     ("duplicate_name_refused", duplicate_name_refused),
+    (
+        "a_replayed_announcement_cannot_take_a_name",
+        replay::a_replayed_announcement_cannot_take_a_name,
+    ),
+    (
+        "a_replayed_twin_ends_nothing",
+        replay::a_replayed_twin_ends_nothing,
+    ),
+    (
+        "an_unsigned_race_ends_nothing",
+        replay::an_unsigned_race_ends_nothing,
+    ),
+    (
+        "signed_announcements_stay_fresh",
+        replay::signed_announcements_stay_fresh,
+    ),
     (
         "connect_by_name_follows_a_moved_peer",
         connect_by_name_follows_a_moved_peer,
