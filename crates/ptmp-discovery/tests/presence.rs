@@ -6,7 +6,8 @@
 //! This binary is its own test runner (no libtest harness): run plainly it
 //! runs each test in a namespace by re-executing itself there; with
 //! `PTMP_DISC_ROLE` set it is one of the processes a test starts. Needs
-//! root and `ip` (iproute2); without them the tests are skipped with a note.
+//! root and `ip` (iproute2); without them the tests fail, naming them, unless
+//! `PTMP_ALLOW_MISSING_PARTS=1`.
 
 use ptmp_discovery::{Config, Discovery, Event, NamedReceiver, SERVICE_TYPE};
 use std::io::{BufRead, BufReader, Write};
@@ -732,7 +733,14 @@ fn main() {
     let exe = std::env::current_exe().unwrap();
     for (name, _) in TESTS.iter().filter(|(n, _)| selected(n)) {
         let Some(ns) = Netns::new("t") else {
-            println!("test {name} ... skipped: cannot make a network namespace (needs root and iproute2)");
+            // A missing real part fails the run unless this run opted out
+            // (the rule of tests/support/missing_part.rs).
+            if std::env::var("PTMP_ALLOW_MISSING_PARTS").as_deref() == Ok("1") {
+                println!("test {name} ... skipped: cannot make a network namespace (needs root and iproute2)");
+            } else {
+                println!("test {name} ... FAILED: cannot make a network namespace (needs root and iproute2; PTMP_ALLOW_MISSING_PARTS=1 skips)");
+                failed.push(*name);
+            }
             continue;
         };
         let t = Instant::now();
