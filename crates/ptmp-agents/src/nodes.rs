@@ -22,7 +22,10 @@
 //!   received: the butterfly's receive_replies.
 //!   With `dedup` true, a set whose (`detid`, `count`) already arrived is
 //!   dropped (see [`crate::seen`]), and the report says how many were
-//!   dropped and how many numbers are missing.
+//!   dropped and how many numbers are missing, unless `share` is true: the
+//!   node gets a share of its streams dealt out round-robin among several
+//!   receivers (a graph sets it), so numbers it never sees went to its
+//!   siblings and are not counted as missing.
 //! * `worker`: forwards each message from `input` to `output` after a
 //!   simulated piece of work: `work_us` microseconds (default 0) spent
 //!   `wait`ing, either `"sleep"` (the default; the thread sleeps, as the
@@ -122,6 +125,9 @@ pub struct SinkConfig {
     pub append: bool,
     /// Drop sets whose (`detid`, `count`) already arrived.
     pub dedup: bool,
+    /// Its streams are dealt out among several receivers: numbers it never
+    /// sees are not missing.
+    pub share: bool,
 }
 
 impl SinkConfig {
@@ -148,6 +154,7 @@ impl SinkConfig {
             ofile,
             append: c.bool_or("append", false)?,
             dedup: c.bool_or("dedup", false)?,
+            share: c.bool_or("share", false)?,
         })
     }
 }
@@ -165,6 +172,9 @@ pub struct WorkerConfig {
     pub spin: bool,
     /// Forward no set whose (`detid`, `count`) already arrived.
     pub dedup: bool,
+    /// Its streams are dealt out among several receivers (see
+    /// [`SinkConfig::share`]).
+    pub share: bool,
 }
 
 impl WorkerConfig {
@@ -173,6 +183,7 @@ impl WorkerConfig {
         let input = c.req_socket("input")?;
         let output = c.req_socket("output")?;
         let dedup = c.bool_or("dedup", false)?;
+        let share = c.bool_or("share", false)?;
         if proxy {
             return Ok(WorkerConfig {
                 input,
@@ -180,6 +191,7 @@ impl WorkerConfig {
                 work: Duration::ZERO,
                 spin: false,
                 dedup,
+                share,
             });
         }
         let work_us = c.num_or("work_us", 0.0, 0.0, 3.6e9)?;
@@ -190,6 +202,7 @@ impl WorkerConfig {
             work: Duration::from_secs_f64(work_us / 1e6),
             spin,
             dedup,
+            share,
         })
     }
 }
@@ -521,9 +534,10 @@ impl Agent for SinkAgent {
         let mut r = Report::new(&self.name, "sink").count("received", n);
         r.lines.append(&mut self.notes);
         if let Some(s) = &seen {
-            r = r
-                .count("repeats_dropped", s.dropped)
-                .count("missing", s.missing());
+            r = r.count("repeats_dropped", s.dropped);
+            if !self.c.share {
+                r = r.count("missing", s.missing());
+            }
         }
         if let Some(t) = first {
             r.counters
@@ -617,9 +631,10 @@ impl Agent for WorkerAgent {
             .count("forwarded", n - unsent)
             .count("unsent_at_stop", unsent);
         if let Some(s) = &seen {
-            r = r
-                .count("repeats_dropped", dropped)
-                .count("missing", s.missing());
+            r = r.count("repeats_dropped", dropped);
+            if !self.c.share {
+                r = r.count("missing", s.missing());
+            }
         }
         if !self.c.work.is_zero() {
             r.counters.push(("work_us".into(), busy.as_micros() as u64));

@@ -309,6 +309,18 @@ impl Plan {
         }
         // Each node's data with its sockets.
         let counted = counted_streams(g);
+        // Nodes fed by a pushpull edge that deals sets out among several
+        // receivers.
+        let mut shared = vec![false; g.nodes.len()];
+        for e in g
+            .edges
+            .iter()
+            .filter(|e| e.pattern == Pattern::PushPull && e.to.len() > 1)
+        {
+            for t in &e.to {
+                shared[t.node] = true;
+            }
+        }
         let mut configs = Vec::new();
         let mut finite = Vec::new();
         let plugins = Plugins::load(&g.plugins).map_err(|e| err(e.to_string()))?;
@@ -339,6 +351,11 @@ impl Plan {
                 }
                 if counted[k] && matches!(node.kind, Kind::Worker | Kind::Proxy | Kind::Sink) {
                     data.entry("dedup").or_insert(json!(true));
+                    // A round-robin share: numbers it never sees went to a
+                    // sibling, and are not reported as missing.
+                    if shared[k] {
+                        data.entry("share").or_insert(json!(true));
+                    }
                 }
                 if let Some(f) = data.get("ofile").and_then(Value::as_str) {
                     output_file_problem(Path::new(f)).map_or(Ok(()), |why| {

@@ -339,6 +339,7 @@ fn runner_set(
         let reason = match k.as_str() {
             "dedup" => dedup_reason(old, new),
             "streams" => "the number of senders into its input changed".to_string(),
+            "share" => "whether its input is dealt out among several receivers changed".to_string(),
             _ => "its edges changed".to_string(),
         };
         why.push(format!(

@@ -503,6 +503,19 @@ fn only_receivers_of_uniquely_numbered_streams_drop_repeats() {
         ]
     });
     let g = Graph::parse(&v, "x").unwrap();
+    // The workers get shares, so gaps in their numbers are not losses; the
+    // sink gets every set again.
+    let p = Plan::make(&g, Path::new("/tmp/x")).unwrap();
+    let share = |name: &str| {
+        let c = p
+            .configs
+            .iter()
+            .flat_map(|c| c["proxies"].as_array().unwrap().iter());
+        let node: Vec<_> = c.filter(|x| x["name"] == name).collect();
+        node[0]["data"]["share"].clone()
+    };
+    assert_eq!((share("w1"), share("w2")), (json!(true), json!(true)));
+    assert_eq!(share("snk"), Value::Null);
     assert_eq!(crate::plan::counted_streams(&g), vec![true; 4]);
     assert_eq!(
         crate::plan::whole_streams(&g),
