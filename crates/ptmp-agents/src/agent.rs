@@ -30,6 +30,9 @@ pub struct Ctl {
     /// Messages the agent has taken in and sent out so far, readable while
     /// it runs (the graph runner's per-node counts and rates).
     pub counts: Arc<Counts>,
+    /// The per-period figures of the agent's `metrics`, when configured
+    /// (fed by the reads and writes of [`crate::io`]).
+    pub meter: Option<Arc<crate::metrics::Meter>>,
 }
 
 /// Live message counters of one agent. An increment is a plain load and
@@ -71,6 +74,31 @@ impl Ctl {
         Ctl {
             verbose,
             ..Default::default()
+        }
+    }
+    /// A TPSet (or, `None`, another message) taken in: counted, and
+    /// noted for the metrics.
+    #[inline]
+    pub fn took_in(&self, set: Option<&ptmp::TPSet>) {
+        self.counts.add_in();
+        if let Some(m) = &self.meter {
+            m.note_in(set);
+        }
+    }
+    /// A TPSet (or, `None`, another message) sent out: counted, and noted
+    /// for the metrics.
+    #[inline]
+    pub fn sent_out(&self, set: Option<&ptmp::TPSet>) {
+        self.counts.add_out();
+        if let Some(m) = &self.meter {
+            m.note_out(set);
+        }
+    }
+    /// This control (the same stop, hold and counts) feeding `meter` too.
+    pub fn with_meter(&self, meter: Arc<crate::metrics::Meter>) -> Self {
+        Ctl {
+            meter: Some(meter),
+            ..self.clone()
         }
     }
     /// A new, independent control with the same verbosity.

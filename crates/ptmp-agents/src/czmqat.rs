@@ -181,7 +181,7 @@ impl Agent for CatAgent {
                             file_done = true;
                             break;
                         }
-                        ctl.counts.add_in();
+                        ctl.took_in(None);
                         g
                     }
                 };

@@ -18,12 +18,13 @@
 //! time there, in seconds), else the time the message arrived, in seconds.
 //! All lines of one message go out in one write.
 //!
-//! Differences from the C++ code, all in what carbon would store the same
-//! way or could not store at all: paths have no leading dot (PTMP's start
-//! with one, which carbon drops); the timestamp is the `now` above (PTMP's
-//! code divided it by a million once more per nesting level, so carbon got
-//! timestamps near 1970); strings and nulls are skipped and booleans sent as
-//! 1/0 (PTMP sent them as JSON text, which carbon rejects). A message whose
+//! Paths and timestamps are PTMP's: no leading dot, and the timestamp the
+//! `now` of the nearest enclosing object (the link's data second) or else
+//! the arrival second. Differences from the C++ code, all in values carbon
+//! could not store: strings are skipped and booleans sent as 1/0 (PTMP
+//! wrote them as JSON text, `"x"` or `true`, which carbon rejects); nulls are
+//! skipped by both. Numbers are written by serde_json (`1e20` where PTMP's
+//! JSON library writes `1e+20`; carbon reads both). A message whose
 //! first frame is not the JSON type tag is counted (`unsupported`) and
 //! skipped, as PTMP warns and skips it.
 //!
@@ -250,7 +251,7 @@ impl Out {
                 };
                 sock.send_multipart([&id[..], text.as_bytes()], 0)
                     .map_err(zerr(name, "send to carbon"))?;
-                ctl.counts.add_out();
+                ctl.sent_out(None);
                 Ok(true)
             }
         }

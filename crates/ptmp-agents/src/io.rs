@@ -116,7 +116,7 @@ pub fn recv_set(
 ) -> Result<Got> {
     match rx.recv_into(set, Some(wait)) {
         Ok(true) => {
-            ctl.counts.add_in();
+            ctl.took_in(Some(set));
             Ok(Got::Set)
         }
         Ok(false) => {
@@ -124,7 +124,7 @@ pub fn recv_set(
             // a peer that did not move) is delivered, not dropped with it.
             if let Some(mut old) = follow_rx(rx, agent)? {
                 if old.recv_into(set, Some(Duration::ZERO)).unwrap_or(false) {
-                    ctl.counts.add_in();
+                    ctl.took_in(Some(set));
                     return Ok(Got::Set);
                 }
             }
@@ -144,13 +144,13 @@ pub fn recv_set(
 pub fn recv_frames(rx: &mut Receiver, f: &mut ptmp::Frames, ctl: &Ctl, agent: &str) -> Result<Got> {
     match rx.recv_raw_into(f, Some(POLL)) {
         Ok(true) => {
-            ctl.counts.add_in();
+            ctl.took_in(None);
             Ok(Got::Set)
         }
         Ok(false) => {
             if let Some(mut old) = follow_rx(rx, agent)? {
                 if old.recv_raw_into(f, Some(Duration::ZERO)).unwrap_or(false) {
-                    ctl.counts.add_in();
+                    ctl.took_in(None);
                     return Ok(Got::Set);
                 }
             }
@@ -165,12 +165,12 @@ pub fn recv_frames(rx: &mut Receiver, f: &mut ptmp::Frames, ctl: &Ctl, agent: &s
 /// (see [`Ctl::done`]). `Ok(false)`: the agent is stopping and nobody took
 /// the set within [`DRAIN_MAX`](crate::DRAIN_MAX), so it was not sent (callers count it).
 pub fn send_set(tx: &mut Sender, set: &ptmp::TPSet, ctl: &Ctl, agent: &str) -> Result<bool> {
-    send_until_done(tx, ctl, agent, |tx| tx.send_within(set, POLL))
+    send_until_done(tx, ctl, agent, Some(set), |tx| tx.send_within(set, POLL))
 }
 
 /// [`send_set`] for raw frames.
 pub fn send_frames(tx: &mut Sender, f: &ptmp::Frames, ctl: &Ctl, agent: &str) -> Result<bool> {
-    send_until_done(tx, ctl, agent, |tx| tx.send_frames_within(f, POLL))
+    send_until_done(tx, ctl, agent, None, |tx| tx.send_frames_within(f, POLL))
 }
 
 /// Retry `send` (one attempt of at most [`POLL`], `Ok(true)` when sent)
@@ -183,16 +183,24 @@ fn send_until_done(
     tx: &mut Sender,
     ctl: &Ctl,
     agent: &str,
+    set: Option<&ptmp::TPSet>,
     mut send: impl FnMut(&mut Sender) -> ptmp::Result<bool>,
 ) -> Result<bool> {
+    // For the metrics' wait figures: when the first attempt found no room.
+    let mut since: Option<std::time::Instant> = None;
     loop {
         if OUTPUTS_HELD.load(Ordering::Relaxed) {
             wait_while_held(ctl);
         }
+        let start = ctl.meter.as_ref().map(|_| std::time::Instant::now());
         if send(tx).map_err(Error::socket(agent))? {
-            ctl.counts.add_out();
+            ctl.sent_out(set);
+            if let (Some(m), Some(t)) = (&ctl.meter, since) {
+                m.note_wait(t.elapsed());
+            }
             return Ok(true);
         }
+        since = since.or(start);
         if ctl.done(false) {
             return Ok(false);
         }

@@ -3,10 +3,12 @@
 //!
 //! Keys: `filename` (required, the rows file, truncated at start), `taps`:
 //! each `{id, input, output, name?}` (none, as PTMP allows, is run with a
-//! warning: the file gets only its header); `attach` ("pushpull" or
-//! "pubsub"; other text is accepted with a warning) is accepted for
-//! compatibility: PTMP's own code never read it, and here every tap forwards directly, so nothing is lost
-//! to an internal PUB/SUB capture as it could be in the C++ monitor.
+//! warning: the file gets only its header); `attach` ("pushpull", the
+//! default, or "pubsub"; any other value is refused, as PTMP's monitor
+//! refuses it). PTMP uses `attach` for the inproc capture sockets between
+//! each tap and the monitor (with "pubsub" the monitor can lose rows when it
+//! falls behind); here every tap writes its rows itself, so both values
+//! record every message.
 //!
 //! The file starts with PTMP's header line, [`HEADER`], so readers that
 //! take columns by name (PTMP's plotting reads the file as space separated
@@ -60,15 +62,8 @@ impl Config {
     pub fn parse(c: &Cfg) -> Result<Config> {
         let filename = PathBuf::from(c.req_str("filename")?);
         let mut warnings = Vec::new();
-        // PTMP never reads `attach`, so any text runs there; an unknown one
-        // is likely a typo.
-        if let Some(a) = c.str_opt("attach")? {
-            if !["pushpull", "pubsub"].contains(&a) {
-                warnings.push(format!(
-                    "attach = {a:?} is neither pushpull nor pubsub (it changes nothing here)"
-                ));
-            }
-        }
+        // PTMP throws on any other value ("unknown attachement type").
+        c.choice("attach", "pushpull", &["pushpull", "pubsub"])?;
         let empty = Vec::new();
         let list = c.array_opt("taps")?.unwrap_or(&empty);
         if list.is_empty() {
@@ -231,15 +226,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// What PTMP runs is accepted: no taps, any `attach`; both warned.
+    /// What PTMP runs is accepted: no taps (warned), `attach` pushpull or
+    /// pubsub; another `attach` is refused, as PTMP's monitor throws.
     #[test]
-    fn no_taps_and_odd_attach_run_with_warnings() {
+    fn no_taps_run_with_a_warning_and_unknown_attach_is_refused() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("rows.txt");
         let v = json!({"filename": f.display().to_string(), "attach": "push-pull"});
+        let e = Config::parse(&Cfg::new("mon", &v).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("attach") && e.contains("push-pull"), "{e}");
+        let v = json!({"filename": f.display().to_string(), "attach": "pubsub"});
         let c = Config::parse(&Cfg::new("mon", &v).unwrap()).unwrap();
         assert!(c.taps.is_empty());
-        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
         let mut a = MonitorAgent::new("mon".into(), &c).unwrap();
         a.run(&Ctl::default()).unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), HEADER);

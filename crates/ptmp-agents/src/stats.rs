@@ -19,10 +19,14 @@
 //!            rates:{tps, tpsets, dropped, byteps}, adc:{tpsets, tps, rate, mean},
 //!            latency:{data:{mean,rms,min,max}, trans:{mean,rms,min,max}}} ...,
 //!            "nlinks": N, "seqno": k}}}
-//! {topkey: {"chans": {"ch<N>": {chan, integ:{ntps, span_us, adcsum, adcpeak},
+//! {"ptmp": {topkey: {"chans": {"ch<N>": {chan, integ:{ntps, span_us, adcsum, adcpeak},
 //!            avg:{ntps, occupancy, adcsum, adcpeak}, inst:{ntps, adcsum, adcpeak}} ...,
-//!            "nchans": N, "seqno": k}}}
+//!            "nchans": N, "seqno": k}}}}
 //! ```
+//!
+//! The channel message is wrapped in `"ptmp"` and the link message is not,
+//! as TPStats sends them (so `stats_graphite` paths are
+//! `tpsets.links.0x1.rates.tps` and `ptmp.tpsets.chans.ch10.avg.ntps`).
 //!
 //! `nlinks`/`nchans` and `seqno` sit inside `links`/`chans`, next to the
 //! per-link and per-channel objects, exactly where TPStats puts them, so
@@ -305,7 +309,9 @@ impl Stats {
         chans.insert("nchans".into(), json!(n));
         chans.insert("seqno".into(), json!(self.chan_seqno));
         self.chan_seqno += 1;
-        json!({ self.topkey.clone(): {"chans": chans} })
+        // TPStats nests the channel message one level deeper than the link
+        // message, under "ptmp".
+        json!({"ptmp": { self.topkey.clone(): {"chans": chans} }})
     }
 
     /// Whether any link was seen since the last link message.
@@ -468,6 +474,7 @@ mod tests {
         assert_eq!(m["apa5"]["links"]["seqno"], 1);
 
         let m = st.chan_message(1000);
+        let m = &m["ptmp"];
         let c = &m["apa5"]["chans"]["ch10"];
         assert_eq!(m["apa5"]["chans"]["nchans"], 3);
         assert_eq!(m["apa5"]["chans"]["seqno"], 0);
@@ -517,8 +524,11 @@ mod tests {
         assert_eq!(l["detid"], 3);
 
         let m = st.chan_message(1000);
-        assert_eq!(keys(&m["tpsets"]), ["chans"]);
-        let chans = &m["tpsets"]["chans"];
+        // The channel message sits under "ptmp" (the link message not).
+        assert_eq!(keys(&m), ["ptmp"]);
+        assert_eq!(keys(&m["ptmp"]), ["tpsets"]);
+        assert_eq!(keys(&m["ptmp"]["tpsets"]), ["chans"]);
+        let chans = &m["ptmp"]["tpsets"]["chans"];
         assert_eq!(keys(chans), ["ch10", "nchans", "seqno"]);
         let c = &chans["ch10"];
         assert_eq!(keys(c), ["avg", "chan", "inst", "integ"]);

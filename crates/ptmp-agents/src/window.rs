@@ -5,12 +5,19 @@
 //! `toffset` ticks (default 0, taken modulo `tspan`); `tbuf` ticks (default
 //! 0): data past a window's end that must be seen before the window is sent,
 //! effectively `max(tspan, tbuf)`; `detid` (default -1: the first input
-//! set's detid); `tickperus` (default 50, accepted for PTMP's configs).
+//! set's detid); `tickperus` (default 50, accepted for PTMP's configs);
+//! `tardy_ends_set` (default false; ours): true drops, with a tardy
+//! TrigPrim, the rest of its set too, as PTMP does.
 //!
 //! Semantics (those of PTMP's later TPWindow):
 //! * The first TrigPrim seen opens the window holding it. A TrigPrim whose
 //!   `tstart` is before the current window is *tardy*: counted and dropped
-//!   (only it, not the rest of its set). Only `tstart` matters, not `tspan`.
+//!   (only it; PTMP drops the rest of its set with it, uncounted, which
+//!   `tardy_ends_set` asks for, counting them). Only `tstart` matters, not
+//!   `tspan`. (PTMP treats window index 0, `[toffset, toffset + tspan)`, as
+//!   "no window yet": while the data stay there, it checks nothing for
+//!   tardiness and moves the window to each set's earliest TrigPrim. Here
+//!   window 0 is a window like any other.)
 //! * After each input set, while the largest `tstart` seen is at least
 //!   `tspan + tbuf` past the current window's start, the window's TrigPrims
 //!   go out as one TPSet and the window moves to the one holding the next
@@ -23,7 +30,10 @@
 //! * An output set: `count` from 0, `detid` as configured, `created` now,
 //!   `tstart` the window start, `tspan` the window length, `chanbeg`/`chanend`
 //!   the lowest/highest channel, `totaladc` the sum of `adcsum`, TrigPrims
-//!   unchanged in `tstart` order (then arrival order).
+//!   unchanged in `tstart` order; TrigPrims of equal `tstart` in the order
+//!   PTMP's buffer gives them (a libstdc++ binary heap, reproduced step for
+//!   step: not arrival order, but the same TrigPrims in, the same order
+//!   out as PTMP).
 //! * On stop the buffered TrigPrims go out in their windows (PTMP dropped
 //!   them), so nothing accepted is lost.
 //! * Empty input sets are counted and ignored.
@@ -32,8 +42,6 @@ use crate::cfg::Cfg;
 use crate::error::{Error, Result};
 use crate::{Agent, Ctl, Report, POLL};
 use ptmp::{Receiver, Sender, SocketConfig, TPSet, TrigPrim};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone)]
 /// A validated window configuration (keys in the module docs).
@@ -50,6 +58,8 @@ pub struct Config {
     pub tbuf: u64,
     /// The `detid` of every output; `None`: the first input's.
     pub detid: Option<u32>,
+    /// A tardy TrigPrim drops the rest of its set too (PTMP's rule).
+    pub tardy_ends_set: bool,
 }
 
 impl Config {
@@ -77,7 +87,9 @@ impl Config {
         }
         let detid = c.int_or("detid", -1, -1, u32::MAX as i64)?;
         c.num_or("tickperus", 50.0, f64::MIN_POSITIVE, f64::MAX)?;
+        let tardy_ends_set = c.bool_or("tardy_ends_set", false)?;
         Ok(Config {
+            tardy_ends_set,
             input,
             output,
             tspan,
@@ -88,24 +100,81 @@ impl Config {
     }
 }
 
-struct Held {
-    seq: u64,
-    tp: TrigPrim,
+/// The window's buffer: a binary heap of TrigPrims by `tstart`, popped
+/// smallest first, that does exactly what PTMP's buffer (a C++
+/// `std::priority_queue` of libstdc++) does, so TrigPrims of equal `tstart`
+/// come out in the same order as from PTMP. That order is neither arrival
+/// order nor any other simple rule: it is whatever the heap's sifting
+/// leaves, and it depends on everything pushed and popped before.
+#[derive(Default)]
+struct CxxHeap {
+    v: Vec<TrigPrim>,
 }
-impl PartialEq for Held {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
+
+impl CxxHeap {
+    /// PTMP's comparison: `a` ranks below `b` when it starts later.
+    fn below(a: &TrigPrim, b: &TrigPrim) -> bool {
+        a.tstart > b.tstart
     }
-}
-impl Eq for Held {}
-impl PartialOrd for Held {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+    /// libstdc++'s `__push_heap`: move the hole at `hole` up to where
+    /// `value` belongs (not above `top`).
+    fn sift_up(&mut self, mut hole: usize, top: usize, value: TrigPrim) {
+        while hole > top {
+            let parent = (hole - 1) / 2;
+            if !Self::below(&self.v[parent], &value) {
+                break;
+            }
+            self.v[hole] = self.v[parent];
+            hole = parent;
+        }
+        self.v[hole] = value;
     }
-}
-impl Ord for Held {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.tp.tstart, o.seq).cmp(&(self.tp.tstart, self.seq))
+
+    /// `priority_queue::push`.
+    fn push(&mut self, tp: TrigPrim) {
+        self.v.push(tp);
+        let last = self.v.len() - 1;
+        self.sift_up(last, 0, tp);
+    }
+
+    fn peek(&self) -> Option<&TrigPrim> {
+        self.v.first()
+    }
+
+    /// `priority_queue::pop`: libstdc++'s `__pop_heap` and
+    /// `__adjust_heap` (the hole goes down to a leaf along the larger
+    /// children, then the last element sifts up from there).
+    fn pop(&mut self) -> Option<TrigPrim> {
+        let len = self.v.len();
+        if len <= 1 {
+            return self.v.pop();
+        }
+        let top = self.v[0];
+        let value = self.v[len - 1];
+        self.v[len - 1] = top;
+        let n = len - 1;
+        let mut hole = 0;
+        let mut child = 0;
+        while n >= 2 && child < (n - 1) / 2 {
+            child = 2 * (child + 1);
+            if Self::below(&self.v[child], &self.v[child - 1]) {
+                child -= 1;
+            }
+            self.v[hole] = self.v[child];
+            hole = child;
+        }
+        if n.is_multiple_of(2) && child == (n - 2) / 2 {
+            child = 2 * (child + 1);
+            self.v[hole] = self.v[child - 1];
+            hole = child - 1;
+        }
+        self.sift_up(hole, 0, value);
+        self.v.pop()
+    }
+
+    fn len(&self) -> usize {
+        self.v.len()
     }
 }
 
@@ -118,11 +187,12 @@ pub struct Windower {
     /// sum that overflows).
     need: u64,
     detid: Option<u32>,
-    buf: BinaryHeap<Held>,
+    buf: CxxHeap,
+    /// With PTMP's rule, a tardy TrigPrim also drops the rest of its set.
+    tardy_ends_set: bool,
     /// Index of the current (not yet sent) window; `None` before any TP.
     cur: Option<u64>,
     max_seen: u64,
-    seq: u64,
     count: u32,
     /// TrigPrims dropped for starting before the current window.
     pub tardy: u64,
@@ -145,10 +215,10 @@ impl Windower {
             toffset: toffset % tspan,
             need: tspan.saturating_add(tbuf.max(tspan)),
             detid,
-            buf: BinaryHeap::new(),
+            buf: CxxHeap::default(),
+            tardy_ends_set: false,
             cur: None,
             max_seen: 0,
-            seq: 0,
             count: 0,
             tardy: 0,
             empty_inputs: 0,
@@ -181,18 +251,20 @@ impl Windower {
             self.cur = Some(self.index(first));
         }
         let start = self.begin(self.cur.unwrap_or(0));
-        for tp in &set.tps {
+        for (i, tp) in set.tps.iter().enumerate() {
             self.tps_in += 1;
             if tp.tstart < start {
                 self.tardy += 1;
+                if self.tardy_ends_set {
+                    let rest = (set.tps.len() - i - 1) as u64;
+                    self.tps_in += rest;
+                    self.tardy += rest;
+                    break;
+                }
                 continue;
             }
             self.max_seen = self.max_seen.max(tp.tstart);
-            self.seq += 1;
-            self.buf.push(Held {
-                seq: self.seq,
-                tp: *tp,
-            });
+            self.buf.push(*tp);
         }
         self.drain(false, emit);
     }
@@ -209,7 +281,7 @@ impl Windower {
     /// across a jump of 2^63 ticks.
     fn drain(&mut self, all: bool, emit: &mut impl FnMut(&TPSet)) {
         let mut out = TPSet::default();
-        while let Some(min) = self.buf.peek().map(|h| h.tp.tstart) {
+        while let Some(min) = self.buf.peek().map(|tp| tp.tstart) {
             // The window holding the earliest TrigPrim: never before the
             // current one (buffered TPs are not tardy, so `min` lies in it
             // or later).
@@ -226,9 +298,9 @@ impl Windower {
             while self
                 .buf
                 .peek()
-                .is_some_and(|h| end.is_none_or(|e| h.tp.tstart < e))
+                .is_some_and(|tp| end.is_none_or(|e| tp.tstart < e))
             {
-                out.tps.push(self.buf.pop().expect("peeked").tp);
+                out.tps.push(self.buf.pop().expect("peeked"));
             }
             if out.tps.is_empty() {
                 // Cannot happen (`min` is in window `idx`); never send an
@@ -265,6 +337,13 @@ impl Windower {
         self.count
     }
 
+    /// With `on`, a tardy TrigPrim drops the rest of its set too, as in
+    /// PTMP (they are counted as tardy here).
+    pub fn tardy_ends_set(mut self, on: bool) -> Self {
+        self.tardy_ends_set = on;
+        self
+    }
+
     /// TrigPrims held, not yet sent.
     pub fn buffered(&self) -> usize {
         self.buf.len()
@@ -287,7 +366,8 @@ impl WindowAgent {
             name,
             rx,
             tx,
-            win: Windower::new(c.tspan, c.toffset, c.tbuf, c.detid),
+            win: Windower::new(c.tspan, c.toffset, c.tbuf, c.detid)
+                .tardy_ends_set(c.tardy_ends_set),
         })
     }
 }
@@ -314,6 +394,9 @@ impl Agent for WindowAgent {
                 }
             }
         };
+        if let Some(m) = &ctl.meter {
+            m.note_tardy_tps(0);
+        }
         while !ctl.done(false) {
             match crate::recv_set(&mut self.rx, &mut set, POLL, ctl, &mut bad, &self.name)? {
                 crate::Got::Set => {}
@@ -321,7 +404,11 @@ impl Agent for WindowAgent {
                 crate::Got::Done => break,
             }
             nin += 1;
+            let tardy = self.win.tardy;
             self.win.add(&set, &mut emit);
+            if let Some(m) = ctl.meter.as_ref().filter(|_| self.win.tardy > tardy) {
+                m.note_tardy_tps(self.win.tardy - tardy);
+            }
             if err.borrow().is_some() {
                 break;
             }
@@ -371,6 +458,64 @@ mod tests {
             w.add(s, &mut |o| out.push(o.clone()));
         }
         out
+    }
+
+    /// The buffer pops equal `tstart`s as libstdc++'s priority_queue
+    /// does: the golden file holds 200 random push/pop runs (keys 0-3)
+    /// with the order a real `std::priority_queue` popped them in
+    /// (tests/golden/README.md says how it was made).
+    #[test]
+    fn buffer_pops_equal_tstarts_as_libstdcxx() {
+        let golden = include_str!("../tests/golden/libstdcxx_pqueue.txt");
+        let mut cases = 0;
+        let mut not_arrival = 0;
+        for line in golden.lines() {
+            let (_, ops) = line.split_once(':').expect("case N: ops");
+            let mut h = CxxHeap::default();
+            let (mut want, mut got) = (vec![], vec![]);
+            for op in ops.split_whitespace() {
+                if let Some(p) = op.strip_prefix('p') {
+                    want.push(p.parse::<u32>().unwrap());
+                    got.push(h.pop().expect("non-empty").channel);
+                } else {
+                    let (seq, t) = op[1..].split_once('=').unwrap();
+                    h.push(TrigPrim {
+                        channel: seq.parse().unwrap(),
+                        tstart: t.parse().unwrap(),
+                        ..Default::default()
+                    });
+                }
+            }
+            assert_eq!(got, want, "{line}");
+            assert_eq!(h.len(), 0);
+            let mut sorted = want.clone();
+            sorted.sort();
+            not_arrival += usize::from(sorted != want);
+            cases += 1;
+        }
+        assert_eq!(cases, 200);
+        // The point of reproducing the heap: arrival order is not PTMP's.
+        assert!(not_arrival > 100, "{not_arrival}");
+    }
+
+    /// PTMP's rule on request: a tardy TrigPrim drops the rest of its set.
+    #[test]
+    fn tardy_ends_set_drops_the_rest_of_the_set() {
+        for (ends, kept) in [(false, 3), (true, 2)] {
+            let mut w = Windower::new(10, 0, 0, Some(1)).tardy_ends_set(ends);
+            let mut out = run(
+                &mut w,
+                &[
+                    set(1, &[(1, 100, 1)]),
+                    set(1, &[(3, 105, 1), (1, 95, 1), (2, 101, 1)]),
+                ],
+            );
+            w.flush(&mut |o| out.push(o.clone()));
+            let n: usize = out.iter().map(|o| o.tps.len()).sum();
+            assert_eq!(n, kept, "tardy_ends_set {ends}");
+            assert_eq!(w.tps_in, 4);
+            assert_eq!(w.tps_out + w.tardy, 4);
+        }
     }
 
     #[test]

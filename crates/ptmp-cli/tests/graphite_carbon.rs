@@ -75,9 +75,9 @@ fn expected() -> Vec<(&'static str, f64, bool)> {
         ("tpsets.links.0x1.counts.ndropped", 0.0, true),
         ("tpsets.links.0x2.adc.mean", 30.0, true),
         ("tpsets.links.nlinks", 2.0, false),
-        ("tpsets.chans.ch11.integ.ntps", 15.0, false),
-        ("tpsets.chans.ch22.integ.adcsum", 450.0, false),
-        ("tpsets.chans.nchans", 4.0, false),
+        ("ptmp.tpsets.chans.ch11.integ.ntps", 15.0, false),
+        ("ptmp.tpsets.chans.ch22.integ.adcsum", 450.0, false),
+        ("ptmp.tpsets.chans.nchans", 4.0, false),
     ]
 }
 

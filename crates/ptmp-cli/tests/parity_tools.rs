@@ -155,6 +155,12 @@ fn stats_and_monitor_outputs_have_ptmps_shape() {
         assert_eq!(fr.len(), 2);
         assert_eq!(fr.get(0).unwrap(), b"1246973774");
         let v: Value = serde_json::from_slice(fr.get(1).unwrap()).unwrap();
+        // TPStats wraps its channel messages in "ptmp", not its link ones.
+        let v = if keys(&v) == ["ptmp"] {
+            v["ptmp"].clone()
+        } else {
+            v
+        };
         assert_eq!(keys(&v), ["tpsets"], "default topkey: {v}");
         let top = &v["tpsets"];
         let k = keys(top);
@@ -236,11 +242,12 @@ fn czmqat_sink_only_and_reader_only_run() {
         assert_eq!(keys(&v["ptmp"]), ["apa5"], "{v}");
         assert_eq!(keys(&v["ptmp"]["apa5"]), ["sink"], "{v}");
         let m = &v["ptmp"]["apa5"]["sink"];
-        assert_eq!(keys(m), ["in", "out"], "{v}");
-        assert_eq!(keys(&m["in"]), ["ntpsets", "rates"], "{v}");
-        assert_eq!(keys(&m["in"]["rates"]), ["tpsets"], "{v}");
-        assert_eq!(m["out"]["ntpsets"], 0, "a sink sends nothing");
-        nin += m["in"]["ntpsets"].as_u64().unwrap();
+        // PTMP's ReactorApp metric tree.
+        assert_eq!(keys(m), ["in", "lost", "out", "waits"], "{v}");
+        assert_eq!(keys(&m["in"]), ["counts", "latency", "rates"], "{v}");
+        assert_eq!(keys(&m["in"]["rates"]), ["tps", "tpsets"], "{v}");
+        assert_eq!(m["out"]["counts"]["tpsets"], 0, "a sink sends nothing");
+        nin += m["in"]["counts"]["tpsets"].as_u64().unwrap();
         n += 1;
     }
     assert!(n >= 2, "a message every 200 ms over 1.5 s: {n}");
@@ -305,13 +312,16 @@ fn stats_graphite_writes_plaintext_lines_to_carbon() {
         assert!((now_s - ts).abs() < 3600, "a timestamp near now: {l}");
         if f[0].starts_with("ptmp.apa5.") {
             // The stats agent's own metrics, GLOT: sets it took in.
-            if f[0] == "ptmp.apa5.in.ntpsets" {
+            if f[0] == "ptmp.apa5.in.counts.tpsets" {
                 metric_in += v;
             }
             paths.insert(f[0].to_string());
             continue;
         }
-        assert!(f[0].starts_with("tpsets."), "{l}");
+        assert!(
+            f[0].starts_with("tpsets.links.") || f[0].starts_with("ptmp.tpsets.chans."),
+            "{l}"
+        );
         if f[0].ends_with(".counts.ntpsets") {
             ntpsets += v;
         }
@@ -323,7 +333,7 @@ fn stats_graphite_writes_plaintext_lines_to_carbon() {
     for p in [
         "tpsets.links.0x1.rates.tps",
         "tpsets.links.0x2.latency.trans.mean",
-        "tpsets.chans.ch11.integ.ntps",
+        "ptmp.tpsets.chans.ch11.integ.ntps",
     ] {
         assert!(paths.contains(p), "{p} in {paths:?}");
     }

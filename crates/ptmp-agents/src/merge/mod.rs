@@ -65,6 +65,10 @@ pub struct StreamStats {
     pub sent: u64,
     /// Sets that arrived with a `tstart` before one already sent.
     pub tardy: u64,
+    /// Tardy sets the core itself dropped (sorted, which judges a set when
+    /// it reaches the head of its stream); the zipper hands tardy sets back
+    /// to the agent instead ([`Pushed::Tardy`]).
+    pub dropped: u64,
     /// Ticks behind the last sent tstart, of tardy sets.
     pub tardy_ticks: Moments,
     /// Real time held in the queue, microseconds.
@@ -221,7 +225,7 @@ impl Fanin {
         let Some(rx) = &self.rx else { return Ok(None) };
         match rx.recv_timeout(wait) {
             Ok(Read::Set(i, set)) => {
-                ctl.counts.add_in();
+                ctl.took_in(Some(&set));
                 Ok(Some((i, set)))
             }
             Ok(Read::Bad) => {
@@ -379,11 +383,12 @@ impl<M: Merge> Agent for MergeAgent<M> {
         }
         let streams = self.core.stream_stats();
         let tardy: u64 = streams.iter().map(|s| s.tardy).sum();
+        let dropped = n.dropped + streams.iter().map(|s| s.dropped).sum::<u64>();
         let mut r = Report::new(&self.name, M::KIND)
             .count("in", n.nin)
             .count("out", n.nout)
             .count("tardy", tardy)
-            .count("tardy_dropped", n.dropped)
+            .count("tardy_dropped", dropped)
             .count("flushed_at_stop", n.flushed)
             .count("unsent_at_stop", n.unsent)
             .count("bad_messages", n.bad);
