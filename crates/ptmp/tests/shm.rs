@@ -28,8 +28,13 @@ fn tpset(count: u32, ntps: u32) -> TPSet {
 
 /// The same code moves sets over tcp or shm: only the address differs.
 fn pubsub_round_trip(bind: &str) {
-    let mut tx =
-        Sender::from_json(&json!({"socket": {"type": "PUB", "bind": [bind]}}).to_string()).unwrap();
+    let mut sock = json!({"type": "PUB", "bind": [bind]});
+    if bind.starts_with("shm") {
+        // Room for all 500: a PUB never waits, and on a busy machine the
+        // reader may not run before a default ring (128 slots) is lapped.
+        sock["shm_slots"] = json!(1024);
+    }
+    let mut tx = Sender::from_json(&json!({ "socket": sock }).to_string()).unwrap();
     let ep = tx
         .bound_endpoints()
         .first()
