@@ -47,6 +47,8 @@ fn filter_stamps_as_ptmp() {
         )
     };
     let mut rx = Receiver::from_json(&sock("PULL", "out")).unwrap();
+    // Before the first set goes in: every stamp comes after this.
+    let t0 = ptmp_data::now_us();
     let feeder = {
         let input = input.clone();
         let mut tx = Sender::from_json(&sock("PUSH", "in")).unwrap();
@@ -57,7 +59,6 @@ fn filter_stamps_as_ptmp() {
             tx
         })
     };
-    let t0 = ptmp_data::now_us();
     let mut got = Vec::new();
     while got.len() < want.len() {
         match rx.recv(Some(Duration::from_secs(20))).unwrap() {

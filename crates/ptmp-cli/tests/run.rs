@@ -648,7 +648,13 @@ fn replay_paces_and_stats_reports() {
         assert_eq!(fr.get(0).unwrap(), b"1246973774");
         let v: Value = serde_json::from_slice(fr.get(1).unwrap()).unwrap();
         assert!(!fr.get(1).unwrap().windows(4).any(|w| w == b"null"), "{v}");
-        let top = &v["apa9"];
+        // PTMP sends the link messages as {topkey: {"links": ...}} and the
+        // channel messages under "ptmp": {"ptmp": {topkey: {"chans": ...}}}.
+        let top = if v.get("ptmp").is_some() {
+            &v["ptmp"]["apa9"]
+        } else {
+            &v["apa9"]
+        };
         if let Some(l) = top.get("links") {
             links += 1;
             if let Some(x) = l.get("0x3") {
