@@ -67,7 +67,12 @@ def test_round_trip_on_every_transport(transport, tmp_path):
         "tcp": "tcp://127.0.0.1:*",
         "shm": f"shm://{name}",
     }[transport]
-    with ptmp.Sender({"socket": {"type": "PUSH", "bind": [ep]}}) as tx:
+    sock = {"type": "PUSH", "bind": [ep]}
+    if transport == "shm":
+        # This one thread sends all 200 before it receives: the ring must
+        # hold them (a default ring holds 128 unread, then the writer waits).
+        sock["shm_slots"] = 256
+    with ptmp.Sender({"socket": sock}) as tx:
         if transport == "tcp":
             ep = tx.bound_endpoints[0]
         with ptmp.Receiver({"socket": {"type": "PULL", "connect": [ep]}}) as rx:
