@@ -182,12 +182,36 @@ pub(crate) fn continue_ofiles(plan: &PartPlan, config: &mut Value) {
     }
 }
 
+/// Give every shm reader identity of the part's sockets the run's token
+/// ([`crate::rundir::reader_token`]), binding the identities to this run.
+pub(crate) fn lock_reader_ids(plan: &PartPlan, config: &mut Value) -> Result<(), String> {
+    fn walk(v: &mut Value, token: &str) {
+        match v {
+            Value::Object(o) => {
+                if o.contains_key("shm_reader_id") {
+                    o.insert("shm_reader_token".into(), json!(token));
+                }
+                o.values_mut().for_each(|x| walk(x, token));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, token)),
+            _ => {}
+        }
+    }
+    let token = crate::rundir::reader_token(&plan.run_dir)?;
+    walk(config, &token);
+    Ok(())
+}
+
 /// Run the part until it ends; returns the exit status.
 pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32 {
     let who = format!("{}/{}", plan.graph, plan.process);
     let mut config = plan.config.clone();
     continue_counts(plan, &mut config);
     continue_ofiles(plan, &mut config);
+    if let Err(e) = lock_reader_ids(plan, &mut config) {
+        let _ = writeln!(log, "{who}: {e}");
+        return 1;
+    }
     let rc = match RunConfig::parse(&config) {
         Ok(rc) => rc,
         Err(e) => {

@@ -87,6 +87,55 @@ pub fn read_json(path: &Path, limit: u64) -> std::result::Result<Option<Value>, 
     }
 }
 
+/// The file holding a run's reader token (see [`reader_token`]).
+pub fn token_path(dir: &Path) -> PathBuf {
+    dir.join("reader-token")
+}
+
+/// The run's reader token: a random secret that binds the graph's shm
+/// reader identities to this run directory (ptmp's `shm_reader_token`),
+/// so a receiver of the same user that claims a graph process's identity
+/// while the process restarts is refused instead of taking (and moving)
+/// its place. Made on first use (0600, created exclusively, never through
+/// a link), read after; 32 hexadecimal digits.
+pub fn reader_token(dir: &Path) -> std::result::Result<String, String> {
+    let path = token_path(dir);
+    let valid = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b).trim().to_string();
+        if t.len() == 32 && t.bytes().all(|c| c.is_ascii_hexdigit()) {
+            Ok(t)
+        } else {
+            Err(format!(
+                "{}: not a reader token (32 hexadecimal digits); remove it and start the graph again",
+                path.display()
+            ))
+        }
+    };
+    if let Some(b) = read(&path, LOCK_LIMIT)? {
+        return valid(&b);
+    }
+    let mut raw = [0u8; 16];
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    let t: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc_nofollow())
+        .open(&path)
+        .and_then(|mut f| f.write_all(t.as_bytes()));
+    match made {
+        Ok(()) => Ok(t),
+        // Another process of the run made it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            valid(&read(&path, LOCK_LIMIT)?.unwrap_or_default())
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
 fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
@@ -177,7 +226,8 @@ pub fn prepare(dir: &Path, graph: &str) -> Result<()> {
         make_private(&base).map_err(err)?;
     }
     make_private(dir).map_err(err)?;
-    make_private(&status::status_dir(dir)).map_err(err)
+    make_private(&status::status_dir(dir)).map_err(err)?;
+    reader_token(dir).map(|_| ()).map_err(err)
 }
 
 /// A locked lock file (`supervisor.pid`, a graph's lock); dropping it

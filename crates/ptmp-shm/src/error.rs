@@ -66,6 +66,16 @@ pub enum ShmError {
         /// The process holding it.
         pid: u32,
     },
+    /// A reader asked to attach under an identity that was claimed with a
+    /// token it does not have (a graph's reader, whose token is in the
+    /// graph's private run directory).
+    #[error("shm channel {name}: reader identity {ident:?} is locked by a token this reader does not have (it belongs to another run, such as a graph's process; attach under another identity)")]
+    ReaderLocked {
+        /// The channel.
+        name: String,
+        /// The identity asked for.
+        ident: String,
+    },
     /// No segment of that name exists.
     #[error("shm channel {name} does not exist ({path})")]
     NotFound {

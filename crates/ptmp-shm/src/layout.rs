@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 /// First bytes of every ptmp shared-memory channel.
 pub const MAGIC: [u8; 8] = *b"PTMPSHM\0";
 /// The layout version this code reads and writes.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 /// Bytes reserved for the header: one page of fields, one page of reader
 /// registry.
 pub const HEADER_SIZE: usize = 8192;
@@ -73,7 +73,7 @@ pub(crate) struct Header {
     _pad5: [u8; 48],
 }
 
-// The on-disk format (layout version 5). Changing any of these is a new
+// The on-disk format (layout version 6). Changing any of these is a new
 // layout version.
 const _: () = assert!(offset_of!(Header, magic) == 0);
 const _: () = assert!(offset_of!(Header, version) == 8);
@@ -114,13 +114,18 @@ pub(crate) struct ReaderEntry {
     /// The reader's identity ([`crate::reader_ident`] of its name); 0 for
     /// a reader without one.
     pub(crate) ident: AtomicU64,
-    _pad2: [u8; 40],
+    /// For a reader with an identity claimed with a token: the token's
+    /// hash ([`crate::reader_lock`]); 0 for none. A claimant of the
+    /// identity with another token, or none, is refused.
+    pub(crate) lock: AtomicU64,
+    _pad2: [u8; 32],
 }
 
 const _: () = assert!(offset_of!(ReaderEntry, pid) == 0);
 const _: () = assert!(offset_of!(ReaderEntry, grace_ms) == 4);
 const _: () = assert!(offset_of!(ReaderEntry, pos) == 8);
 const _: () = assert!(offset_of!(ReaderEntry, ident) == 16);
+const _: () = assert!(offset_of!(ReaderEntry, lock) == 24);
 const _: () = assert!(size_of::<ReaderEntry>() == 64);
 const _: () = assert!(REGISTRY_OFFSET + MAX_READERS * size_of::<ReaderEntry>() == HEADER_SIZE);
 

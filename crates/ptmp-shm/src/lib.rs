@@ -54,7 +54,10 @@
 //!    the position. A reader of the same identity takes the entry over by a
 //!    compare-and-swap of its PID from the dead one (or 0) to its own and
 //!    resumes at that position; one whose identity a live process holds is
-//!    refused. A killed durable reader therefore stalls its writer for at
+//!    refused. An identity claimed with a token records the token's hash
+//!    in the entry's `lock` before its `ident`; a claimant with another
+//!    token (or none) is refused before it touches the entry, live holder
+//!    or not, so only the identity's owner moves its position. A killed durable reader therefore stalls its writer for at
 //!    most its grace time, and its successor misses nothing within it (a
 //!    message the writer overwrote after giving up is an overrun: counted
 //!    as lost). A writer killed
@@ -140,8 +143,8 @@ pub use layout::{
 };
 pub use name::{ChannelName, MAX_NAME_LEN, NAME_RULE};
 pub use reader::{
-    reader_ident, Durable, OwnedView, Reader, Received, StartAt, View, DEFAULT_READER_GRACE,
-    DEFAULT_SPIN, MAX_IDENT_LEN,
+    reader_ident, reader_lock, Durable, OwnedView, Reader, Received, StartAt, View,
+    DEFAULT_READER_GRACE, DEFAULT_SPIN, MAX_IDENT_LEN,
 };
 pub use segment::{pid_alive, segment_path, shm_dir, shm_dir_free, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;

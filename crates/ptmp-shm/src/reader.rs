@@ -52,6 +52,13 @@ pub fn reader_ident(id: &str) -> u64 {
     h.max(1)
 }
 
+/// The 64-bit number a reader token is recorded under in the registry
+/// (FNV-1a, kept apart from [`reader_ident`]'s by a prefix; never 0,
+/// which marks an identity without token).
+pub fn reader_lock(token: &str) -> u64 {
+    reader_ident(&format!("ptmp reader token\0{token}"))
+}
+
 /// A durable reader's identity and how long a writer keeps its entry once
 /// its process died (see [`Reader::attach_durable`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +70,21 @@ pub struct Durable<'a> {
     /// process died, counted from when the writer first finds it dead
     /// while it needs room (at most `u32::MAX` ms).
     pub grace: Duration,
+    /// A secret that binds the identity to its owner (a graph's run): the
+    /// entry records it, and a later claimant of the identity without the
+    /// same token is refused ([`ShmError::ReaderLocked`]), so it cannot take
+    /// over (and move) a dead reader's position while the owner restarts.
+    pub token: Option<&'a str>,
+}
+
+/// Why [`Reader::take_over`] took no entry.
+enum Taken {
+    /// A live process holds the identity.
+    Busy(u32),
+    /// The identity's entry was claimed with another token.
+    Locked,
+    /// The entry kept changing hands.
+    Moving,
 }
 
 /// One reader of a channel. Readers share nothing with each other; each
@@ -262,7 +284,9 @@ impl Reader {
     /// has overwritten that message meanwhile, the first receive counts
     /// what was lost ([`Self::lost`]). With no entry of that identity the
     /// reader starts at `start`. A live reader already holding the identity
-    /// is [`ShmError::ReaderBusy`].
+    /// is [`ShmError::ReaderBusy`]; an identity whose entry was claimed with
+    /// a token ([`Durable::token`]) other than this reader's is
+    /// [`ShmError::ReaderLocked`], whether its holder lives or not.
     ///
     /// A durable reader must commit at least every ring's worth of
     /// messages: the writer waits for what is not committed.
@@ -292,13 +316,18 @@ impl Reader {
             ));
         }
         let ident = reader_ident(id);
+        let lock = durable.token.map_or(0, reader_lock);
         let grace = durable.grace.as_millis().min(u32::MAX as u128) as u32;
         let busy = |pid| ShmError::ReaderBusy {
             name: name.into(),
             ident: id.into(),
             pid,
         };
-        let (entry, pos) = match Self::take_over(&seg, ident, grace) {
+        let locked = || ShmError::ReaderLocked {
+            name: name.into(),
+            ident: id.into(),
+        };
+        let (entry, pos) = match Self::take_over(&seg, ident, lock, grace) {
             Ok(Some(taken)) => taken,
             Ok(None) => {
                 let pos = match start {
@@ -306,7 +335,7 @@ impl Reader {
                     StartAt::Next => next,
                     StartAt::Oldest => next.saturating_sub(seg.slots),
                 };
-                let Some(i) = Self::register_durable(&seg, pos, ident, grace) else {
+                let Some(i) = Self::register_durable(&seg, pos, ident, lock, grace) else {
                     return Err(ShmError::RegistryFull { name: name.into() });
                 };
                 // Two readers of one identity attaching at once both got a
@@ -319,8 +348,9 @@ impl Reader {
                 }
                 (i, pos)
             }
-            Err(Some(pid)) => return Err(busy(pid)),
-            Err(None) => {
+            Err(Taken::Busy(pid)) => return Err(busy(pid)),
+            Err(Taken::Locked) => return Err(locked()),
+            Err(Taken::Moving) => {
                 return Err(seg.corrupt(
                     "reader registry",
                     format!("the entry of reader identity {id:?} keeps changing hands"),
@@ -343,15 +373,16 @@ impl Reader {
         })
     }
 
-    /// Take over the registry entry of identity `ident` if one exists and
-    /// no live process holds it: `Ok(Some((entry, committed position)))`;
-    /// `Ok(None)` when there is none; `Err(Some(pid))` when live `pid`
-    /// holds it; `Err(None)` when it keeps changing hands.
+    /// Take over the registry entry of identity `ident` if one exists, no
+    /// live process holds it and its lock is 0 or `lock`:
+    /// `Ok(Some((entry, committed position)))`; `Ok(None)` when there is
+    /// none; else why not.
     fn take_over(
         seg: &Segment,
         ident: u64,
+        lock: u64,
         grace: u32,
-    ) -> std::result::Result<Option<(usize, u64)>, Option<u32>> {
+    ) -> std::result::Result<Option<(usize, u64)>, Taken> {
         let me = std::process::id();
         // Each round either takes an entry, ends, or follows another
         // process's change of one; bounded like the writer's take-over.
@@ -362,9 +393,15 @@ impl Reader {
                 return Ok(None);
             };
             let e = seg.entry(i);
+            // A locked identity is refused before anything is touched: the
+            // entry, its position and its grace stay its owner's.
+            let held = e.lock.load(Ordering::SeqCst);
+            if held != 0 && held != lock {
+                return Err(Taken::Locked);
+            }
             let cur = e.pid.load(Ordering::SeqCst);
             if cur == me || (cur != 0 && pid_alive(cur)) {
-                return Err(Some(cur));
+                return Err(Taken::Busy(cur));
             }
             let Some(pos) = protocol::take_entry(&e.pid, &e.pos, cur, me) else {
                 continue;
@@ -375,6 +412,12 @@ impl Reader {
                 Self::unregister(seg, i);
                 continue;
             }
+            let held = e.lock.load(Ordering::SeqCst);
+            if held != 0 && held != lock {
+                Self::unregister(seg, i);
+                return Err(Taken::Locked);
+            }
+            e.lock.store(lock, Ordering::SeqCst);
             e.grace_ms.store(grace, Ordering::SeqCst);
             // The dead reader wrote its position last; it cannot change
             // now. A position the ring has left behind is found at the
@@ -382,7 +425,7 @@ impl Reader {
             // `next_seq` is refused by the caller.
             return Ok(Some((i, pos)));
         }
-        Err(None)
+        Err(Taken::Moving)
     }
 
     /// A live process other than the holder of entry `mine` holding an
@@ -450,13 +493,25 @@ impl Reader {
 
     /// Claim a registry entry for a reader without identity.
     fn register(seg: &Segment, pos: u64) -> Option<usize> {
-        Self::claim(seg, pos, |e| e.ident.store(0, Ordering::SeqCst))
+        Self::claim(seg, pos, |e| {
+            e.ident.store(0, Ordering::SeqCst);
+            e.lock.store(0, Ordering::SeqCst);
+        })
     }
 
     /// Claim a registry entry for a durable reader of identity `ident`.
-    fn register_durable(seg: &Segment, pos: u64, ident: u64, grace: u32) -> Option<usize> {
+    fn register_durable(
+        seg: &Segment,
+        pos: u64,
+        ident: u64,
+        lock: u64,
+        grace: u32,
+    ) -> Option<usize> {
         Self::claim(seg, pos, |e| {
             e.grace_ms.store(grace, Ordering::SeqCst);
+            // The lock before the identity: whoever finds the identity
+            // finds its lock.
+            e.lock.store(lock, Ordering::SeqCst);
             e.ident.store(ident, Ordering::SeqCst);
         })
     }

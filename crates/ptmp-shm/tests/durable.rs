@@ -24,6 +24,7 @@ fn durable(id: &str, grace_ms: u64) -> Durable<'_> {
     Durable {
         id,
         grace: Duration::from_millis(grace_ms),
+        token: None,
     }
 }
 
@@ -252,6 +253,62 @@ fn one_identity_one_live_reader_and_a_clean_leave_keeps_the_position() {
     assert_eq!(r2.recv(&mut buf, None).unwrap().unwrap().seq, 4);
     r2.commit_now();
     w.publish(&msg(12)).unwrap();
+}
+
+/// An identity claimed with a token is its owner's: a claimant without the
+/// token, or with another, is refused naming the identity, whether the
+/// owner is attached or gone, and moves nothing; the owner, attaching
+/// again with its token, resumes where it committed.
+#[test]
+fn an_identity_claimed_with_a_token_refuses_claimants_without_it() {
+    let c = Chan::new("token");
+    let mut w = Writer::create(&c.0, blocking(8)).unwrap();
+    w.set_block_timeout(Duration::from_millis(200));
+    for s in 0..6 {
+        w.publish(&msg(s)).unwrap();
+    }
+    let with = |token| Durable {
+        token,
+        ..durable("g/sink/in", 1000)
+    };
+    let open = |d| Reader::attach_durable(&c.0, d, StartAt::Oldest, ptmp_shm::Access::Private);
+    let mut owner = open(with(Some("secret-a"))).unwrap();
+    let mut buf = Vec::new();
+    for want in 0..3 {
+        assert_eq!(owner.recv(&mut buf, None).unwrap().unwrap().seq, want);
+    }
+    owner.commit_now();
+    let locked = |r: Result<Reader, ShmError>| match r {
+        Err(e @ ShmError::ReaderLocked { .. }) => {
+            assert!(e.to_string().contains("\"g/sink/in\""), "{e}");
+            assert!(e.to_string().contains("locked"), "{e}");
+        }
+        Err(e) => panic!("refused for another reason: {e}"),
+        Ok(r) => panic!("let in at position {}", r.position()),
+    };
+    // While the owner is attached, and after it left: refused either way.
+    locked(open(with(None)));
+    locked(open(with(Some("secret-b"))));
+    // The refusals moved nothing: the writer still waits for message 3.
+    for s in 6..11 {
+        w.publish(&msg(s)).unwrap();
+    }
+    let e = w.publish(&msg(11)).unwrap_err();
+    assert!(matches!(e, ShmError::Timeout { pos: 3, .. }), "{e}");
+    drop(owner);
+    locked(open(with(None)));
+    locked(open(with(Some("secret-b"))));
+    let mut back = open(with(Some("secret-a"))).unwrap();
+    assert_eq!(back.position(), 3);
+    assert_eq!(back.recv(&mut buf, None).unwrap().unwrap().seq, 3);
+    // Another identity, without a token, is another reader as before.
+    drop(
+        open(Durable {
+            token: None,
+            ..durable("g/other/in", 1000)
+        })
+        .unwrap(),
+    );
 }
 
 /// Identities that cannot be recorded are refused, naming the identity.

@@ -360,6 +360,7 @@ const KNOWN_KEYS: &[&str] = &[
     "shm_block_timeout_ms",
     "shm_mode",
     "shm_reader_id",
+    "shm_reader_token",
     "shm_reader_grace_ms",
     "heartbeat_ms",
 ];
@@ -415,6 +416,8 @@ pub struct SocketConfig {
     shm: ShmSettings,
     /// A receiver's identity in its shm rings (`shm_reader_id`).
     shm_reader_id: Option<String>,
+    /// The secret binding that identity to its owner (`shm_reader_token`).
+    shm_reader_token: Option<String>,
     /// How long a writer keeps that identity's place after its process
     /// died (`shm_reader_grace_ms`).
     shm_reader_grace: Duration,
@@ -547,6 +550,17 @@ impl SocketConfigBuilder {
         self
     }
 
+    /// A secret binding [`Self::shm_reader_id`] to its owner (JSON
+    /// `shm_reader_token`; a graph gives its readers one from its private
+    /// run directory): the ring records it with the identity, and a
+    /// receiver that claims the identity without the same token is refused,
+    /// so it cannot take a crashed owner's place (and move it) before the
+    /// owner is restarted.
+    pub fn shm_reader_token(mut self, token: impl Into<String>) -> Self {
+        self.cfg.shm_reader_token = Some(token.into());
+        self
+    }
+
     /// How long a blocked shm writer keeps the place of a receiver with an
     /// identity whose process died, waiting for its successor (JSON
     /// `shm_reader_grace_ms`; default [`ptmp_shm::DEFAULT_READER_GRACE`];
@@ -642,6 +656,15 @@ impl SocketConfigBuilder {
                 ));
             }
         }
+        if let Some(t) = &c.shm_reader_token {
+            if c.shm_reader_id.is_none() || t.is_empty() || t.len() > 255 || t.contains('\0') {
+                return Err(Error::config(
+                    "socket.shm_reader_token",
+                    "(not shown)",
+                    "must be 1 to 255 bytes without NUL, beside a shm_reader_id",
+                ));
+            }
+        }
         if self.subscribe_set && !matches!(c.stype, SocketType::Sub | SocketType::XSub) {
             let shown: Vec<String> = c
                 .subscribe
@@ -720,6 +743,7 @@ impl SocketConfig {
                 subscribers_timeout: DEFAULT_SUBSCRIBERS_TIMEOUT,
                 shm: ShmSettings::default(),
                 shm_reader_id: None,
+                shm_reader_token: None,
                 shm_reader_grace: ptmp_shm::DEFAULT_READER_GRACE,
                 heartbeat: None,
             },
@@ -840,6 +864,9 @@ impl SocketConfig {
         if let Some(id) = s.str("shm_reader_id").map_err(field_error)? {
             b = b.shm_reader_id(id);
         }
+        if let Some(t) = s.str("shm_reader_token").map_err(field_error)? {
+            b = b.shm_reader_token(t);
+        }
         if let Some(t) = int(&s, "shm_reader_grace_ms", SHM_READER_GRACE_MS_RANGE)? {
             b = b.shm_reader_grace(Duration::from_millis(t as u64));
         }
@@ -949,6 +976,12 @@ impl SocketConfig {
     /// [`SocketConfigBuilder::shm_reader_id`]).
     pub fn shm_reader_id(&self) -> Option<&str> {
         self.shm_reader_id.as_deref()
+    }
+
+    /// The token binding this receiver's shm identity to its owner, if any
+    /// (see [`SocketConfigBuilder::shm_reader_token`]).
+    pub fn shm_reader_token(&self) -> Option<&str> {
+        self.shm_reader_token.as_deref()
     }
 
     /// How long a writer keeps the place of this receiver's identity after
@@ -1064,6 +1097,9 @@ impl SocketConfig {
         }
         if let Some(id) = &self.shm_reader_id {
             s.insert("shm_reader_id".into(), id.as_str().into());
+        }
+        if let Some(t) = &self.shm_reader_token {
+            s.insert("shm_reader_token".into(), t.as_str().into());
         }
         if self.shm_reader_grace != ptmp_shm::DEFAULT_READER_GRACE {
             s.insert(

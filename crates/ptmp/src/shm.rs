@@ -478,7 +478,8 @@ struct Chan {
     access: ptmp_shm::Access,
     /// The receiver's identity in the ring and its grace time, if it has
     /// one (the `shm_reader_id` and `shm_reader_grace_ms` keys).
-    ident: Option<(String, Duration)>,
+    /// and the token binding it to its owner (`shm_reader_token`).
+    ident: Option<(String, Duration, Option<String>)>,
     /// Messages seen overwritten while being read (counted as lost).
     torn: u64,
 }
@@ -494,9 +495,10 @@ impl Chan {
             subscribe: cfg.subscribe().to_vec(),
             everything: cfg.subscribe().iter().any(|p| p.is_empty()),
             access: cfg.shm().mode,
-            ident: cfg
-                .shm_reader_id()
-                .map(|id| (id.to_string(), cfg.shm_reader_grace())),
+            ident: cfg.shm_reader_id().map(|id| {
+                let token = cfg.shm_reader_token().map(str::to_string);
+                (id.to_string(), cfg.shm_reader_grace(), token)
+            }),
             torn: 0,
         };
         // Attach now if the channel exists; otherwise on first receive, as a
@@ -515,9 +517,13 @@ impl Chan {
         }
         let r = match &self.ident {
             None => Reader::attach_with(&self.name, self.start, self.access),
-            Some((id, grace)) => Reader::attach_durable(
+            Some((id, grace, token)) => Reader::attach_durable(
                 &self.name,
-                Durable { id, grace: *grace },
+                Durable {
+                    id,
+                    grace: *grace,
+                    token: token.as_deref(),
+                },
                 self.start,
                 self.access,
             ),
