@@ -116,6 +116,7 @@ pub unsafe extern "C" fn ptmp_run_start(
         // SAFETY: the caller promises NULL or a NUL-terminated string.
         let config = unsafe { c_str(config, "config") }?;
         let (mut v, _) = load(config, &|| false)?;
+        check_ttl(ttl_ms)?;
         if ttl_ms >= 0 {
             let o = v
                 .as_object_mut()
@@ -288,6 +289,23 @@ struct GraphJob {
     opts: ptmp_graph::supervise::Options,
 }
 
+/// The longest `ttl_ms` taken: a configuration's `ttl` is at most 10^9 s.
+const MAX_TTL_MS: i64 = 1_000_000_000_000;
+
+/// A `ttl_ms` argument beyond [`MAX_TTL_MS`] is a configuration error that
+/// names it (negative values mean "keep the configuration's own").
+fn check_ttl(ttl_ms: i64) -> Result<(), Fail> {
+    if ttl_ms > MAX_TTL_MS {
+        return Err(Fail(
+            PTMP_ERR_CONFIG,
+            format!(
+                "ttl_ms {ttl_ms}: at most {MAX_TTL_MS} (10^9 s); a negative ttl_ms keeps the configuration's own"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl GraphJob {
     /// Reads the arguments and loads and plans the graph.
     ///
@@ -313,11 +331,19 @@ impl GraphJob {
         };
         let host = opt(host, "host")?;
         let run_dir = opt(run_dir, "run_dir")?;
+        check_ttl(ttl_ms)?;
         let program = opt(ptmp_program, "ptmp_program")?.unwrap_or_else(|| "ptmp".into());
         let (v, stem) = load(config, &|| false)?;
         let (graph, plan) =
             ptmp_graph::load(&v, &stem, run_dir.as_deref().map(std::path::Path::new))
                 .map_err(|e| Fail(PTMP_ERR_CONFIG, e.to_string()))?;
+        // A host the graph does not have is a mistake in the arguments,
+        // found before anything starts.
+        if let Some(h) = &host {
+            graph
+                .host_index(h)
+                .map_err(|e| Fail(PTMP_ERR_CONFIG, e.to_string()))?;
+        }
         let opts = ptmp_graph::supervise::Options {
             part_command: vec![program.into(), "graph".into(), "part".into()],
             host,

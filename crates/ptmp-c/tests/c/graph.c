@@ -3,10 +3,12 @@
  * runs each part. Then the same graph started in the background with no
  * time limit and stopped from a signal handler, and the failures: a part
  * program that does not exist, a configuration that is not a graph, a
- * check that describes the graph.
+ * host the graph does not have, a ttl too long, a check that describes
+ * the graph.
  * Prints "0 failures" and exits 0 only if every check held. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -114,6 +116,20 @@ int main(int argc, char** argv) {
     rc = ptmp_graph_run("{\"nodes\": 3}", NULL, argv[2], argv[3], 1000);
     printf("not a graph: %d %s\n", rc, ptmp_last_error());
     EXPECT(rc == PTMP_ERR_CONFIG && strstr(ptmp_last_error(), "nodes") != NULL);
+
+    /* A host the graph does not have, and a ttl past any configuration's,
+     * are mistakes in the arguments: configuration errors naming them. */
+    rc = ptmp_graph_run(endless, "nohost", argv[2], argv[3], 1000);
+    printf("no such host: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && strstr(ptmp_last_error(), "nohost") != NULL);
+    rc = ptmp_graph_run(endless, NULL, argv[2], argv[3], INT64_MAX);
+    printf("huge ttl: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && strstr(ptmp_last_error(), "ttl_ms") != NULL);
+    run = NULL;
+    rc = ptmp_run_start("{\"proxies\": []}", INT64_MAX, &run);
+    printf("run, huge ttl: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && run == NULL &&
+           strstr(ptmp_last_error(), "ttl_ms 9223372036854775807: at most") != NULL);
 
     EXPECT(ptmp_graph_run(NULL, NULL, NULL, NULL, 0) == PTMP_ERR_NULL);
     EXPECT(ptmp_graph_check("/nonexistent/graph.jsonnet", NULL) == PTMP_ERR_IO);
