@@ -137,10 +137,11 @@ def signed(txt, secret, instance):
     (["--announce", "a", "--port", "bad"], "give NAME=ADDRESS"),
     (["--announce", "a"], "needs at least one --port"),
     (["--secret-file", "/nonexistent/key"], "--secret-file /nonexistent/key"),
-    (["--wait", "nan"], "--wait NaN"),
-    (["--watch", "--for=-1"], "--for -1"),
+    (["--wait", "nan"], "'nan' for '--wait <DURATION>'"),
+    (["--watch", "--for=-1"], "'-1' for '--for <DURATION>'"),
     (["--group", ""], "group name is empty"),
-    (["--liveness-timeout", "1e18"], "at most an hour"),
+    (["--liveness-timeout", "1e18"], "longer than a year"),
+    (["--liveness-timeout", "2h"], "at most an hour"),
     (["--announce", "a", "--port", "x" * 30 + "=tcp://*:1"], "more than 24"),
 ])
 def test_bad_arguments_are_refused_before_anything_is_sent(args, says):

@@ -41,7 +41,7 @@ pub struct AgentsArgs {
     #[arg(short = 'r', long, default_value_t = 20_000)]
     pub rate: u64,
     /// Seconds of each latency run.
-    #[arg(short = 'd', long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0)]
     pub duration: f64,
     /// Runs of each flat-out row (the median rate is reported).
     #[arg(long, default_value_t = 3)]

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, clap::Args)]
 pub struct BabusArgs {
     /// Seconds to run each transport (Babus used 30).
-    #[arg(short = 'd', long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
     /// Image size in bytes (Babus: 1920x1080x3; 1080 for its small-message run).
     #[arg(long, default_value_t = 6_220_800)]

@@ -65,7 +65,7 @@ pub struct LatencyArgs {
     pub json_out: Option<std::path::PathBuf>,
     /// smx_perf's -a: pin the sender's and the receiver's thread, SEND,RECV
     /// (CPU numbers).
-    #[arg(short = 'a', long = "affinity", value_name = "SEND,RECV")]
+    #[arg(long = "affinity", value_name = "SEND,RECV")]
     pub affinity: Option<String>,
     /// smx_perf's -s: receiver polls per message before it sleeps (shm-futex:
     /// ring spins before the futex; zmq: non-blocking tries before a blocking

@@ -52,7 +52,7 @@ pub struct ThroughputArgs {
     #[arg(short = 'w', long, default_value_t = 0)]
     pub warmup: u64,
     /// smx_perf's -a: pin the sender's and the receiver's thread, SEND,RECV.
-    #[arg(short = 'a', long = "affinity", value_name = "SEND,RECV")]
+    #[arg(long = "affinity", value_name = "SEND,RECV")]
     pub affinity: Option<String>,
     /// smx_perf's -s: receiver non-blocking tries per message before it
     /// blocks.

@@ -80,7 +80,7 @@ fn bench_latency_affinity_and_spin() {
         "5000",
         "-w",
         "10",
-        "-a",
+        "--affinity",
         "0,1",
         "-s",
         "50",
@@ -139,7 +139,7 @@ fn bench_latency_affinity_and_spin() {
     }
     let out = run(&["bench", "latency", "--sizes", "64,4"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = run(&["bench", "latency", "-a", "0,4096"]);
+    let out = run(&["bench", "latency", "--affinity", "0,4096"]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("CPU 4096 does not exist"), "{e}");
@@ -199,7 +199,7 @@ fn bench_throughput_two_processes_smoke() {
         "500",
         "-r",
         "100000",
-        "-a",
+        "--affinity",
         "0,1",
         "-s",
         "5",
@@ -236,7 +236,16 @@ fn bench_throughput_two_processes_smoke() {
 #[test]
 fn bench_agents_smoke() {
     let out = run(&[
-        "bench", "agents", "-n", "3000", "-d", "0.3", "-r", "2000", "--reps", "1",
+        "bench",
+        "agents",
+        "-n",
+        "3000",
+        "--duration",
+        "0.3",
+        "-r",
+        "2000",
+        "--reps",
+        "1",
     ]);
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -354,7 +363,7 @@ fn bench_suites_smoke() {
     let out = run(&[
         "bench",
         "babus",
-        "-d",
+        "--seconds",
         "0.5",
         "--image-bytes",
         "100000",

@@ -2,6 +2,7 @@
 //! socket or a dump file and a socket, a dump file or text on stdout.
 
 use crate::common::{parse_socket_type, progress, stopping, CliError, CliResult};
+use ptmp::duration as units;
 use ptmp::{Attach, Frames, Receiver, Sender, SocketConfig, TPSet};
 use ptmp_data::dump::{DumpReader, DumpWriter};
 use std::fs::File;
@@ -16,19 +17,22 @@ pub struct CatArgs {
     /// Copy at most this many messages (default: all; forever for a socket).
     #[arg(short = 'n', long)]
     pub number: Option<u64>,
-    /// Milliseconds to wait after setting up, before copying.
-    #[arg(short = 'B', long = "begin-wait", default_value_t = 0)]
-    pub begin_wait: u64,
-    /// Milliseconds to wait after copying, before closing.
-    #[arg(short = 'E', long = "end-wait", default_value_t = 0)]
-    pub end_wait: u64,
-    /// Socket input: stop when nothing arrives for this many milliseconds
-    /// (default: wait until -n messages or Ctrl-C).
-    #[arg(short = 'T', long)]
-    pub timeout: Option<u64>,
-    /// Pause this many microseconds after each message written.
-    #[arg(long, default_value_t = 0)]
-    pub delayus: u64,
+    /// How long to wait after setting up, before copying (e.g. 500ms, 2s;
+    /// a bare number is milliseconds).
+    #[arg(short = 'B', long = "begin-wait", value_name = "DURATION", default_value = "0", value_parser = units::millis)]
+    pub begin_wait: Duration,
+    /// How long to wait after copying, before closing (a bare number is
+    /// milliseconds).
+    #[arg(short = 'E', long = "end-wait", value_name = "DURATION", default_value = "0", value_parser = units::millis)]
+    pub end_wait: Duration,
+    /// Socket input: stop when nothing arrives for this long (a bare number
+    /// is milliseconds; default: wait until -n messages or Ctrl-C).
+    #[arg(short = 'T', long, value_name = "DURATION", value_parser = units::millis)]
+    pub timeout: Option<Duration>,
+    /// Pause this long after each message written (a bare number is
+    /// microseconds, as czmqat's option).
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = units::micros)]
+    pub delayus: Duration,
     /// Read messages from this dump file.
     #[arg(long)]
     pub ifile: Option<PathBuf>,
@@ -124,7 +128,7 @@ pub fn run(a: &CatArgs) -> CliResult {
         (None, Some(c)) => Output::Sock(Box::new(Sender::new(c)?)),
         (None, None) => Output::Text(BufWriter::new(std::io::stdout().lock())),
     };
-    std::thread::sleep(Duration::from_millis(a.begin_wait));
+    std::thread::sleep(a.begin_wait);
     let pb = match (&output, a.number) {
         (Output::Text(_), _) | (_, None) => indicatif::ProgressBar::hidden(),
         (_, Some(n)) => progress(n, "cat"),
@@ -154,15 +158,11 @@ pub fn run(a: &CatArgs) -> CliResult {
                 }
             },
             Input::Sock(rx) => {
-                let wait = a
-                    .timeout
-                    .map_or(slice, |t| slice.min(Duration::from_millis(t)));
+                let wait = a.timeout.map_or(slice, |t| slice.min(t));
                 match rx.recv_raw_into(&mut frames, Some(wait)) {
                     Ok(true) => true,
                     Ok(false) => {
-                        if a.timeout
-                            .is_some_and(|t| last.elapsed() >= Duration::from_millis(t))
-                        {
+                        if a.timeout.is_some_and(|t| last.elapsed() >= t) {
                             break;
                         }
                         continue;
@@ -206,8 +206,8 @@ pub fn run(a: &CatArgs) -> CliResult {
         if copied & 1023 == 0 {
             pb.set_position(copied);
         }
-        if a.delayus > 0 {
-            std::thread::sleep(Duration::from_micros(a.delayus));
+        if !a.delayus.is_zero() {
+            std::thread::sleep(a.delayus);
         }
     }
     pb.finish_and_clear();
@@ -223,13 +223,13 @@ pub fn run(a: &CatArgs) -> CliResult {
         },
         Output::Sock(_) => Ok(()),
     };
-    std::thread::sleep(Duration::from_millis(a.end_wait));
+    std::thread::sleep(a.end_wait);
     drop(output); // a sender drains its queue here
     let mut summary = format!("ptmp cat: copied {copied} message(s)");
     if not_tpsets > 0 {
         summary += &format!(", {not_tpsets} of them not TPSets");
     }
-    eprintln!("{summary}");
+    tracing::info!("{summary}");
     flushed?;
     match failure {
         Some(e) => Err(e),

@@ -5,6 +5,7 @@ use ptmp::{Attach, SocketConfig, SocketType};
 use ptmp_discovery::NameService;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// An error that ends the command with an exit status: 2 for bad arguments
 /// or configuration, 1 for anything else.
@@ -158,14 +159,15 @@ pub struct SockArgs {
     #[arg(long, value_name = "FILE", requires = "discovery")]
     pub secret_file: Option<std::path::PathBuf>,
     /// With --discovery: how long a name connected to is waited for before
-    /// it is an error naming it.
+    /// it is an error naming it (e.g. 5s; a bare number is seconds).
     #[arg(
         long,
-        value_name = "SECONDS",
-        default_value_t = 30.0,
+        value_name = "DURATION",
+        default_value = "30s",
+        value_parser = ptmp::duration::secs_positive,
         requires = "discovery"
     )]
-    pub name_timeout: f64,
+    pub name_timeout: std::time::Duration,
 }
 
 impl SockArgs {
@@ -223,13 +225,8 @@ impl SockArgs {
                 "--discovery: the --config JSON has a \"discovery\" key already; give one of them",
             )),
             (Some(group), None) => {
-                if !self.name_timeout.is_finite() || self.name_timeout <= 0.0 {
-                    return Err(CliError::usage(format!(
-                        "--name-timeout {}: give a number of seconds above zero",
-                        self.name_timeout
-                    )));
-                }
-                let mut o = serde_json::json!({"group": group, "timeout": self.name_timeout});
+                let timeout = self.name_timeout.as_secs_f64();
+                let mut o = serde_json::json!({"group": group, "timeout": timeout});
                 if let Some(f) = &self.secret_file {
                     o["secret_file"] = f.to_string_lossy().into();
                 }
@@ -279,6 +276,19 @@ pub fn install_signal_handler() {
             })
         };
     }
+}
+
+/// SIGUSR2 and SIGALRM end a process by default. A runner of agents (`ptmp
+/// run`, a graph's part) holds rings and files that only a clean stop
+/// releases, so it ignores them; SIGINT, SIGTERM or SIGHUP stop it.
+pub fn ignore_stray_signals() -> CliResult {
+    use signal_hook::consts::{SIGALRM, SIGUSR2};
+    for (sig, name) in [(SIGUSR2, "SIGUSR2"), (SIGALRM, "SIGALRM")] {
+        // A flag no one reads: the signal is caught, and so ignored.
+        signal_hook::flag::register(sig, Arc::new(AtomicBool::new(false)))
+            .map_err(|e| CliError::fail(format!("cannot handle {name}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// A progress bar on stderr, for long runs on a terminal only.

@@ -99,7 +99,7 @@ fn load_value(v: &Value, stem: &str, run_dir: Option<&Path>) -> CliResult<(Graph
 #[derive(Subcommand)]
 pub enum GraphCmd {
     /// Validate a graph and show its processes, transports and addresses.
-    Check(GraphSource),
+    Check(JsonSource),
     /// Write the graph in Graphviz dot.
     Dot {
         #[command(flatten)]
@@ -111,7 +111,7 @@ pub enum GraphCmd {
     /// Run this host's processes of a graph and supervise them.
     Run(RunArgs),
     /// Show every node's counts and rates of a running graph.
-    Status(GraphSource),
+    Status(JsonSource),
     /// Run a graph while its processes are killed and stopped at random;
     /// report messages sent, received, lost and duplicated.
     Soak(soak::SoakArgs),
@@ -128,6 +128,16 @@ pub enum GraphCmd {
     Part { plan: PathBuf },
 }
 
+/// A graph, and whether to answer in JSON.
+#[derive(Args)]
+pub struct JsonSource {
+    #[command(flatten)]
+    src: GraphSource,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Args)]
 pub struct DiffArgs {
     /// The graph as it runs (the Jsonnet options apply to both files).
@@ -135,6 +145,9 @@ pub struct DiffArgs {
     src: GraphSource,
     /// The new version of the graph.
     new: PathBuf,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -146,9 +159,10 @@ pub struct ApplyArgs {
     /// Only print what would change (checked by the running supervisor).
     #[arg(long)]
     dry_run: bool,
-    /// Give up waiting for the supervisor's answer after SECS seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    timeout: f64,
+    /// Give up waiting for the supervisor's answer after this long (e.g.
+    /// 90s; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = ptmp::duration::secs_positive)]
+    timeout: Duration,
 }
 
 #[derive(Args)]
@@ -158,12 +172,13 @@ pub struct RunArgs {
     /// The host this is (a graph with several hosts runs one part per host).
     #[arg(long)]
     host: Option<String>,
-    /// Print per-node counts and rates every SECS seconds (also on SIGUSR1).
-    #[arg(long, value_name = "SECS")]
-    status: Option<f64>,
-    /// Stop after SECS seconds.
-    #[arg(long, value_name = "SECS")]
-    ttl: Option<f64>,
+    /// Print per-node counts and rates this often (e.g. 10s; a bare number
+    /// is seconds; also on SIGUSR1).
+    #[arg(long, value_name = "DURATION", value_parser = ptmp::duration::secs_positive)]
+    status: Option<Duration>,
+    /// Stop after this long (e.g. 5m; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = ptmp::duration::secs_positive)]
+    ttl: Option<Duration>,
     #[command(flatten)]
     http: HttpArgs,
 }
@@ -201,7 +216,7 @@ impl HttpArgs {
             None => 0,
         };
         let m = self.serve(ptmp_monitor::start(g, p, h, &self.options(addr)))?;
-        eprintln!("graph {}: monitor at http://{}/", g.name, m.local_addr());
+        tracing::info!("graph {}: monitor at http://{}/", g.name, m.local_addr());
         Ok(Some(m))
     }
 
@@ -216,7 +231,7 @@ impl HttpArgs {
             Box::new(local),
             &self.options(addr),
         ))?;
-        eprintln!("ptmp run: monitor at http://{}/", m.local_addr());
+        tracing::info!("ptmp run: monitor at http://{}/", m.local_addr());
         Ok(Some(m))
     }
 
@@ -234,14 +249,6 @@ impl HttpArgs {
             ptmp_monitor::Error::Remote(_) => CliError::usage(e.to_string()),
             _ => CliError::fail(e.to_string()),
         })
-    }
-}
-
-fn secs(v: Option<f64>, flag: &str) -> CliResult<Option<Duration>> {
-    match v {
-        None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
-        Some(s) => Err(CliError::usage(format!("{flag} {s}: must be more than 0"))),
     }
 }
 
@@ -290,7 +297,7 @@ fn supervise_graph(
     let status_now = || {
         for (_, name, flag) in &stray {
             if flag.swap(false, Ordering::Relaxed) {
-                eprintln!(
+                tracing::warn!(
                     "graph {}: ignored {name} (SIGINT, SIGTERM or SIGHUP stops the graph; SIGUSR1 prints its status)",
                     g.name
                 );
@@ -299,7 +306,7 @@ fn supervise_graph(
         status_now.swap(false, Ordering::Relaxed)
     };
     let opts = supervise_options(host, status_every, ttl)?;
-    let mut log = std::io::stderr();
+    let mut log = crate::log::Lines::default();
     let out = supervise::run_telling(
         g,
         p,
@@ -325,10 +332,14 @@ fn supervise_graph(
 
 pub fn run(c: &GraphCmd) -> CliResult {
     match c {
-        GraphCmd::Check(src) => {
-            let (g, p) = src.load()?;
-            out!("{}", plan::describe(&g, &p))?;
-            outln!("valid")?;
+        GraphCmd::Check(a) => {
+            let (g, p) = a.src.load()?;
+            if a.json {
+                outln!("{}", plan::describe_json(&g, &p))?;
+            } else {
+                out!("{}", plan::describe(&g, &p))?;
+                outln!("valid")?;
+            }
             Ok(())
         }
         GraphCmd::Dot { src, output } => {
@@ -343,14 +354,14 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 }
             }
         }
-        GraphCmd::Status(src) => {
-            let (_, p) = src.load()?;
+        GraphCmd::Status(a) => {
+            let (g, p) = a.src.load()?;
             if p.run_dir.exists() {
                 ptmp_graph::rundir::check_private(&p.run_dir).map_err(CliError::fail)?;
             }
             let (all, bad) = status::read_all_noting(&p.run_dir);
             for b in &bad {
-                eprintln!("ptmp graph status: skipped {b}");
+                tracing::warn!("ptmp graph status: skipped {b}");
             }
             if all.is_empty() {
                 return Err(CliError::fail(format!(
@@ -358,7 +369,12 @@ pub fn run(c: &GraphCmd) -> CliResult {
                     p.run_dir.display()
                 )));
             }
-            out!("{}", status::table(&all))?;
+            if a.json {
+                let v = serde_json::json!({"graph": g.name, "run_dir": p.run_dir, "parts": all});
+                outln!("{v}")?;
+            } else {
+                out!("{}", status::table(&all))?;
+            }
             Ok(())
         }
         GraphCmd::Soak(a) => soak::run(a),
@@ -368,21 +384,18 @@ pub fn run(c: &GraphCmd) -> CliResult {
             let v = src2.value()?;
             let (_, _, d) = ptmp_graph::reconfig::prepare(&g, &p, &v, &src2.stem())
                 .map_err(|e| CliError::usage(e.to_string()))?;
-            out!("{}", d.render())?;
+            if a.json {
+                outln!("{}", d.to_json())?;
+            } else {
+                out!("{}", d.render())?;
+            }
             Ok(())
         }
         GraphCmd::Apply(a) => apply(a),
         GraphCmd::Run(a) => {
             let (g, p) = a.src.load()?;
             let monitor = a.http.start(&g, &p, a.host.as_deref())?;
-            let out = supervise_graph(
-                &g,
-                &p,
-                a.host.clone(),
-                secs(a.status, "--status")?,
-                secs(a.ttl, "--ttl")?,
-                monitor.as_ref(),
-            )?;
+            let out = supervise_graph(&g, &p, a.host.clone(), a.status, a.ttl, monitor.as_ref())?;
             eprint!("{}", status::table(&status::read_all(&p.run_dir)));
             let restarted: Vec<String> = out
                 .restarts
@@ -391,7 +404,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 .map(|(p, n)| format!("{p} x{n}"))
                 .collect();
             if !restarted.is_empty() {
-                eprintln!("graph {}: restarts: {}", g.name, restarted.join(", "));
+                tracing::info!("graph {}: restarts: {}", g.name, restarted.join(", "));
             }
             if out.ok {
                 Ok(())
@@ -405,11 +418,12 @@ pub fn run(c: &GraphCmd) -> CliResult {
             let _ = rustix::process::set_parent_process_death_signal(Some(
                 rustix::process::Signal::TERM,
             ));
+            crate::common::ignore_stray_signals()?;
             let pp = part::PartPlan::read(plan).map_err(CliError::usage)?;
             // A graph placed without addresses finds its parts by name.
             let origin = format!("graph {} process {}", pp.graph, pp.process);
             let presence = crate::peers::presence_for(&pp.config, &origin)?;
-            let mut log = std::io::stderr();
+            let mut log = crate::log::Lines::default();
             let code = part::run(&pp, &stopping, &mut log);
             if let Some(p) = &presence {
                 p.withdraw_all();
@@ -427,7 +441,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
 
 fn apply(a: &ApplyArgs) -> CliResult {
     use ptmp_graph::reconfig::{self, Refusal, Request};
-    let limit = secs(Some(a.timeout), "--timeout")?.unwrap_or_default();
+    let limit = a.timeout;
     let v = a.src.value()?;
     let stem = a.src.stem();
     // Find the run directory as `graph status` does; a graph that does not

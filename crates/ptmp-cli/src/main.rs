@@ -5,6 +5,7 @@
 mod cat;
 mod common;
 mod graph;
+mod log;
 #[cfg(not(feature = "bench"))]
 mod no_bench;
 mod peers;
@@ -28,6 +29,8 @@ use common::CliError;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    #[command(flatten)]
+    log: log::LogArgs,
 }
 
 #[derive(Subcommand)]
@@ -90,6 +93,7 @@ enum Cmd {
 fn main() {
     common::install_signal_handler();
     let cli = Cli::parse();
+    log::init(&cli.log);
     let r = match cli.cmd {
         Cmd::Cat(a) => cat::run(&a),
         Cmd::Send(a) => send::run(&a),
@@ -118,7 +122,11 @@ fn main() {
         if code == 0 {
             return;
         }
-        eprintln!("ptmp: error: {msg}");
+        if log::json() {
+            tracing::error!(exit = code, "ptmp: error: {msg}");
+        } else {
+            eprintln!("ptmp: error: {msg}");
+        }
         std::process::exit(code);
     }
 }
@@ -132,22 +140,24 @@ fn completions(shell: clap_complete::Shell) -> common::CliResult {
 }
 
 /// The manual page, from the command's own definition: the whole command
-/// and a section for each subcommand.
+/// and a section for each subcommand, nested ones (`ptmp graph run`)
+/// included.
 fn man() -> common::CliResult {
-    let cmd = Cli::command();
-    let mut out = Vec::new();
-    let page = |c: &clap::Command, out: &mut Vec<u8>| {
-        clap_mangen::Man::new(c.clone())
-            .render(out)
-            .map_err(|e| CliError::fail(format!("man page: {e}")))
-    };
-    page(&cmd, &mut out)?;
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+    fn pages(c: &clap::Command, name: &str, out: &mut Vec<u8>) -> common::CliResult {
         // clap names commands with 'static strings; this runs once.
-        let name: &'static str = format!("ptmp-{}", sub.get_name()).leak();
-        let full = sub.clone().name(name);
-        page(&full, &mut out)?;
+        let name: &'static str = name.to_string().leak();
+        clap_mangen::Man::new(c.clone().name(name))
+            .render(out)
+            .map_err(|e| CliError::fail(format!("man page: {e}")))?;
+        for sub in c.get_subcommands().filter(|s| !s.is_hide_set()) {
+            pages(sub, &format!("{name}-{}", sub.get_name()), out)?;
+        }
+        Ok(())
     }
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut out = Vec::new();
+    pages(&cmd, "ptmp", &mut out)?;
     use std::io::Write as _;
     Ok(std::io::stdout().lock().write_all(&out)?)
 }

@@ -25,15 +25,17 @@ pub struct PeersArgs {
     /// Listen this many seconds before listing who is present (and, with
     /// --announce, at least this long before claiming the names, so a name
     /// already present is seen and refused).
-    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
-    wait: f64,
+    /// (e.g. 500ms; a bare number is seconds).
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = ptmp::duration::secs)]
+    wait: Duration,
     /// Print join and leave events as they happen (and counts of ignored
     /// announcements when they change), until interrupted.
     #[arg(long)]
     watch: bool,
-    /// With --watch, or while announcing: stop after this many seconds.
-    #[arg(long = "for", value_name = "SECONDS")]
-    run_for: Option<f64>,
+    /// With --watch, or while announcing: stop after this long (e.g. 30s;
+    /// a bare number is seconds).
+    #[arg(long = "for", value_name = "DURATION", value_parser = ptmp::duration::secs_positive)]
+    run_for: Option<Duration>,
     /// Announce this node's ports (given with --port) while running.
     #[arg(long, value_name = "NODE")]
     announce: Option<String>,
@@ -44,19 +46,10 @@ pub struct PeersArgs {
     /// object a line ({"event": "joined"|"left"|"duplicate"|"ignored", ...}).
     #[arg(long)]
     json: bool,
-    /// Seconds without an answer after which a silent peer is dropped.
-    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
-    liveness_timeout: f64,
-}
-
-fn seconds(what: &str, v: f64) -> CliResult<Duration> {
-    Duration::try_from_secs_f64(v)
-        .ok()
-        .filter(|d| !d.is_zero() || what == "--wait")
-        .ok_or_else(|| {
-            let least = if what == "--wait" { "" } else { " above zero" };
-            CliError::usage(format!("{what} {v}: give a number of seconds{least}"))
-        })
+    /// How long without an answer before a silent peer is dropped (e.g.
+    /// 1500ms; a bare number is seconds).
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = ptmp::duration::secs_positive)]
+    liveness_timeout: Duration,
 }
 
 fn config(a: &PeersArgs) -> CliResult<Config> {
@@ -79,8 +72,8 @@ fn config(a: &PeersArgs) -> CliResult<Config> {
     Ok(Config {
         group: a.group.clone(),
         secret,
-        liveness_timeout: seconds("--liveness-timeout", a.liveness_timeout)?,
-        settle: d.settle.max(seconds("--wait", a.wait)?),
+        liveness_timeout: a.liveness_timeout,
+        settle: d.settle.max(a.wait),
         ..d
     })
 }
@@ -214,7 +207,7 @@ fn emit(out: &mut impl Write, text: &str) -> CliResult<()> {
 fn nobody(a: &PeersArgs, c: &ptmp_discovery::Counters, announcing: bool) -> String {
     let others = if announcing { "other " } else { "" };
     let mut s = format!(
-        "no {others}peers of group {:?} announced themselves within {} s",
+        "no {others}peers of group {:?} announced themselves within {:?}",
         a.group, a.wait
     );
     let heard = [
@@ -236,8 +229,8 @@ fn nobody(a: &PeersArgs, c: &ptmp_discovery::Counters, announcing: bool) -> Stri
 
 pub fn run(a: &PeersArgs) -> CliResult<()> {
     let cfg = config(a)?;
-    let wait = seconds("--wait", a.wait)?;
-    let run_for = a.run_for.map(|v| seconds("--for", v)).transpose()?;
+    let wait = a.wait;
+    let run_for = a.run_for;
     let ports = port_specs(a)?;
     if a.announce.is_some() && ports.is_empty() {
         return Err(CliError::usage("--announce needs at least one --port"));
@@ -283,7 +276,7 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
         } else {
             emit(&mut out, table(&peers).trim_end())?;
             if peers.is_empty() {
-                eprintln!("{}", nobody(a, &d.counters(), announcement.is_some()));
+                tracing::info!("{}", nobody(a, &d.counters(), announcement.is_some()));
             }
         }
         if announcement.is_some() {

@@ -1,6 +1,7 @@
 //! `ptmp recv`: PTMP's check_recv, with gap reporting and a summary.
 
 use crate::common::{progress, stopping, CliError, CliResult, SockArgs};
+use ptmp::duration as units;
 use ptmp::{Receiver, TPSet};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -12,17 +13,17 @@ pub struct RecvArgs {
     pub count: u64,
     #[command(flatten)]
     pub sock: SockArgs,
-    /// Give up when no message arrives for this many milliseconds (-1: never).
+    /// Give up when no message arrives for this long (e.g. 500ms, 2s; a
+    /// bare number is milliseconds; -1: never).
     #[arg(
         short = 'T',
         long = "timeout",
-        default_value_t = 1000,
-        allow_negative_numbers = true
+        value_name = "DURATION",
+        default_value = "1000",
+        allow_negative_numbers = true,
+        value_parser = units::millis_limit
     )]
-    pub timeout: i64,
-    /// Print each TPSet received.
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
+    pub timeout: units::Limit,
     /// Print at most this many gap lines (the totals still count every gap).
     #[arg(long, default_value_t = 1000)]
     pub max_gap_lines: u64,
@@ -102,7 +103,7 @@ fn receive(a: &RecvArgs, cfg: ptmp::SocketConfig) -> CliResult {
     let mut retired: Option<Receiver> = None;
     // Errors counted by receivers left behind.
     let mut old_errors = 0u64;
-    let idle = (a.timeout >= 0).then(|| Duration::from_millis(a.timeout as u64));
+    let idle = a.timeout.0;
     // Receive in slices of at most 100 ms so a signal is noticed promptly.
     let wait = idle.map_or(Duration::from_millis(100), |d| {
         d.min(Duration::from_millis(100))
@@ -141,7 +142,7 @@ fn receive(a: &RecvArgs, cfg: ptmp::SocketConfig) -> CliResult {
                         gap_lines += 1;
                     }
                 }
-                if a.verbose {
+                if crate::log::verbose() > 0 {
                     writeln!(
                         out,
                         "count={} detid={} created={} tstart={} ntps={}",
@@ -165,7 +166,7 @@ fn receive(a: &RecvArgs, cfg: ptmp::SocketConfig) -> CliResult {
                 last_msg = Instant::now();
                 let n = old_errors + rx.errors() + retired.as_ref().map_or(0, |r| r.errors());
                 if n <= 10 {
-                    eprintln!("ptmp recv: bad message #{n}: {e}");
+                    tracing::warn!("ptmp recv: bad message #{n}: {e}");
                 }
             }
             Err(ptmp::Error::Interrupted) => {}

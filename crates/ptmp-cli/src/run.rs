@@ -9,12 +9,10 @@ use ptmp_agents::ptmper::{self, RunConfig};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Parse a `--config-timeout` value: positive seconds.
-pub fn parse_timeout(s: &str) -> Result<Duration, String> {
-    match s.parse::<f64>() {
-        Ok(t) if t > 0.0 && t <= 1e9 => Ok(Duration::from_secs_f64(t)),
-        _ => Err(format!("{s:?} is not a positive number of seconds")),
-    }
+/// Parse a `--config-timeout` value: a duration above zero (a bare number
+/// is seconds).
+pub fn parse_timeout(s: &str) -> Result<Duration, ptmp::duration::DurationError> {
+    ptmp::duration::secs_positive(s)
 }
 
 /// Load a JSON/Jsonnet configuration, stopping a Jsonnet evaluation on
@@ -80,16 +78,15 @@ pub struct RunArgs {
     /// Jsonnet library search path (repeatable).
     #[arg(short = 'J', long = "jpath", value_name = "DIR")]
     jpath: Vec<PathBuf>,
-    /// Give up evaluating the Jsonnet after this many seconds (exit 2).
-    /// SIGINT/SIGTERM stop an evaluation at any time (exit 1).
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    /// Give up evaluating the Jsonnet after this long (e.g. 30s; a bare
+    /// number is seconds; exit 2). SIGINT/SIGTERM stop an evaluation at any
+    /// time (exit 1).
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     config_timeout: Option<Duration>,
-    /// Override the config's ttl, seconds (negative: until interrupted).
-    #[arg(long, allow_hyphen_values = true)]
-    ttl: Option<f64>,
-    /// Verbose: ticks, unused keys, per-stream detail.
-    #[arg(short, long)]
-    verbose: bool,
+    /// Override the config's ttl (e.g. 90s, 5m; a bare number is seconds;
+    /// -1: until interrupted).
+    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = ptmp::duration::secs_limit)]
+    ttl: Option<ptmp::duration::Limit>,
     #[command(flatten)]
     http: crate::graph::HttpArgs,
 }
@@ -105,12 +102,12 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     };
     for x in &opts.ext_str {
         if let Some(n) = code_like_note("-V", "--ext-code", x) {
-            eprintln!("{n}");
+            tracing::info!("{n}");
         }
     }
     for x in &opts.tla_str {
         if let Some(n) = code_like_note("-A", "--tla-code", x) {
-            eprintln!("{n}");
+            tracing::info!("{n}");
         }
     }
     let mut v = load_config(&a.file, &opts)?;
@@ -118,15 +115,17 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())?;
         return Ok(());
     }
-    if let (Some(t), Some(o)) = (a.ttl, v.as_object_mut()) {
-        o.insert("ttl".into(), serde_json::json!(t));
+    if let (Some(ptmp::duration::Limit(t)), Some(o)) = (a.ttl, v.as_object_mut()) {
+        // The config's own ttl: seconds, negative for no limit.
+        let secs = t.map_or(-1.0, |d| d.as_secs_f64());
+        o.insert("ttl".into(), serde_json::json!(secs));
     }
     let mut rc =
         RunConfig::parse(&v).map_err(|e| CliError::usage(format!("{}: {e}", a.file.display())))?;
-    rc.verbose |= a.verbose;
+    rc.verbose |= crate::log::verbose() > 0;
     for p in rc.proxies.iter().flat_map(|p| p.leaves()) {
         for w in &p.warnings {
-            eprintln!(
+            tracing::warn!(
                 "ptmp run: warning: agent {} ({}): {w}",
                 p.name,
                 p.kind.name()
@@ -150,7 +149,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         // Said every time: PTMP's generated configurations carry keys their
         // agents do not read, so these run, but a typo among them would
         // otherwise pass unseen (near misses of known keys are refused).
-        eprintln!(
+        tracing::info!(
             "ptmp run: note: keys not used by any agent: {}",
             unused.join(", ")
         );
@@ -159,7 +158,8 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     // Presence first: the agents' sockets resolve and announce names
     // through it as they are made.
     let presence = crate::peers::presence_for(&v, &origin)?;
-    let mut log = std::io::stderr();
+    crate::common::ignore_stray_signals()?;
+    let mut log = crate::log::Lines::default();
     let out = ptmper::run(&rc, &stopping, &mut log).map_err(|e| CliError::fail(e.to_string()));
     // The agents are done: their names leave now, not at the peers' next
     // liveness check.

@@ -1,6 +1,7 @@
 //! `ptmp send`: PTMP's check_send / check_send_rates.
 
 use crate::common::{outln, progress, stopping, CliError, CliResult, SockArgs};
+use ptmp::duration as units;
 use ptmp::{Sender, SocketType, TPSet, TrigPrim, Undelivered};
 use ptmp_agents::nodes::pace_until;
 use std::time::{Duration, Instant};
@@ -46,12 +47,14 @@ pub struct SendArgs {
     /// it; without --rate, one set per --tspan ticks.
     #[arg(long, value_name = "TICKS_PER_US")]
     pub clock: Option<u32>,
-    /// Milliseconds to wait after creating the socket before sending.
-    #[arg(short = 'B', long = "begin-wait", default_value_t = 0)]
-    pub begin_wait: u64,
-    /// Milliseconds to wait after the last send before closing.
-    #[arg(short = 'E', long = "end-wait", default_value_t = 0)]
-    pub end_wait: u64,
+    /// How long to wait after creating the socket before sending (e.g.
+    /// 500ms, 2s; a bare number is milliseconds).
+    #[arg(short = 'B', long = "begin-wait", value_name = "DURATION", default_value = "0", value_parser = units::millis)]
+    pub begin_wait: Duration,
+    /// How long to wait after the last send before closing (a bare number
+    /// is milliseconds).
+    #[arg(short = 'E', long = "end-wait", value_name = "DURATION", default_value = "0", value_parser = units::millis)]
+    pub end_wait: Duration,
     /// Send at this many TPSets per second (default: as fast as possible).
     #[arg(short = 'r', long)]
     pub rate: Option<f64>,
@@ -59,12 +62,14 @@ pub struct SendArgs {
     /// first send (no message lost to slow joiners).
     #[arg(long)]
     pub subscribers: Option<usize>,
-    /// Give up waiting for subscribers after this many milliseconds.
-    #[arg(long, default_value_t = 10000)]
-    pub subscribers_timeout: u64,
-    /// How long closing waits for queued messages to be delivered (ms, -1 forever).
-    #[arg(long)]
-    pub linger: Option<i32>,
+    /// Give up waiting for subscribers after this long (a bare number is
+    /// milliseconds).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = units::millis)]
+    pub subscribers_timeout: Duration,
+    /// How long closing waits for queued messages to be delivered (a bare
+    /// number is milliseconds; -1: forever).
+    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = units::millis_limit)]
+    pub linger: Option<units::Limit>,
     /// Print a JSON summary as the last line on stdout: sent, elapsed_s,
     /// rate_hz, drain_s, undelivered (a count, or null when unknown) and
     /// undelivered_is ("exact", "at_most" or "unknown").
@@ -141,15 +146,11 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         cfg = cfg
             .to_builder()
             .subscribers(k)
-            .subscribers_timeout(Duration::from_millis(a.subscribers_timeout))
+            .subscribers_timeout(a.subscribers_timeout)
             .build()?;
     }
-    if let Some(l) = a.linger {
-        if l < -1 {
-            return Err(CliError::usage(format!("--linger {l}: must be -1 or more")));
-        }
+    if let Some(units::Limit(linger)) = a.linger {
         // -1, as in the JSON, waits without limit.
-        let linger = u64::try_from(l).ok().map(Duration::from_millis);
         cfg = cfg.to_builder().linger(linger).build()?;
     }
     if let Some(r) = a.rate {
@@ -172,10 +173,10 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     // Names connected to are resolved last, once the arguments are known
     // to be good: each may be waited for.
     let mut tx = Sender::new(ptmp::names::resolve_config(&cfg)?)?;
-    std::thread::sleep(Duration::from_millis(a.begin_wait));
+    std::thread::sleep(a.begin_wait);
     if waits {
         let n = tx.wait_configured()?;
-        eprintln!("{n} subscriber(s) ready");
+        tracing::info!("{n} subscriber(s) ready");
     }
     let pb = progress(a.count, "send");
     let mut t = TPSet::default();
@@ -214,7 +215,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
             waited += 1;
             if waited == 20 {
                 // Two seconds without room: say what the wait is for.
-                eprintln!("{}", waiting_for(&tx, sent));
+                tracing::info!("{}", waiting_for(&tx, sent));
             }
             follow(&mut tx)?;
         }
@@ -222,7 +223,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     }
     let elapsed = start.elapsed().as_secs_f64();
     pb.finish_and_clear();
-    std::thread::sleep(Duration::from_millis(a.end_wait));
+    std::thread::sleep(a.end_wait);
     // Finishing waits (up to linger) until the queue has drained and says
     // what may not have been delivered.
     let drain = Instant::now();
@@ -234,7 +235,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         0.0
     };
     let und = report.undelivered;
-    eprintln!(
+    tracing::info!(
         "sent {sent} TPSets in {elapsed:.3} s ({rate:.0} Hz), drained in {drain_s:.3} s, undelivered: {und}"
     );
     if a.json {

@@ -64,7 +64,7 @@ pub fn run(a: &SendRecvArgs) -> CliResult {
         if matches!(a.pattern, Pattern::Pubsub) {
             // Not a fault: PUB/SUB's rule, said so that a low count is not
             // taken for one (PTMP's check_sendrecv says nothing).
-            eprintln!(
+            tracing::info!(
                 "note: lost {} of {}: a PUB drops what a subscriber's queue cannot take \
                  (its high-water mark, --hwm {}); PUSH/PULL or PAIR wait instead and lose nothing",
                 o.lost(),
@@ -72,7 +72,7 @@ pub fn run(a: &SendRecvArgs) -> CliResult {
                 a.hwm
             );
         } else if a.raw {
-            eprintln!(
+            tracing::info!(
                 "note: lost {} of {}: raw libzmq has no drain before its sockets close, \
                  so a fast end can lose the tail (ptmp's sender drains first)",
                 o.lost(),

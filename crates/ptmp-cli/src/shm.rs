@@ -79,7 +79,7 @@ pub fn run(cmd: &ShmCmd) -> CliResult {
                         // clean up (remove it by name if it really must go).
                         if c.untrusted {
                             if let Err(e) = &c.state {
-                                eprintln!("kept {}: {e}", c.name);
+                                tracing::warn!("kept {}: {e}", c.name);
                             }
                             return false;
                         }
@@ -96,7 +96,7 @@ pub fn run(cmd: &ShmCmd) -> CliResult {
             };
             for n in &names {
                 ptmp_shm::remove(n).map_err(fail)?;
-                eprintln!("removed {n}");
+                tracing::info!("removed {n}");
             }
             Ok(())
         }

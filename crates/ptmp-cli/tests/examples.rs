@@ -393,12 +393,15 @@ fn send_clock_and_hwm_arguments() {
         .output()
         .unwrap();
     let help = text(&o.stdout);
-    let line = help
-        .lines()
-        .skip_while(|l| !l.contains("--hwm"))
-        .nth(1)
-        .unwrap_or_default();
-    assert!(line.contains("send waits"), "{help}");
+    // The --hwm entry: its line and, when clap puts the text below the
+    // option, the lines up to the next option.
+    let mut entry = help.lines().skip_while(|l| !l.contains("--hwm"));
+    let first = entry.next().unwrap_or_default().to_string();
+    let rest: Vec<&str> = entry
+        .take_while(|l| !l.trim_start().starts_with('-'))
+        .collect();
+    let text = format!("{first} {}", rest.join(" "));
+    assert!(text.contains("send waits"), "{help}");
 }
 
 /// The monitor recipe: every set reaches `ptmp recv` unchanged and leaves

@@ -464,6 +464,22 @@ fn stray_signals_leave_the_supervisor_running() {
         });
         assert!(sup.alive(), "{word} ended it: {}", sup.log());
     }
+    // The parts ignore them too: the sink's process is the same one after.
+    let part_pid = || status(&rd, "snk").and_then(|v| v["pid"].as_i64());
+    let pid = part_pid().expect("the sink's status names its pid");
+    for sig in [libc::SIGUSR2, libc::SIGALRM] {
+        signal(pid as u32, sig);
+    }
+    let before = node_in(&rd, "snk", "snk").unwrap();
+    wait_for(LIMIT, "traffic after the parts' signals", || {
+        node_in(&rd, "snk", "snk").filter(|n| *n > before + 100)
+    });
+    assert_eq!(
+        part_pid(),
+        Some(pid),
+        "the sink was restarted: {}",
+        sup.log()
+    );
     signal(sup.id(), libc::SIGPIPE);
     let before = node_in(&rd, "snk", "snk").unwrap();
     wait_for(LIMIT, "more traffic", || {

@@ -31,7 +31,7 @@ use ptmp::{Attach, Endpoint, Transport};
 use ptmp_agents::plugin::Plugins;
 use ptmp_agents::{Kind, Proxy};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
+
 use std::path::{Path, PathBuf};
 
 /// An edge with its transport and addresses.
@@ -762,60 +762,8 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
     json!({ "socket": s })
 }
 
-/// Render the plan as text: each edge's transport and address, each
-/// process's host and nodes.
-pub fn describe(g: &Graph, plan: &Plan) -> String {
-    let mut s = String::new();
-    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for p in &g.processes {
-        by_host
-            .entry(g.hosts[p.host].name.as_str())
-            .or_default()
-            .push(&p.name);
-    }
-    s += &format!(
-        "graph {}: {} nodes, {} edges, {} processes on {} host(s); run dir {}\n",
-        g.name,
-        g.nodes.len(),
-        g.edges.len(),
-        g.processes.len(),
-        by_host.len(),
-        plan.run_dir.display()
-    );
-    for (i, p) in g.processes.iter().enumerate() {
-        let nodes: Vec<String> = p
-            .nodes
-            .iter()
-            .map(|&k| format!("{} ({})", g.nodes[k].name, g.nodes[k].kind.name()))
-            .collect();
-        s += &format!(
-            "  process {} on {}{}: {}\n",
-            p.name,
-            g.hosts[p.host].name,
-            if plan.finite[i] {
-                " [ends by itself]"
-            } else {
-                ""
-            },
-            nodes.join(", ")
-        );
-    }
-    for (i, l) in plan.links.iter().enumerate() {
-        s += &format!(
-            "  {} {} over {} at {}{}\n",
-            g.edge_label(i),
-            g.edges[i].pattern.name(),
-            l.transport.scheme(),
-            l.binds
-                .iter()
-                .map(|(_, a)| a.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if l.auto { "" } else { " (pinned)" }
-        );
-    }
-    s
-}
+mod describe;
+pub use describe::{describe, describe_json};
 
 #[cfg(test)]
 mod reader_identity_tests {

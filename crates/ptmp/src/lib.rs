@@ -41,6 +41,7 @@
 
 pub mod config;
 mod drain;
+pub mod duration;
 pub mod error;
 pub mod fields;
 pub mod files;

@@ -13,21 +13,22 @@ pub struct SoakArgs {
     /// The host this is (a graph with several hosts runs one part per host).
     #[arg(long)]
     host: Option<String>,
-    /// Inject faults for SECS seconds, then stop the graph cleanly (sooner
-    /// if the graph finishes by itself).
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    seconds: f64,
-    /// Mean time between faults, milliseconds (each wait is drawn between
-    /// half and one and a half of it).
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
-    every_ms: u64,
+    /// Inject faults for this long (e.g. 10m; a bare number is seconds),
+    /// then stop the graph cleanly (sooner if the graph finishes by itself).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = ptmp::duration::secs)]
+    seconds: Duration,
+    /// Mean time between faults (e.g. 1s; a bare number is milliseconds);
+    /// each wait is drawn between half and one and a half of it.
+    #[arg(long, alias = "every-ms", value_name = "DURATION", default_value = "1s", value_parser = ptmp::duration::millis)]
+    every: Duration,
     /// Kinds of fault, comma-separated: kill (SIGKILL; the supervisor
     /// restarts the process), stop (SIGSTOP, then SIGCONT).
     #[arg(long, value_name = "LIST", default_value = "kill,stop")]
     faults: String,
-    /// How long a stopped process stays stopped, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 300)]
-    stop_ms: u64,
+    /// How long a stopped process stays stopped (e.g. 300ms; a bare number
+    /// is milliseconds).
+    #[arg(long, alias = "stop-ms", value_name = "DURATION", default_value = "300ms", value_parser = ptmp::duration::millis)]
+    stop_for: Duration,
     /// Start of the random sequence of choices (the same start and graph
     /// give the same sequence of picks); default from the clock, printed in
     /// the report.
@@ -38,42 +39,43 @@ pub struct SoakArgs {
     #[arg(long, value_name = "PROCS")]
     kill_only: Option<String>,
     /// After the last fault the graph must be running again and moving
-    /// messages within SECS seconds, or the soak fails as stalled.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    recover: f64,
+    /// messages within this long (e.g. 10s; a bare number is seconds), or
+    /// the soak fails as stalled.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = ptmp::duration::secs)]
+    recover: Duration,
     /// Print the report as one JSON line too (the last line of output).
     #[arg(long)]
     json: bool,
 }
 
-fn positive(v: f64, flag: &str, max: f64) -> CliResult<Duration> {
-    if v.is_finite() && v > 0.0 && v <= max {
-        Ok(Duration::from_secs_f64(v))
+/// `v` when it is within `range`, else a usage error naming `flag`.
+fn within(
+    v: Duration,
+    flag: &str,
+    range: std::ops::RangeInclusive<Duration>,
+) -> CliResult<Duration> {
+    if range.contains(&v) {
+        Ok(v)
     } else {
         Err(CliError::usage(format!(
-            "{flag} {v}: must be more than 0 and at most {max}"
+            "{flag} {v:?}: must be from {:?} to {:?}",
+            range.start(),
+            range.end()
         )))
     }
 }
 
 pub fn run(a: &SoakArgs) -> CliResult {
     let faults = soak::parse_faults(&a.faults).map_err(CliError::usage)?;
-    let duration = positive(a.seconds, "--seconds", 7.0 * 86400.0)?;
-    let recover = positive(a.recover, "--recover", 3600.0)?;
-    if !(10..=3_600_000).contains(&a.every_ms) {
-        return Err(CliError::usage(format!(
-            "--every-ms {}: must be from 10 to 3600000",
-            a.every_ms
-        )));
-    }
-    if !(1..=600_000).contains(&a.stop_ms) {
-        return Err(CliError::usage(format!(
-            "--stop-ms {}: must be from 1 to 600000",
-            a.stop_ms
-        )));
-    }
-    // Faults at most every every_ms / 2: enough restarts for all of them.
-    let most = (duration.as_millis() as u64 / (a.every_ms / 2).max(1) + 2).min(u32::MAX as u64);
+    let s = Duration::from_secs;
+    let ms = Duration::from_millis;
+    let duration = within(a.seconds, "--seconds", ms(1)..=s(7 * 86_400))?;
+    let recover = within(a.recover, "--recover", ms(1)..=s(3600))?;
+    let every = within(a.every, "--every", ms(10)..=s(3600))?;
+    let stop_for = within(a.stop_for, "--stop-for", ms(1)..=s(600))?;
+    // Faults at most every `every / 2`: enough restarts for all of them.
+    let half = (every.as_millis() as u64 / 2).max(1);
+    let most = (duration.as_millis() as u64 / half + 2).min(u32::MAX as u64);
     let mut notes = Vec::new();
     let (g, p) = a.src.load_edited(|v, dir| {
         notes = soak::prepare(v, dir, most as u32).map_err(CliError::usage)?;
@@ -109,20 +111,20 @@ pub fn run(a: &SoakArgs) -> CliResult {
             .unwrap_or(1)
     });
     for n in &notes {
-        eprintln!("graph {}: soak: {n}", g.name);
+        tracing::info!("graph {}: soak: {n}", g.name);
     }
     let opts = soak::Options {
         duration,
-        every: Duration::from_millis(a.every_ms),
+        every,
         faults,
-        stop_for: Duration::from_millis(a.stop_ms),
+        stop_for,
         start,
         kill_only,
         recover,
     };
     let mut sup = super::supervise_options(a.host.clone(), None, None)?;
     sup.stop_timeout = Duration::from_secs(10);
-    let mut log = std::io::stderr();
+    let mut log = crate::log::Lines::default();
     let r = soak::run(&g, &p, &sup, &opts, &stopping, &mut log).map_err(|e| match e {
         ptmp_graph::Error::Invalid { .. } => CliError::usage(e.to_string()),
         _ => CliError::fail(e.to_string()),
