@@ -109,7 +109,9 @@ fn a_receiver_outside_the_graph_cannot_take_a_graph_readers_place() {
     // any lost, it would wait for them: the graph is then stopped once the
     // sink's count stops moving.
     wait_for(Duration::from_secs(60), "the source's end", || {
-        status(&rd, "src").filter(|s| s["final"] == true).map(|_| ())
+        status(&rd, "src")
+            .filter(|s| s["final"] == true)
+            .map(|_| ())
     });
     let mut last = None;
     wait_for(LIMIT, "the sink to settle", || {
