@@ -10,7 +10,8 @@
 // wall clock in 50 MHz ticks (as `ptmp send --clock 50`); each window
 // re-bins its link into 1 ms windows (50000 ticks); the zipper merges the
 // two links in tstart order; the filter runs the "pass" engine; the sink
-// counts what arrives and writes it to chain-graph.dump. By default every
+// counts what arrives and writes it to chain-graph.dump in the graph's run
+// directory (`{run_dir}/` names it), not where you started. By default every
 // node runs in its own process and the runner picks the transports (shm
 // between processes on one host, ipc into the zipper's fan-in).
 //
@@ -18,8 +19,11 @@
 //
 //   ptmp graph check examples/chain-graph.jsonnet
 //   ptmp graph dot examples/chain-graph.jsonnet | dot -Tsvg > chain.svg
-//   ptmp graph run examples/chain-graph.jsonnet --ttl 5
-//   ptmp cat --ifile chain-graph.dump | head
+//   ptmp graph run examples/chain-graph.jsonnet --ttl 5s
+//   ptmp cat --ifile RUN_DIR/chain-graph.dump | head
+//
+// where RUN_DIR is the run directory `graph check` names and the run's
+// last line repeats ("graph chain-graph: wrote RUN_DIR/chain-graph.dump").
 //
 // What you should see: the sources end after n sets each, and with them
 // the run (a graph ends when every node that ends by itself has ended;
@@ -41,7 +45,7 @@ function(n=1000, rate=1000, sync_time=1000, placement='process', name='chain-gra
             { name: 'zip', type: 'zipper', data: { sync_time: sync_time } },
             // keep_detid: the links keep their own detids through the filter.
             { name: 'tcs', type: 'filter', data: { engine: 'pass', keep_detid: true } },
-            { name: 'sink', type: 'sink', data: { ofile: 'chain-graph.dump' } }],
+            { name: 'sink', type: 'sink', data: { ofile: '{run_dir}/chain-graph.dump' } }],
     edges: [
       { from: 'link1.out', to: 'win1.in', pattern: 'pushpull' },
       { from: 'link2.out', to: 'win2.in', pattern: 'pushpull' },

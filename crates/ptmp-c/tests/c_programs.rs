@@ -274,8 +274,7 @@ fn c_runs_a_graph() {
         .arg(common::crate_dir().join("../../examples/chain-graph.jsonnet"))
         .arg(dir.path().join("run"))
         .arg(&ptmp)
-        // The example graph's sink records into a file of the working
-        // directory.
+        // The example graph's sink records into its run directory.
         .current_dir(dir.path())
         .output()
         .unwrap();

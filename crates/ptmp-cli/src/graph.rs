@@ -397,6 +397,9 @@ pub fn run(c: &GraphCmd) -> CliResult {
             let monitor = a.http.start(&g, &p, a.host.as_deref())?;
             let out = supervise_graph(&g, &p, a.host.clone(), a.status, a.ttl, monitor.as_ref())?;
             eprint!("{}", status::table(&status::read_all(&p.run_dir)));
+            for f in plan::output_files(&p).iter().filter(|f| f.exists()) {
+                tracing::info!("graph {}: wrote {}", g.name, f.display());
+            }
             let restarted: Vec<String> = out
                 .restarts
                 .iter()

@@ -154,7 +154,15 @@ fn chain_graph_example_runs_the_chain() {
     assert!(out.contains("stopping: finished"), "{out}");
     assert!(out.contains("zip (zipper) in="), "{out}");
     assert!(out.contains(" tardy=0 "), "{out}");
-    let sets = read_dump(&d.path().join("chain-graph.dump"));
+    // The sink wrote into the run directory, as the run's last line says,
+    // not into the directory the graph was started from.
+    let dump = d.path().join("run/chain-graph.dump");
+    assert!(
+        out.contains(&format!("graph chain-graph-test: wrote {}", dump.display())),
+        "{out}"
+    );
+    assert!(!d.path().join("chain-graph.dump").exists());
+    let sets = read_dump(&dump);
     assert!(!sets.is_empty(), "{out}");
     let tstarts: Vec<u64> = sets.iter().map(|s| s.tstart).collect();
     assert!(

@@ -72,7 +72,7 @@ fn the_chain_example_runs_in_a_default_containers_64_mib() {
     assert!(o.status.success(), "stdout:\n{out}\nstderr:\n{err}");
     assert!(!err.contains("restarting"), "{err}");
     // Its four shm edges carried the sets to the sink's file.
-    let sets = read_dump(&d.path().join("chain-graph.dump"));
+    let sets = read_dump(&d.path().join("run/chain-graph.dump"));
     let tps: usize = sets.iter().map(|s| s.tps.len()).sum();
     assert!(
         !sets.is_empty() && tps > 0,
@@ -106,7 +106,7 @@ fn rings_that_cannot_fit_are_refused_once_with_what_to_do() {
     }
     assert!(!err.contains("started (pid"), "{err}");
     assert!(!err.contains("restarting"), "{err}");
-    assert!(!d.path().join("chain-graph.dump").exists());
+    assert!(!d.path().join("run/chain-graph.dump").exists());
 }
 
 #[test]

@@ -104,6 +104,20 @@ pub fn output_file_problem(f: &Path) -> Option<String> {
     }
 }
 
+/// How a node's `ofile` names a file in the graph's run directory:
+/// `{run_dir}/NAME`.
+pub const RUN_DIR_PREFIX: &str = "{run_dir}/";
+
+/// Every output file (`ofile`) of the plan's nodes, as the parts open them.
+pub fn output_files(plan: &Plan) -> Vec<PathBuf> {
+    plan.configs
+        .iter()
+        .flat_map(|c| c["proxies"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p["data"]["ofile"].as_str().map(PathBuf::from))
+        .filter(|f| !f.as_os_str().is_empty())
+        .collect()
+}
+
 /// The default run directory of graph `name`: `ptmp-graph-NAME` in this
 /// user's private directory, [`crate::rundir::user_dir`].
 pub fn default_run_dir(name: &str) -> PathBuf {
@@ -356,6 +370,17 @@ impl Plan {
                     if shared[k] {
                         data.entry("share").or_insert(json!(true));
                     }
+                }
+                // An output file named from the run directory, so a graph
+                // can keep its outputs beside its status files whatever
+                // directory it was started from.
+                if let Some(rest) = data
+                    .get("ofile")
+                    .and_then(Value::as_str)
+                    .and_then(|f| f.strip_prefix(RUN_DIR_PREFIX))
+                {
+                    let f = run_dir.join(rest).to_string_lossy().into_owned();
+                    data.insert("ofile".into(), json!(f));
                 }
                 if let Some(f) = data.get("ofile").and_then(Value::as_str) {
                     output_file_problem(Path::new(f)).map_or(Ok(()), |why| {
