@@ -1,0 +1,133 @@
+//! The Python binding's graphs: check, run and supervise them, and one part of one.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A graph from a path (JSON/Jsonnet) or a dict, validated and wired.
+pub(crate) fn load_graph(
+    config: &Bound<'_, PyAny>,
+    run_dir: Option<std::path::PathBuf>,
+    config_timeout: Option<f64>,
+    args: JsonnetArgs,
+) -> PyResult<(ptmp_graph::Graph, ptmp_graph::plan::Plan)> {
+    let (v, stem) = if let Ok(p) = config.extract::<std::path::PathBuf>() {
+        if !p.exists() {
+            return Err(ConfigError::new_err(format!(
+                "{}: no such file",
+                p.display()
+            )));
+        }
+        let v = load_file(config.py(), &p, config_timeout, args)?;
+        let stem = ptmp_graph::name_from_path(&p);
+        (v, stem)
+    } else {
+        args.only_for_files()?;
+        let text = config_text(config)?;
+        (parse_config(&text)?, "graph".to_string())
+    };
+    ptmp_graph::load(&v, &stem, run_dir.as_deref()).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
+/// Validate a graph (a path to JSON/Jsonnet, or a dict) and describe its
+/// processes, transports and addresses, as `ptmp graph check` does.
+#[pyfunction]
+#[pyo3(signature = (config, run_dir=None, config_timeout=None, *, tla_str=None, tla_code=None, ext_str=None, jpath=None))]
+pub(crate) fn graph_check(
+    config: &Bound<'_, PyAny>,
+    run_dir: Option<std::path::PathBuf>,
+    config_timeout: Option<f64>,
+    tla_str: Option<&Bound<'_, PyDict>>,
+    tla_code: Option<&Bound<'_, PyDict>>,
+    ext_str: Option<&Bound<'_, PyDict>>,
+    jpath: Option<Vec<std::path::PathBuf>>,
+) -> PyResult<String> {
+    let args = JsonnetArgs::new(tla_str, tla_code, ext_str, jpath)?;
+    let (g, p) = load_graph(config, run_dir, config_timeout, args)?;
+    Ok(ptmp_graph::plan::describe(&g, &p))
+}
+
+/// Run this host's processes of a graph and supervise them, as `ptmp graph
+/// run` does, each process a `python -m ptmp._part` child. Returns when the
+/// graph finishes (every process that ends by itself has), after `ttl`
+/// seconds, or on Ctrl-C (which stops the parts cleanly, then raises):
+/// `{"reason", "ok", "restarts": {process: n}, "processes": [final status
+/// of each process, with its nodes' counts and reports]}`.
+#[pyfunction]
+#[pyo3(signature = (config, host=None, ttl=None, run_dir=None, config_timeout=None, *, tla_str=None, tla_code=None, ext_str=None, jpath=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_graph<'py>(
+    py: Python<'py>,
+    config: &Bound<'py, PyAny>,
+    host: Option<String>,
+    ttl: Option<f64>,
+    run_dir: Option<std::path::PathBuf>,
+    config_timeout: Option<f64>,
+    tla_str: Option<&Bound<'py, PyDict>>,
+    tla_code: Option<&Bound<'py, PyDict>>,
+    ext_str: Option<&Bound<'py, PyDict>>,
+    jpath: Option<Vec<std::path::PathBuf>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let args = JsonnetArgs::new(tla_str, tla_code, ext_str, jpath)?;
+    let (g, p) = load_graph(config, run_dir, config_timeout, args)?;
+    let exe: std::path::PathBuf = py.import("sys")?.getattr("executable")?.extract()?;
+    let opts = ptmp_graph::supervise::Options {
+        part_command: vec![exe.into(), "-m".into(), "ptmp._part".into()],
+        host,
+        ttl: time_limit(ttl, "ttl")?,
+        ..Default::default()
+    };
+    let run_dir = p.run_dir.clone();
+    let out = interruptible(py, "the supervisor", move |stop| {
+        let mut log = std::io::stderr();
+        ptmp_graph::supervise::run(
+            &g,
+            &p,
+            &opts,
+            &|| stop.load(Ordering::Relaxed),
+            &|| false,
+            &mut log,
+        )
+    })?
+    .map_err(|e| PtmpError::new_err(e.to_string()))?;
+    let restarts: serde_json::Map<String, serde_json::Value> = out
+        .restarts
+        .iter()
+        .map(|(k, n)| (k.clone(), serde_json::json!(n)))
+        .collect();
+    let v = serde_json::json!({
+        "reason": out.reason,
+        "ok": out.ok,
+        "restarts": restarts,
+        "processes": ptmp_graph::status::read_all(&run_dir),
+    });
+    py.import("json")?.call_method1("loads", (v.to_string(),))
+}
+
+/// One process of a graph (used by `python -m ptmp._part PLAN`): runs its
+/// nodes until SIGINT/SIGTERM or until they end; returns the exit status.
+#[pyfunction]
+pub(crate) fn _graph_part(py: Python<'_>, plan: std::path::PathBuf) -> PyResult<i32> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let pp = ptmp_graph::part::PartPlan::read(&plan).map_err(ConfigError::new_err)?;
+    // This process exists to run the part: its stop signals are ours.
+    // Python's own SIGINT handler is put back to the default first, so the
+    // handler registered next does not pass the signal on to it (which
+    // would raise KeyboardInterrupt once the part has ended).
+    let signal = py.import("signal")?;
+    signal.call_method1("signal", (SIGINT, signal.getattr("SIG_DFL")?))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| PtmpError::new_err(format!("cannot handle signal {sig}: {e}")))?;
+    }
+    Ok(py.detach(|| {
+        let mut log = std::io::stderr();
+        ptmp_graph::part::run(&pp, &|| stop.load(Ordering::Relaxed), &mut log)
+    }))
+}
+
+/// Microseconds since the Unix epoch (as TPSet.created holds).
+#[pyfunction]
+pub(crate) fn now_us() -> i64 {
+    ptmp_data::now_us()
+}
