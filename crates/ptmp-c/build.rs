@@ -7,7 +7,7 @@
 fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    let srcs: Vec<String> = ["lib", "shm", "dump", "run", "names"]
+    let srcs: Vec<String> = ["lib", "sender", "receiver", "shm", "dump", "run", "names"]
         .iter()
         .map(|m| format!("{dir}/src/{m}.rs"))
         .collect();

@@ -330,261 +330,6 @@ extern "C" {
 const char *ptmp_last_error(void);
 
 /**
- * Opens a sender from PTMP's JSON socket configuration, e.g.
- * `{"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:5678"]}}`, and stores
- * the handle in `*out` (NULL on failure).
- *
- * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
- * [`PTMP_ERR_CONFIG`] (the message names the key and value) or
- * [`PTMP_ERR_TRANSPORT`].
- *
- * Thread-safety: may be called from any thread; the new handle is then
- * used by one thread at a time.
- *
- * # Safety
- * `json_config` is NULL or a NUL-terminated string; `out` is NULL or
- * points to writable storage for a pointer.
- */
-int ptmp_sender_new(const char *json_config, struct ptmp_sender **out);
-
-/**
- * Sends one TPSet. Blocks while a PUSH or PAIR socket is at its high-water
- * mark; a PUB drops instead, as ZeroMQ does. The first send of a PUB
- * configured with `subscribers` waits for them.
- *
- * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`tps` NULL
- * with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
- *
- * Thread-safety: one thread at a time per sender.
- *
- * # Safety
- * `sender` is NULL or a live handle from `ptmp_sender_new`; `tpset` is NULL
- * or points to a readable `ptmp_tpset` whose `tps` holds `ntps` readable
- * primitives.
- */
-int ptmp_sender_send(struct ptmp_sender *sender, const struct ptmp_tpset *tpset);
-
-/**
- * Sends one TPSet given as its protobuf encoding (`len` bytes at `data`),
- * as PTMP's C++ code serialises it. The bytes are checked first: ones that
- * are not a complete TPSet are refused with [`PTMP_ERR_ARG`] and nothing is
- * sent. Otherwise as `ptmp_sender_send`.
- *
- * Thread-safety: one thread at a time per sender.
- *
- * # Safety
- * `sender` is NULL or a live handle from `ptmp_sender_new`; `data` is NULL
- * or points to `len` readable bytes.
- */
-int ptmp_sender_send_bytes(struct ptmp_sender *sender, const uint8_t *data, size_t len);
-
-/**
- * Sends one message of `n` raw frames, schema-blind: frame `i` is the
- * `lens[i]` bytes at `datas[i]`. A PTMP TPSet message is two frames, the
- * version and the encoded set; other messages pass as they are (a
- * receiving `ptmp_receiver_recv` counts them as not TPSets).
- *
- * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`n` is 0),
- * [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
- *
- * Thread-safety: one thread at a time per sender.
- *
- * # Safety
- * `sender` is NULL or a live handle; `datas` and `lens` are NULL or point
- * to `n` entries each; `datas[i]` is NULL (only with `lens[i]` 0) or
- * points to `lens[i]` readable bytes.
- */
-int ptmp_sender_send_frames(struct ptmp_sender *sender,
-                            const uint8_t *const *datas,
-                            const size_t *lens,
-                            size_t n);
-
-/**
- * Sends one TPSet as `ptmp_sender_send` does, but waits at most
- * `timeout_ms` milliseconds (0: not at all) for room: when a PUSH or PAIR
- * socket stays at its high-water mark (or has no peer) that long, or an
- * shm:// PUSH channel stays full, nothing is sent and [`PTMP_TIMEOUT`]
- * is returned, so the caller can look at other work or a stop request
- * and try again. A PUB never waits (it drops, as ZeroMQ does). Over
- * shm:// a call also waits no longer than the socket's shm block timeout:
- * a `timeout_ms` past it fails there with [`PTMP_ERR_TRANSPORT`], as a
- * blocking send would.
- *
- * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing sent; `ptmp_last_error`
- * unchanged), [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`timeout_ms` < 0,
- * or `tps` NULL with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or
- * [`PTMP_ERR_INTERRUPTED`].
- *
- * Thread-safety: one thread at a time per sender.
- *
- * # Safety
- * As `ptmp_sender_send`.
- */
-int ptmp_sender_send_within(struct ptmp_sender *sender,
-                            const struct ptmp_tpset *tpset,
-                            int timeout_ms);
-
-/**
- * How many TPSets (or messages of frames) the sender has sent so far; 0
- * for a NULL handle.
- *
- * Thread-safety: one thread at a time per sender, as its other calls.
- *
- * # Safety
- * `sender` is NULL or a live handle from `ptmp_sender_new`.
- */
-uint64_t ptmp_sender_sent(const struct ptmp_sender *sender);
-
-/**
- * Waits until at least `k` subscribers have subscribed to this PUB
- * sender's PTMP messages, or `timeout_ms` has passed (negative: no limit),
- * and stores how many there are in `*seen` (unless `seen` is NULL). The
- * first send of a PUB configured with `subscribers` waits so by itself;
- * calling this first keeps the wait out of a timed loop. Not available
- * for shm:// (its readers need no subscription).
- *
- * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (fewer came; `*seen`
- * untouched), [`PTMP_ERR_NULL`], [`PTMP_ERR_CONFIG`] (not a PUB over
- * ZeroMQ) or [`PTMP_ERR_TRANSPORT`].
- *
- * Thread-safety: one thread at a time per sender.
- *
- * # Safety
- * `sender` is NULL or a live handle; `seen` is NULL or writable.
- */
-int ptmp_sender_wait_subscribers(struct ptmp_sender *sender,
-                                 size_t k,
-                                 int timeout_ms,
-                                 size_t *seen);
-
-/**
- * Closes a sender as `ptmp_sender_free` does, waiting (bounded by the
- * socket's linger) until what was sent has left this process, and reports
- * in `*delivery` (unless NULL) how many messages may not have reached a
- * peer. The handle is freed in every case; it must not be used again.
- *
- * Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`] (`sender` NULL; nothing done).
- *
- * Thread-safety: no other thread may use the handle during or after this.
- *
- * # Safety
- * `sender` is NULL or a live handle from `ptmp_sender_new`, not used
- * again; `delivery` is NULL or writable.
- */
-int ptmp_sender_finish(struct ptmp_sender *sender, struct ptmp_delivery *delivery);
-
-/**
- * Messages this receiver knows were lost before it could receive them:
- * over shm://, those a PUB writer overwrote before this reader got to
- * them. Over ZeroMQ a PUB drops without telling, so this stays 0 there
- * (compare the TPSets' `count`s instead). 0 for a NULL handle.
- *
- * Thread-safety: one thread at a time per receiver, as its other calls.
- *
- * # Safety
- * `receiver` is NULL or a live handle from `ptmp_receiver_new`.
- */
-uint64_t ptmp_receiver_lost(const struct ptmp_receiver *receiver);
-
-/**
- * Closes a sender and frees its handle. Like PTMP, it first waits (bounded
- * by the socket's linger) until what was sent has left this process, so
- * "send N and exit" loses nothing. NULL is accepted and does nothing.
- *
- * Thread-safety: no other thread may use the handle during or after this.
- *
- * # Safety
- * `sender` is NULL or a live handle from `ptmp_sender_new`, not used again.
- */
-void ptmp_sender_free(struct ptmp_sender *sender);
-
-/**
- * Opens a receiver from PTMP's JSON socket configuration, e.g.
- * `{"socket":{"type":"PULL","connect":["tcp://127.0.0.1:5678"]}}`, and
- * stores the handle in `*out` (NULL on failure).
- *
- * Returns as `ptmp_sender_new`.
- *
- * Thread-safety: may be called from any thread; the new handle is then
- * used by one thread at a time.
- *
- * # Safety
- * As `ptmp_sender_new`.
- */
-int ptmp_receiver_new(const char *json_config, struct ptmp_receiver **out);
-
-/**
- * Receives one TPSet into `*out`, waiting at most `timeout_ms`
- * milliseconds (a negative value waits forever, 0 only looks).
- *
- * Returns [`PTMP_OK`] with `*out` filled; [`PTMP_TIMEOUT`] (positive) when
- * nothing came in time, `*out` untouched; or an error: [`PTMP_ERR_NULL`],
- * [`PTMP_ERR_ARG`] (`out->tps` NULL with a non-zero `tps_capacity`),
- * [`PTMP_ERR_MESSAGE`] (a message that is not a TPSet was skipped; call
- * again), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
- * [`PTMP_ERR_ALLOC`]. On an error `*out` keeps its old `tps` block.
- *
- * `out->tps` must be NULL or a `malloc` block of `out->tps_capacity`
- * primitives; it is grown with `realloc` when a set has more, and kept, so
- * receiving into the same struct allocates nothing once it has grown.
- * Free it with `ptmp_tpset_clear`.
- *
- * Thread-safety: one thread at a time per receiver.
- *
- * # Safety
- * `receiver` is NULL or a live handle from `ptmp_receiver_new`; `out` is
- * NULL or points to a writable `ptmp_tpset` obeying the rule above.
- */
-int ptmp_receiver_recv(struct ptmp_receiver *receiver, struct ptmp_tpset *out, int timeout_ms);
-
-/**
- * Receives one message as raw frames, schema-blind, waiting at most
- * `timeout_ms` (negative: forever); the number of frames goes to
- * `*nframes`, and `ptmp_receiver_frame` gives each. For a PTMP TPSet
- * message, frame 1 is the set's protobuf encoding.
- *
- * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (`*nframes` is 0),
- * [`PTMP_ERR_NULL`], [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
- *
- * Thread-safety: one thread at a time per receiver.
- *
- * # Safety
- * `receiver` is NULL or a live handle; `nframes` is NULL or writable.
- */
-int ptmp_receiver_recv_frames(struct ptmp_receiver *receiver, int timeout_ms, size_t *nframes);
-
-/**
- * Frame `index` of the message the last `ptmp_receiver_recv_frames`
- * received: its bytes to `*data` and length to `*len`. The bytes belong to
- * the receiver and stay valid until its next receive or free.
- *
- * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`] or [`PTMP_ERR_ARG`] (no such
- * frame).
- *
- * Thread-safety: one thread at a time per receiver.
- *
- * # Safety
- * `receiver` is NULL or a live handle; `data` and `len` are NULL or
- * writable.
- */
-int ptmp_receiver_frame(const struct ptmp_receiver *receiver,
-                        size_t index,
-                        const uint8_t **data,
-                        size_t *len);
-
-/**
- * Closes a receiver and frees its handle. NULL is accepted and does
- * nothing.
- *
- * Thread-safety: no other thread may use the handle during or after this.
- *
- * # Safety
- * `receiver` is NULL or a live handle from `ptmp_receiver_new`, not used
- * again.
- */
-void ptmp_receiver_free(struct ptmp_receiver *receiver);
-
-/**
  * Frees `tpset->tps` (with `free`) and sets every field of `*tpset` to
  * zero, so the struct can be received into again or dropped. NULL is
  * accepted and does nothing.
@@ -596,28 +341,6 @@ void ptmp_receiver_free(struct ptmp_receiver *receiver);
  * or a `malloc` block (as a receive leaves it).
  */
 void ptmp_tpset_clear(struct ptmp_tpset *tpset);
-
-/**
- * The `index`th address the sender bound, with a `*` port resolved to
- * the port the system chose (e.g. `tcp://127.0.0.1:41234`), or NULL if it
- * bound fewer. The string belongs to the handle and lives as long as it.
- *
- * Thread-safety: one thread at a time per sender, as its other calls.
- *
- * # Safety
- * `sender` is NULL or a live handle from `ptmp_sender_new`.
- */
-const char *ptmp_sender_endpoint(const struct ptmp_sender *sender, size_t index);
-
-/**
- * The `index`th address the receiver bound, as `ptmp_sender_endpoint`.
- *
- * Thread-safety: one thread at a time per receiver, as its other calls.
- *
- * # Safety
- * `receiver` is NULL or a live handle from `ptmp_receiver_new`.
- */
-const char *ptmp_receiver_endpoint(const struct ptmp_receiver *receiver, size_t index);
 
 /**
  * Opens the dump file at `path` for reading and stores the handle in
@@ -766,6 +489,115 @@ int ptmp_withdraw_names(void);
  * Thread-safety: may be called from any thread at any time.
  */
 size_t ptmp_announced_names(void);
+
+/**
+ * Messages this receiver knows were lost before it could receive them:
+ * over shm://, those a PUB writer overwrote before this reader got to
+ * them. Over ZeroMQ a PUB drops without telling, so this stays 0 there
+ * (compare the TPSets' `count`s instead). 0 for a NULL handle.
+ *
+ * Thread-safety: one thread at a time per receiver, as its other calls.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle from `ptmp_receiver_new`.
+ */
+uint64_t ptmp_receiver_lost(const struct ptmp_receiver *receiver);
+
+/**
+ * Opens a receiver from PTMP's JSON socket configuration, e.g.
+ * `{"socket":{"type":"PULL","connect":["tcp://127.0.0.1:5678"]}}`, and
+ * stores the handle in `*out` (NULL on failure).
+ *
+ * Returns as `ptmp_sender_new`.
+ *
+ * Thread-safety: may be called from any thread; the new handle is then
+ * used by one thread at a time.
+ *
+ * # Safety
+ * As `ptmp_sender_new`.
+ */
+int ptmp_receiver_new(const char *json_config, struct ptmp_receiver **out);
+
+/**
+ * Receives one TPSet into `*out`, waiting at most `timeout_ms`
+ * milliseconds (a negative value waits forever, 0 only looks).
+ *
+ * Returns [`PTMP_OK`] with `*out` filled; [`PTMP_TIMEOUT`] (positive) when
+ * nothing came in time, `*out` untouched; or an error: [`PTMP_ERR_NULL`],
+ * [`PTMP_ERR_ARG`] (`out->tps` NULL with a non-zero `tps_capacity`),
+ * [`PTMP_ERR_MESSAGE`] (a message that is not a TPSet was skipped; call
+ * again), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
+ * [`PTMP_ERR_ALLOC`]. On an error `*out` keeps its old `tps` block.
+ *
+ * `out->tps` must be NULL or a `malloc` block of `out->tps_capacity`
+ * primitives; it is grown with `realloc` when a set has more, and kept, so
+ * receiving into the same struct allocates nothing once it has grown.
+ * Free it with `ptmp_tpset_clear`.
+ *
+ * Thread-safety: one thread at a time per receiver.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle from `ptmp_receiver_new`; `out` is
+ * NULL or points to a writable `ptmp_tpset` obeying the rule above.
+ */
+int ptmp_receiver_recv(struct ptmp_receiver *receiver, struct ptmp_tpset *out, int timeout_ms);
+
+/**
+ * Receives one message as raw frames, schema-blind, waiting at most
+ * `timeout_ms` (negative: forever); the number of frames goes to
+ * `*nframes`, and `ptmp_receiver_frame` gives each. For a PTMP TPSet
+ * message, frame 1 is the set's protobuf encoding.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (`*nframes` is 0),
+ * [`PTMP_ERR_NULL`], [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+ *
+ * Thread-safety: one thread at a time per receiver.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle; `nframes` is NULL or writable.
+ */
+int ptmp_receiver_recv_frames(struct ptmp_receiver *receiver, int timeout_ms, size_t *nframes);
+
+/**
+ * Frame `index` of the message the last `ptmp_receiver_recv_frames`
+ * received: its bytes to `*data` and length to `*len`. The bytes belong to
+ * the receiver and stay valid until its next receive or free.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`] or [`PTMP_ERR_ARG`] (no such
+ * frame).
+ *
+ * Thread-safety: one thread at a time per receiver.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle; `data` and `len` are NULL or
+ * writable.
+ */
+int ptmp_receiver_frame(const struct ptmp_receiver *receiver,
+                        size_t index,
+                        const uint8_t **data,
+                        size_t *len);
+
+/**
+ * Closes a receiver and frees its handle. NULL is accepted and does
+ * nothing.
+ *
+ * Thread-safety: no other thread may use the handle during or after this.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle from `ptmp_receiver_new`, not used
+ * again.
+ */
+void ptmp_receiver_free(struct ptmp_receiver *receiver);
+
+/**
+ * The `index`th address the receiver bound, as `ptmp_sender_endpoint`.
+ *
+ * Thread-safety: one thread at a time per receiver, as its other calls.
+ *
+ * # Safety
+ * `receiver` is NULL or a live handle from `ptmp_receiver_new`.
+ */
+const char *ptmp_receiver_endpoint(const struct ptmp_receiver *receiver, size_t index);
 
 /**
  * Starts the agents of a ptmper configuration (what `ptmp run` takes; the
@@ -917,6 +749,174 @@ int ptmp_graph_start(const char *config,
  * `s` is NULL or a string from this library, not used again.
  */
 void ptmp_string_free(char *s);
+
+/**
+ * Opens a sender from PTMP's JSON socket configuration, e.g.
+ * `{"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:5678"]}}`, and stores
+ * the handle in `*out` (NULL on failure).
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
+ * [`PTMP_ERR_CONFIG`] (the message names the key and value) or
+ * [`PTMP_ERR_TRANSPORT`].
+ *
+ * Thread-safety: may be called from any thread; the new handle is then
+ * used by one thread at a time.
+ *
+ * # Safety
+ * `json_config` is NULL or a NUL-terminated string; `out` is NULL or
+ * points to writable storage for a pointer.
+ */
+int ptmp_sender_new(const char *json_config, struct ptmp_sender **out);
+
+/**
+ * Sends one TPSet. Blocks while a PUSH or PAIR socket is at its high-water
+ * mark; a PUB drops instead, as ZeroMQ does. The first send of a PUB
+ * configured with `subscribers` waits for them.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`tps` NULL
+ * with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`; `tpset` is NULL
+ * or points to a readable `ptmp_tpset` whose `tps` holds `ntps` readable
+ * primitives.
+ */
+int ptmp_sender_send(struct ptmp_sender *sender, const struct ptmp_tpset *tpset);
+
+/**
+ * Sends one TPSet given as its protobuf encoding (`len` bytes at `data`),
+ * as PTMP's C++ code serialises it. The bytes are checked first: ones that
+ * are not a complete TPSet are refused with [`PTMP_ERR_ARG`] and nothing is
+ * sent. Otherwise as `ptmp_sender_send`.
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`; `data` is NULL
+ * or points to `len` readable bytes.
+ */
+int ptmp_sender_send_bytes(struct ptmp_sender *sender, const uint8_t *data, size_t len);
+
+/**
+ * Sends one message of `n` raw frames, schema-blind: frame `i` is the
+ * `lens[i]` bytes at `datas[i]`. A PTMP TPSet message is two frames, the
+ * version and the encoded set; other messages pass as they are (a
+ * receiving `ptmp_receiver_recv` counts them as not TPSets).
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`n` is 0),
+ * [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle; `datas` and `lens` are NULL or point
+ * to `n` entries each; `datas[i]` is NULL (only with `lens[i]` 0) or
+ * points to `lens[i]` readable bytes.
+ */
+int ptmp_sender_send_frames(struct ptmp_sender *sender,
+                            const uint8_t *const *datas,
+                            const size_t *lens,
+                            size_t n);
+
+/**
+ * Sends one TPSet as `ptmp_sender_send` does, but waits at most
+ * `timeout_ms` milliseconds (0: not at all) for room: when a PUSH or PAIR
+ * socket stays at its high-water mark (or has no peer) that long, or an
+ * shm:// PUSH channel stays full, nothing is sent and [`PTMP_TIMEOUT`]
+ * is returned, so the caller can look at other work or a stop request
+ * and try again. A PUB never waits (it drops, as ZeroMQ does). Over
+ * shm:// a call also waits no longer than the socket's shm block timeout:
+ * a `timeout_ms` past it fails there with [`PTMP_ERR_TRANSPORT`], as a
+ * blocking send would.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing sent; `ptmp_last_error`
+ * unchanged), [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`timeout_ms` < 0,
+ * or `tps` NULL with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or
+ * [`PTMP_ERR_INTERRUPTED`].
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * As `ptmp_sender_send`.
+ */
+int ptmp_sender_send_within(struct ptmp_sender *sender,
+                            const struct ptmp_tpset *tpset,
+                            int timeout_ms);
+
+/**
+ * How many TPSets (or messages of frames) the sender has sent so far; 0
+ * for a NULL handle.
+ *
+ * Thread-safety: one thread at a time per sender, as its other calls.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`.
+ */
+uint64_t ptmp_sender_sent(const struct ptmp_sender *sender);
+
+/**
+ * Waits until at least `k` subscribers have subscribed to this PUB
+ * sender's PTMP messages, or `timeout_ms` has passed (negative: no limit),
+ * and stores how many there are in `*seen` (unless `seen` is NULL). The
+ * first send of a PUB configured with `subscribers` waits so by itself;
+ * calling this first keeps the wait out of a timed loop. Not available
+ * for shm:// (its readers need no subscription).
+ *
+ * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (fewer came; `*seen`
+ * untouched), [`PTMP_ERR_NULL`], [`PTMP_ERR_CONFIG`] (not a PUB over
+ * ZeroMQ) or [`PTMP_ERR_TRANSPORT`].
+ *
+ * Thread-safety: one thread at a time per sender.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle; `seen` is NULL or writable.
+ */
+int ptmp_sender_wait_subscribers(struct ptmp_sender *sender,
+                                 size_t k,
+                                 int timeout_ms,
+                                 size_t *seen);
+
+/**
+ * Closes a sender as `ptmp_sender_free` does, waiting (bounded by the
+ * socket's linger) until what was sent has left this process, and reports
+ * in `*delivery` (unless NULL) how many messages may not have reached a
+ * peer. The handle is freed in every case; it must not be used again.
+ *
+ * Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`] (`sender` NULL; nothing done).
+ *
+ * Thread-safety: no other thread may use the handle during or after this.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`, not used
+ * again; `delivery` is NULL or writable.
+ */
+int ptmp_sender_finish(struct ptmp_sender *sender, struct ptmp_delivery *delivery);
+
+/**
+ * Closes a sender and frees its handle. Like PTMP, it first waits (bounded
+ * by the socket's linger) until what was sent has left this process, so
+ * "send N and exit" loses nothing. NULL is accepted and does nothing.
+ *
+ * Thread-safety: no other thread may use the handle during or after this.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`, not used again.
+ */
+void ptmp_sender_free(struct ptmp_sender *sender);
+
+/**
+ * The `index`th address the sender bound, with a `*` port resolved to
+ * the port the system chose (e.g. `tcp://127.0.0.1:41234`), or NULL if it
+ * bound fewer. The string belongs to the handle and lives as long as it.
+ *
+ * Thread-safety: one thread at a time per sender, as its other calls.
+ *
+ * # Safety
+ * `sender` is NULL or a live handle from `ptmp_sender_new`.
+ */
+const char *ptmp_sender_endpoint(const struct ptmp_sender *sender, size_t index);
 
 /**
  * Creates shared-memory channel `name` and becomes its one writer, with
