@@ -6,6 +6,7 @@
 
 pub mod clients;
 pub mod devtools;
+pub mod proc;
 
 use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames, TPSet, VERSION_FRAME};

@@ -1,0 +1,83 @@
+//! A `ptmp` child killed if the test ends before it does, and waiting for
+//! it, for an endpoint to listen, and for its last JSON line.
+
+use super::PTMP;
+use serde_json::Value;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A child process that is killed if the test ends before it does.
+pub struct Proc(pub Option<Child>);
+
+impl Proc {
+    pub fn spawn(args: &[&str]) -> Proc {
+        let c = Command::new(PTMP)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ptmp");
+        Proc(Some(c))
+    }
+    /// Wait at most `limit` for the process to end.
+    pub fn finish(mut self, limit: Duration) -> Output {
+        let mut c = self.0.take().unwrap();
+        let t0 = Instant::now();
+        while c.try_wait().unwrap().is_none() {
+            if t0.elapsed() > limit {
+                let _ = c.kill();
+                let out = c.wait_with_output().unwrap();
+                panic!(
+                    "ptmp did not finish within {limit:?}\nstdout: {}\nstderr: {}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        c.wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Proc::spawn(args).finish(Duration::from_secs(60))
+}
+
+/// Wait until something listens on the endpoint (tcp port or ipc path).
+pub fn wait_listening(ep: &str) {
+    let t0 = Instant::now();
+    loop {
+        let up = if let Some(a) = ep.strip_prefix("tcp://") {
+            std::net::TcpStream::connect(a).is_ok()
+        } else if let Some(p) = ep.strip_prefix("ipc://") {
+            std::os::unix::net::UnixStream::connect(p).is_ok()
+        } else {
+            unreachable!()
+        };
+        if up {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{ep} never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn last_json(out: &Output) -> Value {
+    let s = String::from_utf8_lossy(&out.stdout);
+    let line = s.lines().last().unwrap_or_else(|| {
+        panic!(
+            "no output; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("last line {line:?} is not JSON: {e}"))
+}
