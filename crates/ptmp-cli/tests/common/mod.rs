@@ -185,3 +185,16 @@ pub fn state(addr: SocketAddr) -> Value {
 mod missing;
 #[allow(unused_imports)]
 pub use missing::missing_part;
+
+/// A trigger primitive on `channel` at `tstart`, 5 ticks long, with
+/// adc sum `adc`.
+pub fn tp(channel: u32, tstart: u64, adc: u32) -> ptmp_data::TrigPrim {
+    ptmp_data::TrigPrim {
+        channel,
+        tstart,
+        tspan: Some(5),
+        adcsum: Some(adc),
+        adcpeak: Some(adc / 2),
+        flags: Some(0),
+    }
+}
