@@ -6,10 +6,13 @@ use super::{
     add_table, cell_u64, clock, count_at, micros, now_us, num, rate, Frame, Tables, Tone, View,
     STALE,
 };
+mod wiring;
+
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use wiring::{depths, edge_ends, sock_figs};
 
 /// A node as its process's plan describes it.
 struct PlanNode {
@@ -236,95 +239,165 @@ struct NodeFig {
     p99_us: Option<f64>,
 }
 
-impl View for GraphView {
-    fn frame(&mut self) -> Frame {
-        let mut msgs = Vec::new();
-        let mut lines = Vec::new();
-        if !self.dir.is_dir() {
-            let why = format!(
-                "no run directory {}: is the graph running (with this --run-dir)?",
-                self.dir.display()
-            );
-            lines.push(format!("ptmp top: {}   {}", self.dir.display(), clock()));
-            lines.push(String::new());
-            lines.push(why.clone());
-            return Frame {
-                lines,
-                tones: HashMap::new(),
-                tables: Vec::new(),
-                empty_because: Some(why),
-            };
+/// The three parts of a frame being built: its lines, how to colour
+/// them and its tables.
+type Sheet<'a> = (
+    &'a mut Vec<String>,
+    &'a mut HashMap<usize, Tone>,
+    &'a mut Tables,
+);
+
+/// The supervisor's word on each process (`processes.json`), by name.
+fn processes_of(supervised: &Value) -> HashMap<&str, &Value> {
+    supervised["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["name"].as_str()?, p)))
+        .collect()
+}
+
+/// The node table's rows, in `order` (name, process, type): a node without
+/// a status file shows what the supervisor says of its process.
+fn node_rows(
+    order: &[(String, String, String)],
+    figs: &BTreeMap<String, NodeFig>,
+    proc_of: &HashMap<&str, &Value>,
+) -> Vec<Vec<String>> {
+    let no_status = |process: &str| -> (String, Option<u64>, Option<u64>) {
+        match proc_of.get(process) {
+            Some(p) => (
+                p["state"].as_str().unwrap_or("no status").to_string(),
+                p["pid"].as_u64(),
+                p["restarts"].as_u64(),
+            ),
+            None => ("no status".into(), None, None),
         }
-        let mut tones = HashMap::new();
-        let mut tables = Tables::new();
-        let (graph, plan_nodes, socks) = self.plans(&mut msgs);
-        let stats = self.statuses(&mut msgs);
-        let supervised = self.supervised(&mut msgs);
-        let sup = supervised["supervisor_pid"].as_u64().or_else(|| {
+    };
+    let mut rows = Vec::new();
+    for (name, process, kind) in order {
+        let row = match figs.get(name) {
+            Some(f) => vec![
+                name.clone(),
+                kind.clone(),
+                process.clone(),
+                num(f.pid),
+                f.state.clone(),
+                num(f.restarts),
+                num(f.inn),
+                rate(f.in_rate),
+                num(f.out),
+                rate(f.out_rate),
+                num(f.lost),
+                micros(f.p99_us),
+            ],
+            None => {
+                let (state, pid, restarts) = no_status(process);
+                let mut r = vec![
+                    name.clone(),
+                    kind.clone(),
+                    process.clone(),
+                    num(pid),
+                    state,
+                    num(restarts),
+                ];
+                r.extend(std::iter::repeat_n("-".to_string(), 6));
+                r
+            }
+        };
+        rows.push(row);
+    }
+    rows
+}
+
+/// The node table: what needs a look stands out.
+fn add_node_table(sheet: Sheet<'_>, rows: &[Vec<String>]) {
+    add_table(
+        sheet,
+        "nodes",
+        &[
+            ("NODE", false),
+            ("TYPE", false),
+            ("PROCESS", false),
+            ("PID", true),
+            ("STATE", false),
+            ("RESTARTS", true),
+            ("IN", true),
+            ("IN/S", true),
+            ("OUT", true),
+            ("OUT/S", true),
+            ("LOST", true),
+            ("P99 US", true),
+        ],
+        rows,
+        |_, r| {
+            let state = r.get(4).map_or("", String::as_str);
+            if matches!(state, "failed" | "gone") || cell_u64(r, 10) > 0 {
+                Tone::Bad
+            } else if state != "running" && state != "ended" && state != "exited"
+                || cell_u64(r, 5) > 0
+            {
+                Tone::Warn
+            } else {
+                Tone::Plain
+            }
+        },
+    );
+}
+
+/// What a frame's edge rows read besides the edge itself.
+struct Look<'a> {
+    socks: &'a [PlanSocket],
+    sock_figs: &'a [SockFig],
+    figs: &'a BTreeMap<String, NodeFig>,
+    now: Instant,
+}
+
+impl GraphView {
+    /// The frame of a run directory that is not there.
+    fn missing_dir(&self) -> Frame {
+        let why = format!(
+            "no run directory {}: is the graph running (with this --run-dir)?",
+            self.dir.display()
+        );
+        Frame {
+            lines: vec![
+                format!("ptmp top: {}   {}", self.dir.display(), clock()),
+                String::new(),
+                why.clone(),
+            ],
+            tones: HashMap::new(),
+            tables: Vec::new(),
+            empty_because: Some(why),
+        }
+    }
+
+    /// The supervisor's pid: from `processes.json`, else its pid file.
+    fn supervisor_pid(&self, supervised: &Value) -> Option<u64> {
+        supervised["supervisor_pid"].as_u64().or_else(|| {
             ptmp::files::read_file(
                 &self.dir.join("supervisor.pid"),
                 ptmp_graph::rundir::LOCK_LIMIT,
             )
             .ok()
             .and_then(|t| String::from_utf8_lossy(&t).trim().parse::<u64>().ok())
-        });
-        // The supervisor's word on each process: state and restarts.
-        let proc_of: HashMap<&str, &Value> = supervised["processes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| Some((p["name"].as_str()?, p)))
-            .collect();
-        // Every socket the processes report, with the node it belongs to
-        // (the plan's node of that process with a socket on the same
-        // addresses).
-        let mut sock_figs: Vec<SockFig> = Vec::new();
-        for st in &stats {
-            for x in st.doc["sockets"].as_array().into_iter().flatten() {
-                let endpoints: Vec<String> = x["endpoints"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|e| e.as_str().map(String::from))
-                    .collect();
-                let recv = x["dir"].as_str() == Some("recv");
-                let node = plan_nodes
-                    .iter()
-                    .filter(|n| n.process == st.process)
-                    .find(|n| {
-                        socks.iter().any(|p| {
-                            p.node == n.name
-                                && p.sends != recv
-                                && p.addresses.iter().any(|a| endpoints.contains(a))
-                        })
-                    })
-                    .map(|n| n.name.clone());
-                sock_figs.push(SockFig {
-                    node,
-                    recv,
-                    endpoints,
-                    rate: x["rate"].as_f64(),
-                    lost: x["lost"].as_u64(),
-                    stalls: x["stalls"].as_u64(),
-                    given_up: x["readers_given_up"].as_u64(),
-                    p99_us: x["latency_us"]["p99"].as_f64(),
-                });
-            }
-        }
-        let graph = graph
-            .or_else(|| {
-                stats
-                    .iter()
-                    .find_map(|s| s.doc["graph"].as_str().map(String::from))
-            })
-            .unwrap_or_else(|| "?".into());
-        let now = Instant::now();
-        let wall = now_us();
+        })
+    }
 
-        // Per node figures from the status files.
+    /// Per node figures from the status files (rates worked out from the
+    /// previous frame's counts where a file has none), and each node's
+    /// process.
+    fn node_figs(
+        &mut self,
+        stats: &[ProcStatus],
+        proc_of: &HashMap<&str, &Value>,
+        sock_figs: &[SockFig],
+        now: Instant,
+    ) -> (BTreeMap<String, NodeFig>, HashMap<String, String>) {
+        let wall = now_us();
         let mut figs: BTreeMap<String, NodeFig> = BTreeMap::new();
         let mut node_proc: HashMap<String, String> = HashMap::new();
-        for st in &stats {
+        for st in stats {
             let d = &st.doc;
             let pid = d["pid"].as_u64();
             let sup_proc = proc_of.get(st.process.as_str());
@@ -412,41 +485,222 @@ impl View for GraphView {
                 node_proc.insert(name, st.process.clone());
             }
         }
+        (figs, node_proc)
+    }
 
-        // Edges: an address with senders on one side, receivers on the other.
-        let mut edges: BTreeMap<String, Ends> = BTreeMap::new();
-        for s in &socks {
-            for a in &s.addresses {
-                let e = edges.entry(a.clone()).or_default();
-                if s.sends {
-                    e.0.push(s);
-                } else {
-                    e.1.push(s);
-                }
-            }
+    /// One edge's row: its rate (the receivers' figures, else the senders',
+    /// else the shm channel's or the nodes' counts), how far behind its
+    /// readers are, what was lost, stalls and latency; and whether its ring
+    /// gave a durable reader up (said in `msgs`).
+    fn edge_row(
+        &mut self,
+        addr: &str,
+        (tx, rx): &Ends<'_>,
+        look: &Look<'_>,
+        msgs: &mut Vec<String>,
+    ) -> (Vec<String>, bool) {
+        let ports_of = |node: &str, sends: bool| {
+            look.socks
+                .iter()
+                .filter(|s| s.node == node && s.sends == sends)
+                .count()
+        };
+        let mut given_up_any = false;
+        let names = |v: &Vec<&PlanSocket>| {
+            v.iter()
+                .map(|s| s.node.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let transport = addr.split("://").next().unwrap_or("?").to_string();
+        // The receiving sockets on this address alone (a socket on
+        // several addresses mixes their figures), else the sending ones.
+        let on = |recv: bool| {
+            look.sock_figs
+                .iter()
+                .filter(move |x| x.recv == recv && x.endpoints.len() == 1 && x.endpoints[0] == addr)
+        };
+        let sum_rate = |recv: bool| {
+            on(recv)
+                .map(|x| x.rate)
+                .reduce(|a, b| Some(a? + b?))
+                .flatten()
+        };
+        let mut r = sum_rate(true).or_else(|| sum_rate(false));
+        let lost = on(true)
+            .map(|x| x.lost)
+            .reduce(|a, b| Some(a? + b?))
+            .flatten();
+        let p99 = on(true).filter_map(|x| x.p99_us).reduce(f64::max);
+        let stalls = on(false)
+            .map(|x| x.stalls)
+            .reduce(|a, b| Some(a? + b?))
+            .flatten();
+        // Rare, and about readers rather than messages: a line under
+        // the tables, and the row marked, rather than a column.
+        let given_up: u64 = on(false).filter_map(|x| x.given_up).sum();
+        if given_up > 0 {
+            given_up_any = true;
+            msgs.push(format!(
+                "edge {} -> {} ({addr}): {given_up} durable reader(s) given up: their process died and did not come back within its grace time, so the ring went on without them",
+                names(tx),
+                names(rx)
+            ));
         }
-        // How far downstream each node is (the longest path to it from a
-        // node nothing feeds), so nodes and edges are listed in the order
-        // the data flows. A cycle only stops the counting after a bound.
-        let mut depth: HashMap<&str, usize> = HashMap::new();
-        for _ in 0..=plan_nodes.len() {
-            let mut moved = false;
-            for (tx, rx) in edges.values() {
-                for s in tx {
-                    let d = depth.get(s.node.as_str()).copied().unwrap_or(0) + 1;
-                    for r in rx {
-                        let e = depth.entry(r.node.as_str()).or_insert(0);
-                        if *e < d && d <= plan_nodes.len() {
-                            *e = d;
-                            moved = true;
+        let mut lag = None;
+        if let Some(name) = addr.strip_prefix("shm://") {
+            match ptmp_shm::inspect(name) {
+                Ok((st, readers)) => {
+                    if r.is_none() {
+                        if let Some((t0, p0)) = self.chans.get(name) {
+                            let dt = look.now.duration_since(*t0).as_secs_f64();
+                            if dt > 0.0 {
+                                r = Some(st.published.saturating_sub(*p0) as f64 / dt);
+                            }
                         }
                     }
+                    self.chans
+                        .insert(name.to_string(), (look.now, st.published));
+                    let behind = readers
+                        .iter()
+                        .filter(|x| x.alive)
+                        .map(|x| st.published.saturating_sub(x.position))
+                        .max();
+                    lag = lag.or(behind);
                 }
-            }
-            if !moved {
-                break;
+                Err(e) => msgs.push(format!("edge {addr}: {e}")),
             }
         }
+        if r.is_none() {
+            // Node counts stand for the edge when the receivers (or
+            // else the senders) have no other port on that side.
+            if rx.iter().all(|s| ports_of(&s.node, false) == 1) {
+                r = rx
+                    .iter()
+                    .map(|s| look.figs.get(&s.node).and_then(|f| f.in_rate))
+                    .sum();
+            } else if tx.iter().all(|s| ports_of(&s.node, true) == 1) {
+                r = tx
+                    .iter()
+                    .map(|s| look.figs.get(&s.node).and_then(|f| f.out_rate))
+                    .sum();
+            }
+        }
+        if lag.is_none()
+            && tx
+                .iter()
+                .all(|s| s.stype == "PUSH" && ports_of(&s.node, true) == 1)
+            && rx
+                .iter()
+                .all(|s| s.stype == "PULL" && ports_of(&s.node, false) == 1)
+        {
+            // Sent but not yet taken in: queued on the way.
+            let sent: Option<u64> = tx
+                .iter()
+                .map(|s| look.figs.get(&s.node).and_then(|f| f.out))
+                .sum();
+            let got: Option<u64> = rx
+                .iter()
+                .map(|s| look.figs.get(&s.node).and_then(|f| f.inn))
+                .sum();
+            if let (Some(a), Some(b)) = (sent, got) {
+                lag = Some(a.saturating_sub(b));
+            }
+        }
+        let row = vec![
+            format!("{} -> {}", names(tx), names(rx)),
+            transport,
+            rate(r),
+            num(lag),
+            num(lost),
+            num(stalls),
+            micros(p99),
+            addr.to_string(),
+        ];
+        (row, given_up_any)
+    }
+
+    /// The edge table, in the order the data flows, when there are edges.
+    fn add_edge_table(
+        &mut self,
+        sheet: Sheet<'_>,
+        edges: &BTreeMap<String, Ends<'_>>,
+        depth_of: &dyn Fn(&str) -> usize,
+        look: &Look<'_>,
+        msgs: &mut Vec<String>,
+    ) {
+        let mut erows = Vec::new();
+        // Rows of edges whose sending ring gave readers up.
+        let mut given_up_rows = std::collections::HashSet::new();
+        let mut edge_order: Vec<(&String, &Ends)> = edges.iter().collect();
+        let key = |e: &Ends| {
+            let d = e.0.iter().map(|s| depth_of(&s.node)).min().unwrap_or(0);
+            let n = e.0.first().map_or("", |s| s.node.as_str());
+            (d, n.to_string())
+        };
+        edge_order.sort_by_key(|(_, e)| key(e));
+        for (addr, ends) in edge_order {
+            if ends.0.is_empty() || ends.1.is_empty() {
+                continue;
+            }
+            let (row, given_up) = self.edge_row(addr, ends, look, msgs);
+            if given_up {
+                given_up_rows.insert(erows.len());
+            }
+            erows.push(row);
+        }
+        if erows.is_empty() {
+            return;
+        }
+        sheet.0.push(String::new());
+        add_table(
+            sheet,
+            "edges",
+            &[
+                ("EDGE", false),
+                ("TRANSPORT", false),
+                ("RATE/S", true),
+                ("BEHIND", true),
+                ("LOST", true),
+                ("STALLS", true),
+                ("P99 US", true),
+                ("ADDRESS", false),
+            ],
+            &erows,
+            |i, r| {
+                if cell_u64(r, 4) > 0 || given_up_rows.contains(&i) {
+                    Tone::Bad
+                } else {
+                    Tone::Plain
+                }
+            },
+        );
+    }
+}
+
+impl View for GraphView {
+    fn frame(&mut self) -> Frame {
+        if !self.dir.is_dir() {
+            return self.missing_dir();
+        }
+        let mut msgs = Vec::new();
+        let (graph, plan_nodes, socks) = self.plans(&mut msgs);
+        let stats = self.statuses(&mut msgs);
+        let supervised = self.supervised(&mut msgs);
+        let sup = self.supervisor_pid(&supervised);
+        let proc_of = processes_of(&supervised);
+        let sock_figs = sock_figs(&stats, &plan_nodes, &socks);
+        let graph = graph
+            .or_else(|| {
+                stats
+                    .iter()
+                    .find_map(|s| s.doc["graph"].as_str().map(String::from))
+            })
+            .unwrap_or_else(|| "?".into());
+        let now = Instant::now();
+        let (figs, node_proc) = self.node_figs(&stats, &proc_of, &sock_figs, now);
+        let edges = edge_ends(&socks);
+        let depth = depths(&edges, plan_nodes.len());
         let depth_of = |n: &str| depth.get(n).copied().unwrap_or(0);
         // Nodes: the plans' list, with any node only a status file names.
         let mut order: Vec<(String, String, String)> = plan_nodes
@@ -460,253 +714,40 @@ impl View for GraphView {
         }
         order.sort_by(|a, b| depth_of(&a.0).cmp(&depth_of(&b.0)).then(a.0.cmp(&b.0)));
         let running = figs.values().filter(|f| f.state == "running").count();
-        let no_status = |process: &str| -> (String, Option<u64>, Option<u64>) {
-            match proc_of.get(process) {
-                Some(p) => (
-                    p["state"].as_str().unwrap_or("no status").to_string(),
-                    p["pid"].as_u64(),
-                    p["restarts"].as_u64(),
-                ),
-                None => ("no status".into(), None, None),
-            }
-        };
         let sup_state = match sup {
             Some(p) if pid_alive(p) => format!("supervisor pid {p}"),
             Some(p) => format!("supervisor pid {p} gone"),
             None => "no supervisor".into(),
         };
-        lines.push(format!(
-            "ptmp top: graph {graph}   {}   {sup_state}   {}",
-            self.dir.display(),
-            clock()
-        ));
-        lines.push(format!(
-            "{} nodes ({running} running) in {} processes; q quits",
-            order.len(),
-            stats.len()
-        ));
-        lines.push(String::new());
-        let mut rows = Vec::new();
-        for (name, process, kind) in &order {
-            let row = match figs.get(name) {
-                Some(f) => vec![
-                    name.clone(),
-                    kind.clone(),
-                    process.clone(),
-                    num(f.pid),
-                    f.state.clone(),
-                    num(f.restarts),
-                    num(f.inn),
-                    rate(f.in_rate),
-                    num(f.out),
-                    rate(f.out_rate),
-                    num(f.lost),
-                    micros(f.p99_us),
-                ],
-                None => {
-                    let (state, pid, restarts) = no_status(process);
-                    let mut r = vec![
-                        name.clone(),
-                        kind.clone(),
-                        process.clone(),
-                        num(pid),
-                        state,
-                        num(restarts),
-                    ];
-                    r.extend(std::iter::repeat_n("-".to_string(), 6));
-                    r
-                }
-            };
-            rows.push(row);
-        }
-        add_table(
+        let mut lines = vec![
+            format!(
+                "ptmp top: graph {graph}   {}   {sup_state}   {}",
+                self.dir.display(),
+                clock()
+            ),
+            format!(
+                "{} nodes ({running} running) in {} processes; q quits",
+                order.len(),
+                stats.len()
+            ),
+            String::new(),
+        ];
+        let (mut tones, mut tables) = (HashMap::new(), Tables::new());
+        let rows = node_rows(&order, &figs, &proc_of);
+        add_node_table((&mut lines, &mut tones, &mut tables), &rows);
+        let look = Look {
+            socks: &socks,
+            sock_figs: &sock_figs,
+            figs: &figs,
+            now,
+        };
+        self.add_edge_table(
             (&mut lines, &mut tones, &mut tables),
-            "nodes",
-            &[
-                ("NODE", false),
-                ("TYPE", false),
-                ("PROCESS", false),
-                ("PID", true),
-                ("STATE", false),
-                ("RESTARTS", true),
-                ("IN", true),
-                ("IN/S", true),
-                ("OUT", true),
-                ("OUT/S", true),
-                ("LOST", true),
-                ("P99 US", true),
-            ],
-            &rows,
-            |_, r| {
-                let state = r.get(4).map_or("", String::as_str);
-                if matches!(state, "failed" | "gone") || cell_u64(r, 10) > 0 {
-                    Tone::Bad
-                } else if state != "running" && state != "ended" && state != "exited"
-                    || cell_u64(r, 5) > 0
-                {
-                    Tone::Warn
-                } else {
-                    Tone::Plain
-                }
-            },
+            &edges,
+            &depth_of,
+            &look,
+            &mut msgs,
         );
-
-        let ports_of = |node: &str, sends: bool| {
-            socks
-                .iter()
-                .filter(|s| s.node == node && s.sends == sends)
-                .count()
-        };
-        let mut erows = Vec::new();
-        // Rows of edges whose sending ring gave readers up.
-        let mut given_up_rows = std::collections::HashSet::new();
-        let mut edge_order: Vec<(&String, &Ends)> = edges.iter().collect();
-        let key = |e: &Ends| {
-            let d = e.0.iter().map(|s| depth_of(&s.node)).min().unwrap_or(0);
-            let n = e.0.first().map_or("", |s| s.node.as_str());
-            (d, n.to_string())
-        };
-        edge_order.sort_by_key(|(_, e)| key(e));
-        for (addr, (tx, rx)) in edge_order {
-            if tx.is_empty() || rx.is_empty() {
-                continue;
-            }
-            let names = |v: &Vec<&PlanSocket>| {
-                v.iter()
-                    .map(|s| s.node.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            let transport = addr.split("://").next().unwrap_or("?").to_string();
-            // The receiving sockets on this address alone (a socket on
-            // several addresses mixes their figures), else the sending ones.
-            let on = |recv: bool| {
-                sock_figs.iter().filter(move |x| {
-                    x.recv == recv && x.endpoints.len() == 1 && &x.endpoints[0] == addr
-                })
-            };
-            let sum_rate = |recv: bool| {
-                on(recv)
-                    .map(|x| x.rate)
-                    .reduce(|a, b| Some(a? + b?))
-                    .flatten()
-            };
-            let mut r = sum_rate(true).or_else(|| sum_rate(false));
-            let lost = on(true)
-                .map(|x| x.lost)
-                .reduce(|a, b| Some(a? + b?))
-                .flatten();
-            let p99 = on(true).filter_map(|x| x.p99_us).reduce(f64::max);
-            let stalls = on(false)
-                .map(|x| x.stalls)
-                .reduce(|a, b| Some(a? + b?))
-                .flatten();
-            // Rare, and about readers rather than messages: a line under
-            // the tables, and the row marked, rather than a column.
-            let given_up: u64 = on(false).filter_map(|x| x.given_up).sum();
-            if given_up > 0 {
-                given_up_rows.insert(erows.len());
-                msgs.push(format!(
-                    "edge {} -> {} ({addr}): {given_up} durable reader(s) given up: their process died and did not come back within its grace time, so the ring went on without them",
-                    names(tx),
-                    names(rx)
-                ));
-            }
-            let mut lag = None;
-            if let Some(name) = addr.strip_prefix("shm://") {
-                match ptmp_shm::inspect(name) {
-                    Ok((st, readers)) => {
-                        if r.is_none() {
-                            if let Some((t0, p0)) = self.chans.get(name) {
-                                let dt = now.duration_since(*t0).as_secs_f64();
-                                if dt > 0.0 {
-                                    r = Some(st.published.saturating_sub(*p0) as f64 / dt);
-                                }
-                            }
-                        }
-                        self.chans.insert(name.to_string(), (now, st.published));
-                        let behind = readers
-                            .iter()
-                            .filter(|x| x.alive)
-                            .map(|x| st.published.saturating_sub(x.position))
-                            .max();
-                        lag = lag.or(behind);
-                    }
-                    Err(e) => msgs.push(format!("edge {addr}: {e}")),
-                }
-            }
-            if r.is_none() {
-                // Node counts stand for the edge when the receivers (or
-                // else the senders) have no other port on that side.
-                if rx.iter().all(|s| ports_of(&s.node, false) == 1) {
-                    r = rx
-                        .iter()
-                        .map(|s| figs.get(&s.node).and_then(|f| f.in_rate))
-                        .sum();
-                } else if tx.iter().all(|s| ports_of(&s.node, true) == 1) {
-                    r = tx
-                        .iter()
-                        .map(|s| figs.get(&s.node).and_then(|f| f.out_rate))
-                        .sum();
-                }
-            }
-            if lag.is_none()
-                && tx
-                    .iter()
-                    .all(|s| s.stype == "PUSH" && ports_of(&s.node, true) == 1)
-                && rx
-                    .iter()
-                    .all(|s| s.stype == "PULL" && ports_of(&s.node, false) == 1)
-            {
-                // Sent but not yet taken in: queued on the way.
-                let sent: Option<u64> = tx
-                    .iter()
-                    .map(|s| figs.get(&s.node).and_then(|f| f.out))
-                    .sum();
-                let got: Option<u64> = rx
-                    .iter()
-                    .map(|s| figs.get(&s.node).and_then(|f| f.inn))
-                    .sum();
-                if let (Some(a), Some(b)) = (sent, got) {
-                    lag = Some(a.saturating_sub(b));
-                }
-            }
-            erows.push(vec![
-                format!("{} -> {}", names(tx), names(rx)),
-                transport,
-                rate(r),
-                num(lag),
-                num(lost),
-                num(stalls),
-                micros(p99),
-                addr.clone(),
-            ]);
-        }
-        if !erows.is_empty() {
-            lines.push(String::new());
-            add_table(
-                (&mut lines, &mut tones, &mut tables),
-                "edges",
-                &[
-                    ("EDGE", false),
-                    ("TRANSPORT", false),
-                    ("RATE/S", true),
-                    ("BEHIND", true),
-                    ("LOST", true),
-                    ("STALLS", true),
-                    ("P99 US", true),
-                    ("ADDRESS", false),
-                ],
-                &erows,
-                |i, r| {
-                    if cell_u64(r, 4) > 0 || given_up_rows.contains(&i) {
-                        Tone::Bad
-                    } else {
-                        Tone::Plain
-                    }
-                },
-            );
-        }
         let empty_because = if order.is_empty() {
             let why = format!(
                 "no plans or status files in {}: is the graph running (with this --run-dir)?",
