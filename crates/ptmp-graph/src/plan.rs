@@ -32,6 +32,7 @@ use ptmp_agents::plugin::Plugins;
 use ptmp_agents::{Kind, Proxy};
 use serde_json::{json, Map, Value};
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// An edge with its transport and addresses.
@@ -134,6 +135,16 @@ fn dir_hash(p: &Path) -> String {
     format!("{:06x}", h & 0xff_ffff)
 }
 
+/// What every node's configuration is made from.
+struct Sources<'a> {
+    links: &'a [Link],
+    pe: &'a BTreeMap<PortRef, Vec<usize>>,
+    counted: &'a [bool],
+    shared: &'a [bool],
+    run_dir: &'a Path,
+    plugins: &'a Plugins,
+}
+
 impl Plan {
     /// Wire `g` for running from `run_dir`; validates every node's agent
     /// configuration (with its sockets) so nothing starts when any is bad.
@@ -155,139 +166,253 @@ impl Plan {
         let pe = g.port_edges();
         let mut links: Vec<Link> = Vec::with_capacity(g.edges.len());
         let mut tcp_rank = 0u32;
-        for (i, e) in g.edges.iter().enumerate() {
-            let label = g.edge_label(i);
-            let ends: Vec<PortRef> = e.from.iter().chain(&e.to).copied().collect();
-            let procs: Vec<usize> = ends.iter().map(|r| g.nodes[r.node].process).collect();
-            let hosts: Vec<usize> = procs.iter().map(|&p| g.processes[p].host).collect();
-            let one_proc = procs.iter().all(|&p| p == procs[0]);
-            let one_host = hosts.iter().all(|&h| h == hosts[0]);
-            let shm_ok = e.pattern != Pattern::Pair
-                && !e.bind_inputs
-                && e.from.len() == 1
-                && (e.pattern == Pattern::PubSub || e.to.len() == 1);
-            let pinned = match &e.address {
-                Some(a) => {
-                    let p = Endpoint::parse(a, Attach::Connect, "address")
-                        .map_err(|x| err(format!("{label}: address: {x}")))?;
-                    // Some port binds it: never over a file that is not a
-                    // socket (the bind and the run's end would delete it).
-                    ptmp::socket::check_ipc_bind("address", &p.address)
-                        .map_err(|x| err(format!("{label}: {x}")))?;
-                    Some(p)
-                }
-                None => None,
-            };
-            let wanted = pinned.as_ref().map(|p| p.transport).or(e.transport);
-            if let (Some(p), Some(t)) = (&pinned, e.transport) {
-                if p.transport != t {
-                    return Err(err(format!(
-                        "{label}: transport {} but address {} is {}",
-                        t.scheme(),
-                        p.address,
-                        p.transport.scheme()
-                    )));
-                }
+        for i in 0..g.edges.len() {
+            links.push(Self::link(g, i, run_dir, keep, &mut tcp_rank)?);
+        }
+        Self::unmix_shm(g, &pe, &mut links, run_dir, keep)?;
+        // Each node's data with its sockets.
+        let counted = counted_streams(g);
+        // Nodes fed by a pushpull edge that deals sets out among several
+        // receivers.
+        let mut shared = vec![false; g.nodes.len()];
+        for e in g
+            .edges
+            .iter()
+            .filter(|e| e.pattern == Pattern::PushPull && e.to.len() > 1)
+        {
+            for t in &e.to {
+                shared[t.node] = true;
             }
-            let transport = match wanted {
-                None if one_proc => Transport::Inproc,
-                None if one_host && shm_ok => Transport::Shm,
-                None if one_host => Transport::Ipc,
-                None => Transport::Tcp,
-                Some(t) => t,
-            };
-            let place = |r: &PortRef| {
-                let n = &g.nodes[r.node];
-                let p = &g.processes[n.process];
-                format!(
-                    "{} in process {} on host {}",
-                    n.name, p.name, g.hosts[p.host].name
-                )
-            };
-            let (a, b) = (
-                &ends[0],
-                ends.iter().find(|r| {
-                    let pr = g.nodes[r.node].process;
-                    match transport {
-                        Transport::Inproc => pr != procs[0],
-                        _ => g.processes[pr].host != hosts[0],
-                    }
-                }),
-            );
-            match (transport, b) {
-                (Transport::Inproc, Some(b)) => {
-                    return Err(err(format!(
-                        "{label}: unreachable placement: inproc joins only nodes of one process, but {} and {}",
-                        place(a),
-                        place(b)
-                    )))
-                }
-                (Transport::Ipc | Transport::Shm, Some(b)) => {
-                    return Err(err(format!(
-                        "{label}: unreachable placement: {} joins only processes of one host, but {} and {}",
-                        transport.scheme(),
-                        place(a),
-                        place(b)
-                    )))
-                }
-                _ => {}
+        }
+        let mut configs = Vec::new();
+        let mut finite = Vec::new();
+        let plugins = Plugins::load(&g.plugins).map_err(|e| err(e.to_string()))?;
+        let sources = Sources {
+            links: &links,
+            pe: &pe,
+            counted: &counted,
+            shared: &shared,
+            run_dir,
+            plugins: &plugins,
+        };
+        for p in &g.processes {
+            let mut proxies = Vec::new();
+            let mut fin = false;
+            for &k in &p.nodes {
+                let (proxy, ends) = Self::node_config(g, k, &sources)?;
+                fin |= ends;
+                proxies.push(proxy);
             }
-            if transport == Transport::Shm && !shm_ok {
+            let mut c = json!({"name": format!("{}/{}", g.name, p.name),
+                                "plugins": g.plugins, "proxies": proxies});
+            crate::named::add_discovery(g, &links, &mut c);
+            configs.push(c);
+            finite.push(fin);
+        }
+        Ok(Plan {
+            links,
+            configs,
+            finite,
+            run_dir: run_dir.to_path_buf(),
+        })
+    }
+
+    /// Edge `i`'s transport (pinned, or chosen from where its nodes run),
+    /// checked against the placement, and its bound addresses.
+    fn link(
+        g: &Graph,
+        i: usize,
+        run_dir: &Path,
+        keep: Option<&Keep>,
+        tcp_rank: &mut u32,
+    ) -> Result<Link> {
+        let err = |msg: String| Error::Invalid {
+            graph: g.name.clone(),
+            msg,
+        };
+        let e = &g.edges[i];
+        let label = g.edge_label(i);
+        let ends: Vec<PortRef> = e.from.iter().chain(&e.to).copied().collect();
+        let procs: Vec<usize> = ends.iter().map(|r| g.nodes[r.node].process).collect();
+        let hosts: Vec<usize> = procs.iter().map(|&p| g.processes[p].host).collect();
+        let one_proc = procs.iter().all(|&p| p == procs[0]);
+        let one_host = hosts.iter().all(|&h| h == hosts[0]);
+        let shm_ok = e.pattern != Pattern::Pair
+            && !e.bind_inputs
+            && e.from.len() == 1
+            && (e.pattern == Pattern::PubSub || e.to.len() == 1);
+        let pinned = match &e.address {
+            Some(a) => {
+                let p = Endpoint::parse(a, Attach::Connect, "address")
+                    .map_err(|x| err(format!("{label}: address: {x}")))?;
+                // Some port binds it: never over a file that is not a
+                // socket (the bind and the run's end would delete it).
+                ptmp::socket::check_ipc_bind("address", &p.address)
+                    .map_err(|x| err(format!("{label}: {x}")))?;
+                Some(p)
+            }
+            None => None,
+        };
+        let wanted = pinned.as_ref().map(|p| p.transport).or(e.transport);
+        if let (Some(p), Some(t)) = (&pinned, e.transport) {
+            if p.transport != t {
                 return Err(err(format!(
-                    "{label}: shm cannot carry this edge: {}",
-                    if e.bind_inputs {
-                        "an shm ring is made by its writer, so the output binds"
-                    } else if e.pattern == Pattern::Pair {
-                        "shm has no pair pattern"
-                    } else if e.from.len() > 1 {
-                        "an shm ring has one writer; fan in over ipc or tcp"
-                    } else {
-                        "every reader of an shm ring gets every message, not zmq's round-robin; use pubsub, or ipc"
-                    }
+                    "{label}: transport {} but address {} is {}",
+                    t.scheme(),
+                    p.address,
+                    p.transport.scheme()
                 )));
             }
-            // Who binds: the single output (one to one, pubsub fan-out,
-            // pair); the single input of a fan-in; every input of a
-            // pushpull fan-out, the output connecting to each, so that zmq
-            // makes all of PUSH's pipes at once and deals round-robin from
-            // the first message (binding there would hand everything sent
-            // before the other inputs connect to the first one that did).
-            // Across hosts without addresses (see `named`): every output
-            // binds a name, and inputs connect to the names, so that only
-            // receivers ever have to follow a node that moves.
-            let named = crate::named::by_name(g, transport, &e.from) && pinned.is_none();
-            let binders: Vec<PortRef> = if named {
-                e.from.clone()
-            } else if e.from.len() > 1 {
-                vec![e.to[0]]
-            } else if (e.to.len() > 1 && e.pattern == Pattern::PushPull && pinned.is_none())
-                || e.bind_inputs
-            {
-                e.to.clone()
-            } else {
-                vec![e.from[0]]
-            };
-            let mut binds = Vec::new();
-            for b in binders {
-                let a = match &pinned {
-                    Some(p) => p.address.clone(),
-                    None => match keep.and_then(|k| k.kept(i, transport, b)) {
-                        Some(a) => a,
-                        None => fresh(g, run_dir, transport, b, i, &mut tcp_rank, keep)
-                            .map_err(|m| err(format!("{label}: {m}")))?,
-                    },
-                };
-                binds.push((b, a));
-            }
-            links.push(Link {
-                transport,
-                binds,
-                auto: wanted.is_none(),
-            });
         }
-        // One socket, one transport family: shm with zmq at a multi-edge
-        // port falls back to ipc (auto edges) or is an error (pinned).
-        for (r, list) in &pe {
+        let transport = match wanted {
+            None if one_proc => Transport::Inproc,
+            None if one_host && shm_ok => Transport::Shm,
+            None if one_host => Transport::Ipc,
+            None => Transport::Tcp,
+            Some(t) => t,
+        };
+        Self::check_reach(g, i, transport, shm_ok)?;
+        let binds = Self::binds(g, i, transport, pinned.as_ref(), run_dir, keep, tcp_rank)?;
+        Ok(Link {
+            transport,
+            binds,
+            auto: wanted.is_none(),
+        })
+    }
+
+    /// Whether edge `i` can reach all its nodes over `transport`: inproc
+    /// within one process, ipc and shm within one host, shm only where one
+    /// writer's ring serves it.
+    fn check_reach(g: &Graph, i: usize, transport: Transport, shm_ok: bool) -> Result<()> {
+        let err = |msg: String| Error::Invalid {
+            graph: g.name.clone(),
+            msg,
+        };
+        let e = &g.edges[i];
+        let label = g.edge_label(i);
+        let ends: Vec<PortRef> = e.from.iter().chain(&e.to).copied().collect();
+        let procs: Vec<usize> = ends.iter().map(|r| g.nodes[r.node].process).collect();
+        let hosts: Vec<usize> = procs.iter().map(|&p| g.processes[p].host).collect();
+        let place = |r: &PortRef| {
+            let n = &g.nodes[r.node];
+            let p = &g.processes[n.process];
+            format!(
+                "{} in process {} on host {}",
+                n.name, p.name, g.hosts[p.host].name
+            )
+        };
+        let (a, b) = (
+            &ends[0],
+            ends.iter().find(|r| {
+                let pr = g.nodes[r.node].process;
+                match transport {
+                    Transport::Inproc => pr != procs[0],
+                    _ => g.processes[pr].host != hosts[0],
+                }
+            }),
+        );
+        match (transport, b) {
+            (Transport::Inproc, Some(b)) => {
+                return Err(err(format!(
+                    "{label}: unreachable placement: inproc joins only nodes of one process, but {} and {}",
+                    place(a),
+                    place(b)
+                )))
+            }
+            (Transport::Ipc | Transport::Shm, Some(b)) => {
+                return Err(err(format!(
+                    "{label}: unreachable placement: {} joins only processes of one host, but {} and {}",
+                    transport.scheme(),
+                    place(a),
+                    place(b)
+                )))
+            }
+            _ => {}
+        }
+        if transport == Transport::Shm && !shm_ok {
+            return Err(err(format!(
+                "{label}: shm cannot carry this edge: {}",
+                if e.bind_inputs {
+                    "an shm ring is made by its writer, so the output binds"
+                } else if e.pattern == Pattern::Pair {
+                    "shm has no pair pattern"
+                } else if e.from.len() > 1 {
+                    "an shm ring has one writer; fan in over ipc or tcp"
+                } else {
+                    "every reader of an shm ring gets every message, not zmq's round-robin; use pubsub, or ipc"
+                }
+            )));
+        }
+        Ok(())
+    }
+
+    /// The ports of edge `i` that bind, each with its address: pinned,
+    /// kept from the plan being changed, or fresh.
+    fn binds(
+        g: &Graph,
+        i: usize,
+        transport: Transport,
+        pinned: Option<&Endpoint>,
+        run_dir: &Path,
+        keep: Option<&Keep>,
+        tcp_rank: &mut u32,
+    ) -> Result<Vec<(PortRef, String)>> {
+        let err = |msg: String| Error::Invalid {
+            graph: g.name.clone(),
+            msg,
+        };
+        let e = &g.edges[i];
+        let label = g.edge_label(i);
+        // Who binds: the single output (one to one, pubsub fan-out,
+        // pair); the single input of a fan-in; every input of a
+        // pushpull fan-out, the output connecting to each, so that zmq
+        // makes all of PUSH's pipes at once and deals round-robin from
+        // the first message (binding there would hand everything sent
+        // before the other inputs connect to the first one that did).
+        // Across hosts without addresses (see `named`): every output
+        // binds a name, and inputs connect to the names, so that only
+        // receivers ever have to follow a node that moves.
+        let named = crate::named::by_name(g, transport, &e.from) && pinned.is_none();
+        let binders: Vec<PortRef> = if named {
+            e.from.clone()
+        } else if e.from.len() > 1 {
+            vec![e.to[0]]
+        } else if (e.to.len() > 1 && e.pattern == Pattern::PushPull && pinned.is_none())
+            || e.bind_inputs
+        {
+            e.to.clone()
+        } else {
+            vec![e.from[0]]
+        };
+        let mut binds = Vec::new();
+        for b in binders {
+            let a = match &pinned {
+                Some(p) => p.address.clone(),
+                None => match keep.and_then(|k| k.kept(i, transport, b)) {
+                    Some(a) => a,
+                    None => fresh(g, run_dir, transport, b, i, tcp_rank, keep)
+                        .map_err(|m| err(format!("{label}: {m}")))?,
+                },
+            };
+            binds.push((b, a));
+        }
+        Ok(binds)
+    }
+
+    /// One socket, one transport family: shm with zmq at a multi-edge port
+    /// falls back to ipc (auto edges) or is an error (pinned).
+    fn unmix_shm(
+        g: &Graph,
+        pe: &BTreeMap<PortRef, Vec<usize>>,
+        links: &mut [Link],
+        run_dir: &Path,
+        keep: Option<&Keep>,
+    ) -> Result<()> {
+        let err = |msg: String| Error::Invalid {
+            graph: g.name.clone(),
+            msg,
+        };
+        for (r, list) in pe {
             if list.len() < 2 {
                 continue;
             }
@@ -321,110 +446,89 @@ impl Plan {
                 }
             }
         }
-        // Each node's data with its sockets.
-        let counted = counted_streams(g);
-        // Nodes fed by a pushpull edge that deals sets out among several
-        // receivers.
-        let mut shared = vec![false; g.nodes.len()];
-        for e in g
-            .edges
-            .iter()
-            .filter(|e| e.pattern == Pattern::PushPull && e.to.len() > 1)
+        Ok(())
+    }
+
+    /// Node `k`'s proxy configuration `{name, type, data}` with its sockets
+    /// filled in and checked by its agent, and whether it ends by itself.
+    fn node_config(g: &Graph, k: usize, w: &Sources<'_>) -> Result<(Value, bool)> {
+        let err = |msg: String| Error::Invalid {
+            graph: g.name.clone(),
+            msg,
+        };
+        let (links, pe, counted, shared, run_dir, plugins) =
+            (w.links, w.pe, w.counted, w.shared, w.run_dir, w.plugins);
+        let node = &g.nodes[k];
+        let mut data = node.data.clone();
+        for (r, list) in pe.range(
+            PortRef { node: k, port: "" }..=PortRef {
+                node: k,
+                port: "\u{10FFFF}",
+            },
+        ) {
+            let spec = node.port(r.port).expect("validated");
+            data.insert(spec.key.into(), socket(g, links, r, list));
+            // A zipper counts its streams by its input's endpoints,
+            // and a fan-in arrives at one: tell it how many senders
+            // there are, or it would release the first stream's
+            // sets before the others' first ones arrive.
+            if node.kind == Kind::Zipper && spec.key == "input" {
+                let senders: usize = list.iter().map(|&e| g.edges[e].from.len()).sum();
+                if senders > 1 {
+                    data.entry("streams").or_insert(json!(senders));
+                }
+            }
+        }
+        if counted[k] && matches!(node.kind, Kind::Worker | Kind::Proxy | Kind::Sink) {
+            data.entry("dedup").or_insert(json!(true));
+            // A round-robin share: numbers it never sees went to a
+            // sibling, and are not reported as missing.
+            if shared[k] {
+                data.entry("share").or_insert(json!(true));
+            }
+        }
+        // An output file named from the run directory, so a graph
+        // can keep its outputs beside its status files whatever
+        // directory it was started from.
+        if let Some(rest) = data
+            .get("ofile")
+            .and_then(Value::as_str)
+            .and_then(|f| f.strip_prefix(RUN_DIR_PREFIX))
         {
-            for t in &e.to {
-                shared[t.node] = true;
-            }
+            let f = run_dir.join(rest).to_string_lossy().into_owned();
+            data.insert("ofile".into(), json!(f));
         }
-        let mut configs = Vec::new();
-        let mut finite = Vec::new();
-        let plugins = Plugins::load(&g.plugins).map_err(|e| err(e.to_string()))?;
-        for p in &g.processes {
-            let mut proxies = Vec::new();
-            let mut fin = false;
-            for &k in &p.nodes {
-                let node = &g.nodes[k];
-                let mut data = node.data.clone();
-                for (r, list) in pe.range(
-                    PortRef { node: k, port: "" }..=PortRef {
-                        node: k,
-                        port: "\u{10FFFF}",
-                    },
-                ) {
-                    let spec = node.port(r.port).expect("validated");
-                    data.insert(spec.key.into(), socket(g, &links, r, list));
-                    // A zipper counts its streams by its input's endpoints,
-                    // and a fan-in arrives at one: tell it how many senders
-                    // there are, or it would release the first stream's
-                    // sets before the others' first ones arrive.
-                    if node.kind == Kind::Zipper && spec.key == "input" {
-                        let senders: usize = list.iter().map(|&e| g.edges[e].from.len()).sum();
-                        if senders > 1 {
-                            data.entry("streams").or_insert(json!(senders));
-                        }
-                    }
-                }
-                if counted[k] && matches!(node.kind, Kind::Worker | Kind::Proxy | Kind::Sink) {
-                    data.entry("dedup").or_insert(json!(true));
-                    // A round-robin share: numbers it never sees went to a
-                    // sibling, and are not reported as missing.
-                    if shared[k] {
-                        data.entry("share").or_insert(json!(true));
-                    }
-                }
-                // An output file named from the run directory, so a graph
-                // can keep its outputs beside its status files whatever
-                // directory it was started from.
-                if let Some(rest) = data
-                    .get("ofile")
-                    .and_then(Value::as_str)
-                    .and_then(|f| f.strip_prefix(RUN_DIR_PREFIX))
-                {
-                    let f = run_dir.join(rest).to_string_lossy().into_owned();
-                    data.insert("ofile".into(), json!(f));
-                }
-                if let Some(f) = data.get("ofile").and_then(Value::as_str) {
-                    output_file_problem(Path::new(f)).map_or(Ok(()), |why| {
-                        Err(err(format!("node {}: ofile = {f:?}: {why}", node.name)))
-                    })?;
-                }
-                let v = Value::Object(data);
-                let proxy =
-                    Proxy::parse_data(&node.name, node.kind, &v, &plugins).map_err(|source| {
-                        Error::Agent {
-                            graph: g.name.clone(),
-                            node: node.name.clone(),
-                            source: Box::new(source),
-                        }
-                    })?;
-                // A graph is ptmp's own format, written for ptmp: a key its
-                // agent does not read is a mistake, not another program's.
-                if let Some(k) = proxy.unread.first() {
-                    return Err(Error::Agent {
-                        graph: g.name.clone(),
-                        node: node.name.clone(),
-                        source: Box::new(ptmp_agents::Error::config(
-                            &node.name,
-                            k,
-                            v[k.as_str()].to_string(),
-                            format!("unknown key for a {} node", node.type_name),
-                        )),
-                    });
-                }
-                fin |= proxy.finite();
-                proxies.push(json!({"name": node.name, "type": node.type_name, "data": v}));
-            }
-            let mut c = json!({"name": format!("{}/{}", g.name, p.name),
-                                "plugins": g.plugins, "proxies": proxies});
-            crate::named::add_discovery(g, &links, &mut c);
-            configs.push(c);
-            finite.push(fin);
+        if let Some(f) = data.get("ofile").and_then(Value::as_str) {
+            output_file_problem(Path::new(f)).map_or(Ok(()), |why| {
+                Err(err(format!("node {}: ofile = {f:?}: {why}", node.name)))
+            })?;
         }
-        Ok(Plan {
-            links,
-            configs,
-            finite,
-            run_dir: run_dir.to_path_buf(),
-        })
+        let v = Value::Object(data);
+        let proxy = Proxy::parse_data(&node.name, node.kind, &v, plugins).map_err(|source| {
+            Error::Agent {
+                graph: g.name.clone(),
+                node: node.name.clone(),
+                source: Box::new(source),
+            }
+        })?;
+        // A graph is ptmp's own format, written for ptmp: a key its
+        // agent does not read is a mistake, not another program's.
+        if let Some(k) = proxy.unread.first() {
+            return Err(Error::Agent {
+                graph: g.name.clone(),
+                node: node.name.clone(),
+                source: Box::new(ptmp_agents::Error::config(
+                    &node.name,
+                    k,
+                    v[k.as_str()].to_string(),
+                    format!("unknown key for a {} node", node.type_name),
+                )),
+            });
+        }
+        Ok((
+            json!({"name": node.name, "type": node.type_name, "data": v}),
+            proxy.finite(),
+        ))
     }
 
     /// shm channel names this graph uses (for removal after a run).
@@ -493,93 +597,6 @@ pub fn check_shm_space(g: &Graph, plan: &Plan, host: usize) -> Result<()> {
             ptmp::config::DEFAULT_SHM_RING_BYTES
         ),
     })
-}
-
-/// Per node: whether everything reaching it comes from graph sources
-/// through workers and proxies only, which pass sets on unchanged, so each
-/// set's (`detid`, `count`) names it. Workers, proxies and sinks fed that
-/// way drop sets they have seen before (`dedup`): a restarted reader or
-/// source delivers some again. Other agents make sets of their own (a
-/// window, a replay of a file), whose numbers need not be unique; and when
-/// two sources send the same `detid`, no number names one set.
-pub fn counted_streams(g: &Graph) -> Vec<bool> {
-    let n = g.nodes.len();
-    let mut feeders = vec![Vec::new(); n];
-    for e in g
-        .edges
-        .iter()
-        .filter(|e| e.to.iter().all(|t| t.port != "done"))
-    {
-        for t in &e.to {
-            feeders[t.node].extend(e.from.iter().map(|f| f.node));
-        }
-    }
-    // Two sources sending the same detid would number the same sets:
-    // then nothing is judged by its number.
-    let mut detids = std::collections::BTreeSet::new();
-    for node in g.nodes.iter().filter(|x| x.kind == Kind::Source) {
-        let d = node.data.get("detid").and_then(Value::as_u64).unwrap_or(0);
-        if !detids.insert(d) {
-            return (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
-        }
-    }
-    let passes = |k: usize| matches!(g.nodes[k].kind, Kind::Worker | Kind::Proxy);
-    // Sources are counted; a passing node is when all its feeders are
-    // (the data edges form no cycle, so this settles in n rounds).
-    let mut counted: Vec<bool> = (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
-    for _ in 0..n {
-        let mut changed = false;
-        for k in 0..n {
-            if counted[k] || feeders[k].is_empty() {
-                continue;
-            }
-            let ok = feeders[k]
-                .iter()
-                .all(|&f| counted[f] && (g.nodes[f].kind == Kind::Source || passes(f)));
-            if ok && (passes(k) || g.nodes[k].kind == Kind::Sink) {
-                counted[k] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    counted
-}
-
-/// Per node: whether it receives whole streams — it is counted (see
-/// [`counted_streams`]) and no pushpull edge on the way to it deals sets
-/// out round-robin among several inputs, so a number it never receives is
-/// a set lost upstream, not one a sibling took.
-pub fn whole_streams(g: &Graph) -> Vec<bool> {
-    let counted = counted_streams(g);
-    let n = g.nodes.len();
-    let mut whole: Vec<bool> = (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
-    for _ in 0..n {
-        let mut changed = false;
-        for k in 0..n {
-            if whole[k] || !counted[k] {
-                continue;
-            }
-            let ok = g
-                .edges
-                .iter()
-                .filter(|e| e.to.iter().any(|t| t.node == k && t.port != "done"))
-                .all(|e| {
-                    !(e.pattern == Pattern::PushPull && e.to.len() > 1)
-                        && e.from.iter().all(|f| whole[f.node])
-                });
-            if ok {
-                whole[k] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    whole
 }
 
 /// An edge's transport and the addresses its ports bind.
@@ -788,83 +805,9 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
 }
 
 mod describe;
+mod streams;
 pub use describe::{describe, describe_json};
+pub use streams::{counted_streams, whole_streams};
 
 #[cfg(test)]
-mod reader_identity_tests {
-    use super::*;
-
-    /// Every shm input of a worker, proxy or sink reads under
-    /// GRAPH/NODE/PORT with the graph's grace; an agent that does not
-    /// commit (a window) gets no identity, and zmq inputs none either.
-    #[test]
-    fn shm_inputs_of_committing_nodes_get_a_stable_identity() {
-        let v = json!({
-            "name": "t",
-            "nodes": [
-                {"name": "src", "type": "source", "data": {"count": 10}},
-                {"name": "w", "type": "worker"},
-                {"name": "win", "type": "window", "data": {"tspan": 100}},
-                {"name": "p", "type": "proxy"},
-                {"name": "snk", "type": "sink"}
-            ],
-            "edges": [
-                {"from": "src.out", "to": "w.in", "pattern": "pushpull"},
-                {"from": "w.out", "to": "win.in", "pattern": "pushpull"},
-                {"from": "win.out", "to": "p.in", "pattern": "pushpull", "transport": "ipc"},
-                {"from": "p.out", "to": "snk.in", "pattern": "pushpull"}
-            ]
-        });
-        let g = Graph::parse(&v, "x").unwrap();
-        let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
-        let input = |k: usize| p.configs[k]["proxies"][0]["data"]["input"]["socket"].clone();
-        for (k, id) in [
-            (1, Some("t/w/in")),
-            (2, None),
-            (3, None),
-            (4, Some("t/snk/in")),
-        ] {
-            let s = input(k);
-            assert_eq!(s["shm_reader_id"].as_str(), id, "{s}");
-            let grace = id.map(|_| SHM_READER_GRACE.as_millis() as u64);
-            assert_eq!(s["shm_reader_grace_ms"].as_u64(), grace, "{s}");
-        }
-    }
-
-    #[test]
-    fn a_zipper_fed_by_a_fan_in_is_told_how_many_streams_come() {
-        let v = json!({
-            "name": "z",
-            "nodes": [
-                {"name": "a", "type": "source", "data": {"count": 10, "detid": 1}},
-                {"name": "b", "type": "source", "data": {"count": 10, "detid": 2}},
-                {"name": "c", "type": "source", "data": {"count": 10, "detid": 3}},
-                {"name": "zip", "type": "zipper"},
-                {"name": "snk", "type": "sink"}
-            ],
-            "edges": [
-                {"from": ["a.out", "b.out", "c.out"], "to": "zip.in", "pattern": "pushpull"},
-                {"from": "zip.out", "to": "snk.in", "pattern": "pushpull"}
-            ]
-        });
-        let g = Graph::parse(&v, "x").unwrap();
-        let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
-        let data = |name: &str| {
-            p.configs
-                .iter()
-                .map(|c| &c["proxies"][0])
-                .find(|n| n["name"] == name)
-                .map(|n| n["data"].clone())
-                .unwrap()
-        };
-        // Its input binds one endpoint that three senders reach.
-        assert_eq!(
-            data("zip")["input"]["socket"]["bind"]
-                .as_array()
-                .map(Vec::len),
-            Some(1)
-        );
-        assert_eq!(data("zip")["streams"], 3);
-        assert!(data("snk").get("streams").is_none());
-    }
-}
+mod reader_identity_tests;
