@@ -14,47 +14,28 @@ pub(super) struct Stream {
     received: u64,
 }
 
-pub(super) fn account(
-    g: &Graph,
-    plan: &Plan,
-    opts: &Options,
-    outcome: &supervise::Outcome,
-    sh: Shared,
-    elapsed: Duration,
-) -> Report {
-    let mut failures = Vec::new();
-    // Faults.
-    let mut per: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for f in &sh.injected {
-        let e = per.entry(f.process.clone()).or_default();
-        match f.kind {
-            Fault::Kill => e.0 += 1,
-            Fault::Stop => e.1 += 1,
-        }
-    }
-    let kills = sh.injected.iter().filter(|f| f.kind == Fault::Kill).count() as u64;
-    let stops = sh.injected.len() as u64 - kills;
-    // Sources: detid -> node index, and kill times of their processes.
-    let sources: Vec<usize> = (0..g.nodes.len())
-        .filter(|&i| g.nodes[i].kind == Kind::Source)
-        .collect();
-    let detid_of = |i: usize| {
-        g.nodes[i]
-            .data
-            .get("detid")
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as u32
-    };
-    let kills_of = |process: &str| -> Vec<&Injected> {
-        let mut v: Vec<&Injected> = sh
-            .injected
-            .iter()
-            .filter(|f| f.kind == Fault::Kill && f.process == process)
-            .collect();
-        v.sort_by_key(|f| f.at_us);
-        v
-    };
-    // Read every sink's dump.
+/// A stream's source: its node and its detid.
+fn detid_of(g: &Graph, i: usize) -> u32 {
+    g.nodes[i]
+        .data
+        .get("detid")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as u32
+}
+
+/// What the sinks' dumps hold: per stream the numbers received, the sets
+/// from no known source, and the smallest message seen (bytes, framing
+/// included).
+struct Dumps {
+    streams: BTreeMap<u32, Stream>,
+    foreign: u64,
+    min_msg: usize,
+}
+
+/// Read every sink's dump; a sink without one, or a dump that cannot be
+/// read to its end, is a failure.
+fn read_dumps(g: &Graph, sources: &[usize], failures: &mut Vec<String>) -> Dumps {
+    let detid_of = |i: usize| detid_of(g, i);
     let mut streams: BTreeMap<u32, Stream> = BTreeMap::new();
     let mut foreign = 0u64;
     let mut min_msg = usize::MAX;
@@ -101,14 +82,48 @@ pub(super) fn account(
     if min_msg == usize::MAX {
         min_msg = 16;
     }
-    // Streams.
+    Dumps {
+        streams,
+        foreign,
+        min_msg,
+    }
+}
+
+/// End-to-end totals over every stream.
+#[derive(Default)]
+struct Totals {
+    sent: u64,
+    received: u64,
+    unique: u64,
+    duplicated: u64,
+    lost: u64,
+}
+
+/// Per stream: sent (the highest number received, or what the last
+/// incarnation said it reached), received, received once, duplicated and
+/// lost; and the totals.
+fn stream_report(
+    g: &Graph,
+    plan: &Plan,
+    sh: &Shared,
+    sources: &[usize],
+    mut streams: BTreeMap<u32, Stream>,
+) -> (Vec<Value>, Totals) {
+    let kills_of = |process: &str| -> Vec<&Injected> {
+        let mut v: Vec<&Injected> = sh
+            .injected
+            .iter()
+            .filter(|f| f.kind == Fault::Kill && f.process == process)
+            .collect();
+        v.sort_by_key(|f| f.at_us);
+        v
+    };
+    let mut t = Totals::default();
     let mut jstreams = Vec::new();
-    let (mut t_sent, mut t_recv, mut t_uniq, mut t_dup, mut t_lost) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
-    for &i in &sources {
+    for &i in sources {
         let node = &g.nodes[i];
         let process = &g.processes[node.process].name;
-        let detid = detid_of(i);
+        let detid = detid_of(g, i);
         let ks = kills_of(process);
         let st = streams.remove(&detid).unwrap_or_default();
         // Sent: the highest number received, or what the last incarnation
@@ -141,18 +156,23 @@ pub(super) fn account(
         let uniq = st.got.len() as u64;
         let dup = st.got.values().map(|c| (*c - 1) as u64).sum::<u64>();
         let lost = sent.saturating_sub(uniq);
-        t_sent += sent;
-        t_recv += st.received;
-        t_uniq += uniq;
-        t_dup += dup;
-        t_lost += lost;
+        t.sent += sent;
+        t.received += st.received;
+        t.unique += uniq;
+        t.duplicated += dup;
+        t.lost += lost;
         jstreams.push(json!({
             "source": node.name, "detid": detid, "incarnations": ks.len() + 1,
             "sent": sent, "received": st.received, "received_unique": uniq,
             "duplicated": dup, "lost": lost,
         }));
     }
-    // The bound: what each killed process could hold.
+    (jstreams, t)
+}
+
+/// The loss bound: what each killed process could hold, summed over the
+/// kills; and the bound per process.
+fn loss_bound(g: &Graph, plan: &Plan, sh: &Shared, min_msg: usize) -> (u64, BTreeMap<String, u64>) {
     // A unix stream socket queues at the reader, charged to the writer's
     // send buffer; tcp has both buffers.
     let wmem = read_u64("/proc/sys/net/core/wmem_default").unwrap_or(212_992);
@@ -188,7 +208,12 @@ pub(super) fn account(
     for f in sh.injected.iter().filter(|f| f.kind == Fault::Kill) {
         bound += proc_bound.get(&f.process).copied().unwrap_or(0);
     }
-    // Edges, from the status files.
+    (bound, proc_bound)
+}
+
+/// Per edge, what its senders sent and its receivers received, from the
+/// status files (approximate where a process was killed).
+fn edge_report(g: &Graph, plan: &Plan, sh: &Shared) -> Vec<Value> {
     let killed: Vec<&str> = sh
         .injected
         .iter()
@@ -221,6 +246,42 @@ pub(super) fn account(
             "approximate": approx,
         }));
     }
+    jedges
+}
+
+pub(super) fn account(
+    g: &Graph,
+    plan: &Plan,
+    opts: &Options,
+    outcome: &supervise::Outcome,
+    sh: Shared,
+    elapsed: Duration,
+) -> Report {
+    let mut failures = Vec::new();
+    // Faults.
+    let mut per: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for f in &sh.injected {
+        let e = per.entry(f.process.clone()).or_default();
+        match f.kind {
+            Fault::Kill => e.0 += 1,
+            Fault::Stop => e.1 += 1,
+        }
+    }
+    let kills = sh.injected.iter().filter(|f| f.kind == Fault::Kill).count() as u64;
+    let stops = sh.injected.len() as u64 - kills;
+    let sources: Vec<usize> = (0..g.nodes.len())
+        .filter(|&i| g.nodes[i].kind == Kind::Source)
+        .collect();
+    let Dumps {
+        streams,
+        foreign,
+        min_msg,
+    } = read_dumps(g, &sources, &mut failures);
+    let (jstreams, t) = stream_report(g, plan, &sh, &sources, streams);
+    let (t_sent, t_recv, t_uniq, t_dup, t_lost) =
+        (t.sent, t.received, t.unique, t.duplicated, t.lost);
+    let (bound, proc_bound) = loss_bound(g, plan, &sh, min_msg);
+    let jedges = edge_report(g, plan, &sh);
     let restarts: Map<String, Value> = outcome
         .restarts
         .iter()
