@@ -314,6 +314,136 @@ fn read_u64(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
+/// Inject fault `kind` into `process` (pid `pid`), a live child of ours;
+/// gives when it struck (microseconds since the epoch).
+fn strike(
+    kind: Fault,
+    (process, pid): (&str, i32),
+    dir: &Path,
+    opts: &Options,
+    shared: &Mutex<Shared>,
+    stop: &(dyn Fn() -> bool + Sync),
+    say: &dyn Fn(String),
+) -> i64 {
+    let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+    let mut at_us = now_us();
+    match kind {
+        Fault::Kill => {
+            // Kill just after the process wrote its status, so
+            // its last counts are as fresh as can be.
+            let sfile = status::status_file(dir, process);
+            let t = Instant::now();
+            while t.elapsed() < part::STATUS_EVERY + Duration::from_millis(50) {
+                let fresh = std::fs::read(&sfile)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                    .is_some_and(|v| {
+                        v["pid"].as_i64() == Some(pid as i64)
+                            && v["time_us"].as_i64().is_some_and(|u| now_us() - u < 10_000)
+                    });
+                if fresh {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            lock().track.poll(dir);
+            // A live child of ours (checked just now); only the
+            // supervisor reaps it, so the pid is ours.
+            supervise::send_signal(pid, Signal::KILL);
+            // After the kill: whatever the killed process
+            // created is older, its successor's sets newer.
+            at_us = now_us();
+            say(format!("SIGKILL to process {process} (pid {pid})"));
+        }
+        Fault::Stop => {
+            supervise::send_signal(pid, Signal::STOP);
+            say(format!(
+                "SIGSTOP to process {process} (pid {pid}) for {} ms",
+                opts.stop_for.as_millis()
+            ));
+            let until = Instant::now() + opts.stop_for;
+            while Instant::now() < until && !stop() {
+                lock().track.poll(dir);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // A pid that died meanwhile is still our unreaped
+            // child or already gone.
+            supervise::send_signal(pid, Signal::CONT);
+        }
+    }
+    at_us
+}
+
+/// After the last fault: wait, up to `opts.recover`, until every process
+/// of this host runs again and the sinks count more than they had; gives
+/// why not (empty when it recovered or the graph ended).
+fn recovery(
+    g: &Graph,
+    sup: &supervise::Options,
+    dir: &Path,
+    opts: &Options,
+    shared: &Mutex<Shared>,
+    graph_ended: &AtomicBool,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> String {
+    let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+    let sink_nodes: Vec<&str> = g
+        .nodes
+        .iter()
+        .filter(|n| n.kind == Kind::Sink)
+        .map(|n| n.name.as_str())
+        .collect();
+    let base: u64 = {
+        let mut s = lock();
+        s.track.poll(dir);
+        sink_nodes.iter().map(|n| s.track.node(n).0).sum()
+    };
+    let limit = Instant::now() + opts.recover;
+    let mut why = String::new();
+    while !graph_ended.load(Ordering::Relaxed) && !stop() {
+        let all = status::read_all(dir);
+        let down: Vec<String> = g
+            .processes
+            .iter()
+            .filter(|p| sup.host.as_ref().is_none_or(|h| g.hosts[p.host].name == *h))
+            .filter(|p| {
+                !all.iter().any(|s| {
+                    s["process"] == p.name.as_str()
+                        && (s["final"].as_bool() == Some(true)
+                            || s["pid"].as_i64().is_some_and(|pid| live_child(pid as i32)))
+                })
+            })
+            .map(|p| p.name.clone())
+            .collect();
+        let now: u64 = {
+            let mut s = lock();
+            s.track.poll(dir);
+            sink_nodes.iter().map(|n| s.track.node(n).0).sum()
+        };
+        if down.is_empty() && (now > base || sink_nodes.is_empty()) {
+            why.clear();
+            break;
+        }
+        why = if down.is_empty() {
+            format!(
+                "no message reached a sink in {:?} after the last fault",
+                opts.recover
+            )
+        } else {
+            format!(
+                "process(es) {} not running again {:?} after the last fault",
+                down.join(", "),
+                opts.recover
+            )
+        };
+        if Instant::now() >= limit {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    why
+}
+
 /// Run the soak; `stop` is polled (a signal flag) and ends it early.
 pub fn run(
     g: &Graph,
@@ -333,12 +463,6 @@ pub fn run(
         .iter()
         .filter(|p| p.nodes.iter().any(|&n| g.nodes[n].kind == Kind::Sink))
         .map(|p| p.name.clone())
-        .collect();
-    let sink_nodes: Vec<String> = g
-        .nodes
-        .iter()
-        .filter(|n| n.kind == Kind::Sink)
-        .map(|n| n.name.clone())
         .collect();
     let killable = |p: &str| {
         !sink_procs.iter().any(|s| s == p)
@@ -397,53 +521,7 @@ pub fn run(
                     continue;
                 }
                 let (process, pid) = cands[rng.below(cands.len())].clone();
-                let mut at_us = now_us();
-                match kind {
-                    Fault::Kill => {
-                        // Kill just after the process wrote its status, so
-                        // its last counts are as fresh as can be.
-                        let sfile = status::status_file(&dir, &process);
-                        let t = Instant::now();
-                        while t.elapsed() < part::STATUS_EVERY + Duration::from_millis(50) {
-                            let fresh = std::fs::read(&sfile)
-                                .ok()
-                                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-                                .is_some_and(|v| {
-                                    v["pid"].as_i64() == Some(pid as i64)
-                                        && v["time_us"]
-                                            .as_i64()
-                                            .is_some_and(|u| now_us() - u < 10_000)
-                                });
-                            if fresh {
-                                break;
-                            }
-                            std::thread::sleep(Duration::from_millis(2));
-                        }
-                        lock().track.poll(&dir);
-                        // A live child of ours (checked just now); only the
-                        // supervisor reaps it, so the pid is ours.
-                        supervise::send_signal(pid, Signal::KILL);
-                        // After the kill: whatever the killed process
-                        // created is older, its successor's sets newer.
-                        at_us = now_us();
-                        say(format!("SIGKILL to process {process} (pid {pid})"));
-                    }
-                    Fault::Stop => {
-                        supervise::send_signal(pid, Signal::STOP);
-                        say(format!(
-                            "SIGSTOP to process {process} (pid {pid}) for {} ms",
-                            opts.stop_for.as_millis()
-                        ));
-                        let until = Instant::now() + opts.stop_for;
-                        while Instant::now() < until && !stop() {
-                            lock().track.poll(&dir);
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                        // A pid that died meanwhile is still our unreaped
-                        // child or already gone.
-                        supervise::send_signal(pid, Signal::CONT);
-                    }
-                }
+                let at_us = strike(kind, (&process, pid), &dir, opts, &shared, stop, &say);
                 lock().injected.push(Injected {
                     kind,
                     process,
@@ -451,55 +529,7 @@ pub fn run(
                     at_us,
                 });
             }
-            // Recovery: every process running again and the sinks counting.
-            let base: u64 = {
-                let mut s = lock();
-                s.track.poll(&dir);
-                sink_nodes.iter().map(|n| s.track.node(n).0).sum()
-            };
-            let limit = Instant::now() + opts.recover;
-            let mut why = String::new();
-            while !graph_ended.load(Ordering::Relaxed) && !stop() {
-                let all = status::read_all(&dir);
-                let down: Vec<String> = g
-                    .processes
-                    .iter()
-                    .filter(|p| sup.host.as_ref().is_none_or(|h| g.hosts[p.host].name == *h))
-                    .filter(|p| {
-                        !all.iter().any(|s| {
-                            s["process"] == p.name.as_str()
-                                && (s["final"].as_bool() == Some(true)
-                                    || s["pid"].as_i64().is_some_and(|pid| live_child(pid as i32)))
-                        })
-                    })
-                    .map(|p| p.name.clone())
-                    .collect();
-                let now: u64 = {
-                    let mut s = lock();
-                    s.track.poll(&dir);
-                    sink_nodes.iter().map(|n| s.track.node(n).0).sum()
-                };
-                if down.is_empty() && (now > base || sink_nodes.is_empty()) {
-                    why.clear();
-                    break;
-                }
-                why = if down.is_empty() {
-                    format!(
-                        "no message reached a sink in {:?} after the last fault",
-                        opts.recover
-                    )
-                } else {
-                    format!(
-                        "process(es) {} not running again {:?} after the last fault",
-                        down.join(", "),
-                        opts.recover
-                    )
-                };
-                if Instant::now() >= limit {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            let why = recovery(g, sup, &dir, opts, &shared, &graph_ended, stop);
             if !why.is_empty() && !graph_ended.load(Ordering::Relaxed) && !stop() {
                 say(format!("stalled: {why}"));
                 lock().stalled = Some(why);
