@@ -402,22 +402,12 @@ fn dedup_reason(old: &Graph, new: &Graph) -> String {
     }
 }
 
-/// What changes from `old` to `new`, each wired by its plan.
-pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff {
-    let mut d = Diff {
-        graph: new.name.clone(),
-        ..Default::default()
-    };
-    if old.restart.max != new.restart.max || old.restart.backoff != new.restart.backoff {
-        d.settings.push(format!(
-            "restart: max {} -> {}, backoff {:?} -> {:?}",
-            old.restart.max, new.restart.max, old.restart.backoff, new.restart.backoff
-        ));
-    }
-    // Nodes.
+/// Every node of either graph: added, removed, replaced (and why) or kept.
+fn node_items(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Vec<Item> {
+    let mut out = Vec::new();
     for n in &old.nodes {
         let Some(m) = new.nodes.iter().find(|x| x.name == n.name) else {
-            d.nodes.push(Item {
+            out.push(Item {
                 change: Change::Removed,
                 name: n.name.clone(),
                 detail: n.type_name.clone(),
@@ -446,7 +436,7 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
         if why.is_empty() {
             why = runner_set(old, old_plan, new, new_plan, &n.name);
         }
-        d.nodes.push(Item {
+        out.push(Item {
             change: if why.is_empty() {
                 Change::Kept
             } else {
@@ -465,13 +455,19 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
         .iter()
         .filter(|m| !old.nodes.iter().any(|n| n.name == m.name))
     {
-        d.nodes.push(Item {
+        out.push(Item {
             change: Change::Added,
             name: m.name.clone(),
             detail: m.type_name.clone(),
         });
     }
-    // Edges.
+    out
+}
+
+/// Every edge of either graph, matched by its ends: added, removed,
+/// replaced (and why) or kept.
+fn edge_items(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Vec<Item> {
+    let mut out = Vec::new();
     let map = edge_map(old, new);
     let addrs = |p: &Plan, i: usize| {
         let l = &p.links[i];
@@ -488,7 +484,7 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
     for (i, m) in map.iter().enumerate() {
         let key = key_text(&edge_key(old, i));
         match m {
-            None => d.edges.push(Item {
+            None => out.push(Item {
                 change: Change::Removed,
                 name: key,
                 detail: format!(
@@ -503,7 +499,7 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
                 if why.is_empty() && a != b {
                     why.push(format!("{a} -> {b}"));
                 }
-                d.edges.push(Item {
+                out.push(Item {
                     change: if why.is_empty() {
                         Change::Kept
                     } else {
@@ -523,7 +519,7 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
         if map.contains(&Some(j)) {
             continue;
         }
-        d.edges.push(Item {
+        out.push(Item {
             change: Change::Added,
             name: key_text(&edge_key(new, j)),
             detail: format!(
@@ -533,11 +529,24 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
             ),
         });
     }
-    // Processes: kept when host and configuration are the same.
+    out
+}
+
+/// Every process of either graph: kept when its host and configuration
+/// are the same, else restarted (naming its changed `nodes`), started or
+/// stopped.
+fn process_items(
+    old: &Graph,
+    old_plan: &Plan,
+    new: &Graph,
+    new_plan: &Plan,
+    nodes: &[Item],
+) -> Vec<Item> {
+    let mut out = Vec::new();
     for (i, p) in old.processes.iter().enumerate() {
         let host = &old.hosts[p.host].name;
         let Some(j) = new.processes.iter().position(|x| x.name == p.name) else {
-            d.processes.push(Item {
+            out.push(Item {
                 change: Change::Removed,
                 name: p.name.clone(),
                 detail: format!("host {host}"),
@@ -556,7 +565,7 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
                 .iter()
                 .map(|&k| new.nodes[k].name.as_str())
                 .filter(|n| {
-                    d.nodes
+                    nodes
                         .iter()
                         .any(|x| x.name == *n && x.change != Change::Kept)
                 })
@@ -567,7 +576,7 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
                 format!("host {host}; nodes {} changed", changed.join(", "))
             }
         };
-        d.processes.push(Item {
+        out.push(Item {
             change: if same { Change::Kept } else { Change::Replaced },
             name: p.name.clone(),
             detail,
@@ -578,12 +587,30 @@ pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff 
         .iter()
         .filter(|p| !old.processes.iter().any(|x| x.name == p.name))
     {
-        d.processes.push(Item {
+        out.push(Item {
             change: Change::Added,
             name: p.name.clone(),
             detail: format!("host {}", new.hosts[p.host].name),
         });
     }
+    out
+}
+
+/// What changes from `old` to `new`, each wired by its plan.
+pub fn diff(old: &Graph, old_plan: &Plan, new: &Graph, new_plan: &Plan) -> Diff {
+    let mut d = Diff {
+        graph: new.name.clone(),
+        ..Default::default()
+    };
+    if old.restart.max != new.restart.max || old.restart.backoff != new.restart.backoff {
+        d.settings.push(format!(
+            "restart: max {} -> {}, backoff {:?} -> {:?}",
+            old.restart.max, new.restart.max, old.restart.backoff, new.restart.backoff
+        ));
+    }
+    d.nodes = node_items(old, old_plan, new, new_plan);
+    d.edges = edge_items(old, old_plan, new, new_plan);
+    d.processes = process_items(old, old_plan, new, new_plan, &d.nodes);
     d
 }
 
