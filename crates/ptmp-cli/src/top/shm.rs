@@ -27,6 +27,60 @@ impl ShmView {
     }
 }
 
+impl ShmView {
+    /// One row per registered reader of a channel: its position, rate, how
+    /// far behind the writer it is and, on a channel whose writer
+    /// overwrites, how many of those the ring no longer holds.
+    fn reader_rows(
+        st: &ptmp_shm::ChannelState,
+        readers: &[ptmp_shm::ReaderState],
+        prev: Option<&Reading>,
+        dt: Option<f64>,
+        (rows, row_tones): (&mut Vec<Vec<String>>, &mut Vec<Tone>),
+    ) {
+        let overwrite = st.config.policy == ptmp_shm::Policy::Overwrite;
+        for x in readers {
+            let behind = st.published.saturating_sub(x.position);
+            let read_rate = match (prev, dt) {
+                (Some(p), Some(dt)) if dt > 0.0 => {
+                    p.2.iter()
+                        .find(|(pid, _)| *pid == x.pid)
+                        .map(|(_, pos)| x.position.saturating_sub(*pos) as f64 / dt)
+                }
+                _ => None,
+            };
+            // A writer that overwrites has already reused the slots of
+            // everything more than a ring behind: those are lost.
+            let lost = if overwrite {
+                behind.saturating_sub(st.config.slots as u64).to_string()
+            } else {
+                "-".into()
+            };
+            let slots = st.config.slots as u64;
+            row_tones.push(if !x.alive || (overwrite && behind > slots) {
+                Tone::Bad
+            } else if behind * 2 > slots {
+                // More than half a ring behind: near losing (pub) or
+                // holding the writer back (push).
+                Tone::Warn
+            } else {
+                Tone::Plain
+            });
+            rows.push(vec![
+                format!("  reader {}", x.pid),
+                String::new(),
+                String::new(),
+                if x.alive { "" } else { "(dead)" }.into(),
+                x.position.to_string(),
+                rate(read_rate),
+                behind.to_string(),
+                lost,
+                String::new(),
+            ]);
+        }
+    }
+}
+
 impl View for ShmView {
     fn frame(&mut self) -> Frame {
         let dir = ptmp_shm::shm_dir();
@@ -109,45 +163,7 @@ impl View for ShmView {
                 String::new(),
                 String::new(),
             ]);
-            for x in &readers {
-                let behind = st.published.saturating_sub(x.position);
-                let read_rate = match (prev, dt) {
-                    (Some(p), Some(dt)) if dt > 0.0 => {
-                        p.2.iter()
-                            .find(|(pid, _)| *pid == x.pid)
-                            .map(|(_, pos)| x.position.saturating_sub(*pos) as f64 / dt)
-                    }
-                    _ => None,
-                };
-                // A writer that overwrites has already reused the slots of
-                // everything more than a ring behind: those are lost.
-                let lost = if overwrite {
-                    behind.saturating_sub(st.config.slots as u64).to_string()
-                } else {
-                    "-".into()
-                };
-                let slots = st.config.slots as u64;
-                row_tones.push(if !x.alive || (overwrite && behind > slots) {
-                    Tone::Bad
-                } else if behind * 2 > slots {
-                    // More than half a ring behind: near losing (pub) or
-                    // holding the writer back (push).
-                    Tone::Warn
-                } else {
-                    Tone::Plain
-                });
-                rows.push(vec![
-                    format!("  reader {}", x.pid),
-                    String::new(),
-                    String::new(),
-                    if x.alive { "" } else { "(dead)" }.into(),
-                    x.position.to_string(),
-                    rate(read_rate),
-                    behind.to_string(),
-                    lost,
-                    String::new(),
-                ]);
-            }
+            Self::reader_rows(&st, &readers, prev, dt, (&mut rows, &mut row_tones));
             self.prev.insert(
                 c.name.clone(),
                 (
