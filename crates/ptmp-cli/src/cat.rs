@@ -82,7 +82,9 @@ enum Output {
     Text(BufWriter<std::io::StdoutLock<'static>>),
 }
 
-pub fn run(a: &CatArgs) -> CliResult {
+/// Check both ends, then open them: nothing is opened when either is
+/// wrong.
+fn open(a: &CatArgs) -> CliResult<(Input, Output)> {
     // Validate everything before opening anything.
     let icfg = a
         .isock
@@ -110,7 +112,7 @@ pub fn run(a: &CatArgs) -> CliResult {
             )));
         }
     }
-    let mut input = match (&a.ifile, icfg) {
+    let input = match (&a.ifile, icfg) {
         (Some(p), _) => {
             let f = File::open(p)
                 .map_err(|e| CliError::fail(format!("--ifile {}: {e}", p.display())))?;
@@ -119,7 +121,7 @@ pub fn run(a: &CatArgs) -> CliResult {
         (None, Some(c)) => Input::Sock(Box::new(Receiver::new(c)?)),
         (None, None) => unreachable!("clap requires an input"),
     };
-    let mut output = match (&a.ofile, ocfg) {
+    let output = match (&a.ofile, ocfg) {
         (Some(p), _) => {
             let f = File::create(p)
                 .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display())))?;
@@ -128,6 +130,11 @@ pub fn run(a: &CatArgs) -> CliResult {
         (None, Some(c)) => Output::Sock(Box::new(Sender::new(c)?)),
         (None, None) => Output::Text(BufWriter::new(std::io::stdout().lock())),
     };
+    Ok((input, output))
+}
+
+pub fn run(a: &CatArgs) -> CliResult {
+    let (mut input, mut output) = open(a)?;
     std::thread::sleep(a.begin_wait);
     let pb = match (&output, a.number) {
         (Output::Text(_), _) | (_, None) => indicatif::ProgressBar::hidden(),
