@@ -54,6 +54,14 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 pub fn render(state: &Value, rows: &[SocketRow]) -> String {
     let graph = state["graph"].as_str().unwrap_or("");
     let mut out = String::new();
+    sockets(&mut out, graph, rows);
+    nodes(&mut out, graph, state);
+    out
+}
+
+/// The per-socket families: messages, bytes, losses, errors, stalls,
+/// readers given up and latency quantiles.
+fn sockets(out: &mut String, graph: &str, rows: &[SocketRow]) {
     let sock_labels = |r: &SocketRow| -> Vec<(&str, String)> {
         vec![
             ("graph", graph.to_string()),
@@ -85,49 +93,49 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
         }
     };
     per_socket(
-        &mut out,
+        out,
         "ptmp_messages_total",
         "Messages sent or received by a socket.",
         "messages",
         None,
     );
     per_socket(
-        &mut out,
+        out,
         "ptmp_bytes_total",
         "Bytes of the messages sent or received by a socket (both frames).",
         "bytes",
         None,
     );
     per_socket(
-        &mut out,
+        out,
         "ptmp_lost_messages_total",
         "Messages a receiving socket knows it lost (shared-memory overruns).",
         "lost",
         Some("recv"),
     );
     per_socket(
-        &mut out,
+        out,
         "ptmp_wire_errors_total",
         "Malformed messages a receiving socket skipped.",
         "errors",
         Some("recv"),
     );
     per_socket(
-        &mut out,
+        out,
         "ptmp_send_stalls_total",
         "Sends that found the queue full (a PUSH or PAIR at its high-water mark, or with no peer yet) and had to wait.",
         "stalls",
         Some("send"),
     );
     per_socket(
-        &mut out,
+        out,
         "ptmp_shm_readers_given_up_total",
         "Durable shared-memory readers a sending socket's ring gave up: their process died and did not come back within their grace time (0 for other transports).",
         "readers_given_up",
         Some("send"),
     );
     family(
-        &mut out,
+        out,
         "ptmp_latency_seconds",
         "gauge",
         "Time from a TPSet's created stamp to its receipt over about the last second, sampled: quantile 0.5, 0.99 and 1 (the maximum).",
@@ -149,8 +157,13 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
             );
         }
     }
+}
+
+/// The per-node and per-process families: messages in and out, whether
+/// the node runs, restarts.
+fn nodes(out: &mut String, graph: &str, state: &Value) {
     family(
-        &mut out,
+        out,
         "ptmp_node_messages_total",
         "counter",
         "Messages a node took in or sent out.",
@@ -175,7 +188,7 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
         }
     }
     family(
-        &mut out,
+        out,
         "ptmp_node_up",
         "gauge",
         "1 while the node's process is running, else 0.",
@@ -191,7 +204,7 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
         let _ = writeln!(out, "ptmp_node_up{} {}", labels(&l), u8::from(up));
     }
     family(
-        &mut out,
+        out,
         "ptmp_process_restarts_total",
         "counter",
         "Times the supervisor restarted a process.",
@@ -209,7 +222,6 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
             p["restarts"].as_u64().unwrap_or(0)
         );
     }
-    out
 }
 
 #[cfg(test)]
