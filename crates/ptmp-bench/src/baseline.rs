@@ -346,254 +346,18 @@ pub fn child(c: &ChildArgs) -> BenchResult {
 }
 
 fn child_side(c: &ChildArgs) -> BenchResult {
-    let fail =
-        |e: std::io::Error| BenchError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
-    let (n, size) = (c.count, c.size);
-    let mut msg = vec![b'x'; size];
-    let reader = c.role == "reader";
-    let ready = || {
-        println!("ready");
-        let _ = std::io::stdout().flush();
-    };
+    let mut msg = vec![b'x'; c.size];
     let mut t = Tally::new();
-    let idle = Duration::from_secs(2);
-    match c.transport {
-        Base::PosixMq => {
-            let name = std::ffi::CString::new(c.addr.clone()).expect("no NUL");
-            // SAFETY: plain libc calls on a queue we name; attr outlives the call.
-            unsafe {
-                let mut attr: libc::mq_attr = std::mem::zeroed();
-                attr.mq_maxmsg = 10;
-                attr.mq_msgsize = size as _;
-                let q = libc::mq_open(
-                    name.as_ptr(),
-                    libc::O_CREAT | libc::O_RDWR,
-                    0o600,
-                    &mut attr,
-                );
-                if q == -1 {
-                    return Err(fail(std::io::Error::last_os_error()));
-                }
-                if reader {
-                    ready();
-                    loop {
-                        let mut ts: libc::timespec = std::mem::zeroed();
-                        libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
-                        ts.tv_sec += 2;
-                        let r = libc::mq_timedreceive(
-                            q,
-                            msg.as_mut_ptr().cast(),
-                            size,
-                            std::ptr::null_mut(),
-                            &ts,
-                        );
-                        if r < 0 {
-                            break;
-                        }
-                        t.note(&msg);
-                        if t.done(n, &msg) {
-                            break;
-                        }
-                    }
-                    libc::mq_unlink(name.as_ptr());
-                } else {
-                    for i in 0..n {
-                        msg[..8].copy_from_slice(&i.to_le_bytes());
-                        if libc::mq_send(q, msg.as_ptr().cast(), size, 0) != 0 {
-                            return Err(fail(std::io::Error::last_os_error()));
-                        }
-                    }
-                }
-                libc::mq_close(q);
-            }
-        }
-        Base::UnixStream | Base::Tcp => {
-            let stream: Box<dyn Read> = if reader {
-                let s: Box<dyn Read> = if c.transport == Base::Tcp {
-                    let l = std::net::TcpListener::bind(&c.addr).map_err(fail)?;
-                    ready();
-                    Box::new(l.accept().map_err(fail)?.0)
-                } else {
-                    let _ = std::fs::remove_file(&c.addr);
-                    let l = std::os::unix::net::UnixListener::bind(&c.addr).map_err(fail)?;
-                    ready();
-                    Box::new(l.accept().map_err(fail)?.0)
-                };
-                s
-            } else {
-                let mut w: Box<dyn Write> = if c.transport == Base::Tcp {
-                    Box::new(std::net::TcpStream::connect(&c.addr).map_err(fail)?)
-                } else {
-                    Box::new(std::os::unix::net::UnixStream::connect(&c.addr).map_err(fail)?)
-                };
-                for i in 0..n {
-                    msg[..8].copy_from_slice(&i.to_le_bytes());
-                    w.write_all(&msg).map_err(fail)?;
-                }
-                return Ok(());
-            };
-            let mut r = BufReader::with_capacity(1 << 16, stream);
-            while r.read_exact(&mut msg).is_ok() {
-                t.note(&msg);
-                if t.done(n, &msg) {
-                    break;
-                }
-            }
-        }
-        Base::UnixDgram | Base::Udp => {
-            if reader {
-                if c.transport == Base::Udp {
-                    let s = std::net::UdpSocket::bind(&c.addr).map_err(fail)?;
-                    s.set_read_timeout(Some(idle)).map_err(fail)?;
-                    ready();
-                    while let Ok(k) = s.recv(&mut msg) {
-                        t.note(&msg[..k]);
-                        if t.done(n, &msg[..k]) {
-                            break;
-                        }
-                    }
-                } else {
-                    let _ = std::fs::remove_file(&c.addr);
-                    let s = std::os::unix::net::UnixDatagram::bind(&c.addr).map_err(fail)?;
-                    s.set_read_timeout(Some(idle)).map_err(fail)?;
-                    ready();
-                    while let Ok(k) = s.recv(&mut msg) {
-                        t.note(&msg[..k]);
-                        if t.done(n, &msg[..k]) {
-                            break;
-                        }
-                    }
-                }
-            } else if c.transport == Base::Udp {
-                let s = std::net::UdpSocket::bind("127.0.0.1:0").map_err(fail)?;
-                s.connect(&c.addr).map_err(fail)?;
-                for i in 0..n {
-                    msg[..8].copy_from_slice(&i.to_le_bytes());
-                    let _ = s.send(&msg);
-                }
-                return Ok(());
-            } else {
-                let s = std::os::unix::net::UnixDatagram::unbound().map_err(fail)?;
-                s.connect(&c.addr).map_err(fail)?;
-                for i in 0..n {
-                    msg[..8].copy_from_slice(&i.to_le_bytes());
-                    s.send(&msg).map_err(fail)?;
-                }
-                return Ok(());
-            }
-        }
-        Base::ZmqIpc | Base::ZmqTcp => {
-            let ctx = zmq::Context::new();
-            let zf = |e: zmq::Error| BenchError::fail(format!("zmq: {e}"));
-            if reader {
-                let s = ctx.socket(zmq::PULL).map_err(zf)?;
-                s.set_linger(2000).map_err(zf)?;
-                s.set_rcvtimeo(2000).map_err(zf)?;
-                s.bind(&c.addr).map_err(zf)?;
-                ready();
-                let mut m = zmq::Message::new();
-                while s.recv(&mut m, 0).is_ok() {
-                    t.note(&m);
-                    if t.done(n, &m) {
-                        break;
-                    }
-                }
-            } else {
-                let s = ctx.socket(zmq::PUSH).map_err(zf)?;
-                s.set_linger(5000).map_err(zf)?;
-                s.connect(&c.addr).map_err(zf)?;
-                for i in 0..n {
-                    msg[..8].copy_from_slice(&i.to_le_bytes());
-                    s.send(&msg[..], 0).map_err(zf)?;
-                }
-                return Ok(());
-            }
-        }
-        Base::RedisStreams => {
-            let mut con = crate::redis::conn(&c.addr)?;
-            let key = "ptmp-baseline";
-            let rerr = |e: redis::RedisError| BenchError::fail(format!("redis {}: {e}", c.role));
-            if reader {
-                ready();
-                let mut last = "0".to_string();
-                'read: loop {
-                    let reply: Option<redis::streams::StreamReadReply> = redis::cmd("XREAD")
-                        .arg("BLOCK")
-                        .arg(idle.as_millis() as u64)
-                        .arg("COUNT")
-                        .arg(1000)
-                        .arg("STREAMS")
-                        .arg(key)
-                        .arg(&last)
-                        .query(&mut con)
-                        .map_err(rerr)?;
-                    let Some(reply) = reply else { break };
-                    for sk in reply.keys {
-                        for e in sk.ids {
-                            if let Some(redis::Value::BulkString(b)) = e.map.get("d") {
-                                t.note(b);
-                                if t.done(n, b) {
-                                    break 'read;
-                                }
-                            }
-                            last = e.id;
-                        }
-                    }
-                }
-            } else {
-                let mut i = 0;
-                while i < n {
-                    let mut p = redis::pipe();
-                    for _ in 0..100.min(n - i) {
-                        msg[..8].copy_from_slice(&i.to_le_bytes());
-                        p.cmd("XADD")
-                            .arg(key)
-                            .arg("MAXLEN")
-                            .arg("~")
-                            .arg(200_000)
-                            .arg("*")
-                            .arg("d")
-                            .arg(&msg[..])
-                            .ignore();
-                        i += 1;
-                    }
-                    p.query::<()>(&mut con).map_err(rerr)?;
-                }
-                return Ok(());
-            }
-        }
-        Base::PtmpIpc | Base::PtmpTcp | Base::PtmpShm => {
-            let shm = c.transport == Base::PtmpShm;
-            if reader {
-                let cfg = if shm {
-                    json!({"socket": {"type": "PULL", "connect": [c.addr], "shm_max_message": size.max(64) + 16}})
-                } else {
-                    json!({"socket": {"type": "PULL", "bind": [c.addr]}})
-                };
-                let mut rx = ptmp::Receiver::from_json(&cfg.to_string())?;
-                ready();
-                let mut f = ptmp::Frames::new();
-                while rx.recv_raw_into(&mut f, Some(idle))? {
-                    let m = f.get(0).unwrap_or(&[]);
-                    t.note(m);
-                    if t.done(n, m) {
-                        break;
-                    }
-                }
-            } else {
-                let cfg = if shm {
-                    json!({"socket": {"type": "PUSH", "bind": [c.addr], "shm_max_message": size.max(64) + 16, "shm_slots": 1024}})
-                } else {
-                    json!({"socket": {"type": "PUSH", "connect": [c.addr]}})
-                };
-                let mut tx = ptmp::Sender::from_json(&cfg.to_string())?;
-                for i in 0..n {
-                    msg[..8].copy_from_slice(&i.to_le_bytes());
-                    tx.send_raw(&[&msg[..]])?;
-                }
-                return Ok(());
-            }
-        }
+    let report = match c.transport {
+        Base::PosixMq => posix_mq(c, &mut t, &mut msg)?,
+        Base::UnixStream | Base::Tcp => stream(c, &mut t, &mut msg)?,
+        Base::UnixDgram | Base::Udp => datagram(c, &mut t, &mut msg)?,
+        Base::ZmqIpc | Base::ZmqTcp => zmq_side(c, &mut t, &mut msg)?,
+        Base::RedisStreams => redis_side(c, &mut t, &mut msg)?,
+        Base::PtmpIpc | Base::PtmpTcp | Base::PtmpShm => ptmp_side(c, &mut t, &mut msg)?,
+    };
+    if !report {
+        return Ok(());
     }
     // Reader: report.
     let el = t.first.map_or(0.0, |f| (t.last - f).as_secs_f64());
@@ -603,4 +367,288 @@ fn child_side(c: &ChildArgs) -> BenchResult {
                "hwm_mb": crate::sys::peak_rss_mb()})
     );
     Ok(())
+}
+
+/// How long a reader waits for more before it ends.
+const IDLE: Duration = Duration::from_secs(2);
+
+/// Tell the parent this side is listening.
+fn ready() {
+    println!("ready");
+    let _ = std::io::stdout().flush();
+}
+
+/// A POSIX message queue (mq_open): the reader creates it. Gives whether to report (the reader's side).
+fn posix_mq(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> {
+    let fail =
+        |e: std::io::Error| BenchError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
+    let (n, size) = (c.count, c.size);
+    let reader = c.role == "reader";
+    let name = std::ffi::CString::new(c.addr.clone()).expect("no NUL");
+    // SAFETY: plain libc calls on a queue we name; attr outlives the call.
+    unsafe {
+        let mut attr: libc::mq_attr = std::mem::zeroed();
+        attr.mq_maxmsg = 10;
+        attr.mq_msgsize = size as _;
+        let q = libc::mq_open(
+            name.as_ptr(),
+            libc::O_CREAT | libc::O_RDWR,
+            0o600,
+            &mut attr,
+        );
+        if q == -1 {
+            return Err(fail(std::io::Error::last_os_error()));
+        }
+        if reader {
+            ready();
+            loop {
+                let mut ts: libc::timespec = std::mem::zeroed();
+                libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts);
+                ts.tv_sec += 2;
+                let r = libc::mq_timedreceive(
+                    q,
+                    msg.as_mut_ptr().cast(),
+                    size,
+                    std::ptr::null_mut(),
+                    &ts,
+                );
+                if r < 0 {
+                    break;
+                }
+                t.note(msg);
+                if t.done(n, msg) {
+                    break;
+                }
+            }
+            libc::mq_unlink(name.as_ptr());
+        } else {
+            for i in 0..n {
+                msg[..8].copy_from_slice(&i.to_le_bytes());
+                if libc::mq_send(q, msg.as_ptr().cast(), size, 0) != 0 {
+                    return Err(fail(std::io::Error::last_os_error()));
+                }
+            }
+        }
+        libc::mq_close(q);
+    }
+    Ok(true)
+}
+
+/// A unix or tcp stream: the reader listens, the writer connects. Gives whether to report (the reader's side).
+fn stream(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> {
+    let fail =
+        |e: std::io::Error| BenchError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
+    let n = c.count;
+    let reader = c.role == "reader";
+    let stream: Box<dyn Read> = if reader {
+        let s: Box<dyn Read> = if c.transport == Base::Tcp {
+            let l = std::net::TcpListener::bind(&c.addr).map_err(fail)?;
+            ready();
+            Box::new(l.accept().map_err(fail)?.0)
+        } else {
+            let _ = std::fs::remove_file(&c.addr);
+            let l = std::os::unix::net::UnixListener::bind(&c.addr).map_err(fail)?;
+            ready();
+            Box::new(l.accept().map_err(fail)?.0)
+        };
+        s
+    } else {
+        let mut w: Box<dyn Write> = if c.transport == Base::Tcp {
+            Box::new(std::net::TcpStream::connect(&c.addr).map_err(fail)?)
+        } else {
+            Box::new(std::os::unix::net::UnixStream::connect(&c.addr).map_err(fail)?)
+        };
+        for i in 0..n {
+            msg[..8].copy_from_slice(&i.to_le_bytes());
+            w.write_all(msg).map_err(fail)?;
+        }
+        return Ok(false);
+    };
+    let mut r = BufReader::with_capacity(1 << 16, stream);
+    while r.read_exact(msg).is_ok() {
+        t.note(msg);
+        if t.done(n, msg) {
+            break;
+        }
+    }
+    Ok(true)
+}
+
+/// Unix or udp datagrams: the reader binds; the writer sends into it. Gives whether to report (the reader's side).
+fn datagram(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> {
+    let fail =
+        |e: std::io::Error| BenchError::fail(format!("{} {}: {e}", c.transport.name(), c.role));
+    let n = c.count;
+    let reader = c.role == "reader";
+    let idle = IDLE;
+    if reader {
+        if c.transport == Base::Udp {
+            let s = std::net::UdpSocket::bind(&c.addr).map_err(fail)?;
+            s.set_read_timeout(Some(idle)).map_err(fail)?;
+            ready();
+            while let Ok(k) = s.recv(msg) {
+                t.note(&msg[..k]);
+                if t.done(n, &msg[..k]) {
+                    break;
+                }
+            }
+        } else {
+            let _ = std::fs::remove_file(&c.addr);
+            let s = std::os::unix::net::UnixDatagram::bind(&c.addr).map_err(fail)?;
+            s.set_read_timeout(Some(idle)).map_err(fail)?;
+            ready();
+            while let Ok(k) = s.recv(msg) {
+                t.note(&msg[..k]);
+                if t.done(n, &msg[..k]) {
+                    break;
+                }
+            }
+        }
+    } else if c.transport == Base::Udp {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").map_err(fail)?;
+        s.connect(&c.addr).map_err(fail)?;
+        for i in 0..n {
+            msg[..8].copy_from_slice(&i.to_le_bytes());
+            let _ = s.send(msg);
+        }
+        return Ok(false);
+    } else {
+        let s = std::os::unix::net::UnixDatagram::unbound().map_err(fail)?;
+        s.connect(&c.addr).map_err(fail)?;
+        for i in 0..n {
+            msg[..8].copy_from_slice(&i.to_le_bytes());
+            s.send(msg).map_err(fail)?;
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Raw libzmq PUSH to PULL, the reader binding. Gives whether to report (the reader's side).
+fn zmq_side(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> {
+    let n = c.count;
+    let reader = c.role == "reader";
+    let ctx = zmq::Context::new();
+    let zf = |e: zmq::Error| BenchError::fail(format!("zmq: {e}"));
+    if reader {
+        let s = ctx.socket(zmq::PULL).map_err(zf)?;
+        s.set_linger(2000).map_err(zf)?;
+        s.set_rcvtimeo(2000).map_err(zf)?;
+        s.bind(&c.addr).map_err(zf)?;
+        ready();
+        let mut m = zmq::Message::new();
+        while s.recv(&mut m, 0).is_ok() {
+            t.note(&m);
+            if t.done(n, &m) {
+                break;
+            }
+        }
+    } else {
+        let s = ctx.socket(zmq::PUSH).map_err(zf)?;
+        s.set_linger(5000).map_err(zf)?;
+        s.connect(&c.addr).map_err(zf)?;
+        for i in 0..n {
+            msg[..8].copy_from_slice(&i.to_le_bytes());
+            s.send(&msg[..], 0).map_err(zf)?;
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// A Redis stream: XADD in pipelines of 100, XREAD in batches. Gives whether to report (the reader's side).
+fn redis_side(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> {
+    let n = c.count;
+    let reader = c.role == "reader";
+    let idle = IDLE;
+    let mut con = crate::redis::conn(&c.addr)?;
+    let key = "ptmp-baseline";
+    let rerr = |e: redis::RedisError| BenchError::fail(format!("redis {}: {e}", c.role));
+    if reader {
+        ready();
+        let mut last = "0".to_string();
+        'read: loop {
+            let reply: Option<redis::streams::StreamReadReply> = redis::cmd("XREAD")
+                .arg("BLOCK")
+                .arg(idle.as_millis() as u64)
+                .arg("COUNT")
+                .arg(1000)
+                .arg("STREAMS")
+                .arg(key)
+                .arg(&last)
+                .query(&mut con)
+                .map_err(rerr)?;
+            let Some(reply) = reply else { break };
+            for sk in reply.keys {
+                for e in sk.ids {
+                    if let Some(redis::Value::BulkString(b)) = e.map.get("d") {
+                        t.note(b);
+                        if t.done(n, b) {
+                            break 'read;
+                        }
+                    }
+                    last = e.id;
+                }
+            }
+        }
+    } else {
+        let mut i = 0;
+        while i < n {
+            let mut p = redis::pipe();
+            for _ in 0..100.min(n - i) {
+                msg[..8].copy_from_slice(&i.to_le_bytes());
+                p.cmd("XADD")
+                    .arg(key)
+                    .arg("MAXLEN")
+                    .arg("~")
+                    .arg(200_000)
+                    .arg("*")
+                    .arg("d")
+                    .arg(&msg[..])
+                    .ignore();
+                i += 1;
+            }
+            p.query::<()>(&mut con).map_err(rerr)?;
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// ptmp's own raw frames over ipc, tcp or shm. Gives whether to report (the reader's side).
+fn ptmp_side(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> {
+    let (n, size) = (c.count, c.size);
+    let reader = c.role == "reader";
+    let idle = IDLE;
+    let shm = c.transport == Base::PtmpShm;
+    if reader {
+        let cfg = if shm {
+            json!({"socket": {"type": "PULL", "connect": [c.addr], "shm_max_message": size.max(64) + 16}})
+        } else {
+            json!({"socket": {"type": "PULL", "bind": [c.addr]}})
+        };
+        let mut rx = ptmp::Receiver::from_json(&cfg.to_string())?;
+        ready();
+        let mut f = ptmp::Frames::new();
+        while rx.recv_raw_into(&mut f, Some(idle))? {
+            let m = f.get(0).unwrap_or(&[]);
+            t.note(m);
+            if t.done(n, m) {
+                break;
+            }
+        }
+    } else {
+        let cfg = if shm {
+            json!({"socket": {"type": "PUSH", "bind": [c.addr], "shm_max_message": size.max(64) + 16, "shm_slots": 1024}})
+        } else {
+            json!({"socket": {"type": "PUSH", "connect": [c.addr]}})
+        };
+        let mut tx = ptmp::Sender::from_json(&cfg.to_string())?;
+        for i in 0..n {
+            msg[..8].copy_from_slice(&i.to_le_bytes());
+            tx.send_raw(&[&msg[..]])?;
+        }
+        return Ok(false);
+    }
+    Ok(true)
 }
