@@ -308,57 +308,32 @@ fn flow(
 
 /// Run the agents suite: the cores, the running agents flat out, the
 /// zipper's latency.
-pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
-    if !["inproc", "ipc", "tcp"].contains(&a.transport.as_str()) {
-        return Err(BenchError::usage(format!(
-            "--transport {:?}: use inproc, ipc or tcp",
-            a.transport
-        )));
-    }
-    if a.inputs == 0 || a.inputs > 10 {
-        return Err(BenchError::usage("--inputs: 1 to 10"));
-    }
-    let t = a.transport.as_str();
-    crate::report::table::<AgentsRow>();
-    let mut rows = Vec::new();
-    let r = zipper_core(a.inputs, a.count);
-    row(
-        &mut rows,
-        format!("zipper core, {} streams", a.inputs),
-        "TPSets/s",
-        (r, format!("{:.0}", r)),
-        ">= 1,000,000",
-    );
-    let r = window_core(a.ntps, a.count);
-    row(
-        &mut rows,
-        format!("window core, {} TPs/set", a.ntps),
-        "TrigPrims/s",
-        (r, format!("{:.0}", r)),
-        ">= 1,000,000",
-    );
+/// Fresh endpoints for a zipper with `n` inputs over transport `t`, and
+/// its configuration.
+fn zipper_io(a: &AgentsArgs, t: &str, n: usize) -> (Vec<String>, String, serde_json::Value) {
+    let ins: Vec<String> = (0..n).map(|i| ep(t, "z", i)).collect();
+    let out = ep(t, "z", 11);
+    let cfg = json!({"name": "zip", "type": "zipper", "data": {"sync_time": a.sync_ms,
+        "input": sock("PULL", "connect", &ins, 100_000),
+        "output": sock("PUSH", "bind", std::slice::from_ref(&out), 100_000)}});
+    (ins, out, cfg)
+}
 
-    // Zipper agent flat out.
-    // Fresh endpoints and the zipper's config for each run.
-    let zio = |n: usize| {
-        let ins: Vec<String> = (0..n).map(|i| ep(t, "z", i)).collect();
-        let out = ep(t, "z", 11);
-        let cfg = json!({"name": "zip", "type": "zipper", "data": {"sync_time": a.sync_ms,
-            "input": sock("PULL", "connect", &ins, 100_000),
-            "output": sock("PUSH", "bind", std::slice::from_ref(&out), 100_000)}});
-        (ins, out, cfg)
-    };
+/// Set `k` of stream `i` into a zipper: its tstarts interleave the streams.
+fn zipper_set(i: usize, k: u64, s: &mut TPSet) {
+    s.count = k as u32;
+    s.detid = i as u32;
+    s.tstart = k * 1000 + i as u64;
+}
+
+/// The zipper agent flat out, `a.reps` times: the median aggregate rate.
+fn zipper_flat(a: &AgentsArgs, t: &str, rows: &mut Vec<AgentsRow>) -> BenchResult {
     let total = a.count * a.inputs as u64;
-    let make = |i: usize, k: u64, s: &mut TPSet| {
-        s.count = k as u32;
-        s.detid = i as u32;
-        s.tstart = k * 1000 + i as u64;
-    };
     let mut rates = Vec::new();
     let (mut received, mut tardy, mut disorder) = (0, 0, 0);
     for _ in 0..a.reps.max(1) {
-        let (ins, out, cfg) = zio(a.inputs);
-        let f = flow(cfg, &out, &ins, a.count, 0.0, make, total)?;
+        let (ins, out, cfg) = zipper_io(a, t, a.inputs);
+        let f = flow(cfg, &out, &ins, a.count, 0.0, zipper_set, total)?;
         tardy += f.reports.first().and_then(|r| r.get("tardy")).unwrap_or(0);
         received += f.received;
         disorder += f.order_errors;
@@ -366,7 +341,7 @@ pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
     }
     let n = a.reps.max(1) as u64;
     row(
-        &mut rows,
+        rows,
         format!("zipper agent, {} inputs over {t}", a.inputs),
         "TPSets/s aggregate, median",
         (
@@ -382,22 +357,28 @@ pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
         ">= 1,000,000",
     );
 
+    Ok(())
+}
+
+/// The zipper's latency with every input live, then with one silent (its
+/// sets wait for sync_time).
+fn zipper_latency(a: &AgentsArgs, t: &str, rows: &mut Vec<AgentsRow>) -> BenchResult {
     // Zipper latency, all inputs live, paced.
     let per = ((a.rate as f64 / a.inputs as f64) * a.duration) as u64;
     let rate_each = a.rate as f64 / a.inputs as f64;
-    let (ins, out, cfg) = zio(a.inputs);
+    let (ins, out, cfg) = zipper_io(a, t, a.inputs);
     let f = flow(
         cfg,
         &out,
         &ins,
         per.max(1),
         rate_each,
-        make,
+        zipper_set,
         per.max(1) * a.inputs as u64,
     )?;
     let pct = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
     row(
-        &mut rows,
+        rows,
         format!("zipper latency, {} live inputs at {} /s", a.inputs, a.rate),
         "ms p50 / p99 / max",
         (
@@ -418,7 +399,7 @@ pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
     let live = a.inputs.saturating_sub(1).max(1);
     // The zipper expects all inputs (its config lists them) but only
     // `live` of them send.
-    let (ins, out, cfg) = zio(a.inputs);
+    let (ins, out, cfg) = zipper_io(a, t, a.inputs);
     let ins_live: Vec<String> = ins[..live].to_vec();
     let f = flow(
         cfg,
@@ -426,11 +407,11 @@ pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
         &ins_live,
         per.max(1),
         rate_each,
-        make,
+        zipper_set,
         per.max(1) * live as u64,
     )?;
     row(
-        &mut rows,
+        rows,
         format!("zipper latency, {live} of {} inputs live", a.inputs),
         "ms p50 / p99 / max",
         (
@@ -448,6 +429,11 @@ pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
         &format!("~ sync_time {} ms", a.sync_ms),
     );
 
+    Ok(())
+}
+
+/// The window agent flat out, `a.reps` times: the median TrigPrim rate.
+fn window_flat(a: &AgentsArgs, t: &str, rows: &mut Vec<AgentsRow>) -> BenchResult {
     // Window agent flat out.
     let wio = || {
         let win_in = vec![ep(t, "w", 0)];
@@ -482,7 +468,7 @@ pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
         rates.push((f.received * 25 * a.ntps as u64) as f64 / f.secs.max(1e-9));
     }
     row(
-        &mut rows,
+        rows,
         format!("window agent, {} TPs/set over {t}", a.ntps),
         "TrigPrims/s, median",
         (
@@ -496,5 +482,41 @@ pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
         ),
         ">= 1,000,000",
     );
+    Ok(())
+}
+
+pub fn run(a: &AgentsArgs) -> BenchResult<Vec<AgentsRow>> {
+    if !["inproc", "ipc", "tcp"].contains(&a.transport.as_str()) {
+        return Err(BenchError::usage(format!(
+            "--transport {:?}: use inproc, ipc or tcp",
+            a.transport
+        )));
+    }
+    if a.inputs == 0 || a.inputs > 10 {
+        return Err(BenchError::usage("--inputs: 1 to 10"));
+    }
+    let t = a.transport.as_str();
+    crate::report::table::<AgentsRow>();
+    let mut rows = Vec::new();
+    let r = zipper_core(a.inputs, a.count);
+    row(
+        &mut rows,
+        format!("zipper core, {} streams", a.inputs),
+        "TPSets/s",
+        (r, format!("{:.0}", r)),
+        ">= 1,000,000",
+    );
+    let r = window_core(a.ntps, a.count);
+    row(
+        &mut rows,
+        format!("window core, {} TPs/set", a.ntps),
+        "TrigPrims/s",
+        (r, format!("{:.0}", r)),
+        ">= 1,000,000",
+    );
+
+    zipper_flat(a, t, &mut rows)?;
+    zipper_latency(a, t, &mut rows)?;
+    window_flat(a, t, &mut rows)?;
     Ok(rows)
 }
