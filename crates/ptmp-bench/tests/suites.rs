@@ -306,8 +306,9 @@ fn received_of_tardy(line: &str) -> Option<(u64, u64, u64)> {
     Some((r.parse().ok()?, n.parse().ok()?, t.parse().ok()?))
 }
 
+/// `bench tuning`: a row per pattern and transport; shm carries pubsub only.
 #[test]
-fn bench_suites_smoke() {
+fn bench_tuning_smoke() {
     let out = run(&[
         "bench",
         "tuning",
@@ -334,6 +335,11 @@ fn bench_suites_smoke() {
         !s.contains("| pushpull | shm"),
         "shm carries pubsub only: {s}"
     );
+}
+
+/// `bench latency`: every transport's row, its JSON accounting for every sample; a bad size is refused.
+#[test]
+fn bench_latency_smoke() {
     let dir = tempfile::tempdir().unwrap();
     let js = dir.path().join("lat.json");
     let out = run(&[
@@ -374,6 +380,11 @@ fn bench_suites_smoke() {
     }
     let out = run(&["bench", "latency", "-m", "4"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `bench babus`: the seven ptmp shm rows, and Redis's where it is installed.
+#[test]
+fn bench_babus_smoke() {
     let out = run(&[
         "bench",
         "babus",
@@ -400,6 +411,11 @@ fn bench_suites_smoke() {
         assert_eq!((rows("redis tcp"), rows("redis unix")), (7, 7), "{s}");
     }
     assert!(s.contains("plain memcpy of 100000 bytes"), "{s}");
+}
+
+/// `bench fanout` shares every set among PULLs; `bench jitter` reports a sane range.
+#[test]
+fn bench_fanout_and_jitter_smoke() {
     let out = run(&["bench", "fanout", "-n", "5000", "--receivers", "1", "2"]);
     assert!(
         out.status.success(),
@@ -428,6 +444,11 @@ fn bench_suites_smoke() {
         .collect();
     let (min, max): (u64, u64) = (row[2].parse().unwrap(), row[3].parse().unwrap());
     assert!(min <= max, "{s}");
+}
+
+/// `bench baseline`: every transport's row, only UDP may lose, both sides measured.
+#[test]
+fn bench_baseline_smoke() {
     let out = run(&["bench", "baseline", "-n", "3000"]);
     assert!(
         out.status.success(),
@@ -477,6 +498,11 @@ fn bench_suites_smoke() {
         assert!(redis_row.is_none());
         assert!(String::from_utf8_lossy(&out.stderr).contains("redis-streams row skipped"));
     }
+}
+
+/// `bench ring`, overwriting and blocking: a row per ring size.
+#[test]
+fn bench_ring_smoke() {
     for extra in [&[][..], &["--block"][..]] {
         let mut args = vec!["bench", "ring", "-n", "20000", "--slots", "64"];
         args.extend_from_slice(extra);
