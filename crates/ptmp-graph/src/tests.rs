@@ -159,8 +159,18 @@ fn pinned_transport_and_address() {
     assert_eq!(p.links[1].binds[0].1, "tcp://127.0.0.1:30000");
 }
 
+/// Each graph in `cases` is refused with an error holding every needle.
+fn refused_naming(cases: Vec<(Value, &[&str])>) {
+    for (v, needles) in cases {
+        let e = err_of(&v);
+        for n in needles {
+            assert!(e.contains(n), "error {e:?} lacks {n:?}");
+        }
+    }
+}
+
 #[test]
-fn errors_name_node_port_and_edge() {
+fn wiring_errors_name_node_port_and_edge() {
     let cases: Vec<(Value, &[&str])> = vec![
         (
             edit(|v| v["processes"] = json!([{"name": "p1", "nodes": ["src", "w", "w"]}])),
@@ -240,6 +250,13 @@ fn errors_name_node_port_and_edge() {
                 "pubsub and pushpull",
             ],
         ),
+    ];
+    refused_naming(cases);
+}
+
+#[test]
+fn placement_and_data_errors_name_process_node_and_key() {
+    let cases: Vec<(Value, &[&str])> = vec![
         (
             edit(|v| v["processes"] = json!([{"name": "p", "host": "mars", "nodes": ["src"]}])),
             &["process p", "mars", "unreachable placement"],
@@ -309,12 +326,7 @@ fn errors_name_node_port_and_edge() {
             &["node snk", "count", "done"],
         ),
     ];
-    for (v, needles) in cases {
-        let e = err_of(&v);
-        for n in needles {
-            assert!(e.contains(n), "error {e:?} lacks {n:?}");
-        }
-    }
+    refused_naming(cases);
 }
 
 #[test]
