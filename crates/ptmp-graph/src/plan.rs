@@ -135,6 +135,14 @@ fn dir_hash(p: &Path) -> String {
     format!("{:06x}", h & 0xff_ffff)
 }
 
+/// An error of graph `g`: it is invalid, for the reason given.
+fn invalid(g: &Graph) -> impl Fn(String) -> Error + '_ {
+    |msg| Error::Invalid {
+        graph: g.name.clone(),
+        msg,
+    }
+}
+
 /// What every node's configuration is made from.
 struct Sources<'a> {
     links: &'a [Link],
@@ -159,10 +167,7 @@ impl Plan {
     /// processes of unchanged edges alone (their configurations are the
     /// same) and never hands a new edge an old edge's ring or socket.
     pub fn make_keeping(g: &Graph, run_dir: &Path, keep: Option<&Keep>) -> Result<Plan> {
-        let err = |msg: String| Error::Invalid {
-            graph: g.name.clone(),
-            msg,
-        };
+        let err = invalid(g);
         let pe = g.port_edges();
         let mut links: Vec<Link> = Vec::with_capacity(g.edges.len());
         let mut tcp_rank = 0u32;
@@ -226,10 +231,7 @@ impl Plan {
         keep: Option<&Keep>,
         tcp_rank: &mut u32,
     ) -> Result<Link> {
-        let err = |msg: String| Error::Invalid {
-            graph: g.name.clone(),
-            msg,
-        };
+        let err = invalid(g);
         let e = &g.edges[i];
         let label = g.edge_label(i);
         let ends: Vec<PortRef> = e.from.iter().chain(&e.to).copied().collect();
@@ -284,10 +286,7 @@ impl Plan {
     /// within one process, ipc and shm within one host, shm only where one
     /// writer's ring serves it.
     fn check_reach(g: &Graph, i: usize, transport: Transport, shm_ok: bool) -> Result<()> {
-        let err = |msg: String| Error::Invalid {
-            graph: g.name.clone(),
-            msg,
-        };
+        let err = invalid(g);
         let e = &g.edges[i];
         let label = g.edge_label(i);
         let ends: Vec<PortRef> = e.from.iter().chain(&e.to).copied().collect();
@@ -357,10 +356,7 @@ impl Plan {
         keep: Option<&Keep>,
         tcp_rank: &mut u32,
     ) -> Result<Vec<(PortRef, String)>> {
-        let err = |msg: String| Error::Invalid {
-            graph: g.name.clone(),
-            msg,
-        };
+        let err = invalid(g);
         let e = &g.edges[i];
         let label = g.edge_label(i);
         // Who binds: the single output (one to one, pubsub fan-out,
@@ -408,10 +404,7 @@ impl Plan {
         run_dir: &Path,
         keep: Option<&Keep>,
     ) -> Result<()> {
-        let err = |msg: String| Error::Invalid {
-            graph: g.name.clone(),
-            msg,
-        };
+        let err = invalid(g);
         for (r, list) in pe {
             if list.len() < 2 {
                 continue;
@@ -452,10 +445,7 @@ impl Plan {
     /// Node `k`'s proxy configuration `{name, type, data}` with its sockets
     /// filled in and checked by its agent, and whether it ends by itself.
     fn node_config(g: &Graph, k: usize, w: &Sources<'_>) -> Result<(Value, bool)> {
-        let err = |msg: String| Error::Invalid {
-            graph: g.name.clone(),
-            msg,
-        };
+        let err = invalid(g);
         let (links, pe, counted, shared, run_dir, plugins) =
             (w.links, w.pe, w.counted, w.shared, w.run_dir, w.plugins);
         let node = &g.nodes[k];
