@@ -123,6 +123,10 @@ pub enum GraphCmd {
     /// running, changed ones are replaced (their input held meanwhile),
     /// new ones started, removed ones stopped.
     Apply(ApplyArgs),
+    /// Write a systemd template unit that runs one host's part of the
+    /// graph (the instance is the host: `systemctl start
+    /// ptmp-graph-NAME@HOST`).
+    Systemd(SystemdArgs),
     /// One process of a graph (internal; started by `graph run`).
     #[command(hide = true)]
     Part { plan: PathBuf },
@@ -148,6 +152,22 @@ pub struct DiffArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+pub struct SystemdArgs {
+    #[command(flatten)]
+    src: GraphSource,
+    /// Write the unit into this directory (e.g. /etc/systemd/system, or
+    /// ~/.config/systemd/user with --user) instead of standard output.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// A user unit (`systemctl --user`): wanted by default.target.
+    #[arg(long)]
+    user: bool,
+    /// The ptmp program the unit runs (default: this one).
+    #[arg(long, value_name = "PATH")]
+    ptmp: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -392,6 +412,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
             Ok(())
         }
         GraphCmd::Apply(a) => apply(a),
+        GraphCmd::Systemd(a) => systemd(a),
         GraphCmd::Run(a) => {
             let (g, p) = a.src.load()?;
             let monitor = a.http.start(&g, &p, a.host.as_deref())?;
@@ -474,6 +495,66 @@ fn apply(a: &ApplyArgs) -> CliResult {
         Some(Refusal::Invalid) => Err(CliError::usage(format!("refused: {}", r.message))),
         Some(_) => Err(CliError::fail(format!("refused: {}", r.message))),
     }
+}
+
+fn systemd(a: &SystemdArgs) -> CliResult {
+    if a.src.run_dir.is_some() {
+        return Err(CliError::usage(
+            "--run-dir: the unit's run directory is its RuntimeDirectory (under /run, or $XDG_RUNTIME_DIR for --user); leave it out",
+        ));
+    }
+    let (g, _) = a.src.load()?;
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let ptmp = match &a.ptmp {
+        Some(p) => abs(p),
+        None => std::env::current_exe()?,
+    };
+    let graph_file = abs(&a.src.file);
+    let mut args = Vec::new();
+    for (flag, list) in [
+        ("-V", &a.src.ext_str),
+        ("-A", &a.src.tla_str),
+        ("--tla-code", &a.src.tla_code),
+    ] {
+        for kv in list {
+            args.extend([flag.to_string(), kv.clone()]);
+        }
+    }
+    for j in &a.src.jpath {
+        args.extend(["-J".to_string(), abs(j).to_string_lossy().into_owned()]);
+    }
+    if let Some(t) = a.src.config_timeout {
+        args.extend([
+            "--config-timeout".to_string(),
+            format!("{}ms", t.as_millis()),
+        ]);
+    }
+    let o = ptmp_graph::systemd::UnitOptions {
+        ptmp: &ptmp,
+        graph_file: &graph_file,
+        args: &args,
+        user: a.user,
+        stop_timeout: supervise::Options::default().stop_timeout,
+    };
+    let unit = ptmp_graph::systemd::template(&g, &o);
+    match &a.out {
+        None => {
+            out!("{unit}")?;
+        }
+        Some(dir) => {
+            let f = dir.join(ptmp_graph::systemd::template_name(&g.name));
+            std::fs::write(&f, unit)
+                .map_err(|e| CliError::fail(format!("{}: {e}", f.display())))?;
+            tracing::info!(
+                "wrote {}; then: systemctl{} daemon-reload && systemctl{} enable --now ptmp-graph-{}@HOST",
+                f.display(),
+                if a.user { " --user" } else { "" },
+                if a.user { " --user" } else { "" },
+                g.name
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The butterfly graph, evaluated from the example shipped with ptmp.

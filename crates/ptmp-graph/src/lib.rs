@@ -57,6 +57,7 @@ pub mod rundir;
 pub mod soak;
 pub mod status;
 pub mod supervise;
+pub mod systemd;
 
 mod parse;
 

@@ -1,0 +1,119 @@
+//! `ptmp graph systemd`: the template unit it writes is one systemd
+//! accepts (`systemd-analyze verify`, the real tool), and its command line,
+//! run as systemd would run it (specifiers filled in, the runtime
+//! directory made 0700, SIGINT to stop), runs the graph and stops it
+//! cleanly. (Not yet under a systemd that is PID 1.)
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+mod common;
+use common::{finish, node_in, text, wait_for, PTMP};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The value of `key=` in the unit's text.
+fn setting<'a>(unit: &'a str, key: &str) -> &'a str {
+    unit.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in\n{unit}"))
+}
+
+/// ExecStart's words as systemd hands them over, for instance `host`
+/// with runtime directory root `t` (the words here need no unquoting).
+fn exec_words(unit: &str, host: &str, t: &Path) -> Vec<String> {
+    setting(unit, "ExecStart")
+        .split_whitespace()
+        .map(|w| {
+            w.replace("%i", host)
+                .replace("%t", &t.to_string_lossy())
+                .replace("%%", "%")
+                .replace("$$", "$")
+        })
+        .collect()
+}
+
+#[test]
+fn the_unit_verifies_and_its_command_runs_and_stops_the_graph_cleanly() {
+    let d = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/chain-graph.jsonnet");
+    let name = format!("sd-{}", std::process::id());
+    let o = Command::new(PTMP)
+        .args(["graph", "systemd"])
+        .arg(&example)
+        .args(["-A", &format!("name={name}")])
+        .args(["--tla-code", "n=1000000", "--tla-code", "rate=2000"])
+        .arg("--out")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let file = d.path().join(format!("ptmp-graph-{name}@.service"));
+    let unit = std::fs::read_to_string(&file).unwrap();
+    for (k, v) in [
+        ("KillSignal", "SIGINT"),
+        ("KillMode", "mixed"),
+        ("Restart", "on-failure"),
+        ("RuntimeDirectoryMode", "0700"),
+        ("RuntimeDirectoryPreserve", "restart"),
+        ("StandardError", "journal"),
+    ] {
+        assert_eq!(setting(&unit, k), v, "{unit}");
+    }
+    // Above the supervisor's stop bound: 15 s a part, seven parts.
+    let stop: u64 = setting(&unit, "TimeoutStopSec")
+        .trim_end_matches('s')
+        .parse()
+        .unwrap();
+    assert!(stop > 7 * 15, "{unit}");
+
+    // systemd's own reading of the unit, as an instance for host localhost.
+    let instance = d
+        .path()
+        .join(format!("ptmp-graph-{name}@localhost.service"));
+    std::fs::copy(&file, &instance).unwrap();
+    match Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&instance)
+        .output()
+    {
+        Err(_) => common::missing_part("systemd-analyze is not installed (Debian package systemd)"),
+        Ok(v) => {
+            let said = text(&v.stderr) + &text(&v.stdout);
+            let ours: Vec<&str> = said
+                .lines()
+                .filter(|l| l.contains(&format!("ptmp-graph-{name}@")))
+                .collect();
+            assert!(v.status.success() && ours.is_empty(), "{said}");
+        }
+    }
+
+    // The command line, run as systemd runs it.
+    let runtime = d.path().join("run");
+    std::fs::create_dir(&runtime).unwrap();
+    let words = exec_words(&unit, "localhost", &runtime);
+    let rd = runtime.join(format!("ptmp-graph-{name}-localhost"));
+    std::fs::create_dir(&rd).unwrap();
+    std::fs::set_permissions(&rd, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let sup = Command::new(&words[0])
+        .args(&words[1..])
+        .current_dir("/")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(LIMIT, "traffic at the sink", || {
+        node_in(&rd, "sink", "sink").filter(|n| *n > 50)
+    });
+    // SAFETY: kill sends the unit's KillSignal to the process this test
+    // started.
+    unsafe { libc::kill(sup.id() as i32, libc::SIGINT) };
+    let o = finish(sup, Duration::from_secs(stop));
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("stopping: interrupted"), "{err}");
+    // The sink wrote into the run directory, the runtime directory's.
+    assert!(rd.join("chain-graph.dump").exists(), "{err}");
+}
