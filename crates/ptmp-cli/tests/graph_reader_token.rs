@@ -130,3 +130,31 @@ fn a_receiver_outside_the_graph_cannot_take_a_graph_readers_place() {
     assert_eq!(counts.len() as u64, n, "{log}");
     assert!(counts.iter().copied().eq(0..n), "{log}");
 }
+
+/// A run directory whose token is not one (a file someone edited) stops
+/// the graph before anything starts, naming the file and what to do.
+#[test]
+fn a_damaged_token_is_refused_before_anything_starts() {
+    let d = tempfile::tempdir().unwrap();
+    let rd = d.path().join("run");
+    std::fs::create_dir(&rd).unwrap();
+    std::fs::set_permissions(&rd, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::write(rd.join("reader-token"), "not hex at all").unwrap();
+    let f = d.path().join("g.json");
+    let name = format!("token-bad-{}", std::process::id());
+    std::fs::write(&f, graph(&name, 10, &d.path().join("out.dump")).to_string()).unwrap();
+    let o = Command::new(PTMP)
+        .args(["graph", "run"])
+        .arg(&f)
+        .arg("--run-dir")
+        .arg(&rd)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("reader-token") && err.contains("not a reader token"),
+        "{err}"
+    );
+    assert!(!err.contains("started (pid"), "{err}");
+}

@@ -208,9 +208,10 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
     let mut config = plan.config.clone();
     continue_counts(plan, &mut config);
     continue_ofiles(plan, &mut config);
+    // A token that cannot be read or made is not mended by a restart.
     if let Err(e) = lock_reader_ids(plan, &mut config) {
         let _ = writeln!(log, "{who}: {e}");
-        return 1;
+        return EXIT_CONFIG;
     }
     let rc = match RunConfig::parse(&config) {
         Ok(rc) => rc,
