@@ -183,7 +183,7 @@ def test_an_empty_listing_says_why_it_may_be_empty(netns):
                         "--group", "lonely"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["NAME", "PORTS", "HOST", "PID", "UPTIME"], r.stdout
-    assert 'no peers of group "lonely" announced themselves within 1 s' in r.stderr, r.stderr
+    assert 'no peers of group "lonely" announced themselves within 1s' in r.stderr, r.stderr
     assert "same secret" in r.stderr, r.stderr
 
 
