@@ -190,8 +190,9 @@ impl Reader {
         Self::attach_with(name, start, Access::Private)
     }
 
-    /// As [`Self::attach`], with the given [`Access`].
-    pub fn attach_with(name: &str, start: StartAt, access: Access) -> Result<Reader> {
+    /// Open channel `name`'s segment, check its layout, and read its
+    /// `next_seq`, refusing one beyond any possible message number.
+    pub(super) fn open_segment(name: &str, access: Access) -> Result<(Segment, u64)> {
         let path = ChannelName::new(name)?.path();
         let seg = Segment::open(name, path, access)?;
         seg.check_layout()?;
@@ -202,6 +203,12 @@ impl Reader {
                 format!("{next} is beyond any possible message number ({MAX_SEQ})"),
             ));
         }
+        Ok((seg, next))
+    }
+
+    /// As [`Self::attach`], with the given [`Access`].
+    pub fn attach_with(name: &str, start: StartAt, access: Access) -> Result<Reader> {
+        let (seg, next) = Reader::open_segment(name, access)?;
         let pos = match start {
             StartAt::Newest => next.saturating_sub(1),
             StartAt::Next => next,

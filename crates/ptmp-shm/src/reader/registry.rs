@@ -3,8 +3,8 @@
 
 use super::{Attachment, Reader, StartAt, DEFAULT_SPIN};
 use crate::error::{Result, ShmError};
-use crate::layout::{MAX_READERS, MAX_SEQ};
-use crate::name::ChannelName;
+use crate::layout::MAX_READERS;
+
 use crate::protocol;
 use crate::segment::{pid_alive, Access, Segment};
 use std::sync::atomic::Ordering;
@@ -101,16 +101,7 @@ impl Reader {
                 ),
             });
         }
-        let path = ChannelName::new(name)?.path();
-        let seg = Segment::open(name, path, access)?;
-        seg.check_layout()?;
-        let next = seg.header().next_seq.load(Ordering::SeqCst);
-        if next > MAX_SEQ {
-            return Err(seg.corrupt(
-                "next_seq",
-                format!("{next} is beyond any possible message number ({MAX_SEQ})"),
-            ));
-        }
+        let (seg, next) = Reader::open_segment(name, access)?;
         let ident = reader_ident(id);
         let lock = durable.token.map_or(0, reader_lock);
         let grace = durable.grace.as_millis().min(u32::MAX as u128) as u32;
