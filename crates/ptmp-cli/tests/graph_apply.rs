@@ -131,10 +131,17 @@ fn replace_worker(name: &str, edit: impl Fn(&mut Value)) {
     g2["nodes"][1]["data"]["work_us"] = json!(20);
     let f1 = write(d.path(), "g1.json", &g1);
     let f2 = write(d.path(), "g2.json", &g2);
-    let sup = run(&f1, &rd, d.path(), "run");
-    wait_for(LIMIT, "traffic at the sink", || {
-        node_in(&rd, "snk", "snk").filter(|n| *n >= 500)
-    });
+    let mut sup = run(&f1, &rd, d.path(), "run");
+    let t0 = std::time::Instant::now();
+    while node_in(&rd, "snk", "snk").is_none_or(|n| n < 500) {
+        let ended = sup.0.as_mut().unwrap().try_wait().unwrap();
+        assert!(
+            ended.is_none() && t0.elapsed() < LIMIT,
+            "no traffic at the sink (graph {ended:?})\n{}",
+            logs(d.path(), "run")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let (src, w, snk) = (pid(&rd, "src"), pid(&rd, "w"), pid(&rd, "snk"));
     let o = apply(&f2, &rd, &[]);
     let said = text(&o.stdout);
@@ -218,7 +225,7 @@ fn a_replaced_worker_over_ipc_loses_nothing_when_the_outputs_bind() {
 /// sees the old worker's connection close and the new worker connect.
 #[test]
 fn a_replaced_worker_over_tcp_loses_nothing() {
-    let port = common::free_port();
+    let port = common::free_ports(4);
     replace_worker(&format!("apply-tcp-{}", std::process::id()), |g| {
         g["port_base"] = json!(port);
         for e in g["edges"].as_array_mut().unwrap() {
@@ -244,10 +251,17 @@ fn swapping_the_binding_side_drops_nothing() {
     g2["edges"][0]["bind"] = json!("in");
     let f1 = write(d.path(), "g1.json", &g1);
     let f2 = write(d.path(), "g2.json", &g2);
-    let sup = run(&f1, &rd, d.path(), "run");
-    wait_for(LIMIT, "traffic at the sink", || {
-        node_in(&rd, "snk", "snk").filter(|n| *n >= 500)
-    });
+    let mut sup = run(&f1, &rd, d.path(), "run");
+    let t0 = std::time::Instant::now();
+    while node_in(&rd, "snk", "snk").is_none_or(|n| n < 500) {
+        let ended = sup.0.as_mut().unwrap().try_wait().unwrap();
+        assert!(
+            ended.is_none() && t0.elapsed() < LIMIT,
+            "no traffic at the sink (graph {ended:?})\n{}",
+            logs(d.path(), "run")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let (src, w, snk) = (pid(&rd, "src"), pid(&rd, "w"), pid(&rd, "snk"));
     let o = apply(&f2, &rd, &[]);
     let said = text(&o.stdout);

@@ -18,7 +18,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::{finish, free_port, node_in, read_dump, status, text, wait_for, write_json, PTMP};
+use common::{finish, node_in, read_dump, status, text, wait_for, write_json, PTMP};
 
 const LIMIT: Duration = Duration::from_secs(40);
 const NOBODY: u32 = 65534;
@@ -123,7 +123,7 @@ fn pair(name: &str, transport: &str, n: u64, rate: u64, out: &Path) -> Value {
         "restart": {"max": 5, "backoff_ms": 100}
     });
     if transport == "tcp" {
-        v["port_base"] = json!(free_port());
+        v["port_base"] = json!(common::free_ports(4));
     }
     v
 }

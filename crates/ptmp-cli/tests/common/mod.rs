@@ -73,11 +73,30 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>
 
 /// A loopback TCP port that was free a moment ago.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    free_ports(1)
+}
+
+/// The first of `n` loopback TCP ports in a row that were all free a moment
+/// ago. They are taken below the kernel's ephemeral range (32768 and up on
+/// Linux), so no connecting socket on this machine is handed one of them
+/// between this check and the test's bind: a graph's `port_base` names
+/// several ports, and one taken that way fails its process at start.
+pub fn free_ports(n: u16) -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20000;
+    const SPAN: u32 = 12000;
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    for _ in 0..SPAN {
+        let k = NEXT.fetch_add(u32::from(n), Ordering::Relaxed);
+        let base = LOW + (start + k) % (SPAN - u32::from(n));
+        let all_free = (0..u32::from(n))
+            .all(|i| std::net::TcpListener::bind(("127.0.0.1", (base + i) as u16)).is_ok());
+        if all_free {
+            return base as u16;
+        }
+    }
+    panic!("no {n} free loopback ports in a row from {LOW}");
 }
 
 /// A path as a command-line argument.
