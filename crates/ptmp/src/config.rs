@@ -37,6 +37,7 @@ use serde_json::Value;
 use std::time::Duration;
 
 mod builder;
+mod curve;
 mod endpoint;
 
 pub use builder::SocketConfigBuilder;
@@ -109,6 +110,7 @@ const KNOWN_KEYS: &[&str] = &[
     "shm_reader_token",
     "shm_reader_grace_ms",
     "heartbeat_ms",
+    "curve",
 ];
 
 /// Settings of the shared-memory transport, used by `shm://` endpoints
@@ -169,6 +171,8 @@ pub struct SocketConfig {
     shm_reader_grace: Duration,
     /// ZeroMQ heartbeat interval (`heartbeat_ms`); `None`: the default.
     heartbeat: Option<Duration>,
+    /// CURVE security of this socket's connections (`curve`).
+    curve: Option<crate::curve::Curve>,
 }
 
 /// `d` without its sub-millisecond part: the JSON holds milliseconds, and
@@ -225,6 +229,7 @@ impl SocketConfig {
                 shm_reader_token: None,
                 shm_reader_grace: ptmp_shm::DEFAULT_READER_GRACE,
                 heartbeat: None,
+                curve: None,
             },
             subscribe_set: false,
             error: None,
@@ -352,6 +357,9 @@ impl SocketConfig {
         if let Some(t) = int(&s, "heartbeat_ms", HEARTBEAT_MS_RANGE)? {
             b = b.heartbeat(Duration::from_millis(t as u64));
         }
+        if let Some(c) = curve::parse(&s)? {
+            b = b.curve(c);
+        }
         if s.raw("subscribe").is_some_and(Value::is_null) {
             return Err(Error::config(
                 "socket.subscribe",
@@ -394,6 +402,12 @@ impl SocketConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The socket's CURVE part (JSON `curve`), if its connections are
+    /// secured.
+    pub fn curve(&self) -> Option<&crate::curve::Curve> {
+        self.curve.as_ref()
     }
 
     /// The socket type (JSON `type`).
@@ -588,6 +602,9 @@ impl SocketConfig {
         }
         if let Some(h) = self.heartbeat {
             s.insert("heartbeat_ms".into(), (h.as_millis() as u64).into());
+        }
+        if let Some(c) = &self.curve {
+            s.insert("curve".into(), curve::to_json(c));
         }
         if self.subscribers > 0 {
             s.insert("subscribers".into(), self.subscribers.into());

@@ -12,6 +12,8 @@
 //! * [`config`]: the socket configuration front, which names the transport of
 //!   each endpoint (`inproc`, `ipc`, `tcp`, and `shm` for the shared-memory
 //!   transport) so a configuration changes transport by changing an address;
+//! * [`curve`]: CURVE keys, certificate files and the ZAP handler that
+//!   admits a secured server's clients;
 //! * [`socket`]: turns a config into a zmq socket (context policy, HWMs,
 //!   linger, XPUB for PUB senders), with `drain` making a dropped sender
 //!   deliver what it queued;
@@ -40,6 +42,7 @@
 //! ```
 
 pub mod config;
+pub mod curve;
 mod drain;
 pub mod duration;
 pub mod error;

@@ -87,6 +87,8 @@ pub struct SocketCounters {
     readers_given_up: AtomicU64,
     lat: [AtomicU64; LATENCY_BUCKETS],
     lat_max: AtomicU64,
+    /// A CURVE server's admission counts, kept by its ZAP handler.
+    curve: std::sync::OnceLock<Arc<crate::curve::Admitted>>,
 }
 
 #[inline]
@@ -126,6 +128,10 @@ impl SocketCounters {
     #[inline]
     pub(crate) fn add_readers_given_up(&self, n: u64) {
         bump(&self.readers_given_up, n);
+    }
+    /// Report the admission counts of this socket, a CURVE server.
+    pub(crate) fn watch_curve(&self, counts: Arc<crate::curve::Admitted>) {
+        let _ = self.curve.set(counts);
     }
     /// Whether the message just counted is one whose latency is sampled.
     #[inline]
@@ -203,6 +209,9 @@ pub struct Snapshot {
     /// The largest sampled latency since the last [`snapshot`] with
     /// `reset_max`, microseconds.
     pub latency_max_us: u64,
+    /// A CURVE server only (`None` for every other socket): clients
+    /// admitted and refused by its allow-list so far.
+    pub curve: Option<(u64, u64)>,
 }
 
 fn registry() -> &'static Mutex<Vec<Weak<SocketCounters>>> {
@@ -229,6 +238,7 @@ pub(crate) fn register(dir: Dir, endpoints: Vec<String>) -> Arc<SocketCounters> 
         readers_given_up: AtomicU64::new(0),
         lat: std::array::from_fn(|_| AtomicU64::new(0)),
         lat_max: AtomicU64::new(0),
+        curve: std::sync::OnceLock::new(),
     });
     let mut r = registry().lock().unwrap_or_else(|p| p.into_inner());
     r.retain(|w| w.strong_count() > 0);
@@ -259,6 +269,7 @@ pub fn snapshot(reset_max: bool) -> Vec<Snapshot> {
             } else {
                 c.lat_max.load(Ordering::Relaxed)
             },
+            curve: c.curve.get().map(|a| a.counts()),
         })
         .collect()
 }

@@ -37,6 +37,8 @@ struct ZmqRx {
     m0: zmq::Message,
     m1: zmq::Message,
     timeout: i32,
+    /// A CURVE server's admissions; dropped after the socket.
+    _admission: Option<crate::curve::Admission>,
 }
 
 impl Receiver {
@@ -63,6 +65,7 @@ impl Receiver {
                     m0: zmq::Message::new(),
                     m1: zmq::Message::new(),
                     timeout: -1,
+                    _admission: b.admission,
                 };
                 (Link::Zmq(z), b.bound)
             }
@@ -71,6 +74,13 @@ impl Receiver {
             crate::meter::Dir::Recv,
             cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
         );
+        if let Link::Zmq(ZmqRx {
+            _admission: Some(a),
+            ..
+        }) = &link
+        {
+            meter.watch_curve(a.counts());
+        }
         Ok(Receiver {
             meter,
             link,

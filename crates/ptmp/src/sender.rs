@@ -11,6 +11,8 @@ enum Link {
     Zmq {
         sock: zmq::Socket,
         drain: Option<Drain>,
+        /// A CURVE server's admissions; dropped after the socket.
+        _admission: Option<crate::curve::Admission>,
     },
     Shm(ShmTx),
 }
@@ -122,10 +124,14 @@ impl Sender {
             ),
             None => {
                 let b = build(&cfg, Role::Send)?;
+                if let Some(a) = &b.admission {
+                    meter.watch_curve(a.counts());
+                }
                 (
                     Link::Zmq {
                         sock: b.sock,
                         drain: b.drain,
+                        _admission: b.admission,
                     },
                     b.bound,
                 )

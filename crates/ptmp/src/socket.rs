@@ -34,6 +34,9 @@ pub(crate) struct Built {
     pub drain: Option<Drain>,
     /// The endpoints actually bound (wildcards resolved), in config order.
     pub bound: Vec<String>,
+    /// A CURVE server's place with its context's ZAP handler: drop it
+    /// after `sock`.
+    pub admission: Option<crate::curve::Admission>,
 }
 
 pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
@@ -72,6 +75,10 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
             sock.set_subscribe(p).map_err(Error::zmq("subscribe"))?;
         }
     }
+    let admission = match cfg.curve() {
+        Some(c) => crate::curve::secure(&ctx, private, &sock, c)?,
+        None => None,
+    };
     let drain = if private {
         Some(Drain::attach(&ctx, &sock).map_err(Error::zmq("monitor"))?)
     } else {
@@ -146,7 +153,12 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
             }
         }
     }
-    Ok(Built { sock, drain, bound })
+    Ok(Built {
+        sock,
+        drain,
+        bound,
+        admission,
+    })
 }
 
 /// Whether an ipc endpoint may bind `address` (`ipc://PATH`) as far as

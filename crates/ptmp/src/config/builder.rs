@@ -159,6 +159,15 @@ impl SocketConfigBuilder {
         self
     }
 
+    /// Secure this socket's connections with CURVE (JSON `curve`): as the
+    /// server admitting some clients, or as a client of a server whose
+    /// public key it knows. Only tcp and ipc endpoints can be secured; the
+    /// key files are read when the socket is made.
+    pub fn curve(mut self, curve: crate::curve::Curve) -> Self {
+        self.cfg.curve = Some(curve);
+        self
+    }
+
     /// Check everything and return the configuration, or the first problem
     /// as [`Error::Config`] naming the JSON key that holds it (e.g.
     /// `socket.shm_slots = 12: must be a power of two`).
@@ -266,6 +275,7 @@ impl SocketConfigBuilder {
             ));
         }
         c.check_endpoints()?;
+        curve::check(&c)?;
         Ok(c)
     }
 }
