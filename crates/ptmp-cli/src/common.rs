@@ -168,9 +168,56 @@ pub struct SockArgs {
         requires = "discovery"
     )]
     pub name_timeout: std::time::Duration,
+    /// CURVE: this socket's secret certificate (NAME.key_secret, made by
+    /// `ptmp keys new`). With --curve-allow the socket is the server, with
+    /// --curve-server-key a client.
+    #[arg(long, value_name = "FILE")]
+    pub curve_secret: Option<std::path::PathBuf>,
+    /// CURVE server: a client admitted, by its public key (Z85), its
+    /// NAME.key file or a directory of them; repeat for more. `any` admits
+    /// every client (encryption without authentication).
+    #[arg(long, value_name = "KEY", requires = "curve_secret")]
+    pub curve_allow: Vec<String>,
+    /// CURVE client: the server's public key (Z85) or its NAME.key file.
+    #[arg(
+        long,
+        value_name = "KEY",
+        requires = "curve_secret",
+        conflicts_with = "curve_allow"
+    )]
+    pub curve_server_key: Option<String>,
 }
 
 impl SockArgs {
+    /// The CURVE part given by --curve-*, if any.
+    fn curve(&self) -> CliResult<Option<ptmp::curve::Curve>> {
+        use ptmp::curve::{Allow, Curve};
+        let Some(secret) = &self.curve_secret else {
+            return Ok(None);
+        };
+        let secret_key_file = secret.clone();
+        Ok(Some(match (&self.curve_server_key, &self.curve_allow[..]) {
+            (Some(k), _) => Curve::Client {
+                secret_key_file,
+                server_key: k.clone(),
+            },
+            (None, [one]) if one == "any" => Curve::Server {
+                secret_key_file,
+                allow: Allow::Any,
+            },
+            (None, []) => {
+                return Err(CliError::usage(
+                    "--curve-secret: say whom this socket admits with --curve-allow KEY (it is the server) \
+                     or which server it reaches with --curve-server-key KEY (it is a client)",
+                ))
+            }
+            (None, list) => Curve::Server {
+                secret_key_file,
+                allow: Allow::Listed(list.to_vec()),
+            },
+        }))
+    }
+
     /// The text of `--config` (read from the file for `@FILE`).
     fn config_text(&self) -> CliResult<Option<String>> {
         let Some(c) = &self.config else {
@@ -185,6 +232,15 @@ impl SockArgs {
 
     /// Build the socket config. `default_type` is used when -p is absent.
     pub fn to_config(&self, default_type: Option<SocketType>) -> CliResult<SocketConfig> {
+        let cfg = self.plain_config(default_type)?;
+        Ok(match self.curve()? {
+            Some(c) => cfg.to_builder().curve(c).build()?,
+            None => cfg,
+        })
+    }
+
+    /// The socket config without the --curve-* options.
+    fn plain_config(&self, default_type: Option<SocketType>) -> CliResult<SocketConfig> {
         if let Some(text) = self.config_text()? {
             return Ok(SocketConfig::from_json(&text)?);
         }

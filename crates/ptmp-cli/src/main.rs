@@ -5,6 +5,7 @@
 mod cat;
 mod common;
 mod graph;
+mod keys;
 mod log;
 #[cfg(not(feature = "bench"))]
 mod no_bench;
@@ -62,6 +63,9 @@ enum Cmd {
     /// Who is present on the local network (DNS-SD over multicast DNS):
     /// name, ports, host, pid, uptime; --watch prints joins and leaves.
     Peers(peers::PeersArgs),
+    /// CURVE keys for secured tcp and ipc edges: make and show them.
+    #[command(subcommand)]
+    Keys(keys::KeysCmd),
     /// List and remove shared-memory channels.
     #[command(subcommand)]
     Shm(shm::ShmCmd),
@@ -111,6 +115,7 @@ fn main() {
         Cmd::BenchChild(c) => ptmp_bench::run_child(&c).map_err(Into::into),
         Cmd::Peers(a) => peers::run(&a),
         Cmd::Shm(c) => shm::run(&c),
+        Cmd::Keys(c) => keys::run(&c),
         Cmd::Top(a) => top::run(&a),
         Cmd::Graph(c) => graph::run(&c),
         Cmd::Butterfly(a) => graph::butterfly(&a),
