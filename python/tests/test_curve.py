@@ -1,0 +1,113 @@
+"""CURVE between ptmp and pyzmq, both ways, with certificates made by
+pyzmq's zmq.auth: the listed peer's sets arrive, a peer with a key not on
+the list or with the wrong server key gets nothing through."""
+
+import pytest
+
+import ptmp
+
+zmq = pytest.importorskip("zmq")
+zauth = pytest.importorskip("zmq.auth")
+from zmq.auth.thread import ThreadAuthenticator  # noqa: E402
+
+
+@pytest.fixture
+def keys(tmp_path):
+    """server, client and stranger certificates, as pyzmq writes them."""
+    if not zmq.has("curve"):
+        pytest.skip("this pyzmq has no CURVE")
+    out = {}
+    for name in ("server", "client", "stranger"):
+        public, secret = zauth.create_certificates(str(tmp_path), name)
+        out[name] = (public, secret)
+    return out
+
+
+def tpset(i):
+    return ptmp.TPSet(count=i, detid=3, tspan=10)
+
+
+def curve_socket(ctx, kind, secret_file, server_public_file=None):
+    """A pyzmq socket with CURVE keys: a client when given the server's key."""
+    s = ctx.socket(kind)
+    public, secret = zauth.load_certificate(secret_file)
+    s.curve_publickey, s.curve_secretkey = public, secret
+    if server_public_file is None:
+        s.curve_server = True
+    else:
+        s.curve_serverkey, _ = zauth.load_certificate(server_public_file)
+    s.linger = 0
+    return s
+
+
+def test_pyzmq_client_to_ptmp_server(keys):
+    rx = ptmp.Receiver({"socket": {
+        "type": "PULL", "bind": ["tcp://127.0.0.1:*"],
+        "curve": {"secret_key_file": keys["server"][1], "allow": [keys["client"][0]]},
+    }})
+    ep = rx.bound_endpoints[0]
+    ctx = zmq.Context()
+    try:
+        push = curve_socket(ctx, zmq.PUSH, keys["client"][1], keys["server"][0])
+        push.connect(ep)
+        for i in range(50):
+            push.send_multipart([ptmp.VERSION_FRAME, tpset(i).to_bytes()])
+        assert [rx.recv(timeout=10.0).count for _ in range(50)] == list(range(50))
+        push.close()
+        # A key the server does not list: refused, nothing arrives.
+        rogue = curve_socket(ctx, zmq.PUSH, keys["stranger"][1], keys["server"][0])
+        rogue.connect(ep)
+        rogue.send_multipart([ptmp.VERSION_FRAME, tpset(99).to_bytes()], zmq.NOBLOCK)
+        assert rx.recv(timeout=1.0) is None
+        rogue.close()
+        # No CURVE at all: nothing arrives either.
+        plain = ctx.socket(zmq.PUSH)
+        plain.linger = 0
+        plain.connect(ep)
+        plain.send_multipart([ptmp.VERSION_FRAME, tpset(98).to_bytes()], zmq.NOBLOCK)
+        assert rx.recv(timeout=1.0) is None
+        plain.close()
+    finally:
+        rx.close()
+        ctx.term()
+
+
+def test_ptmp_client_to_pyzmq_server(keys, tmp_path):
+    ctx = zmq.Context()
+    auth = ThreadAuthenticator(ctx)
+    auth.start()
+    try:
+        # pyzmq's authenticator admits the keys in a directory of public
+        # certificates; only the client's is put there.
+        allowed = tmp_path / "allowed"
+        allowed.mkdir()
+        (allowed / "client.key").write_bytes(open(keys["client"][0], "rb").read())
+        auth.configure_curve(domain="*", location=str(allowed))
+        pull = curve_socket(ctx, zmq.PULL, keys["server"][1])
+        port = pull.bind_to_random_port("tcp://127.0.0.1")
+        ep = f"tcp://127.0.0.1:{port}"
+
+        def sender(who):
+            return ptmp.Sender({"socket": {
+                "type": "PUSH", "connect": [ep], "linger_ms": 0,
+                "curve": {"secret_key_file": keys[who][1], "server_key": keys["server"][0]},
+            }})
+
+        tx = sender("client")
+        for i in range(50):
+            tx.send(tpset(i))
+        got = []
+        while len(got) < 50 and pull.poll(10000):
+            frames = pull.recv_multipart()
+            assert frames[0] == ptmp.VERSION_FRAME
+            got.append(ptmp.TPSet.from_bytes(frames[1]).count)
+        assert got == list(range(50))
+        tx.close()
+        rogue = sender("stranger")
+        rogue.send(tpset(99))  # queued for a connection that is refused
+        assert not pull.poll(1000)
+        rogue.close()
+    finally:
+        auth.stop()
+        pull.close()
+        ctx.term()
