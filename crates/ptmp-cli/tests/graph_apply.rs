@@ -23,6 +23,22 @@ impl Sup {
     fn id(&self) -> u32 {
         self.0.as_ref().map_or(0, Child::id)
     }
+    /// Wait until the sink of the graph in `run_dir` has taken in 500 sets;
+    /// a graph that ends first fails the test at once, with its logs (in
+    /// `dir`, tagged "run").
+    fn wait_for_traffic(&mut self, run_dir: &Path, dir: &Path) {
+        let t0 = std::time::Instant::now();
+        while node_in(run_dir, "snk", "snk").is_none_or(|n| n < 500) {
+            let ended = self.0.as_mut().unwrap().try_wait().unwrap();
+            assert!(
+                ended.is_none() && t0.elapsed() < LIMIT,
+                "no traffic at the sink (graph {ended:?})\n{}",
+                logs(dir, "run")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Wait for the supervisor to end by itself.
     fn finish(mut self) -> Output {
         finish(self.0.take().unwrap(), LIMIT)
@@ -132,16 +148,7 @@ fn replace_worker(name: &str, edit: impl Fn(&mut Value)) {
     let f1 = write(d.path(), "g1.json", &g1);
     let f2 = write(d.path(), "g2.json", &g2);
     let mut sup = run(&f1, &rd, d.path(), "run");
-    let t0 = std::time::Instant::now();
-    while node_in(&rd, "snk", "snk").is_none_or(|n| n < 500) {
-        let ended = sup.0.as_mut().unwrap().try_wait().unwrap();
-        assert!(
-            ended.is_none() && t0.elapsed() < LIMIT,
-            "no traffic at the sink (graph {ended:?})\n{}",
-            logs(d.path(), "run")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    sup.wait_for_traffic(&rd, d.path());
     let (src, w, snk) = (pid(&rd, "src"), pid(&rd, "w"), pid(&rd, "snk"));
     let o = apply(&f2, &rd, &[]);
     let said = text(&o.stdout);
@@ -252,16 +259,7 @@ fn swapping_the_binding_side_drops_nothing() {
     let f1 = write(d.path(), "g1.json", &g1);
     let f2 = write(d.path(), "g2.json", &g2);
     let mut sup = run(&f1, &rd, d.path(), "run");
-    let t0 = std::time::Instant::now();
-    while node_in(&rd, "snk", "snk").is_none_or(|n| n < 500) {
-        let ended = sup.0.as_mut().unwrap().try_wait().unwrap();
-        assert!(
-            ended.is_none() && t0.elapsed() < LIMIT,
-            "no traffic at the sink (graph {ended:?})\n{}",
-            logs(d.path(), "run")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    sup.wait_for_traffic(&rd, d.path());
     let (src, w, snk) = (pid(&rd, "src"), pid(&rd, "w"), pid(&rd, "snk"));
     let o = apply(&f2, &rd, &[]);
     let said = text(&o.stdout);
