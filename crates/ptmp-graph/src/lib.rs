@@ -48,6 +48,7 @@
 //! several outputs to one input fans in; many to many is refused (put a
 //! proxy node between, as the butterfly's intermediate does).
 
+pub mod curve;
 pub mod dot;
 pub mod named;
 pub mod part;
@@ -311,6 +312,8 @@ pub struct Graph {
     pub restart: Restart,
     /// Filter-engine libraries every process loads (as ptmper's `plugins`).
     pub plugins: Vec<String>,
+    /// CURVE on every tcp edge (`"curve"`), and where its keys are.
+    pub curve: Option<curve::GraphCurve>,
 }
 
 /// Default first tcp port.

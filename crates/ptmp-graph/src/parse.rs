@@ -513,6 +513,7 @@ impl Graph {
                 "port_base",
                 "restart",
                 "plugins",
+                "curve",
             ],
         )?;
         if !valid_name(&gname) {
@@ -528,6 +529,7 @@ impl Graph {
             .int(&top, ("port_base", "port_base"), 1024, 65000, true)?
             .map_or(DEFAULT_PORT_BASE, |n| n as u16);
         let restart = p.restart(&top)?;
+        let curve = crate::curve::parse(&gname, top.get("curve"), hosts.len())?;
         let plugins = match top.get("plugins") {
             None | Some(Value::Null) => vec![],
             Some(v) => p.strings(&top, "plugins", v)?,
@@ -541,6 +543,7 @@ impl Graph {
             hosts,
             port_base,
             restart,
+            curve,
         };
         g.check_wiring()?;
         Ok(g)

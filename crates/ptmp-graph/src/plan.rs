@@ -457,7 +457,10 @@ impl Plan {
             },
         ) {
             let spec = node.port(r.port).expect("validated");
-            data.insert(spec.key.into(), socket(g, links, r, list));
+            let mut sock = socket(g, links, r, list);
+            let port = format!("{}.{}", node.name, r.port);
+            crate::curve::secure(g, run_dir, &port, &mut sock)?;
+            data.insert(spec.key.into(), sock);
             // A zipper counts its streams by its input's endpoints,
             // and a fan-in arrives at one: tell it how many senders
             // there are, or it would release the first stream's

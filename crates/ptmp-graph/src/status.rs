@@ -10,7 +10,9 @@
 //! Besides `nodes`, a document lists the process's `sockets` (every
 //! Sender and Receiver, from [`ptmp::meter`]): direction, endpoints,
 //! messages, bytes, errors, lost and stalls (sends that found the queue
-//! full) so far, durable shm readers the sender's ring gave up, message and byte rates over about the last second, and
+//! full) so far, durable shm readers the sender's ring gave up, for a
+//! CURVE server the clients it admitted and refused (`curve_admitted`,
+//! `curve_refused`), message and byte rates over about the last second, and
 //! the latency since each TPSet's `created`
 //! (p50, p99 and max over that second, microseconds; `null` with no
 //! sample). The supervisor keeps `RUNDIR/processes.json` with each
@@ -257,7 +259,7 @@ pub fn sockets() -> Vec<Value> {
                 (Some(p50), Some(p99)) => json!({"p50": p50, "p99": p99, "max": p99}),
                 _ => Value::Null,
             };
-            json!({
+            let mut o = json!({
                 "dir": s.dir.name(),
                 "endpoints": s.endpoints,
                 "messages": s.messages,
@@ -269,7 +271,13 @@ pub fn sockets() -> Vec<Value> {
                 "rate": rate(s.messages, prev.map(|p| p.messages)),
                 "byte_rate": rate(s.bytes, prev.map(|p| p.bytes)),
                 "latency_us": latency,
-            })
+            });
+            // A CURVE server: the clients its allow-list let in and refused.
+            if let Some((admitted, refused)) = s.curve {
+                o["curve_admitted"] = json!(admitted);
+                o["curve_refused"] = json!(refused);
+            }
+            o
         })
         .collect()
 }

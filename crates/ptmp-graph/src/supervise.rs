@@ -190,6 +190,7 @@ pub fn run_telling(
     // The locks first: a supervisor refused here has touched nothing.
     let lock = crate::rundir::lock(dir, &g.name)?;
     let _graph_lock = crate::rundir::lock_graph(&g.name, &g.hosts[host].name, dir)?;
+    crate::curve::prepare(&g, dir)?;
     for s in crate::rundir::clear_leftovers(&g, &plan, host, lock.stale, opts.stop_timeout) {
         let _ = writeln!(log, "graph {}: {s}", g.name);
     }

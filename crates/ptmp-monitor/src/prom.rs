@@ -13,6 +13,9 @@
 //! * `ptmp_shm_readers_given_up_total`: per sending socket, same labels:
 //!   durable shm readers whose process died and did not come back within
 //!   their grace time, so the ring went on without them;
+//! * `ptmp_curve_admitted_total`, `ptmp_curve_refused_total`: per CURVE
+//!   server socket (only those), same labels: clients its allow-list let
+//!   in and refused;
 //! * `ptmp_latency_seconds`: per receiving socket, `quantile` 0.5, 0.99
 //!   and 1 (the maximum) over about the last second, from `created`;
 //! * `ptmp_node_messages_total`: per node, `direction` in or out;
@@ -60,7 +63,7 @@ pub fn render(state: &Value, rows: &[SocketRow]) -> String {
 }
 
 /// The per-socket families: messages, bytes, losses, errors, stalls,
-/// readers given up and latency quantiles.
+/// readers given up, CURVE admissions and latency quantiles.
 fn sockets(out: &mut String, graph: &str, rows: &[SocketRow]) {
     let sock_labels = |r: &SocketRow| -> Vec<(&str, String)> {
         vec![
@@ -134,6 +137,29 @@ fn sockets(out: &mut String, graph: &str, rows: &[SocketRow]) {
         "readers_given_up",
         Some("send"),
     );
+    // CURVE servers only: a secured socket's admissions.
+    for (name, key, help) in [
+        (
+            "ptmp_curve_admitted_total",
+            "curve_admitted",
+            "Clients a CURVE server socket admitted (their key is on its allow-list).",
+        ),
+        (
+            "ptmp_curve_refused_total",
+            "curve_refused",
+            "Clients a CURVE server socket refused: their key is not on its allow-list.",
+        ),
+    ] {
+        family(out, name, "counter", help);
+        for r in rows {
+            let Some(n) = r.doc.get(key).and_then(Value::as_u64) else {
+                continue;
+            };
+            let l = sock_labels(r);
+            let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let _ = writeln!(out, "{name}{} {n}", labels(&l));
+        }
+    }
     family(
         out,
         "ptmp_latency_seconds",
@@ -252,7 +278,7 @@ mod tests {
             transport: "tcp".into(),
             direction: "send".into(),
             doc: json!({"messages": 9, "bytes": 90, "stalls": 3, "readers_given_up": 2,
-                        "latency_us": null}),
+                        "latency_us": null, "curve_admitted": 1, "curve_refused": 4}),
             ..row.clone()
         };
         let rows = vec![row, sender];
@@ -265,6 +291,11 @@ mod tests {
         assert!(t.contains("# TYPE ptmp_shm_readers_given_up_total counter\n"));
         assert!(t.contains("ptmp_shm_readers_given_up_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\",direction=\"send\",socket=\"1\"} 2\n"));
         assert_eq!(t.matches("ptmp_shm_readers_given_up_total{").count(), 1);
+        // CURVE admissions: the secured socket's only.
+        assert!(t.contains("# TYPE ptmp_curve_refused_total counter\n"));
+        assert!(t.contains("ptmp_curve_refused_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\",direction=\"send\",socket=\"1\"} 4\n"));
+        assert_eq!(t.matches("ptmp_curve_refused_total{").count(), 1);
+        assert_eq!(t.matches("ptmp_curve_admitted_total{").count(), 1);
         assert!(!t.contains("ptmp_lost_messages_total{graph=\"g\",host=\"h\",process=\"p\",node=\"n\\\"1\",port=\"out\",edge=\"e0\",transport=\"tcp\""));
         assert!(t.contains("# TYPE ptmp_messages_total counter\n"));
         assert!(t.contains("node=\"n\\\"1\""));
