@@ -213,6 +213,9 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
                 break 'sending;
             }
             waited += 1;
+            if let Some(why) = tx.refused() {
+                return Err(CliError::fail(format!("refused: {why}")));
+            }
             if waited == 20 {
                 // Two seconds without room: say what the wait is for.
                 tracing::info!("{}", waiting_for(&tx, sent));
@@ -250,6 +253,11 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
             serde_json::json!({"sent": sent, "elapsed_s": elapsed, "rate_hz": rate,
                 "drain_s": drain_s, "undelivered": n, "undelivered_is": how})
         );
+    }
+    if let Some(why) = &report.refused {
+        return Err(CliError::fail(format!(
+            "refused: {why}; {und} of {sent} TPSets not delivered"
+        )));
     }
     if sent == 0 && a.count > 0 {
         return Err(CliError::fail(

@@ -69,7 +69,7 @@ fn send_and_recv_over_a_secured_edge() {
             &f("alice.key"),
         ])
     };
-    let send = |ep: &str, who: &str, n: &str| {
+    let send = |ep: &str, who: &str, n: &str, server: &str| {
         run(&[
             "send",
             "-n",
@@ -85,13 +85,13 @@ fn send_and_recv_over_a_secured_edge() {
             "--curve-secret",
             &f(&format!("{who}.key_secret")),
             "--curve-server-key",
-            &f("server.key"),
+            &f(server),
         ])
     };
     let ep = format!("tcp://127.0.0.1:{}", free_port());
     let rx = recv(&ep, "2000", "20s");
     wait_listening(&ep);
-    let tx = send(&ep, "alice", "2000");
+    let tx = send(&ep, "alice", "2000", "server.key");
     assert!(tx.status.success(), "{}", text(&tx.stderr));
     let out = rx.finish(Duration::from_secs(30));
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -100,9 +100,30 @@ fn send_and_recv_over_a_secured_edge() {
     assert_eq!(j["lost"], json!(0), "{j}");
 
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let rx = recv(&ep, "10", "3s");
+    let rx = recv(&ep, "10", "5s");
     wait_listening(&ep);
-    let _ = send(&ep, "mallory", "10");
+    // A refused client says so and fails, rather than queueing into a
+    // connection libzmq will never retry; so does one holding the wrong
+    // server key.
+    let tx = send(&ep, "mallory", "10", "server.key");
+    assert_eq!(tx.status.code(), Some(1), "{}", text(&tx.stderr));
+    let e = text(&tx.stderr);
+    assert!(
+        e.contains("refused this client's key") && e.contains(&ep),
+        "{e}"
+    );
+    let tx = send(&ep, "alice", "10", "mallory.key");
+    assert_eq!(tx.status.code(), Some(1), "{}", text(&tx.stderr));
+    assert!(
+        text(&tx.stderr).contains("handshake failed"),
+        "{}",
+        text(&tx.stderr)
+    );
+    // One that sends more than a queue holds is stopped at the refusal,
+    // not left waiting for room.
+    let tx = send(&ep, "mallory", "200000", "server.key");
+    assert_eq!(tx.status.code(), Some(1), "{}", text(&tx.stderr));
+    assert!(text(&tx.stderr).contains("refused"), "{}", text(&tx.stderr));
     let out = rx.finish(Duration::from_secs(30));
     let j = last_json(&out);
     assert_eq!(j["received"], json!(0), "{j}\n{}", text(&out.stderr));

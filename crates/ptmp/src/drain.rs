@@ -20,6 +20,13 @@ use std::time::{Duration, Instant};
 const EVENT_CONNECTED: u16 = 0x0001;
 const EVENT_ACCEPTED: u16 = 0x0020;
 const EVENT_DISCONNECTED: u16 = 0x0200;
+// A connection whose security handshake failed (libzmq 4.3's monitor):
+// the peer closed it without a word, it spoke the protocol wrong (a CURVE
+// client with the wrong server key meets this), or the server's ZAP
+// handler refused it (the value is the ZAP status code, 400).
+const EVENT_HANDSHAKE_FAILED_NO_DETAIL: u16 = 0x0800;
+const EVENT_HANDSHAKE_FAILED_PROTOCOL: u16 = 0x2000;
+const EVENT_HANDSHAKE_FAILED_AUTH: u16 = 0x4000;
 
 /// How long every connection's send queue must stay empty to count as drained.
 const QUIET_CHECKS: u32 = 5;
@@ -32,6 +39,8 @@ pub(crate) struct Drain {
     connected: bool,
     /// Endpoints an outgoing connection was made to.
     reached: Vec<Vec<u8>>,
+    /// The first failed security handshake: what failed, with where.
+    refusal: Option<String>,
     m: zmq::Message,
 }
 
@@ -47,7 +56,14 @@ impl Drain {
         );
         sock.monitor(
             &addr,
-            i32::from(EVENT_CONNECTED | EVENT_ACCEPTED | EVENT_DISCONNECTED),
+            i32::from(
+                EVENT_CONNECTED
+                    | EVENT_ACCEPTED
+                    | EVENT_DISCONNECTED
+                    | EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                    | EVENT_HANDSHAKE_FAILED_PROTOCOL
+                    | EVENT_HANDSHAKE_FAILED_AUTH,
+            ),
         )?;
         let mon = ctx.socket(zmq::PAIR)?;
         mon.set_linger(0)?;
@@ -57,6 +73,7 @@ impl Drain {
             fds: Vec::new(),
             connected: false,
             reached: Vec::new(),
+            refusal: None,
             m: zmq::Message::new(),
         })
     }
@@ -87,6 +104,10 @@ impl Drain {
                 {
                     self.reached.push(self.m.to_vec());
                 }
+                if let (Some((e, v)), None) = (ev, &self.refusal) {
+                    let at = String::from_utf8_lossy(&self.m);
+                    self.refusal = refusal(e, v).map(|why| format!("{at}: {why}"));
+                }
             }
             match ev {
                 Some((EVENT_CONNECTED | EVENT_ACCEPTED, fd)) => {
@@ -97,6 +118,13 @@ impl Drain {
                 _ => {}
             }
         }
+    }
+
+    /// The first failed security handshake seen so far (events read now),
+    /// as "ENDPOINT: what failed".
+    pub(crate) fn refusal(&mut self) -> Option<String> {
+        self.poll_events();
+        self.refusal.clone()
     }
 
     /// Wait until every connection's send queue has drained, for at most
@@ -130,6 +158,20 @@ impl Drain {
             }
             std::thread::sleep(CHECK_EVERY);
         }
+    }
+}
+
+/// What a failed handshake event says, in words; `None` for other events.
+fn refusal(event: u16, value: i32) -> Option<String> {
+    match event {
+        EVENT_HANDSHAKE_FAILED_AUTH => Some(format!(
+            "the server refused this client's key (CURVE; ZAP status {value})"
+        )),
+        EVENT_HANDSHAKE_FAILED_PROTOCOL | EVENT_HANDSHAKE_FAILED_NO_DETAIL => Some(
+            "the security handshake failed (CURVE: a wrong server key, or a peer that does not use CURVE)"
+                .into(),
+        ),
+        _ => None,
     }
 }
 

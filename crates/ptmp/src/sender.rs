@@ -91,12 +91,15 @@ impl std::fmt::Display for Undelivered {
 }
 
 /// What [`Sender::finish`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     /// Messages accepted by `send`.
     pub sent: u64,
     /// How many of them may not have reached a peer.
     pub undelivered: Undelivered,
+    /// A CURVE client only: the first connection whose handshake failed
+    /// ("ENDPOINT: why"), so what was sent there never left.
+    pub refused: Option<String>,
 }
 
 impl Sender {
@@ -482,6 +485,20 @@ fn after_subscription(count: usize, msg: &[u8]) -> usize {
 }
 
 impl Sender {
+    /// A CURVE client: the first of its connections whose security
+    /// handshake failed, as "ENDPOINT: why" (the server refused its key,
+    /// or it holds the wrong server key). libzmq 4.3 does not retry a
+    /// refused client and queues what is sent to it, so a sender that sees
+    /// this should say so and stop. `None` for any other sender.
+    pub fn refused(&mut self) -> Option<String> {
+        match (&mut self.link, self.cfg.curve()) {
+            (Link::Zmq { drain: Some(d), .. }, Some(crate::curve::Curve::Client { .. })) => {
+                d.refusal()
+            }
+            _ => None,
+        }
+    }
+
     /// Wait, up to the config's linger, until what was sent has left this process,
     /// and report what may not have: the count is exact when no peer ever
     /// connected (nothing left), "at most" when the linger ran out with data
@@ -519,7 +536,20 @@ impl Sender {
                 }
             }
         };
-        Delivery { sent, undelivered }
+        let refused = self.refused();
+        // A connection refused at its handshake counts as made, then lost:
+        // what was queued for it never left.
+        let undelivered = match undelivered {
+            Undelivered::None | Undelivered::Unknown if refused.is_some() => {
+                Undelivered::AtMost(sent)
+            }
+            u => u,
+        };
+        Delivery {
+            sent,
+            undelivered,
+            refused,
+        }
     }
 }
 

@@ -79,6 +79,18 @@ fn admissions(addr: &str) -> (u64, u64) {
         .expect("a CURVE server is registered")
 }
 
+/// The refusal a CURVE client has seen, waited for up to 10 s.
+fn refusal(tx: &mut Sender) -> String {
+    let t0 = Instant::now();
+    loop {
+        if let Some(why) = tx.refused() {
+            return why;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "no refusal seen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Send up to `n` sets within `limit`, giving how many the receiver got.
 fn got(tx: &mut Sender, rx: &mut Receiver, n: u32, limit: Duration) -> u32 {
     let t0 = Instant::now();
@@ -155,12 +167,22 @@ fn a_server_admits_only_the_clients_it_lists() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(admissions(&addr), (1, 1), "the refusal is counted");
-    drop(refused);
+    // The client learns it too, naming the endpoint, and its report says
+    // what it sent may not have been delivered.
+    let why = refusal(&mut refused);
+    assert!(
+        why.contains(&addr) && why.contains("refused this client's key"),
+        "{why}"
+    );
+    let d = refused.finish();
+    assert!(d.refused.is_some() && d.undelivered.any(), "{d:?}");
 
     // A client that holds the wrong key for the server fails the
     // handshake: nothing arrives, and no admission is asked for.
     let mut lost = client(&addr, &good, &k.public("bad"));
     assert_eq!(got(&mut lost, &mut rx, 10, Duration::from_secs(1)), 0);
+    let why = refusal(&mut lost);
+    assert!(why.contains("handshake failed"), "{why}");
     drop(lost);
 
     let mut plain = SocketConfig::builder(SocketType::Push)
