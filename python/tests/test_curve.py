@@ -2,6 +2,8 @@
 pyzmq's zmq.auth: the listed peer's sets arrive, a peer with a key not on
 the list or with the wrong server key gets nothing through."""
 
+import os
+
 import pytest
 
 import ptmp
@@ -111,3 +113,98 @@ def test_ptmp_client_to_pyzmq_server(keys, tmp_path):
         auth.stop()
         pull.close()
         ctx.term()
+
+
+def free_ports(n):
+    """The first of n loopback tcp ports in a row free a moment ago, below
+    the ephemeral range."""
+    import random
+    import socket
+
+    for _ in range(200):
+        base = random.randint(20000, 32000 - n)
+        socks = []
+        try:
+            for i in range(n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free ports")
+
+
+def test_a_secured_graph_refuses_rogue_pyzmq_peers(keys, tmp_path):
+    """A graph with "curve": true: a pyzmq SUB with a key of its own gets
+    nothing from the source's PUB, a pyzmq PUSH with its own key puts
+    nothing into the sink's bound input, and both refusals are counted in
+    the processes' status files."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    # The worker's SUB joins after the source's first sets (a PUB drops
+    # what nobody subscribed to yet), so the sink ends at 3/4 of them.
+    n = 6000
+    port = free_ports(2)
+    run_dir = tmp_path / "run"
+    out = tmp_path / "out.dump"
+    g = {"name": f"pycurve{os.getpid()}", "port_base": port, "curve": True,
+         "nodes": [{"name": "src", "type": "source", "data": {"count": n, "rate": 1000, "detid": 1}},
+                   {"name": "w", "type": "worker"},
+                   {"name": "snk", "type": "sink", "data": {"count": n * 3 // 4, "ofile": str(out)}}],
+         "edges": [{"from": "src.out", "to": "w.in", "pattern": "pubsub", "transport": "tcp"},
+                   {"from": "w.out", "to": "snk.in", "pattern": "pushpull", "transport": "tcp",
+                    "bind": "in"}]}
+    runner = subprocess.Popen(
+        [sys.executable, "-c",
+         "import json, sys, ptmp; r = ptmp.run_graph(json.loads(sys.argv[1]), run_dir=sys.argv[2], ttl=60);"
+         " print(json.dumps({'ok': r['ok'], 'reason': r['reason']}))",
+         json.dumps(g), str(run_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def status(process):
+        try:
+            return json.loads((run_dir / "status" / f"{process}.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def refused():
+        return sum(s.get("curve_refused", 0)
+                   for p in ("src", "snk") for s in status(p).get("sockets", []))
+
+    try:
+        t0 = time.time()
+        while not any(x.get("in", 0) > 100 for x in status("snk").get("nodes", [])):
+            assert runner.poll() is None, runner.communicate()
+            assert time.time() - t0 < 60, "no traffic at the sink"
+            time.sleep(0.05)
+        server = str(run_dir / "curve" / "graph.key")
+        ctx = zmq.Context()
+        sub = curve_socket(ctx, zmq.SUB, keys["stranger"][1], server)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.connect(f"tcp://127.0.0.1:{port}")
+        push = curve_socket(ctx, zmq.PUSH, keys["stranger"][1], server)
+        push.connect(f"tcp://127.0.0.1:{port + 1}")
+        push.send_multipart([ptmp.VERSION_FRAME, tpset(10**6).to_bytes()], zmq.NOBLOCK)
+        assert not sub.poll(1500), "the rogue SUB read a set"
+        t0 = time.time()
+        while refused() < 2 and time.time() - t0 < 20:
+            time.sleep(0.05)
+        assert refused() >= 2, [status(p).get("sockets") for p in ("src", "snk")]
+        sub.close()
+        push.close()
+        ctx.term()
+        stdout, stderr = runner.communicate(timeout=90)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, stderr
+    counts = [s.count for s in ptmp.read_tpsets(out)]
+    assert len(counts) == n * 3 // 4 and 10**6 not in counts
+    assert counts == sorted(counts) and len(set(counts)) == len(counts)
