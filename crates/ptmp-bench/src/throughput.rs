@@ -66,6 +66,11 @@ pub struct ThroughputArgs {
     /// call, so every set of a batch carries the same `created`.
     #[arg(short = 'b', long = "batch", default_value_t = 1)]
     pub batch: u32,
+    /// tcp rows run again with CURVE ("tcp+curve"): encrypted, the
+    /// receiver the server admitting the sender's key (ptmp through its
+    /// ZAP handler; raw libzmq without one, so it admits any client).
+    #[arg(long)]
+    pub curve: bool,
 }
 
 /// `ptmp tput-child`: one side of a throughput row (internal).
@@ -97,6 +102,32 @@ pub struct ChildArgs {
     pub linger_ms: i32,
     #[arg(long, default_value_t = 1)]
     pub batch: u32,
+    /// A directory holding server.key(_secret) and client.key(_secret):
+    /// the row runs with CURVE.
+    #[arg(long)]
+    pub curve_dir: Option<std::path::PathBuf>,
+}
+
+/// The key pair `name` of a CURVE row's key directory.
+fn curve_pair(dir: &std::path::Path, name: &str) -> BenchResult<ptmp::curve::KeyPair> {
+    match ptmp::curve::read_certificate(&dir.join(format!("{name}.key_secret"))) {
+        Ok(ptmp::curve::Certificate::Secret(k)) => Ok(k),
+        Ok(_) => Err(BenchError::fail(format!(
+            "{name}: not a secret certificate"
+        ))),
+        Err(e) => Err(BenchError::fail(e)),
+    }
+}
+
+/// The `curve` object of a ptmp socket of a CURVE row: the receiver is the
+/// server admitting the client's key, the sender the client.
+fn curve_json(dir: &std::path::Path, server: bool) -> Value {
+    let f = |n: &str| dir.join(n).display().to_string();
+    if server {
+        json!({"secret_key_file": f("server.key_secret"), "allow": [f("client.key")]})
+    } else {
+        json!({"secret_key_file": f("client.key_secret"), "server_key": f("server.key")})
+    }
 }
 
 fn types(p: Pattern) -> (&'static str, &'static str) {
@@ -150,8 +181,11 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
     };
     match c.implementation {
         Impl::Ptmp => {
-            let cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
+            let mut cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
                 "shm_slots": 4096, "shm_max_message": 4096}});
+            if let Some(d) = &c.curve_dir {
+                cfg["socket"]["curve"] = curve_json(d, true);
+            }
             let mut rx = Receiver::new(SocketConfig::from_value(&cfg)?)?;
             ready();
             k0 = crate::sys::kernel(&ctr, !procs);
@@ -193,6 +227,11 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
             rx.set_rcvhwm(c.hwm).map_err(zerr("rcvhwm"))?;
             if zt == zmq::SUB {
                 rx.set_subscribe(b"").map_err(zerr("subscribe"))?;
+            }
+            if let Some(d) = &c.curve_dir {
+                let k = curve_pair(d, "server")?;
+                rx.set_curve_server(true).map_err(zerr("curve"))?;
+                rx.set_curve_secretkey(k.secret()).map_err(zerr("curve"))?;
             }
             rx.bind(&c.addr).map_err(zerr("bind"))?;
             rx.set_rcvtimeo(idle.as_millis() as i32)
@@ -262,6 +301,9 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Value> {
             if st == "PUB" && !shm {
                 cfg["socket"]["subscribers"] = json!(1);
             }
+            if let Some(d) = &c.curve_dir {
+                cfg["socket"]["curve"] = curve_json(d, false);
+            }
             let mut tx = Sender::new(SocketConfig::from_value(&cfg)?)?;
             k0 = crate::sys::kernel(&ctr, !procs);
             t0 = Instant::now();
@@ -293,6 +335,13 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Value> {
             let tx = ctx.socket(zt).map_err(zerr("socket"))?;
             tx.set_sndhwm(c.hwm).map_err(zerr("sndhwm"))?;
             tx.set_linger(c.linger_ms).map_err(zerr("linger"))?;
+            if let Some(d) = &c.curve_dir {
+                let (k, server) = (curve_pair(d, "client")?, curve_pair(d, "server")?);
+                tx.set_curve_serverkey(&server.public.0)
+                    .map_err(zerr("curve"))?;
+                tx.set_curve_publickey(&k.public.0).map_err(zerr("curve"))?;
+                tx.set_curve_secretkey(k.secret()).map_err(zerr("curve"))?;
+            }
             tx.connect(&c.addr).map_err(zerr("connect"))?;
             if zt == zmq::XPUB {
                 tx.set_rcvtimeo(10_000).map_err(zerr("rcvtimeo"))?;
@@ -404,6 +453,7 @@ fn one_row(
     ntps: u32,
     tag: &str,
     cpus: (Option<usize>, Option<usize>),
+    curve_dir: Option<&std::path::Path>,
 ) -> BenchResult<RowOut> {
     let addr = address(tr, tag)?;
     let side = |cpu: Option<usize>| ChildArgs {
@@ -420,6 +470,7 @@ fn one_row(
         spin: a.spin,
         linger_ms: a.linger_ms,
         batch: a.batch,
+        curve_dir: curve_dir.map(|d| d.to_path_buf()),
     };
     if tr == TransportArg::Inproc {
         // One process, two threads running the very code of the two child
@@ -487,6 +538,9 @@ fn one_row(
         if let Some(c) = cpu {
             cmd.args(["--cpu", &c.to_string()]);
         }
+        if let Some(d) = curve_dir {
+            cmd.arg("--curve-dir").arg(d);
+        }
         cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()
     };
     let mut rx = spawn("recv")?;
@@ -551,6 +605,8 @@ pub struct ThroughputRow {
     pub pattern: Pattern,
     /// The transport.
     pub transport: TransportArg,
+    /// tcp with CURVE.
+    pub curve: bool,
     /// TrigPrims per TPSet.
     pub ntps: u32,
     /// ptmp, or raw libzmq moving the same frames.
@@ -607,7 +663,11 @@ impl Row for ThroughputRow {
         let f1 = |x: f64| format!("{x:.1}");
         vec![
             Cell::label(self.pattern.name()),
-            Cell::label(self.transport.name()),
+            Cell::label(if self.curve {
+                "tcp+curve"
+            } else {
+                self.transport.name()
+            }),
             Cell::param(f64::from(self.ntps)),
             Cell::label(if self.raw { "raw libzmq" } else { "ptmp" }),
             Cell::param(f64::from(self.processes)),
@@ -654,14 +714,29 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
                     if tr == TransportArg::Shm && im == Impl::Raw {
                         continue; // libzmq has no shm
                     }
-                    rows.push((p, tr, ntps, im));
+                    rows.push((p, tr, ntps, im, false));
+                }
+                if a.curve && tr == TransportArg::Tcp {
+                    rows.push((p, tr, ntps, Impl::Ptmp, true));
+                    rows.push((p, tr, ntps, Impl::Raw, true));
                 }
             }
         }
     }
+    // One key pair each for the CURVE rows' servers and clients.
+    let keys = if a.curve {
+        let d = tempfile::tempdir()?;
+        for n in ["server", "client"] {
+            ptmp::curve::write_certificates(d.path(), n).map_err(BenchError::fail)?;
+        }
+        Some(d)
+    } else {
+        None
+    };
     let pb = progress(rows.len() as u64 * 100_000, "throughput");
-    for (k, &(p, tr, ntps, im)) in rows.iter().enumerate() {
-        let r = one_row(a, im, p, tr, ntps, &k.to_string(), cpus)?;
+    for (k, &(p, tr, ntps, im, curve)) in rows.iter().enumerate() {
+        let dir = keys.as_ref().filter(|_| curve).map(|d| d.path());
+        let r = one_row(a, im, p, tr, ntps, &k.to_string(), cpus, dir)?;
         pb.inc(100_000);
         let (_, bytes) = payload(ntps);
         let rate = if r.span_s > 0.0 {
@@ -683,6 +758,7 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
         let row = ThroughputRow {
             pattern: p,
             transport: tr,
+            curve,
             ntps,
             raw: im == Impl::Raw,
             processes: if r.procs { 2 } else { 1 },

@@ -164,6 +164,7 @@ fn bench_throughput_two_processes_smoke() {
         "ipc",
         "tcp",
         "shm",
+        "--curve",
     ]);
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -177,8 +178,14 @@ fn bench_throughput_two_processes_smoke() {
         .map(|l| l.split('|').map(str::trim).collect())
         .collect();
     // pushpull: 4 transports x 2 sizes x (ptmp, raw) minus raw shm = 14;
-    // pipe: no shm: 3 x 2 x 2 = 12.
-    assert_eq!(rows.len(), 26, "{s}");
+    // pipe: no shm: 3 x 2 x 2 = 12; with --curve, tcp again, encrypted:
+    // 2 sizes x 2 for each pattern.
+    assert_eq!(rows.len(), 34, "{s}");
+    assert_eq!(
+        rows.iter().filter(|r| r[2] == "tcp+curve").count(),
+        8,
+        "{s}"
+    );
     for r in &rows {
         assert_eq!(r[8], "0", "lossless patterns lose nothing: {r:?}");
         let procs = if r[2] == "inproc" { "1" } else { "2" };

@@ -89,8 +89,8 @@ impl KeyPair {
         })
     }
 
-    /// The secret half, for a socket option.
-    pub(crate) fn secret(&self) -> &[u8; 32] {
+    /// The secret half (for a socket option of a raw libzmq socket).
+    pub fn secret(&self) -> &[u8; 32] {
         &self.secret
     }
 }
