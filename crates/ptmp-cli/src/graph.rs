@@ -212,8 +212,11 @@ pub struct HttpArgs {
     /// --http-allow-remote.
     #[arg(long, value_name = "ADDR", value_parser = ptmp_monitor::parse_addr)]
     pub http: Option<std::net::SocketAddr>,
-    /// Allow --http on an address other than loopback: anyone who can reach
-    /// it sees the graph's state (nothing there can change it).
+    /// Allow --http on an address other than loopback. Clients on other
+    /// hosts must then give the monitor's token for the state and metrics
+    /// (Authorization: Bearer TOKEN, or ?token=TOKEN); it is printed once
+    /// at the start and, for a graph, kept in its run directory
+    /// (monitor-token, mode 0600). The page asks for it.
     #[arg(long, requires = "http")]
     pub http_allow_remote: bool,
 }
@@ -235,7 +238,20 @@ impl HttpArgs {
                 .map_err(|e| CliError::usage(e.to_string()))?,
             None => 0,
         };
-        let m = self.serve(ptmp_monitor::start(g, p, h, &self.options(addr)))?;
+        let mut o = self.options(addr);
+        if o.allow_remote {
+            let dir = &p.run_dir;
+            ptmp_graph::rundir::prepare(dir, &g.name).map_err(|e| CliError::fail(e.to_string()))?;
+            let t = ptmp_graph::rundir::monitor_token(dir)
+                .map_err(|e| CliError::fail(format!("graph {}: {e}", g.name)))?;
+            tracing::info!(
+                "graph {}: clients on other hosts give the monitor's token {t} (kept in {})",
+                g.name,
+                ptmp_graph::rundir::monitor_token_path(dir).display()
+            );
+            o.token = Some(t);
+        }
+        let m = self.serve(ptmp_monitor::start(g, p, h, &o))?;
         tracing::info!("graph {}: monitor at http://{}/", g.name, m.local_addr());
         Ok(Some(m))
     }
@@ -247,10 +263,13 @@ impl HttpArgs {
             return Ok(None);
         };
         let local = ptmp_monitor::local::Local::new(config);
-        let m = self.serve(ptmp_monitor::start_with(
-            Box::new(local),
-            &self.options(addr),
-        ))?;
+        let mut o = self.options(addr);
+        if o.allow_remote {
+            let t = ptmp_monitor::new_token().map_err(|e| CliError::fail(e.to_string()))?;
+            tracing::info!("ptmp run: clients on other hosts give the monitor's token {t}");
+            o.token = Some(t);
+        }
+        let m = self.serve(ptmp_monitor::start_with(Box::new(local), &o))?;
         tracing::info!("ptmp run: monitor at http://{}/", m.local_addr());
         Ok(Some(m))
     }

@@ -99,14 +99,34 @@ pub fn token_path(dir: &Path) -> PathBuf {
 /// its place. Made on first use (0600, created exclusively, never through
 /// a link), read after; 32 hexadecimal digits.
 pub fn reader_token(dir: &Path) -> std::result::Result<String, String> {
-    let path = token_path(dir);
+    secret_file(&token_path(dir), "a reader token")
+}
+
+/// The file holding the token the monitor asks remote clients for (see
+/// [`monitor_token`]).
+pub fn monitor_token_path(dir: &Path) -> PathBuf {
+    dir.join("monitor-token")
+}
+
+/// The token a graph's monitor asks clients on other hosts for
+/// (`--http-allow-remote`): made on first use like the reader token
+/// (0600, exclusive, no links; 32 hexadecimal digits), read after, so a
+/// restarted supervisor keeps it and Prometheus can read it from the file.
+pub fn monitor_token(dir: &Path) -> std::result::Result<String, String> {
+    secret_file(&monitor_token_path(dir), "a monitor token")
+}
+
+/// A random secret of 32 hexadecimal digits kept at `path`: made when
+/// missing, read when there; `what` names it in errors.
+fn secret_file(path: &Path, what: &str) -> std::result::Result<String, String> {
+    let path = path.to_path_buf();
     let valid = |b: &[u8]| {
         let t = String::from_utf8_lossy(b).trim().to_string();
         if t.len() == 32 && t.bytes().all(|c| c.is_ascii_hexdigit()) {
             Ok(t)
         } else {
             Err(format!(
-                "{}: not a reader token (32 hexadecimal digits); remove it and start the graph again",
+                "{}: not {what} (32 hexadecimal digits); remove it and start the graph again",
                 path.display()
             ))
         }

@@ -24,7 +24,9 @@
 //! send buffer and closes one whose writes wait for room longer than the
 //! write timeout (a client that stopped reading), and any connection that
 //! makes no progress for the idle timeout. `/metrics` counts what was
-//! refused and closed, and why.
+//! refused and closed, and why. Serving other hosts is asked for
+//! explicitly, and with a token ([`Options::token`]) they must present
+//! it for the data; loopback clients need none.
 
 mod limits;
 mod prom;
@@ -42,9 +44,13 @@ use std::time::Duration;
 pub struct Options {
     /// The address to listen on; port 0 picks a free one.
     pub addr: SocketAddr,
-    /// Allow an address other than loopback (the page and metrics carry no
-    /// secrets, but nothing authenticates a client either).
+    /// Allow an address other than loopback.
     pub allow_remote: bool,
+    /// A client on another host must present this token for the data
+    /// (`/api/state`, `/events`, `/metrics`): `Authorization: Bearer
+    /// TOKEN`, or `?token=TOKEN` (a browser's event stream cannot send
+    /// headers). Loopback clients and the page itself (no data) need none.
+    pub token: Option<String>,
     /// Connections served at once, event streams included.
     pub max_connections: usize,
     /// Places beyond `max_connections` kept for one short request each
@@ -81,6 +87,7 @@ impl Options {
         Options {
             addr,
             allow_remote: false,
+            token: None,
             max_connections: 64,
             reserved_connections: 8,
             max_per_peer: 16,
@@ -97,7 +104,7 @@ impl Options {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A non-loopback address without `allow_remote`.
-    #[error("--http {0}: not a loopback address; the monitor has no authentication, so serving other hosts must be asked for explicitly (--http-allow-remote)")]
+    #[error("--http {0}: not a loopback address; serving other hosts must be asked for explicitly (--http-allow-remote, which asks them for a token)")]
     Remote(SocketAddr),
     /// The address could not be bound.
     #[error("--http {addr}: cannot listen: {err}")]
@@ -110,6 +117,15 @@ pub enum Error {
     /// A thread or the runtime could not be made.
     #[error("monitor: {0}")]
     Start(std::io::Error),
+}
+
+/// A new random token for [`Options::token`]: 32 hexadecimal digits from
+/// the system's random source.
+pub fn new_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut raw = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut raw)?;
+    Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Parse an `--http` value: `HOST:PORT` with an IP address (`[::1]:8080`

@@ -38,6 +38,8 @@ pub(crate) struct Counters {
     pub refused_peer: AtomicU64,
     /// An event stream asked for on a reserved place, refused.
     pub refused_stream: AtomicU64,
+    /// A remote request for data without the monitor's token (401).
+    pub refused_token: AtomicU64,
     /// Closed because the client did not take what was written to it
     /// within the write timeout.
     pub closed_stalled: AtomicU64,
@@ -63,6 +65,9 @@ impl Counters {
              ptmp_monitor_refused_total{{reason=\"full\"}} {}\n\
              ptmp_monitor_refused_total{{reason=\"peer\"}} {}\n\
              ptmp_monitor_refused_total{{reason=\"events\"}} {}\n\
+             # HELP ptmp_monitor_unauthorized_total Requests for data from another host without the monitor's token, answered 401.\n\
+             # TYPE ptmp_monitor_unauthorized_total counter\n\
+             ptmp_monitor_unauthorized_total {}\n\
              # HELP ptmp_monitor_closed_total Connections the monitor closed: a client that did not read what was sent to it (stalled), no complete first request head in time (head), nothing happening, or no next request on a kept-alive connection (idle).\n\
              # TYPE ptmp_monitor_closed_total counter\n\
              ptmp_monitor_closed_total{{reason=\"stalled\"}} {}\n\
@@ -73,6 +78,7 @@ impl Counters {
             g(&self.refused_full),
             g(&self.refused_peer),
             g(&self.refused_stream),
+            g(&self.refused_token),
             g(&self.closed_stalled),
             g(&self.closed_head),
             g(&self.closed_idle),

@@ -188,6 +188,10 @@ struct Ctx {
     /// Held on a reserved place: one short request, no event stream.
     reserved: bool,
     max_connections: usize,
+    /// The token a client on another host must present for the data.
+    token: Option<Arc<str>>,
+    /// The client is on another host (not loopback).
+    remote: bool,
 }
 
 async fn accept_loop(
@@ -202,6 +206,7 @@ async fn accept_loop(
         opts.max_per_peer,
     );
     let counters = Arc::new(Counters::default());
+    let token: Option<Arc<str>> = opts.token.as_deref().map(Arc::from);
     let lingering = limits::lingering();
     let t0 = Instant::now();
     loop {
@@ -249,6 +254,8 @@ async fn accept_loop(
             counters: counters.clone(),
             reserved,
             max_connections: opts.max_connections,
+            token: token.clone(),
+            remote: !peer.ip().to_canonical().is_loopback(),
         };
         tokio::spawn(serve(stream, place, ctx, opts.clone(), t0));
     }
@@ -350,8 +357,25 @@ fn respond(req: &Request<Incoming>, ctx: &Ctx) -> Response<Body> {
             .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
+    let path = req.uri().path();
+    let data = matches!(path, "/api/state" | "/metrics" | "/events");
+    if data && ctx.remote && !authorized(req, ctx.token.as_deref()) {
+        ctx.counters.refused_token.fetch_add(1, Ordering::Relaxed);
+        let mut r = full(
+            StatusCode::UNAUTHORIZED,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(
+                b"this monitor asks clients on other hosts for its token: send Authorization: Bearer TOKEN (or ?token=TOKEN); a graph keeps it in its run directory, file monitor-token\n",
+            ),
+        );
+        r.headers_mut().insert(
+            "www-authenticate",
+            HeaderValue::from_static("Bearer realm=\"ptmp monitor\""),
+        );
+        return r;
+    }
     let snap = ctx.rx.borrow().clone();
-    match req.uri().path() {
+    match path {
         "/" | "/index.html" => full(
             StatusCode::OK,
             "text/html; charset=utf-8",
@@ -402,6 +426,36 @@ fn respond(req: &Request<Incoming>, ctx: &Ctx) -> Response<Body> {
             Bytes::from_static(b"not found: try /, /api/state, /events or /metrics\n"),
         ),
     }
+}
+
+/// Whether a request carries `token`, in its Authorization header
+/// (`Bearer TOKEN`) or its query (`token=TOKEN`); compared in constant
+/// time. No token configured: only loopback clients get data, so a remote
+/// one never does.
+fn authorized(req: &Request<Incoming>, token: Option<&str>) -> bool {
+    let Some(token) = token else {
+        return false;
+    };
+    let same = |given: &str| {
+        given.len() == token.len()
+            && given
+                .bytes()
+                .zip(token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    };
+    let header = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| same(t.trim()));
+    let query = req.uri().query().is_some_and(|q| {
+        q.split('&')
+            .filter_map(|kv| kv.strip_prefix("token="))
+            .any(same)
+    });
+    header || query
 }
 
 /// An event stream: the retry hint, then each new snapshot as one `state`

@@ -330,16 +330,35 @@ function badge() {
   conn.dataset.state = cls;
 }
 
+// A monitor serving other hosts asks them for its token: taken from the
+// address (#token=...), else asked for once and kept for this tab.
+function token() {
+  const m = location.hash.match(/token=([0-9A-Za-z]+)/);
+  if (m) sessionStorage.setItem("ptmp-token", m[1]);
+  return sessionStorage.getItem("ptmp-token") || "";
+}
+
+async function fetchState() {
+  const headers = token() ? { Authorization: "Bearer " + token() } : {};
+  let r = await fetch("/api/state", { cache: "no-store", headers });
+  if (r.status === 401) {
+    const t = window.prompt("This monitor asks for its token (the graph's run directory, file monitor-token):");
+    if (t) sessionStorage.setItem("ptmp-token", t.trim());
+    r = await fetch("/api/state", { cache: "no-store", headers: { Authorization: "Bearer " + token() } });
+  }
+  return r;
+}
+
 async function main() {
   try {
-    const r = await fetch("/api/state", { cache: "no-store" });
+    const r = await fetchState();
     const st = await r.json();
     if (st.history) hist = st.history;
     show(st);
     lastUpdate = performance.now();
   } catch (e) { /* the event stream below retries */ }
   badge();
-  const es = new EventSource("/events");
+  const es = new EventSource(token() ? "/events?token=" + encodeURIComponent(token()) : "/events");
   es.onopen = () => { streamUp = true; badge(); };
   es.onerror = () => { streamUp = es.readyState === EventSource.OPEN; badge(); };
   es.addEventListener("state", (ev) => {
