@@ -90,11 +90,11 @@ def test_finish_reports_undelivered_messages():
     tx = ptmp.Sender({"socket": {"type": "PUSH", "connect": [ep], "linger_ms": 200}})
     for i in range(3):
         tx.send(ptmp.TPSet(count=i))
-    assert tx.finish() == {"sent": 3, "undelivered": 3, "undelivered_is": "exact"}
+    assert tx.finish() == {"sent": 3, "undelivered": 3, "undelivered_is": "exact", "refused": None}
     rx = ptmp.Receiver({"socket": {"type": "PULL", "bind": [ep]}})
     tx = ptmp.Sender({"socket": {"type": "PUSH", "connect": [ep]}})
     for i in range(3):
         tx.send(ptmp.TPSet(count=i))
-    assert tx.finish() == {"sent": 3, "undelivered": 0, "undelivered_is": "exact"}
+    assert tx.finish() == {"sent": 3, "undelivered": 0, "undelivered_is": "exact", "refused": None}
     assert [rx.recv(timeout=5).count for _ in range(3)] == [0, 1, 2]
     rx.close()

@@ -108,7 +108,9 @@ def test_ptmp_client_to_pyzmq_server(keys, tmp_path):
         rogue = sender("stranger")
         rogue.send(tpset(99))  # queued for a connection that is refused
         assert not pull.poll(1000)
-        rogue.close()
+        report = rogue.finish()
+        assert "refused this client's key" in (report["refused"] or ""), report
+        assert report["undelivered_is"] == "at_most" and report["undelivered"] == 1, report
     finally:
         auth.stop()
         pull.close()

@@ -133,15 +133,19 @@ impl PySender {
 
     /// Close like `close()`, and report what may not have reached a peer:
     /// `{"sent": n, "undelivered": n or None, "undelivered_is": "exact",
-    /// "at_most" or "unknown"}` (unknown for PUB and inproc://, which do
-    /// not track delivery). A closed sender reports nothing sent.
+    /// "at_most" or "unknown", "refused": None or "ENDPOINT: why"}`
+    /// (unknown for PUB and inproc://, which do not track delivery;
+    /// refused for a CURVE client whose handshake failed). A closed sender
+    /// reports nothing sent.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let m = &self.tx;
         let d = py.detach(|| {
             let tx = m.lock().unwrap_or_else(|p| p.into_inner()).take();
             tx.map(Sender::finish)
         });
-        let (sent, und) = d.map_or((0, ptmp::Undelivered::None), |d| (d.sent, d.undelivered));
+        let (sent, und, refused) = d.map_or((0, ptmp::Undelivered::None, None), |d| {
+            (d.sent, d.undelivered, d.refused)
+        });
         let (n, how) = match und {
             ptmp::Undelivered::None => (Some(0), "exact"),
             ptmp::Undelivered::Exactly(n) => (Some(n), "exact"),
@@ -152,6 +156,7 @@ impl PySender {
         out.set_item("sent", sent)?;
         out.set_item("undelivered", n)?;
         out.set_item("undelivered_is", how)?;
+        out.set_item("refused", refused)?;
         Ok(out)
     }
 
