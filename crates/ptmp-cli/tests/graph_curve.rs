@@ -30,7 +30,7 @@ fn a_secured_graph_keeps_strangers_out() {
     let d = tempfile::tempdir().unwrap();
     let rd = d.path().join("run");
     let out = d.path().join("out.dump");
-    let n = 6000u64;
+    let n = 10000u64;
     let port = free_ports(4);
     let g = json!({
         "name": format!("curve-{}", std::process::id()),
@@ -97,6 +97,18 @@ fn a_secured_graph_keeps_strangers_out() {
         Some(refused(&rd, "src")).filter(|n| *n >= 1)
     });
     assert!(counted >= 1);
+    // `ptmp top` says it under its tables, naming the edge.
+    let o = Command::new(PTMP)
+        .args(["top", "--once", "-i", "200ms", "--run-dir"])
+        .arg(&rd)
+        .output()
+        .unwrap();
+    let top = text(&o.stdout);
+    assert!(
+        top.contains(&format!("edge src -> w ({ep}): ")) && top.contains("refused by CURVE"),
+        "{top}{}",
+        text(&o.stderr)
+    );
 
     // The graph ends by itself with every set at the sink, once, in order.
     let o = finish(sup, LIMIT);

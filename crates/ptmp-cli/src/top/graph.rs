@@ -223,6 +223,8 @@ struct SockFig {
     stalls: Option<u64>,
     /// Durable shm readers the sender's ring gave up (senders only).
     given_up: Option<u64>,
+    /// Clients a CURVE server socket refused.
+    refused: Option<u64>,
     p99_us: Option<f64>,
 }
 
@@ -547,6 +549,16 @@ impl GraphView {
                 names(rx)
             ));
         }
+        // Strangers knocking at a secured edge: said the same way.
+        let refused: u64 = on(true).chain(on(false)).filter_map(|x| x.refused).sum();
+        if refused > 0 {
+            given_up_any = true;
+            msgs.push(format!(
+                "edge {} -> {} ({addr}): {refused} client(s) refused by CURVE: a key not on the server's list",
+                names(tx),
+                names(rx)
+            ));
+        }
         let mut lag = None;
         if let Some(name) = addr.strip_prefix("shm://") {
             match ptmp_shm::inspect(name) {
@@ -807,7 +819,7 @@ mod tests {
         let send = |ep: &str, given_up: u64| {
             json!({"dir": "send", "endpoints": [ep], "messages": 10, "bytes": 100,
                    "errors": 0, "lost": 0, "stalls": 3, "readers_given_up": given_up,
-                   "rate": 1.0, "byte_rate": 10.0, "latency_us": null})
+                   "rate": 1.0, "byte_rate": 10.0, "latency_us": null, "curve_refused": given_up})
         };
         let status = json!({"graph": "g", "process": "src", "pid": std::process::id(),
             "final": false,
@@ -835,5 +847,13 @@ mod tests {
             said[0].starts_with(&format!("! edge a -> x ({gone}): 2 durable reader(s)")),
             "{text}"
         );
+        // CURVE refusals at a secured edge are said likewise.
+        assert!(
+            text.contains(&format!(
+                "! edge a -> x ({gone}): 2 client(s) refused by CURVE"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains(&format!("({kept}): 0 client(s)")), "{text}");
     }
 }

@@ -41,6 +41,7 @@ pub(super) fn sock_figs(
                 lost: x["lost"].as_u64(),
                 stalls: x["stalls"].as_u64(),
                 given_up: x["readers_given_up"].as_u64(),
+                refused: x["curve_refused"].as_u64(),
                 p99_us: x["latency_us"]["p99"].as_f64(),
             });
         }
