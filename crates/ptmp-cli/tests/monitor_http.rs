@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 mod common;
 use common::clients::{connect_from, hog};
 use common::devtools::Browser;
-use common::{free_port, get, state, PTMP};
+use common::{get, state, PTMP};
 
 /// A graph run with `--http`, stopped (SIGINT, then killed) when dropped.
 struct Run {
@@ -714,42 +714,16 @@ fn sink_in_from(addr: SocketAddr) -> u64 {
         .unwrap()
 }
 
-fn which(p: &str) -> Option<PathBuf> {
-    let p = Path::new(p);
-    p.exists().then(|| p.to_path_buf())
-}
-
 #[test]
 fn prometheus_scrapes_the_metrics() {
-    let Some(prom) = which("/usr/bin/prometheus") else {
-        common::missing_part("prometheus_scrapes_the_metrics: /usr/bin/prometheus missing (Debian package prometheus)");
+    let r = start(&[]);
+    let Some(p) = common::prometheus::Prometheus::start(&format!(
+        "  - job_name: ptmp\n    static_configs:\n      - targets: ['{}']\n",
+        r.addr
+    )) else {
         return;
     };
-    let r = start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: ptmp\n    static_configs:\n      - targets: ['{}']\n",
-            r.addr
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let mut p = Command::new(prom)
-        .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let paddr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let query = "/api/v1/query?query=sum(ptmp_messages_total%7Bnode%3D%22sink%22%7D)";
+    let query = "sum(ptmp_messages_total%7Bnode%3D%22sink%22%7D)";
     let t0 = Instant::now();
     let mut last = String::new();
     let found = loop {
@@ -757,32 +731,12 @@ fn prometheus_scrapes_the_metrics() {
             break None;
         }
         std::thread::sleep(Duration::from_millis(500));
-        let Ok(mut s) = TcpStream::connect(paddr) else {
-            continue;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        let _ = write!(
-            s,
-            "GET {query} HTTP/1.1\r\nHost: {paddr}\r\nConnection: close\r\n\r\n"
-        );
-        let mut b = Vec::new();
-        let _ = s.read_to_end(&mut b);
-        last = String::from_utf8_lossy(&b).into_owned();
-        let Some((_, body)) = last.split_once("\r\n\r\n") else {
-            continue;
-        };
-        let Ok(v) = serde_json::from_str::<Value>(body) else {
-            continue;
-        };
-        let value = v["data"]["result"][0]["value"][1]
-            .as_str()
-            .and_then(|x| x.parse::<f64>().ok());
-        if let Some(x) = value.filter(|x| *x > 0.0) {
+        let (v, body) = p.query(query);
+        last = body;
+        if let Some(x) = v.filter(|x| *x > 0.0) {
             break Some(x);
         }
     };
-    let _ = p.kill();
-    let _ = p.wait();
     let x = found.unwrap_or_else(|| panic!("prometheus never answered a non-zero value: {last}"));
     assert!(x > 0.0);
 }

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{free_port, PTMP};
+use common::PTMP;
 
 struct Run {
     child: Child,
@@ -203,58 +203,26 @@ fn page(remote: SocketAddr, token: &str) {
 /// A real Prometheus: the job with the token file scrapes the graph's
 /// metrics, the one without it is refused (its target is down).
 fn prometheus(target: SocketAddr, token_file: &Path) {
-    let prom = Path::new("/usr/bin/prometheus");
-    if !prom.exists() {
-        common::missing_part("remote_clients_need_the_token: /usr/bin/prometheus missing (Debian package prometheus)");
+    let Some(p) = common::prometheus::Prometheus::start(&format!(
+        "  - job_name: with_token\n    authorization:\n      type: Bearer\n      credentials_file: {}\n    static_configs:\n      - targets: ['{target}']\n\
+         \x20 - job_name: without\n    static_configs:\n      - targets: ['{target}']\n",
+        token_file.display()
+    )) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n\
-             \x20 - job_name: with_token\n    authorization:\n      type: Bearer\n      credentials_file: {}\n    static_configs:\n      - targets: ['{target}']\n\
-             \x20 - job_name: without\n    static_configs:\n      - targets: ['{target}']\n",
-            token_file.display()
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let mut p = Command::new(prom)
-        .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let paddr = SocketAddr::from(([127, 0, 0, 1], port));
-    let ask = |q: &str| -> Option<f64> {
-        let (_, body) = get(paddr, &format!("/api/v1/query?query={q}"), "");
-        let v: Value = serde_json::from_str(&body).ok()?;
-        v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
     };
     let t0 = Instant::now();
     let mut seen = (None, None);
     while t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(500));
-        if TcpStream::connect(paddr).is_err() {
-            continue;
-        }
         seen = (
-            ask("sum(ptmp_messages_total%7Bnode%3D%22sink%22%2Cjob%3D%22with_token%22%7D)"),
-            ask("up%7Bjob%3D%22without%22%7D"),
+            p.query("sum(ptmp_messages_total%7Bnode%3D%22sink%22%2Cjob%3D%22with_token%22%7D)")
+                .0,
+            p.query("up%7Bjob%3D%22without%22%7D").0,
         );
         if seen.0.is_some_and(|x| x > 0.0) && seen.1 == Some(0.0) {
             break;
         }
     }
-    let _ = p.kill();
-    let _ = p.wait();
     assert!(
         seen.0.is_some_and(|x| x > 0.0),
         "scraped with the token: {seen:?}"

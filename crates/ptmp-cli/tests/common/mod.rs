@@ -7,6 +7,7 @@
 pub mod clients;
 pub mod devtools;
 pub mod proc;
+pub mod prometheus;
 
 use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames, TPSet, VERSION_FRAME};
