@@ -475,12 +475,21 @@ impl Drop for Netns {
 /// A graph across two hosts, each a network namespace: the source and a
 /// worker on host a, a worker and the sink on host b, so one edge crosses
 /// the veth over tcp. Each host runs its own part of the same graph file.
+///
+/// Then the same with every tcp edge secured by CURVE (`"curve"` with a
+/// key directory both hosts share): the data arrives just the same.
 #[test]
 fn graph_across_two_network_namespaces() {
     let Some(ns) = Netns::make() else {
         common::missing_part("graph_across_two_network_namespaces: cannot create network namespaces here (needs root and iproute2's `ip netns`)");
         return;
     };
+    across(&ns, false);
+    across(&ns, true);
+    drop(ns);
+}
+
+fn across(ns: &Netns, curve: bool) {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("received.dump");
     let n = 3000u64;
@@ -505,6 +514,13 @@ fn graph_across_two_network_namespaces() {
             {"name": "back", "host": "b", "nodes": ["wb", "snk"]}
         ]
     });
+    let mut g = g;
+    let keys = d.path().join("keys");
+    if curve {
+        let o = run(&["keys", "new", "graph", "--dir", keys.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        g["curve"] = json!({"key_dir": keys});
+    }
     let f = write_graph(d.path(), &g);
     let o = run(&["graph", "check", f.to_str().unwrap()]);
     let s = text(&o.stdout);
@@ -565,5 +581,20 @@ fn graph_across_two_network_namespaces() {
         k += 1;
     }
     assert_eq!(k, n);
-    drop(ns);
+    if curve {
+        // The edge between the hosts was secured on both sides.
+        let plan = |host: &str, p: &str| {
+            std::fs::read_to_string(d.path().join(format!("run-{host}/plan-{p}.json"))).unwrap()
+        };
+        assert!(
+            plan("a", "mid").contains("\"allow\""),
+            "{}",
+            plan("a", "mid")
+        );
+        assert!(
+            plan("b", "back").contains("\"server_key\""),
+            "{}",
+            plan("b", "back")
+        );
+    }
 }
