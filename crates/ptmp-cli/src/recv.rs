@@ -158,6 +158,9 @@ fn receive(a: &RecvArgs, cfg: ptmp::SocketConfig) -> CliResult {
                 }
             }
             Ok(false) => {
+                if let Some(why) = rx.refused() {
+                    return Err(CliError::fail(format!("refused: {why}")));
+                }
                 if let Some(fresh) = follow(&rx)? {
                     retired = Some(std::mem::replace(&mut rx, fresh));
                 }

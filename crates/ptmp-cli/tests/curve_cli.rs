@@ -128,6 +128,51 @@ fn send_and_recv_over_a_secured_edge() {
     let j = last_json(&out);
     assert_eq!(j["received"], json!(0), "{j}\n{}", text(&out.stderr));
 
+    // A receiving client refused by a binding sender's allow-list is told
+    // too, and ends with exit 1 rather than waiting for sets that cannot
+    // come.
+    let ep = format!("tcp://127.0.0.1:{}", free_port());
+    let tx = Proc::spawn(&[
+        "send",
+        "-n",
+        "10",
+        "-p",
+        "PUSH",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "--curve-secret",
+        &f("server.key_secret"),
+        "--curve-allow",
+        &f("alice.key"),
+    ]);
+    wait_listening(&ep);
+    let o = run(&[
+        "recv",
+        "-n",
+        "10",
+        "-p",
+        "PULL",
+        "-a",
+        "connect",
+        "-e",
+        &ep,
+        "-T",
+        "20s",
+        "--curve-secret",
+        &f("mallory.key_secret"),
+        "--curve-server-key",
+        &f("server.key"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("refused this client's key"),
+        "{}",
+        text(&o.stderr)
+    );
+    drop(tx);
+
     // Half a CURVE setting is a usage error that says what is missing.
     let o = run(&[
         "recv",

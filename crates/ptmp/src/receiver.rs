@@ -39,6 +39,8 @@ struct ZmqRx {
     timeout: i32,
     /// A CURVE server's admissions; dropped after the socket.
     _admission: Option<crate::curve::Admission>,
+    /// A CURVE client's connection monitor: hears of a refused handshake.
+    monitor: Option<Box<crate::drain::Drain>>,
 }
 
 impl Receiver {
@@ -66,6 +68,7 @@ impl Receiver {
                     m1: zmq::Message::new(),
                     timeout: -1,
                     _admission: b.admission,
+                    monitor: b.drain.map(Box::new),
                 };
                 (Link::Zmq(z), b.bound)
             }
@@ -89,6 +92,19 @@ impl Receiver {
             errors: 0,
             bound,
         })
+    }
+
+    /// A CURVE client: the first of its connections whose security
+    /// handshake failed, as "ENDPOINT: why" (the server refused its key,
+    /// or it holds the wrong server key); nothing will arrive there, as
+    /// libzmq 4.3 does not retry. `None` for any other receiver.
+    pub fn refused(&mut self) -> Option<String> {
+        match &mut self.link {
+            Link::Zmq(ZmqRx {
+                monitor: Some(m), ..
+            }) => m.refusal(),
+            _ => None,
+        }
     }
 
     /// Parse a JSON config text (`{"socket": {...}}`) and open a receiver

@@ -30,7 +30,8 @@ pub(crate) enum Role {
 /// A configured, bound and connected zmq socket.
 pub(crate) struct Built {
     pub sock: zmq::Socket,
-    /// For senders with tcp or ipc connections in a private context.
+    /// For senders with tcp or ipc connections in a private context, and
+    /// for CURVE clients that receive (to hear of a refused handshake).
     pub drain: Option<Drain>,
     /// The endpoints actually bound (wildcards resolved), in config order.
     pub bound: Vec<String>,
@@ -79,7 +80,8 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
         Some(c) => crate::curve::secure(&ctx, private, &sock, c)?,
         None => None,
     };
-    let drain = if private {
+    let curve_client = matches!(cfg.curve(), Some(crate::curve::Curve::Client { .. }));
+    let drain = if private || curve_client {
         Some(Drain::attach(&ctx, &sock).map_err(Error::zmq("monitor"))?)
     } else {
         None

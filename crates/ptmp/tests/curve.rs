@@ -226,6 +226,27 @@ fn a_sending_server_admits_a_directory_of_clients() {
         .and_then(Receiver::new)
         .unwrap();
     assert_eq!(got(&mut tx, &mut rx, 500, Duration::from_secs(20)), 500);
+    assert_eq!(rx.refused(), None);
+    // A receiving client not in the directory hears of its refusal.
+    let stranger = k.make("stranger");
+    let mut out = SocketConfig::builder(SocketType::Pull)
+        .connect(&addr)
+        .curve(Curve::Client {
+            secret_key_file: stranger,
+            server_key: k.public("server"),
+        })
+        .build()
+        .and_then(Receiver::new)
+        .unwrap();
+    let t0 = Instant::now();
+    let why = loop {
+        if let Some(w) = out.refused() {
+            break w;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "no refusal seen");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(why.contains("refused this client's key"), "{why}");
     let t0 = Instant::now();
     drop(tx);
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
