@@ -88,11 +88,24 @@ fn a_secured_graph_keeps_strangers_out() {
         Proc::spawn(&a)
     };
     let (with_key, plain) = (rogue(true), rogue(false));
-    for (who, p) in [("with a key", with_key), ("without CURVE", plain)] {
-        let o = p.finish(LIMIT);
-        let j = last_json(&o);
-        assert_eq!(j["received"], json!(0), "the rogue {who} read: {j}");
-    }
+    // The one with a key is told it was refused, and ends at once.
+    let o = with_key.finish(LIMIT);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stderr).contains("refused this client's key"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!text(&o.stdout).contains("count="), "{}", text(&o.stdout));
+    let o = plain.finish(LIMIT);
+    let j = last_json(&o);
+    assert_eq!(j["received"], json!(0), "the rogue without CURVE read: {j}");
     let counted = wait_for(LIMIT, "the refusal in the source's status", || {
         Some(refused(&rd, "src")).filter(|n| *n >= 1)
     });

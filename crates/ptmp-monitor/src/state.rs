@@ -436,6 +436,8 @@ impl Collector {
                 "lost": lost as u64, "errors": errors as u64,
                 "stalls": sum("send", "stalls") as u64,
                 "readers_given_up": sum("send", "readers_given_up") as u64,
+                // Clients its CURVE server (either end) refused.
+                "curve_refused": (sum("send", "curve_refused") + sum("recv", "curve_refused")) as u64,
                 "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
             }));
         }
@@ -486,6 +488,7 @@ mod tests {
                    "lost": lost, "rate": rate, "byte_rate": rate * 10.0,
                    "stalls": if d == "send" { m % 4 } else { 0 },
                    "readers_given_up": if d == "send" { m / 6 } else { 0 },
+                   "curve_refused": m % 3,
                    "latency_us": if d == "recv" { json!({"p50": 8, "p99": 64, "max": 70}) } else { Value::Null }})
         };
         let node = |n: &str, i: u64, o: u64, ended: bool| json!({"name": n, "in": i, "out": o, "ended": ended, "in_rate": 1.0, "out_rate": 2.0});
@@ -556,6 +559,9 @@ mod tests {
         // Stalls are the senders' (5 % 4 + 7 % 4 on e0, 11 % 4 on e1).
         assert_eq!(e["stalls"].as_u64(), Some(4));
         assert_eq!(st["edges"][1]["stalls"].as_u64(), Some(3));
+        // CURVE refusals are either end's, a server being either.
+        let refused = |e: &Value| e["curve_refused"].as_u64();
+        assert_eq!(refused(e), Some(5 % 3 + 7 % 3 + 12 % 3), "{e}");
         // So are readers given up (5 / 6 + 7 / 6 on e0, 11 / 6 on e1).
         assert_eq!(e["readers_given_up"].as_u64(), Some(1));
         assert_eq!(st["edges"][1]["readers_given_up"].as_u64(), Some(1));

@@ -259,8 +259,8 @@ function tables(st) {
     const side = (v) => v.length ? v.map((r) => `${r.node}.${r.port}`).join(", ") : "(outside)";
     const cells = [e.id, `${side(e.from)} → ${side(e.to)}`, `${e.pattern} ${e.transport}`, fmt(e.rate), fmt(e.byte_rate),
       fmt(e.sent), fmt(e.received), fmt(e.lost), fmt(e.errors), fmt(e.stalls), fmt(e.readers_given_up || 0),
-      `${us(e.latency_us.p50)} / ${us(e.latency_us.p99)} / ${us(e.latency_us.max)}`];
-    cells.forEach((c, k) => { const td = tr.insertCell(); td.textContent = c; if ((k === 7 && e.lost > 0) || (k === 10 && e.readers_given_up > 0)) td.className = "lost"; });
+      fmt(e.curve_refused || 0), `${us(e.latency_us.p50)} / ${us(e.latency_us.p99)} / ${us(e.latency_us.max)}`];
+    cells.forEach((c, k) => { const td = tr.insertCell(); td.textContent = c; if ((k === 7 && e.lost > 0) || (k === 10 && e.readers_given_up > 0) || (k === 11 && e.curve_refused > 0)) td.className = "lost"; });
     const h = hist.edges[e.id] || { rate: [], lost: [] };
     const td = tr.insertCell();
     td.appendChild(spark(h.rate, "spark", 160, 26));
