@@ -31,19 +31,7 @@ struct Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid, which is not yet reaped.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGINT);
-        }
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(20) {
-            if self.child.try_wait().ok().flatten().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        common::proc::interrupt(&mut self.child, Duration::from_secs(20));
     }
 }
 

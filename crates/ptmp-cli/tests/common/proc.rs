@@ -81,3 +81,19 @@ pub fn last_json(out: &Output) -> Value {
     });
     serde_json::from_str(line).unwrap_or_else(|e| panic!("last line {line:?} is not JSON: {e}"))
 }
+
+/// Stop a child as a user would: SIGINT, up to `grace` for it to end
+/// cleanly, then SIGKILL; it is reaped either way.
+pub fn interrupt(child: &mut Child, grace: Duration) {
+    // SAFETY: kill(2) on our own child's pid, which is not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    while t0.elapsed() < grace {
+        if child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
