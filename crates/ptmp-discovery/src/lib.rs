@@ -342,6 +342,12 @@ struct Table {
     last_signed: HashMap<String, u64>,
     /// Signed instances that left: they come back only signed anew.
     gone: HashSet<String>,
+    /// Instances asked again whether they are there, with the time the
+    /// question ends. A second question while one is open is not sent: a
+    /// responder answers a record at most once a second (RFC 6762,
+    /// section 6), so a question sent just after its answer could go
+    /// unanswered in time and drop a peer that is alive.
+    asking: HashMap<String, Instant>,
     subscribers: Vec<mpsc::Sender<Event>>,
 }
 
@@ -589,9 +595,12 @@ impl Discovery {
         };
         let present = holders(&self.shared.lock());
         for p in &present {
-            let _ = self
-                .daemon
-                .verify(p.instance.clone(), self.config.liveness_timeout);
+            worker::ask_again(
+                &self.daemon,
+                &self.shared,
+                &p.instance,
+                self.config.liveness_timeout,
+            );
         }
         if !present.is_empty() {
             let deadline = after(

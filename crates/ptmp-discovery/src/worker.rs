@@ -22,6 +22,29 @@ pub(crate) struct Worker {
     pub(crate) config: Config,
 }
 
+/// Asks `instance` again whether it is still there (RFC 6762, section
+/// 10.4: the daemon queries it and flushes it if no answer comes within
+/// `timeout`), unless a question to it is still open: asking again then
+/// would move the deadline past the answer already received and onto
+/// one the responder may hold back for a second.
+pub(crate) fn ask_again(
+    daemon: &ServiceDaemon,
+    shared: &Shared,
+    instance: &str,
+    timeout: Duration,
+) {
+    let now = Instant::now();
+    {
+        let mut t = shared.lock();
+        t.asking.retain(|_, until| *until > now);
+        if t.asking.contains_key(instance) {
+            return;
+        }
+        t.asking.insert(instance.to_string(), after(timeout));
+    }
+    let _ = daemon.verify(instance.to_string(), timeout);
+}
+
 /// Why an announcement was ignored.
 pub(crate) enum Reject {
     Malformed,
@@ -144,7 +167,7 @@ impl Worker {
                     t.peers.keys().chain(t.refused.keys()).cloned().collect()
                 };
                 for n in names {
-                    let _ = self.daemon.verify(n, self.config.liveness_timeout);
+                    ask_again(&self.daemon, &self.shared, &n, self.config.liveness_timeout);
                 }
             }
         }
