@@ -29,6 +29,8 @@ zeroconf = pytest.importorskip("zeroconf")
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPE = "_ptmp._tcp.local."
+# A CURVE public key in Z85 (the server key of libzmq's own test vectors).
+CURVE_KEY = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
 
 
 def ptmp_bin():
@@ -226,9 +228,9 @@ def test_ptmp_peers_lists_a_zeroconf_announcement(netns):
 def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path):
     secret = b"s3cret"
     (tmp_path / "secret").write_bytes(secret + b"\n")
-    watch = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "9",
+    watch = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "12",
                           "--group", "exp1", "--secret-file", str(tmp_path / "secret")])
-    watch_json = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "9", "--json",
+    watch_json = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "12", "--json",
                                "--group", "exp1", "--secret-file", str(tmp_path / "secret")])
     time.sleep(0.5)
     good = dict(group="exp1", secret=secret)
@@ -244,9 +246,15 @@ def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path)
         # Too big: six fields of 200 bytes.
         {"instance": "h4", "txt": honest_txt("h4", "out", instance="h4", **good)
          | {f"pad{i}": "x" * 200 for i in range(6)}},
-        # An honest one, signed by the independent implementation.
-        {"instance": "ok", "txt": honest_txt("honest", "out", instance="ok", **good)},
+        # An honest one with its server's CURVE key, signed by the
+        # independent implementation.
+        {"instance": "ok", "txt": honest_txt("honest", "out", instance="ok", ck=CURVE_KEY,
+                                             **good)},
+        # A CURVE key that is not one (39 characters), signed.
+        {"instance": "h5", "txt": honest_txt("h5", "out", instance="h5", ck=CURVE_KEY[:-1],
+                                             **good)},
     ]
+    # zeroconf registers one at a time, about 1.5 s each.
     zc = zc_peer(netns, "announce", hostile, 8)
     try:
         out, err = watch.communicate(timeout=40)
@@ -256,17 +264,18 @@ def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path)
         assert counts, out
         last = counts[-1].split()
         n = {last[i]: int(last[i + 1]) for i in range(2, len(last) - 1, 2)}
-        assert n["malformed"] >= 2 and n["forged"] >= 1 and n["oversized"] >= 1, counts[-1]
-        for bad in ("h1", "h2", "h3", "h4"):
+        assert n["malformed"] >= 3 and n["forged"] >= 1 and n["oversized"] >= 1, counts[-1]
+        for bad in ("h1", "h2", "h3", "h4", "h5"):
             assert f"joined {bad}/" not in out
         # The same seen as JSON lines.
         jout, err = watch_json.communicate(timeout=40)
         assert watch_json.returncode == 0, err
         events = [json.loads(l) for l in jout.splitlines()]
-        joined = [e["peer"]["name"] for e in events if e["event"] == "joined"]
-        assert joined == ["honest/out"], events
+        joined = [e["peer"] for e in events if e["event"] == "joined"]
+        assert [p["name"] for p in joined] == ["honest/out"], events
+        assert joined[0]["curve_key"] == CURVE_KEY, joined
         ignored = [e for e in events if e["event"] == "ignored"][-1]
-        assert ignored["malformed"] >= 2 and ignored["forged"] >= 1, ignored
+        assert ignored["malformed"] >= 3 and ignored["forged"] >= 1, ignored
         assert ignored["oversized"] >= 1, ignored
     finally:
         zc.kill()

@@ -85,6 +85,7 @@ fn port_specs(a: &PeersArgs) -> CliResult<Vec<PortSpec>> {
             Some((n, addr)) if !n.is_empty() && !addr.is_empty() => Ok(PortSpec {
                 name: n.to_string(),
                 address: addr.to_string(),
+                curve_key: None,
             }),
             _ => Err(CliError::usage(format!(
                 "--port {p:?}: give NAME=ADDRESS, for example out=tcp://*:5000"
@@ -145,6 +146,7 @@ fn peer_json(p: &Peer) -> serde_json::Value {
         "name": p.name(), "node": p.node, "port": p.port, "address": p.address,
         "endpoint": p.endpoint(), "transport": p.transport, "host": p.host,
         "pid": p.pid, "start": p.start, "uptime": p.uptime().as_secs(), "group": p.group,
+        "curve_key": p.curve_key,
     })
 }
 

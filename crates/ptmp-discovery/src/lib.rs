@@ -45,6 +45,7 @@
 //! let _ann = d.announce("apa1-tcs", &[PortSpec {
 //!     name: "out".into(),
 //!     address: "tcp://*:5000".into(),
+//!     curve_key: None,
 //! }])?;
 //! for p in d.peers() {
 //!     println!("{} {} {} pid {} up {:?}", p.name(), p.endpoint(), p.host, p.pid, p.uptime());
@@ -81,6 +82,10 @@ use worker::Worker;
 
 /// The DNS-SD service type every ptmp port is announced under.
 pub const SERVICE_TYPE: &str = "_ptmp._tcp.local.";
+
+/// The TXT field carrying the public key (Z85) of the CURVE server bound
+/// at an announced port; absent for a port that is not one.
+pub const CURVE_KEY_FIELD: &str = "ck";
 
 /// The group of nodes that set none.
 pub const DEFAULT_GROUP: &str = "default";
@@ -194,6 +199,10 @@ pub struct PortSpec {
     pub name: String,
     /// The address as a ZeroMQ endpoint.
     pub address: String,
+    /// The public key (Z85) of the CURVE server bound there, if it is
+    /// one: clients that connect by name take it from the announcement
+    /// (with a secret, it is signed with the rest).
+    pub curve_key: Option<String>,
 }
 
 /// One announced port of one peer, as read from its TXT record.
@@ -225,6 +234,9 @@ pub struct Peer {
     /// With a secret, when the announcement was signed (seconds since
     /// 1970, by the announcer's clock); `None` without one.
     pub signed_at: Option<u64>,
+    /// The public key (Z85) of the CURVE server at this port, if its
+    /// announcement carries one (signed, with a secret).
+    pub curve_key: Option<String>,
 }
 
 impl Peer {
@@ -578,6 +590,15 @@ impl Discovery {
             put("pid", pid.to_string());
             put("start", start.to_string());
             put("group", self.config.group.clone());
+            if let Some(k) = &spec.curve_key {
+                if ptmp::curve::PublicKey::from_z85(k).is_none() {
+                    return Err(Error::Config(format!(
+                        "port {:?} CURVE key {k:?} is not 40 Z85 characters",
+                        spec.name
+                    )));
+                }
+                put(CURVE_KEY_FIELD, k.clone());
+            }
             infos.push((spec, fields));
         }
         // Listen long enough to have heard the peers already present.
@@ -814,6 +835,7 @@ mod tests {
             instance: "i".into(),
             ips: ips.iter().map(|s| s.parse().unwrap()).collect(),
             signed_at: None,
+            curve_key: None,
         }
     }
 

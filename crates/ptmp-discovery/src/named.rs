@@ -54,7 +54,7 @@ impl NameService {
     pub fn announce(&self, node: &str, port: &str, endpoint: &str) -> Result<()> {
         use ptmp::names::Presence;
         Hook(self.inner.clone())
-            .announce(node, port, endpoint)
+            .announce(node, port, endpoint, None)
             .map_err(Error::Config)
     }
 
@@ -76,24 +76,40 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 struct Hook(Arc<Inner>);
 
+impl Hook {
+    fn located(&self, p: Peer) -> ptmp::names::Located {
+        ptmp::names::Located {
+            address: p.endpoint(),
+            signed: p.signed_at.is_some(),
+            curve_key: p.curve_key,
+        }
+    }
+}
+
 impl ptmp::names::Presence for Hook {
-    fn resolve(&self, node: &str, port: &str) -> std::result::Result<String, String> {
+    fn resolve(&self, node: &str, port: &str) -> std::result::Result<ptmp::names::Located, String> {
         self.0
             .discovery
             .resolve(node, port, self.0.timeout)
-            .map(|p| p.endpoint())
+            .map(|p| self.located(p))
             .map_err(|e| e.to_string())
     }
 
-    fn current(&self, node: &str, port: &str) -> Option<String> {
+    fn current(&self, node: &str, port: &str) -> Option<ptmp::names::Located> {
         self.0
             .discovery
             .resolve(node, port, Duration::ZERO)
             .ok()
-            .map(|p| p.endpoint())
+            .map(|p| self.located(p))
     }
 
-    fn announce(&self, node: &str, port: &str, endpoint: &str) -> std::result::Result<(), String> {
+    fn announce(
+        &self,
+        node: &str,
+        port: &str,
+        endpoint: &str,
+        curve_key: Option<&str>,
+    ) -> std::result::Result<(), String> {
         let key = format!("{node}/{port}");
         // Announced again (the socket was made again): the old one goes
         // first, or it would hold the name against us.
@@ -107,6 +123,7 @@ impl ptmp::names::Presence for Hook {
                 &[PortSpec {
                     name: port.to_string(),
                     address: endpoint.to_string(),
+                    curve_key: curve_key.map(str::to_string),
                 }],
             )
             .map_err(|e| e.to_string())?;

@@ -6,7 +6,8 @@
 use crate::txt::{check_sealed, seal, Untrusted};
 use crate::{
     after, host_name, own_instances, process_start, publish, unix_now, wire_name, Error, Event,
-    Own, Peer, Shared, Table, MAX_FIELD_BYTES, MAX_TXT_BYTES, SERVICE_TYPE, TXT_VERSION,
+    Own, Peer, Shared, Table, CURVE_KEY_FIELD, MAX_FIELD_BYTES, MAX_TXT_BYTES, SERVICE_TYPE,
+    TXT_VERSION,
 };
 use crate::{name_problem, Config};
 use mdns_sd::{ResolvedService, ServiceDaemon, ServiceEvent, ServiceInfo};
@@ -437,6 +438,11 @@ impl Worker {
         }
         let pid = get("pid")?.parse().map_err(|_| Reject::Malformed)?;
         let start = get("start")?.parse().map_err(|_| Reject::Malformed)?;
+        let curve_key = match fields.get(CURVE_KEY_FIELD) {
+            None => None,
+            Some(k) if ptmp::curve::PublicKey::from_z85(k).is_some() => Some(k.clone()),
+            Some(_) => return Err(Reject::Malformed),
+        };
         Ok(Peer {
             node,
             port,
@@ -450,6 +456,7 @@ impl Worker {
             instance: s.fullname.clone(),
             ips,
             signed_at,
+            curve_key,
         })
     }
 }

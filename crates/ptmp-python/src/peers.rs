@@ -32,6 +32,7 @@ fn peer_dict<'py>(py: Python<'py>, p: &Peer) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("start", p.start)?;
     d.set_item("uptime", p.uptime().as_secs_f64())?;
     d.set_item("group", &p.group)?;
+    d.set_item("curve_key", p.curve_key.as_deref())?;
     Ok(d)
 }
 
@@ -134,7 +135,11 @@ impl PyPeers {
     ) -> PyResult<()> {
         let specs: Vec<PortSpec> = ports
             .into_iter()
-            .map(|(name, address)| PortSpec { name, address })
+            .map(|(name, address)| PortSpec {
+                name,
+                address,
+                curve_key: None,
+            })
             .collect();
         let d = self.disc()?;
         let a = py.detach(|| d.announce(&node, &specs)).map_err(derr)?;

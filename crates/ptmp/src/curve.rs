@@ -259,10 +259,16 @@ pub enum Curve {
     Client {
         /// Path of its secret certificate.
         secret_key_file: PathBuf,
-        /// The server's public key: Z85, or a certificate file's path.
+        /// The server's public key: Z85, a certificate file's path, or
+        /// [`ANNOUNCED`].
         server_key: String,
     },
 }
+
+/// The `server_key` of a client that connects by name (`name://NODE/PORT`)
+/// and takes each server's public key from its announcement, which the
+/// group's secret must have signed (see [`crate::names`]).
+pub const ANNOUNCED: &str = "announced";
 
 impl Curve {
     /// The secret certificate's path.
@@ -356,12 +362,16 @@ pub(crate) fn allowed_keys(list: &[String]) -> Result<Vec<PublicKey>> {
 /// CURVE part: a server's keys and its place with the context's ZAP
 /// handler (returned: keep it until the socket is closed), or a client's
 /// keys and the server's. Call before the socket binds or connects.
+/// Sets `sock`'s CURVE options. Returns the server's admission (its ZAP
+/// rules) and, for a server, its public key (announced with a name it
+/// binds). A client whose server key is [`ANNOUNCED`] gets it per
+/// connection, from [`server_key_for`].
 pub(crate) fn secure(
     ctx: &zmq::Context,
     private: bool,
     sock: &zmq::Socket,
     curve: &Curve,
-) -> Result<Option<Admission>> {
+) -> Result<(Option<Admission>, Option<PublicKey>)> {
     let pair = curve.key_pair()?;
     let set = |r: zmq::Result<()>| r.map_err(Error::zmq("set curve option"));
     match curve {
@@ -374,14 +384,49 @@ pub(crate) fn secure(
             set(sock.set_zap_domain(admission.domain()))?;
             set(sock.set_curve_server(true))?;
             set(sock.set_curve_secretkey(pair.secret()))?;
-            Ok(Some(admission))
+            Ok((Some(admission), Some(pair.public)))
         }
         Curve::Client { server_key, .. } => {
-            let server = Curve::server_public(server_key)?;
-            set(sock.set_curve_serverkey(&server.0))?;
+            if server_key != ANNOUNCED {
+                let server = Curve::server_public(server_key)?;
+                set(sock.set_curve_serverkey(&server.0))?;
+            }
             set(sock.set_curve_publickey(&pair.public.0))?;
             set(sock.set_curve_secretkey(pair.secret()))?;
-            Ok(None)
+            Ok((None, None))
         }
     }
+}
+
+/// For a client whose server key is [`ANNOUNCED`], the key to reach the
+/// server at `at` (where `given`, a name, was found): the one its signed
+/// announcement carries. `None` for every other socket.
+pub(crate) fn server_key_for(
+    curve: Option<&Curve>,
+    given: &str,
+    at: &crate::names::Located,
+) -> Result<Option<PublicKey>> {
+    match curve {
+        Some(Curve::Client { server_key, .. }) if server_key == ANNOUNCED => {}
+        _ => return Ok(None),
+    }
+    let refuse = |reason: String| Error::Connect {
+        endpoint: crate::names::shown(given),
+        reason,
+    };
+    let Some(key) = &at.curve_key else {
+        return Err(refuse(
+            "its announcement carries no CURVE key: the server there is not secured (or the address was not found by name)".to_string(),
+        ));
+    };
+    if !at.signed {
+        return Err(refuse(
+            "its CURVE key is announced without a signature, and anyone could have announced it: give presence the group's secret (a discovery secret file) on both sides".to_string(),
+        ));
+    }
+    PublicKey::from_z85(key).map(Some).ok_or_else(|| {
+        refuse(format!(
+            "its announced CURVE key {key:?} is not 40 Z85 characters"
+        ))
+    })
 }

@@ -23,18 +23,38 @@ pub const NAME_SCHEME: &str = "name://";
 /// Where a named bind listens: an ephemeral tcp port on every interface.
 pub const NAMED_BIND: &str = "tcp://*:*";
 
+/// Where a name is announced now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The address to connect to.
+    pub address: String,
+    /// The public key (Z85) of the CURVE server bound there, when its
+    /// announcement carries one.
+    pub curve_key: Option<String>,
+    /// Whether the announcement was signed with the group's secret: only
+    /// then is its key taken to reach the server.
+    pub signed: bool,
+}
+
 /// Looks names up and announces them: what a process installs (once) to
 /// let its sockets use `name://` addresses.
 pub trait Presence: Send + Sync {
     /// Waits (as long as the presence allows) for a peer announcing
-    /// `node`'s `port`, and returns the address to connect to. The error
-    /// says which name did not appear and how long it was waited for.
-    fn resolve(&self, node: &str, port: &str) -> std::result::Result<String, String>;
+    /// `node`'s `port`, and returns where to connect. The error says
+    /// which name did not appear and how long it was waited for.
+    fn resolve(&self, node: &str, port: &str) -> std::result::Result<Located, String>;
     /// Where `node`'s `port` is announced now, if anywhere; never waits.
-    fn current(&self, node: &str, port: &str) -> Option<String>;
+    fn current(&self, node: &str, port: &str) -> Option<Located>;
     /// Announces `node`'s `port` at `endpoint` (an address this process
-    /// has bound) until the process ends or announces the name again.
-    fn announce(&self, node: &str, port: &str, endpoint: &str) -> std::result::Result<(), String>;
+    /// has bound), with the public key of the CURVE server bound there if
+    /// it is one, until the process ends or announces the name again.
+    fn announce(
+        &self,
+        node: &str,
+        port: &str,
+        endpoint: &str,
+        curve_key: Option<&str>,
+    ) -> std::result::Result<(), String>;
 }
 
 static PRESENCE: OnceLock<Box<dyn Presence>> = OnceLock::new();
@@ -42,9 +62,18 @@ static PRESENCE: OnceLock<Box<dyn Presence>> = OnceLock::new();
 /// process that never uses names.
 static USED: AtomicBool = AtomicBool::new(false);
 
+/// What one address handed out by [`resolve_config`] stands for: the
+/// name, and where it was announced.
+#[derive(Clone)]
+struct HandedOut {
+    node: String,
+    port: String,
+    at: Located,
+}
+
 /// Which name each address handed out by [`resolve_config`] stands for.
-fn handed_out() -> &'static Mutex<HashMap<String, (String, String)>> {
-    static M: OnceLock<Mutex<HashMap<String, (String, String)>>> = OnceLock::new();
+fn handed_out() -> &'static Mutex<HashMap<String, HandedOut>> {
+    static M: OnceLock<Mutex<HashMap<String, HandedOut>>> = OnceLock::new();
     M.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -108,14 +137,26 @@ fn presence(address: &str, attach: &str) -> Result<&'static dyn Presence> {
     })
 }
 
-/// The address to connect to for `address`: itself, or for a name the
-/// address its peer announces (waiting for it as the presence allows).
-pub fn connect_address(address: &str) -> Result<String> {
+/// Where to connect for `address`: itself, or for a name where its peer
+/// announces it (waiting for it as the presence allows). An address a
+/// name was resolved to before comes back with what that name announced.
+pub fn connect_address(address: &str) -> Result<Located> {
     let Some((node, port)) = parse(address) else {
-        return Ok(address.to_string());
+        let known = USED.load(Ordering::Relaxed).then(|| {
+            handed_out()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(address)
+                .map(|h| h.at.clone())
+        });
+        return Ok(known.flatten().unwrap_or_else(|| Located {
+            address: address.to_string(),
+            curve_key: None,
+            signed: false,
+        }));
     };
     let p = presence(address, "connect")?;
-    let endpoint = p.resolve(node, port).map_err(|reason| Error::Connect {
+    let at = p.resolve(node, port).map_err(|reason| Error::Connect {
         endpoint: address.to_string(),
         reason,
     })?;
@@ -123,8 +164,30 @@ pub fn connect_address(address: &str) -> Result<String> {
     handed_out()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(endpoint.clone(), (node.to_string(), port.to_string()));
-    Ok(endpoint)
+        .insert(
+            at.address.clone(),
+            HandedOut {
+                node: node.to_string(),
+                port: port.to_string(),
+                at: at.clone(),
+            },
+        );
+    Ok(at)
+}
+
+/// `address` for messages: an address a name was resolved to is shown as
+/// `name://NODE/PORT at ADDRESS`.
+pub(crate) fn shown(address: &str) -> String {
+    if parse(address).is_none() && USED.load(Ordering::Relaxed) {
+        if let Some(h) = handed_out()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(address)
+        {
+            return format!("{NAME_SCHEME}{}/{} at {address}", h.node, h.port);
+        }
+    }
+    address.to_string()
 }
 
 /// Whether `address` is a name, or an address a name was resolved to in
@@ -148,13 +211,14 @@ pub(crate) fn bind_address(address: &str) -> Result<Option<&'static str>> {
     Ok(Some(NAMED_BIND))
 }
 
-/// Announces a bound name at the address actually bound.
-pub(crate) fn announce_bound(address: &str, bound: &str) -> Result<()> {
+/// Announces a bound name at the address actually bound, with the public
+/// key of the CURVE server bound there, if it is one.
+pub(crate) fn announce_bound(address: &str, bound: &str, curve_key: Option<&str>) -> Result<()> {
     let Some((node, port)) = parse(address) else {
         return Ok(());
     };
     presence(address, "bind")?
-        .announce(node, port, bound)
+        .announce(node, port, bound, curve_key)
         .map_err(|reason| Error::Bind {
             endpoint: address.to_string(),
             reason,
@@ -172,7 +236,7 @@ pub fn resolve_config(cfg: &SocketConfig) -> Result<SocketConfig> {
     let mut list = Vec::with_capacity(cfg.connect().len());
     for e in cfg.connect() {
         let mut e = e.clone();
-        e.address = connect_address(&e.address)?;
+        e.address = connect_address(&e.address)?.address;
         list.push(e);
     }
     Ok(cfg.with_connect(list))
@@ -195,11 +259,11 @@ pub fn moved(cfg: &SocketConfig) -> Option<SocketConfig> {
         let mut map = handed_out().lock().unwrap_or_else(|p| p.into_inner());
         for e in cfg.connect() {
             let mut e = e.clone();
-            if let Some((node, port)) = map.get(&e.address).cloned() {
-                if let Some(now) = p.current(&node, &port) {
-                    if now != e.address {
-                        map.insert(now.clone(), (node, port));
-                        e.address = now;
+            if let Some(h) = map.get(&e.address).cloned() {
+                if let Some(now) = p.current(&h.node, &h.port) {
+                    if now.address != e.address {
+                        e.address = now.address.clone();
+                        map.insert(now.address.clone(), HandedOut { at: now, ..h });
                         any = true;
                     }
                 }
@@ -235,6 +299,7 @@ mod tests {
             e.contains("name://far/out") && e.contains("discovery"),
             "{e}"
         );
-        assert_eq!(connect_address("tcp://h:1").unwrap(), "tcp://h:1");
+        let at = connect_address("tcp://h:1").unwrap();
+        assert_eq!((at.address.as_str(), at.curve_key), ("tcp://h:1", None));
     }
 }

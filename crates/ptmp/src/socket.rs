@@ -76,10 +76,11 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
             sock.set_subscribe(p).map_err(Error::zmq("subscribe"))?;
         }
     }
-    let admission = match cfg.curve() {
+    let (admission, curve_public) = match cfg.curve() {
         Some(c) => crate::curve::secure(&ctx, private, &sock, c)?,
-        None => None,
+        None => (None, None),
     };
+    let curve_public = curve_public.map(|k| k.z85());
     let curve_client = matches!(cfg.curve(), Some(crate::curve::Curve::Client { .. }));
     let drain = if private || curve_client {
         Some(Drain::attach(&ctx, &sock).map_err(Error::zmq("monitor"))?)
@@ -142,12 +143,18 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
                     .and_then(|r| r.ok())
                     .unwrap_or_else(|| ep.address.clone());
                 if named.is_some() {
-                    crate::names::announce_bound(&ep.address, &last)?;
+                    crate::names::announce_bound(&ep.address, &last, curve_public.as_deref())?;
                 }
                 bound.push(last);
             }
             Attach::Connect => {
-                let address = crate::names::connect_address(&ep.address)?;
+                let at = crate::names::connect_address(&ep.address)?;
+                // libzmq takes the server key in force at each connect.
+                if let Some(k) = crate::curve::server_key_for(cfg.curve(), &ep.address, &at)? {
+                    sock.set_curve_serverkey(&k.0)
+                        .map_err(Error::zmq("set curve_serverkey"))?;
+                }
+                let address = at.address;
                 sock.connect(&address).map_err(|e| Error::Connect {
                     endpoint: address.clone(),
                     reason: reason(e),

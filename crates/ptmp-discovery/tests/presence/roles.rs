@@ -55,6 +55,7 @@ pub fn role_announce() {
             PortSpec {
                 name: n.into(),
                 address: a.into(),
+                curve_key: None,
             }
         })
         .collect();
@@ -182,6 +183,7 @@ pub fn role_sendann() {
             &[PortSpec {
                 name: "out".into(),
                 address,
+                curve_key: None,
             }],
         );
         a.unwrap()

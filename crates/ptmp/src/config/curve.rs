@@ -79,6 +79,21 @@ pub(super) fn check(c: &SocketConfig) -> Result<()> {
             "this build of ptmp has no CURVE (its libzmq was built without libsodium)",
         ));
     }
+    if matches!(curve, Curve::Client { server_key, .. } if server_key == crate::curve::ANNOUNCED) {
+        if let Some((_, e)) = c
+            .endpoints()
+            .find(|(a, e)| *a != Attach::Connect || crate::names::parse(&e.address).is_none())
+        {
+            return Err(Error::config(
+                "socket.curve.server_key",
+                "\"announced\"",
+                format!(
+                    "takes each server's key from where its name is announced: connect by name (name://NODE/PORT) only; {} is not",
+                    e.address
+                ),
+            ));
+        }
+    }
     if let Some((_, e)) = c
         .endpoints()
         .find(|(_, e)| matches!(e.transport, Transport::Inproc | Transport::Shm))
