@@ -169,6 +169,10 @@ pub fn run(a: &CatArgs) -> CliResult {
                 match rx.recv_raw_into(&mut frames, Some(wait)) {
                     Ok(true) => true,
                     Ok(false) => {
+                        if let Some(why) = rx.refused() {
+                            failure = Some(CliError::fail(format!("--isock refused: {why}")));
+                            break;
+                        }
                         if a.timeout.is_some_and(|t| last.elapsed() >= t) {
                             break;
                         }
@@ -190,7 +194,11 @@ pub fn run(a: &CatArgs) -> CliResult {
             Output::File(w, p) => w
                 .write(frames.iter())
                 .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display()))),
-            Output::Sock(tx) => tx.send_frames(&frames).map_err(Into::into),
+            Output::Sock(tx) => match send_out(tx, &frames) {
+                Ok(true) => Ok(()),
+                Ok(false) => break,
+                Err(e) => Err(e),
+            },
             Output::Text(out) => {
                 match print_text(out, copied, offset, &frames, &mut tpset, a.tps) {
                     Ok(valid) => {
@@ -231,16 +239,44 @@ pub fn run(a: &CatArgs) -> CliResult {
         Output::Sock(_) => Ok(()),
     };
     std::thread::sleep(a.end_wait);
-    drop(output); // a sender drains its queue here
+    // A sender drains its queue here; one refused by its CURVE server
+    // delivered nothing there, which is a failure even if all was sent.
+    let refused = match output {
+        Output::Sock(tx) => (*tx).finish().refused,
+        _ => None,
+    };
     let mut summary = format!("ptmp cat: copied {copied} message(s)");
     if not_tpsets > 0 {
         summary += &format!(", {not_tpsets} of them not TPSets");
     }
     tracing::info!("{summary}");
     flushed?;
+    if let (None, Some(why)) = (&failure, refused) {
+        return Err(CliError::fail(format!(
+            "--osock refused: {why}; the {copied} message(s) sent there were not delivered"
+        )));
+    }
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Sends one message, waiting for room in slices so that a stop request
+/// or a CURVE server's refusal ends the wait (libzmq never retries a
+/// refused client, and a PUSH would queue into it, then block for ever).
+/// `false` when told to stop before it was sent.
+fn send_out(tx: &mut Sender, frames: &Frames) -> CliResult<bool> {
+    loop {
+        if tx.send_frames_within(frames, Duration::from_millis(100))? {
+            return Ok(true);
+        }
+        if let Some(why) = tx.refused() {
+            return Err(CliError::fail(format!("--osock refused: {why}")));
+        }
+        if stopping() {
+            return Ok(false);
+        }
     }
 }
 

@@ -190,3 +190,140 @@ fn send_and_recv_over_a_secured_edge() {
         text(&o.stderr)
     );
 }
+
+/// `ptmp cat` takes CURVE in its socket JSON: it copies a plain edge into
+/// a secured one, and a cat holding a key the server does not list stops
+/// with exit 1 naming the side refused, whether it writes or reads.
+#[test]
+fn cat_copies_into_a_secured_edge_and_is_refused_without_a_listed_key() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().to_str().unwrap();
+    for name in ["server", "alice", "mallory"] {
+        assert!(run(&["keys", "new", name, "--dir", dir]).status.success());
+    }
+    let f = |n: &str| d.path().join(n).display().to_string();
+    let client = |ep: &str, stype: &str, who: &str| {
+        json!({"socket": {"type": stype, "connect": ep, "linger_ms": 1000,
+               "curve": {"secret_key_file": f(&format!("{who}.key_secret")),
+                         "server_key": f("server.key")}}})
+        .to_string()
+    };
+    let secured = format!("tcp://127.0.0.1:{}", free_port());
+    let plain = format!("tcp://127.0.0.1:{}", free_port());
+    let rx = Proc::spawn(&[
+        "recv",
+        "-n",
+        "300",
+        "-p",
+        "PULL",
+        "-a",
+        "bind",
+        "-e",
+        &secured,
+        "-T",
+        "20s",
+        "--json",
+        "--curve-secret",
+        &f("server.key_secret"),
+        "--curve-allow",
+        &f("alice.key"),
+    ]);
+    wait_listening(&secured);
+    let tx = Proc::spawn(&[
+        "send", "-n", "300", "-p", "PUSH", "-a", "bind", "-e", &plain,
+    ]);
+    wait_listening(&plain);
+    let cat = run(&[
+        "cat",
+        "-n",
+        "300",
+        "--isock",
+        &format!("PULL,connect,{plain}"),
+        "--osock",
+        &client(&secured, "PUSH", "alice"),
+    ]);
+    assert!(cat.status.success(), "{}", text(&cat.stderr));
+    let out = rx.finish(Duration::from_secs(30));
+    let j = last_json(&out);
+    assert_eq!(
+        (j["received"].clone(), j["lost"].clone()),
+        (json!(300), json!(0)),
+        "{j}"
+    );
+    assert!(tx.finish(Duration::from_secs(30)).status.success());
+
+    // Writing with a key not listed: refused, nothing claimed delivered.
+    let secured = format!("tcp://127.0.0.1:{}", free_port());
+    let plain = format!("tcp://127.0.0.1:{}", free_port());
+    let rx = Proc::spawn(&[
+        "recv",
+        "-n",
+        "1",
+        "-p",
+        "PULL",
+        "-a",
+        "bind",
+        "-e",
+        &secured,
+        "-T",
+        "10s",
+        "--curve-secret",
+        &f("server.key_secret"),
+        "--curve-allow",
+        &f("alice.key"),
+    ]);
+    wait_listening(&secured);
+    let tx = Proc::spawn(&["send", "-n", "20", "-p", "PUSH", "-a", "bind", "-e", &plain]);
+    wait_listening(&plain);
+    let cat = run(&[
+        "cat",
+        "-n",
+        "20",
+        "--isock",
+        &format!("PULL,connect,{plain}"),
+        "--osock",
+        &client(&secured, "PUSH", "mallory"),
+    ]);
+    let e = text(&cat.stderr);
+    assert_eq!(cat.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("--osock refused") && e.contains("refused this client's key"),
+        "{e}"
+    );
+    drop((rx, tx));
+
+    // Reading with a key not listed: refused, not left waiting.
+    let ep = format!("tcp://127.0.0.1:{}", free_port());
+    let tx = Proc::spawn(&[
+        "send",
+        "-n",
+        "10",
+        "-p",
+        "PUSH",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "--curve-secret",
+        &f("server.key_secret"),
+        "--curve-allow",
+        &f("alice.key"),
+    ]);
+    wait_listening(&ep);
+    let cat = run(&[
+        "cat",
+        "-n",
+        "10",
+        "-T",
+        "20s",
+        "--isock",
+        &client(&ep, "PULL", "mallory"),
+    ]);
+    let e = text(&cat.stderr);
+    assert_eq!(cat.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("--isock refused") && e.contains("refused this client's key"),
+        "{e}"
+    );
+    drop(tx);
+}
