@@ -87,6 +87,14 @@
 #define PTMP_ERR_RUN -11
 
 /**
+ * A CURVE server refused this socket's connection (its key is not on the
+ * server's list, or it holds the wrong server key); the message names the
+ * endpoint and why. libzmq never retries such a connection: nothing sent
+ * there leaves, nothing will arrive from there.
+ */
+#define PTMP_ERR_REFUSED -12
+
+/**
  * A dump-file read reached the end of the file: not an error.
  */
 #define PTMP_END 2
@@ -285,6 +293,12 @@ typedef struct ptmp_delivery {
    * how many messages (at most) did not reach a peer; 0 otherwise.
    */
   uint64_t undelivered;
+  /**
+   * 1 when a CURVE server refused this sender's connection (what was
+   * sent there never left; `ptmp_sender_finish` then returns
+   * [`PTMP_ERR_REFUSED`] naming it), 0 otherwise.
+   */
+  int refused;
 } ptmp_delivery;
 
 /**
@@ -526,7 +540,8 @@ int ptmp_receiver_new(const char *json_config, struct ptmp_receiver **out);
  * nothing came in time, `*out` untouched; or an error: [`PTMP_ERR_NULL`],
  * [`PTMP_ERR_ARG`] (`out->tps` NULL with a non-zero `tps_capacity`),
  * [`PTMP_ERR_MESSAGE`] (a message that is not a TPSet was skipped; call
- * again), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
+ * again), [`PTMP_ERR_REFUSED`] (a CURVE server refused this receiver's
+ * connection), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
  * [`PTMP_ERR_ALLOC`]. On an error `*out` keeps its old `tps` block.
  *
  * `out->tps` must be NULL or a `malloc` block of `out->tps_capacity`
@@ -549,7 +564,8 @@ int ptmp_receiver_recv(struct ptmp_receiver *receiver, struct ptmp_tpset *out, i
  * message, frame 1 is the set's protobuf encoding.
  *
  * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (`*nframes` is 0),
- * [`PTMP_ERR_NULL`], [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+ * [`PTMP_ERR_NULL`], [`PTMP_ERR_REFUSED`], [`PTMP_ERR_TRANSPORT`] or
+ * [`PTMP_ERR_INTERRUPTED`].
  *
  * Thread-safety: one thread at a time per receiver.
  *
@@ -832,9 +848,10 @@ int ptmp_sender_send_frames(struct ptmp_sender *sender,
  * blocking send would.
  *
  * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing sent; `ptmp_last_error`
- * unchanged), [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`timeout_ms` < 0,
- * or `tps` NULL with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or
- * [`PTMP_ERR_INTERRUPTED`].
+ * unchanged), [`PTMP_ERR_REFUSED`] (nothing sent, and nothing will be:
+ * a CURVE server refused the connection), [`PTMP_ERR_NULL`],
+ * [`PTMP_ERR_ARG`] (`timeout_ms` < 0, or `tps` NULL with `ntps` > 0),
+ * [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
  *
  * Thread-safety: one thread at a time per sender.
  *
@@ -884,7 +901,9 @@ int ptmp_sender_wait_subscribers(struct ptmp_sender *sender,
  * in `*delivery` (unless NULL) how many messages may not have reached a
  * peer. The handle is freed in every case; it must not be used again.
  *
- * Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`] (`sender` NULL; nothing done).
+ * Returns [`PTMP_OK`], [`PTMP_ERR_REFUSED`] (a CURVE server refused the
+ * connection; `*delivery` is filled all the same) or [`PTMP_ERR_NULL`]
+ * (`sender` NULL; nothing done).
  *
  * Thread-safety: no other thread may use the handle during or after this.
  *

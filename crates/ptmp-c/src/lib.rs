@@ -80,6 +80,11 @@ pub const PTMP_ERR_STATE: c_int = -9;
 pub const PTMP_ERR_IO: c_int = -10;
 /// Agents or a graph ran and failed; the message says which and why.
 pub const PTMP_ERR_RUN: c_int = -11;
+/// A CURVE server refused this socket's connection (its key is not on the
+/// server's list, or it holds the wrong server key); the message names the
+/// endpoint and why. libzmq never retries such a connection: nothing sent
+/// there leaves, nothing will arrive from there.
+pub const PTMP_ERR_REFUSED: c_int = -12;
 /// A dump-file read reached the end of the file: not an error.
 pub const PTMP_END: c_int = 2;
 

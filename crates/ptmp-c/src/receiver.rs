@@ -4,7 +4,45 @@
 use crate::*;
 use ptmp_core::{Frames, Receiver, TPSet};
 use std::ffi::{c_char, c_int};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How often a CURVE client's receive looks whether its server refused it.
+const REFUSAL_CHECK: Duration = Duration::from_millis(100);
+
+/// Waits as `timeout` says (`None`: for ever) for one message through
+/// `get`. A CURVE client is refused by its server without a message ever
+/// coming (libzmq does not retry), so its wait is taken in slices and
+/// ends with [`PTMP_ERR_REFUSED`] when that happens; other receivers wait
+/// in one call.
+fn wait_for(
+    r: &mut ptmp_receiver,
+    timeout: Option<Duration>,
+    get: fn(&mut ptmp_receiver, Option<Duration>) -> ptmp_core::Result<bool>,
+) -> Result<bool, Fail> {
+    let client = matches!(
+        r.inner.config().curve(),
+        Some(ptmp_core::curve::Curve::Client { .. })
+    );
+    if !client {
+        return Ok(get(r, timeout)?);
+    }
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let left = deadline.map_or(REFUSAL_CHECK, |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(REFUSAL_CHECK)
+        });
+        if get(r, Some(left))? {
+            return Ok(true);
+        }
+        if let Some(why) = r.inner.refused() {
+            return Err(Fail(PTMP_ERR_REFUSED, format!("refused: {why}")));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(false);
+        }
+    }
+}
 
 /// Messages this receiver knows were lost before it could receive them:
 /// over shm://, those a PUB writer overwrote before this reader got to
@@ -65,7 +103,8 @@ pub unsafe extern "C" fn ptmp_receiver_new(
 /// nothing came in time, `*out` untouched; or an error: [`PTMP_ERR_NULL`],
 /// [`PTMP_ERR_ARG`] (`out->tps` NULL with a non-zero `tps_capacity`),
 /// [`PTMP_ERR_MESSAGE`] (a message that is not a TPSet was skipped; call
-/// again), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
+/// again), [`PTMP_ERR_REFUSED`] (a CURVE server refused this receiver's
+/// connection), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
 /// [`PTMP_ERR_ALLOC`]. On an error `*out` keeps its old `tps` block.
 ///
 /// `out->tps` must be NULL or a `malloc` block of `out->tps_capacity`
@@ -97,7 +136,7 @@ pub unsafe extern "C" fn ptmp_receiver_recv(
             ));
         }
         let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
-        if !r.inner.recv_into(&mut r.scratch, timeout)? {
+        if !wait_for(r, timeout, |r, t| r.inner.recv_into(&mut r.scratch, t))? {
             return Ok(PTMP_TIMEOUT);
         }
         // SAFETY: `o.tps` is NULL or a malloc block of `tps_capacity`
@@ -113,7 +152,8 @@ pub unsafe extern "C" fn ptmp_receiver_recv(
 /// message, frame 1 is the set's protobuf encoding.
 ///
 /// Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (`*nframes` is 0),
-/// [`PTMP_ERR_NULL`], [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+/// [`PTMP_ERR_NULL`], [`PTMP_ERR_REFUSED`], [`PTMP_ERR_TRANSPORT`] or
+/// [`PTMP_ERR_INTERRUPTED`].
 ///
 /// Thread-safety: one thread at a time per receiver.
 ///
@@ -133,7 +173,7 @@ pub unsafe extern "C" fn ptmp_receiver_recv_frames(
         *n = 0;
         r.frames.clear();
         let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
-        if !r.inner.recv_raw_into(&mut r.frames, timeout)? {
+        if !wait_for(r, timeout, |r, t| r.inner.recv_raw_into(&mut r.frames, t))? {
             return Ok(PTMP_TIMEOUT);
         }
         *n = r.frames.len();

@@ -205,9 +205,10 @@ pub unsafe extern "C" fn ptmp_sender_send_frames(
 /// blocking send would.
 ///
 /// Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing sent; `ptmp_last_error`
-/// unchanged), [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`timeout_ms` < 0,
-/// or `tps` NULL with `ntps` > 0), [`PTMP_ERR_TRANSPORT`] or
-/// [`PTMP_ERR_INTERRUPTED`].
+/// unchanged), [`PTMP_ERR_REFUSED`] (nothing sent, and nothing will be:
+/// a CURVE server refused the connection), [`PTMP_ERR_NULL`],
+/// [`PTMP_ERR_ARG`] (`timeout_ms` < 0, or `tps` NULL with `ntps` > 0),
+/// [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
 ///
 /// Thread-safety: one thread at a time per sender.
 ///
@@ -242,6 +243,11 @@ pub unsafe extern "C" fn ptmp_sender_send_within(
         let sent = s
             .inner
             .send_within(&s.scratch, Duration::from_millis(timeout))?;
+        if !sent {
+            if let Some(why) = s.inner.refused() {
+                return Err(Fail(PTMP_ERR_REFUSED, format!("refused: {why}")));
+            }
+        }
         Ok(if sent { PTMP_OK } else { PTMP_TIMEOUT })
     })
 }
@@ -324,6 +330,10 @@ pub struct ptmp_delivery {
     /// With [`PTMP_UNDELIVERED_EXACTLY`] or [`PTMP_UNDELIVERED_AT_MOST`],
     /// how many messages (at most) did not reach a peer; 0 otherwise.
     pub undelivered: u64,
+    /// 1 when a CURVE server refused this sender's connection (what was
+    /// sent there never left; `ptmp_sender_finish` then returns
+    /// [`PTMP_ERR_REFUSED`] naming it), 0 otherwise.
+    pub refused: c_int,
 }
 
 /// Closes a sender as `ptmp_sender_free` does, waiting (bounded by the
@@ -331,7 +341,9 @@ pub struct ptmp_delivery {
 /// in `*delivery` (unless NULL) how many messages may not have reached a
 /// peer. The handle is freed in every case; it must not be used again.
 ///
-/// Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`] (`sender` NULL; nothing done).
+/// Returns [`PTMP_OK`], [`PTMP_ERR_REFUSED`] (a CURVE server refused the
+/// connection; `*delivery` is filled all the same) or [`PTMP_ERR_NULL`]
+/// (`sender` NULL; nothing done).
 ///
 /// Thread-safety: no other thread may use the handle during or after this.
 ///
@@ -363,9 +375,13 @@ pub unsafe extern "C" fn ptmp_sender_finish(
                 sent: d.sent,
                 undelivered_kind: kind,
                 undelivered: n,
+                refused: c_int::from(d.refused.is_some()),
             };
         }
-        Ok(PTMP_OK)
+        match d.refused {
+            Some(why) => Err(Fail(PTMP_ERR_REFUSED, format!("refused: {why}"))),
+            None => Ok(PTMP_OK),
+        }
     })
 }
 

@@ -301,3 +301,35 @@ fn c_runs_a_graph() {
         .unwrap_or(0);
     assert!(received > 0, "the sink received nothing:\n{stdout}");
 }
+
+/// CURVE from C (`c/curve.c`): keys made here, in the files czmq and
+/// pyzmq write; the program checks that a listed client's sets arrive and
+/// that an unlisted one is refused when sending, finishing and receiving.
+#[test]
+fn c_curve_admits_a_listed_key_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    for name in ["server", "alice", "mallory"] {
+        ptmp_core::curve::write_certificates(&keys, name).unwrap();
+    }
+    let exe = compile("curve", dir.path());
+    let mut child = Command::new(&exe)
+        .arg(&keys)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A wait with no end must end at the refusal: bound the whole run.
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the C CURVE program did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_ok("C CURVE checks", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("0 failures"), "{stdout}");
+}
