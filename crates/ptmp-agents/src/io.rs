@@ -85,6 +85,24 @@ pub fn open_io(
     Ok((open_rx(agent, input)?, open_tx(agent, output)?))
 }
 
+/// The error of an agent whose CURVE server refused one of its sockets:
+/// libzmq never retries that connection, so waiting on could only hang.
+fn refused(agent: &str, why: String) -> Error {
+    Error::Run {
+        agent: agent.to_string(),
+        reason: format!("refused: {why}"),
+    }
+}
+
+/// After a wait that found nothing: fails when a CURVE server refused
+/// this (client) receiver, since nothing will ever come. Idle only.
+pub(crate) fn refused_rx(rx: &mut Receiver, agent: &str) -> Result<()> {
+    match rx.refused() {
+        Some(why) => Err(refused(agent, why)),
+        None => Ok(()),
+    }
+}
+
 /// What one read of an agent's input gave.
 pub enum Got {
     /// A set arrived.
@@ -120,6 +138,7 @@ pub fn recv_set(
             Ok(Got::Set)
         }
         Ok(false) => {
+            refused_rx(rx, agent)?;
             // A set that reached the old socket since the empty wait (from
             // a peer that did not move) is delivered, not dropped with it.
             if let Some(mut old) = follow_rx(rx, agent)? {
@@ -148,6 +167,7 @@ pub fn recv_frames(rx: &mut Receiver, f: &mut ptmp::Frames, ctl: &Ctl, agent: &s
             Ok(Got::Set)
         }
         Ok(false) => {
+            refused_rx(rx, agent)?;
             if let Some(mut old) = follow_rx(rx, agent)? {
                 if old.recv_raw_into(f, Some(Duration::ZERO)).unwrap_or(false) {
                     ctl.took_in(None);
@@ -203,6 +223,9 @@ fn send_until_done(
         since = since.or(start);
         if ctl.done(false) {
             return Ok(false);
+        }
+        if let Some(why) = tx.refused() {
+            return Err(refused(agent, why));
         }
         follow_tx(tx, agent)?;
     }

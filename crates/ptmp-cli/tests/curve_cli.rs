@@ -327,3 +327,53 @@ fn cat_copies_into_a_secured_edge_and_is_refused_without_a_listed_key() {
     );
     drop(tx);
 }
+
+/// An agent of `ptmp run` whose CURVE server refuses its key stops the
+/// run with an error naming the agent and the refusal, instead of waiting
+/// for ever on a connection libzmq will not retry.
+#[test]
+fn an_agent_refused_by_its_curve_server_stops_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().to_str().unwrap();
+    for name in ["server", "alice", "mallory"] {
+        assert!(run(&["keys", "new", name, "--dir", dir]).status.success());
+    }
+    let f = |n: &str| d.path().join(n).display().to_string();
+    let ep = format!("tcp://127.0.0.1:{}", free_port());
+    let tx = Proc::spawn(&[
+        "send",
+        "-n",
+        "1000",
+        "--rate",
+        "100",
+        "-p",
+        "PUSH",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "--curve-secret",
+        &f("server.key_secret"),
+        "--curve-allow",
+        &f("alice.key"),
+    ]);
+    wait_listening(&ep);
+    let cfg = json!({"name": "refused", "proxies": [
+        {"name": "win", "type": "window", "data": {"tspan": 1000, "tbuf": 3000,
+            "input": {"socket": {"type": "PULL", "connect": [ep],
+                "curve": {"secret_key_file": f("mallory.key_secret"),
+                          "server_key": f("server.key")}}},
+            "output": {"socket": {"type": "PUSH", "bind": ["inproc://refused-out"]}}}}]});
+    let p = d.path().join("refused.json");
+    std::fs::write(&p, cfg.to_string()).unwrap();
+    let o = Proc::spawn(&["run", p.to_str().unwrap()]).finish(Duration::from_secs(30));
+    let e = text(&o.stderr);
+    assert!(!o.status.success(), "{e}");
+    assert!(
+        e.contains("agent win: refused:")
+            && e.contains("refused this client's key")
+            && e.contains(&ep),
+        "{e}"
+    );
+    drop(tx);
+}

@@ -266,6 +266,10 @@ fn read_socket(i: usize, mut sock: Receiver, tx: &mpsc::SyncSender<Read>, ctl: &
         let r = match sock.recv_into(&mut set, Some(POLL)) {
             Ok(true) => Read::Set(i, std::mem::take(&mut set)),
             Ok(false) | Err(ptmp::Error::Interrupted) => {
+                if let Err(e) = crate::io::refused_rx(&mut sock, agent) {
+                    let _ = tx.send(Read::Failed(e));
+                    return;
+                }
                 if ctl.done(true) {
                     return;
                 }
