@@ -168,12 +168,24 @@ fn remote_clients_need_the_token() {
 }
 
 /// The page in headless chromium from the host's address, the token in
-/// the address's fragment: the state and the event stream come through.
+/// the address's fragment, then (in a fresh browser) typed into the prompt
+/// the page shows when refused: the state and the event stream come
+/// through both ways.
 fn page(remote: SocketAddr, token: &str) {
     let Some(mut browser) = common::devtools::Browser::start(1280, 800) else {
         return;
     };
     browser.navigate(&format!("http://{remote}/#token={token}"));
+    goes_live(&mut browser, remote, "with the token in its address");
+    let Some(mut browser) = common::devtools::Browser::start(1280, 800) else {
+        return;
+    };
+    browser.navigate(&format!("http://{remote}/"));
+    browser.answer_prompt(token, Duration::from_secs(30));
+    goes_live(&mut browser, remote, "with the token typed into its prompt");
+}
+
+fn goes_live(browser: &mut common::devtools::Browser, remote: SocketAddr, how: &str) {
     let probe = "JSON.stringify({updates: +document.body.dataset.updates || 0, \
         conn: (document.getElementById('conn') || {}).textContent})";
     let t0 = Instant::now();
@@ -187,7 +199,7 @@ fn page(remote: SocketAddr, token: &str) {
             return;
         }
     }
-    panic!("the page with the token did not go live from {remote}: {last}");
+    panic!("the page {how} did not go live from {remote}: {last}");
 }
 
 /// A real Prometheus: the job with the token file scrapes the graph's

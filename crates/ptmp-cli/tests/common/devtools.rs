@@ -90,14 +90,22 @@ impl Ws {
 
     /// Call `method` and return its result.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .unwrap_or_else(|e| panic!("{method}: {e}"))
+    }
+
+    /// Call `method`: its result, or the error DevTools answered.
+    pub fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         let id = self.next;
         self.next += 1;
         self.send_text(&json!({"id": id, "method": method, "params": params}).to_string());
         loop {
             let v: Value = serde_json::from_str(&self.read_message()).unwrap();
             if v["id"] == id {
-                assert!(v["error"].is_null(), "{method}: {v}");
-                return v["result"].clone();
+                return match v["error"].is_null() {
+                    true => Ok(v["result"].clone()),
+                    false => Err(v["error"].clone()),
+                };
             }
         }
     }
@@ -231,6 +239,24 @@ impl Browser {
     /// Load `url` in the page.
     pub fn navigate(&mut self, url: &str) {
         self.ws.call("Page.navigate", json!({"url": url}));
+    }
+
+    /// Answers the page's `window.prompt` with `text` once it shows,
+    /// waiting up to `limit` for it.
+    pub fn answer_prompt(&mut self, text: &str, limit: Duration) {
+        self.ws.call("Page.enable", json!({}));
+        let t0 = Instant::now();
+        loop {
+            let r = self.ws.try_call(
+                "Page.handleJavaScriptDialog",
+                json!({"accept": true, "promptText": text}),
+            );
+            match r {
+                Ok(_) => return,
+                Err(e) => assert!(t0.elapsed() < limit, "no prompt within {limit:?}: {e}"),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// A screenshot of the whole page, as PNG bytes.
