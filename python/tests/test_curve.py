@@ -3,6 +3,7 @@ pyzmq's zmq.auth: the listed peer's sets arrive, a peer with a key not on
 the list or with the wrong server key gets nothing through."""
 
 import os
+import time
 
 import pytest
 
@@ -114,6 +115,45 @@ def test_ptmp_client_to_pyzmq_server(keys, tmp_path):
     finally:
         auth.stop()
         pull.close()
+        ctx.term()
+
+
+def test_a_refused_ptmp_client_is_told_when_it_waits(keys, tmp_path):
+    """A ptmp Receiver or Sender whose key a pyzmq CURVE server does not
+    admit raises PtmpError naming the refusal, rather than waiting for
+    ever on a connection libzmq never retries."""
+    ctx = zmq.Context()
+    auth = ThreadAuthenticator(ctx)
+    auth.start()
+    server = {}
+    try:
+        allowed = tmp_path / "allowed"
+        allowed.mkdir()
+        (allowed / "client.key").write_bytes(open(keys["client"][0], "rb").read())
+        auth.configure_curve(domain="*", location=str(allowed))
+        for kind in (zmq.PUSH, zmq.PULL):
+            s = curve_socket(ctx, kind, keys["server"][1])
+            server[kind] = (s, f"tcp://127.0.0.1:{s.bind_to_random_port('tcp://127.0.0.1')}")
+
+        def cfg(kind, ep):
+            return {"socket": {"type": kind, "connect": [ep], "linger_ms": 0, "curve": {
+                "secret_key_file": keys["stranger"][1], "server_key": keys["server"][0]}}}
+
+        rx = ptmp.Receiver(cfg("PULL", server[zmq.PUSH][1]))
+        t0 = time.time()
+        with pytest.raises(ptmp.PtmpError, match="refused this client's key"):
+            rx.recv()  # no timeout: only the refusal ends it
+        assert time.time() - t0 < 20
+        rx.close()
+        tx = ptmp.Sender(cfg("PUSH", server[zmq.PULL][1]))
+        with pytest.raises(ptmp.PtmpError, match="refused this client's key"):
+            for i in range(100000):  # the queue fills, then the refusal ends the wait
+                tx.send(tpset(i))
+        tx.close()
+    finally:
+        auth.stop()
+        for s, _ in server.values():
+            s.close()
         ctx.term()
 
 

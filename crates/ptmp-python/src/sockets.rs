@@ -23,6 +23,25 @@ pub(crate) fn slices(py: Python<'_>, m: &Mutex<Option<Sender>>) {
     });
 }
 
+/// After a slice in which a send found no room: a CURVE server that
+/// refused this client ends the wait (libzmq never retries it, and a PUSH
+/// would wait for ever), else a peer connected to by name is followed.
+fn stalled(tx: &mut Sender) -> PyResult<()> {
+    if let Some(why) = tx.refused() {
+        return Err(PtmpError::new_err(format!("refused: {why}")));
+    }
+    peers::follow_tx(tx)
+}
+
+/// After a slice in which nothing came: a CURVE server that refused this
+/// receiver ends the wait, since nothing will ever come.
+fn quiet(rx: &mut Receiver) -> PyResult<()> {
+    match rx.refused() {
+        Some(why) => Err(PtmpError::new_err(format!("refused: {why}"))),
+        None => Ok(()),
+    }
+}
+
 /// Run `f` on the locked socket (the lock is taken inside the GIL-free
 /// closure, so a thread blocked in a send never holds the GIL).
 pub(crate) fn with<S, T>(
@@ -63,7 +82,7 @@ impl PySender {
             with(m, "sender", |tx| {
                 let sent = intr(tx.send_within(set, slice))?;
                 if !sent {
-                    peers::follow_tx(tx)?;
+                    stalled(tx)?;
                 }
                 Ok(sent.then_some(()))
             })
@@ -81,7 +100,7 @@ impl PySender {
             with(m, "sender", |tx| {
                 while i < sets.len() {
                     if !intr(tx.send_within(sets[i], slice))? {
-                        peers::follow_tx(tx)?;
+                        stalled(tx)?;
                         return Ok(None);
                     }
                     i += 1;
@@ -101,7 +120,7 @@ impl PySender {
             with(m, "sender", |tx| {
                 let sent = intr(tx.send_frames_within(&f, slice))?;
                 if !sent {
-                    peers::follow_tx(tx)?;
+                    stalled(tx)?;
                 }
                 Ok(sent.then_some(()))
             })
@@ -211,6 +230,9 @@ impl PyReceiver {
                         old.recv_into(&mut set, Some(Duration::ZERO))
                             .unwrap_or(false)
                     })?;
+                if !got {
+                    quiet(rx)?;
+                }
                 Ok(got.then_some(()))
             })
         })?;
@@ -237,6 +259,7 @@ impl PyReceiver {
                             .unwrap_or(false)
                     })?)
                 {
+                    quiet(rx)?;
                     return Ok(None);
                 }
                 out.push(set);
@@ -271,6 +294,9 @@ impl PyReceiver {
                         old.recv_raw_into(&mut f, Some(Duration::ZERO))
                             .unwrap_or(false)
                     })?;
+                if !got {
+                    quiet(rx)?;
+                }
                 Ok(got.then_some(()))
             })
         })?;
