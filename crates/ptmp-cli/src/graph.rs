@@ -3,6 +3,7 @@
 //! `ptmp butterfly`, the butterfly experiment of early
 //! ZeroMQ's tutorial (two stages of parallel workers) as one command.
 
+mod slurm;
 mod soak;
 
 use crate::common::{out, outln, stopping, CliError, CliResult};
@@ -66,6 +67,32 @@ impl GraphSource {
         load_value(&v, &self.stem(), Some(&p.run_dir))
     }
 
+    /// The Jsonnet options as arguments for another `ptmp` (paths made
+    /// absolute), as a systemd unit or a batch script runs it.
+    fn jsonnet_args(&self) -> Vec<String> {
+        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut args = Vec::new();
+        for (flag, list) in [
+            ("-V", &self.ext_str),
+            ("-A", &self.tla_str),
+            ("--tla-code", &self.tla_code),
+        ] {
+            for kv in list {
+                args.extend([flag.to_string(), kv.clone()]);
+            }
+        }
+        for j in &self.jpath {
+            args.extend(["-J".to_string(), abs(j).to_string_lossy().into_owned()]);
+        }
+        if let Some(t) = self.config_timeout {
+            args.extend([
+                "--config-timeout".to_string(),
+                format!("{}ms", t.as_millis()),
+            ]);
+        }
+        args
+    }
+
     /// The same options with another graph file.
     fn with_file(&self, file: &Path) -> GraphSource {
         GraphSource {
@@ -127,6 +154,9 @@ pub enum GraphCmd {
     /// graph (the instance is the host: `systemctl start
     /// ptmp-graph-NAME@HOST`).
     Systemd(SystemdArgs),
+    /// Write a batch script that runs the graph under Slurm, one node per
+    /// host (`sbatch` it; it runs `ptmp graph run G --slurm`).
+    Sbatch(slurm::SbatchArgs),
     /// One process of a graph (internal; started by `graph run`).
     #[command(hide = true)]
     Part { plan: PathBuf },
@@ -190,8 +220,18 @@ pub struct RunArgs {
     #[command(flatten)]
     src: GraphSource,
     /// The host this is (a graph with several hosts runs one part per host).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "slurm")]
     host: Option<String>,
+    /// Set a host's address, overriding the graph's, NAME=ADDRESS
+    /// (repeatable; what --slurm gives each host's part).
+    #[arg(long, value_name = "NAME=ADDRESS")]
+    host_address: Vec<String>,
+    /// Inside a Slurm allocation (salloc, sbatch): run each host's part as
+    /// a job step on its own node, the hosts placed on the allocated nodes
+    /// in order and given their addresses; restart a failed step on its
+    /// node; stop every step with SIGINT when stopped.
+    #[arg(long, conflicts_with = "http")]
+    slurm: bool,
     /// Print per-node counts and rates this often (e.g. 10s; a bare number
     /// is seconds; also on SIGUSR1).
     #[arg(long, value_name = "DURATION", value_parser = ptmp::duration::secs_positive)]
@@ -432,8 +472,10 @@ pub fn run(c: &GraphCmd) -> CliResult {
         }
         GraphCmd::Apply(a) => apply(a),
         GraphCmd::Systemd(a) => systemd(a),
+        GraphCmd::Sbatch(a) => slurm::sbatch(a),
+        GraphCmd::Run(a) if a.slurm => slurm::run(a),
         GraphCmd::Run(a) => {
-            let (g, p) = a.src.load()?;
+            let (g, p) = slurm::load_addressed(&a.src, &a.host_address)?;
             let monitor = a.http.start(&g, &p, a.host.as_deref())?;
             let out = supervise_graph(&g, &p, a.host.clone(), a.status, a.ttl, monitor.as_ref())?;
             eprint!("{}", status::table(&status::read_all(&p.run_dir)));
@@ -529,25 +571,7 @@ fn systemd(a: &SystemdArgs) -> CliResult {
         None => std::env::current_exe()?,
     };
     let graph_file = abs(&a.src.file);
-    let mut args = Vec::new();
-    for (flag, list) in [
-        ("-V", &a.src.ext_str),
-        ("-A", &a.src.tla_str),
-        ("--tla-code", &a.src.tla_code),
-    ] {
-        for kv in list {
-            args.extend([flag.to_string(), kv.clone()]);
-        }
-    }
-    for j in &a.src.jpath {
-        args.extend(["-J".to_string(), abs(j).to_string_lossy().into_owned()]);
-    }
-    if let Some(t) = a.src.config_timeout {
-        args.extend([
-            "--config-timeout".to_string(),
-            format!("{}ms", t.as_millis()),
-        ]);
-    }
+    let args = a.src.jsonnet_args();
     let o = ptmp_graph::systemd::UnitOptions {
         ptmp: &ptmp,
         graph_file: &graph_file,

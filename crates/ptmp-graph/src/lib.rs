@@ -55,6 +55,7 @@ pub mod part;
 pub mod plan;
 pub mod reconfig;
 pub mod rundir;
+pub mod slurm;
 pub mod soak;
 pub mod status;
 pub mod supervise;

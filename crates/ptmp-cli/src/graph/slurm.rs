@@ -1,0 +1,121 @@
+//! `ptmp graph sbatch` and `ptmp graph run --slurm`: a graph under Slurm,
+//! one job step per host on its own node (see `ptmp_graph::slurm`).
+
+use super::{load_value, GraphSource, RunArgs};
+use crate::common::{out, stopping, CliError, CliResult};
+use clap::Args;
+use ptmp_graph::plan::Plan;
+use ptmp_graph::slurm::{self, Allocation};
+use ptmp_graph::Graph;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct SbatchArgs {
+    #[command(flatten)]
+    src: GraphSource,
+    /// The ptmp program the script runs (default: this one).
+    #[arg(long, value_name = "PATH")]
+    ptmp: Option<PathBuf>,
+    /// Stop the graph after this long (e.g. 8h; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = ptmp::duration::secs_positive)]
+    ttl: Option<Duration>,
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `ptmp graph sbatch G`: the batch script, on standard output.
+pub fn sbatch(a: &SbatchArgs) -> CliResult {
+    let (g, _) = a.src.load()?;
+    let ptmp = match &a.ptmp {
+        Some(p) => absolute(p),
+        None => std::env::current_exe()?,
+    };
+    let mut args = a.src.jsonnet_args();
+    if let Some(d) = &a.src.run_dir {
+        args.extend(["--run-dir".into(), absolute(d).display().to_string()]);
+    }
+    if let Some(t) = a.ttl {
+        args.extend(["--ttl".into(), format!("{}ms", t.as_millis())]);
+    }
+    let script = slurm::sbatch_script(&g, &ptmp, &absolute(&a.src.file), &args);
+    out!("{script}")?;
+    Ok(())
+}
+
+/// The graph with `--host-address NAME=ADDRESS` applied.
+pub fn load_addressed(src: &GraphSource, overrides: &[String]) -> CliResult<(Graph, Plan)> {
+    if overrides.is_empty() {
+        return src.load();
+    }
+    let mut pairs = Vec::new();
+    for o in overrides {
+        match o.split_once('=') {
+            Some((n, a)) if !n.is_empty() && !a.is_empty() => pairs.push((n, a)),
+            _ => {
+                return Err(CliError::usage(format!(
+                    "--host-address {o:?}: give NAME=ADDRESS, for example daq1=10.0.0.1"
+                )))
+            }
+        }
+    }
+    src.load_edited(|v, _| {
+        let Some(hosts) = v.get_mut("hosts").and_then(|h| h.as_array_mut()) else {
+            return Err(CliError::usage(
+                "--host-address: the graph has no \"hosts\" list to set addresses in",
+            ));
+        };
+        for (name, address) in &pairs {
+            let Some(h) = hosts.iter_mut().find(|h| h["name"] == *name) else {
+                return Err(CliError::usage(format!(
+                    "--host-address {name}={address}: the graph has no host {name:?}"
+                )));
+            };
+            h["address"] = (*address).into();
+        }
+        Ok(())
+    })
+}
+
+/// `ptmp graph run G --slurm`: one step per host, supervised.
+pub fn run(a: &RunArgs) -> CliResult {
+    let alloc = Allocation::from_env().map_err(CliError::usage)?;
+    let v = a.src.value()?;
+    let (g, p) = load_value(&v, &a.src.stem(), a.src.run_dir.as_deref())?;
+    let finite = slurm::finite_hosts(&g, &p);
+    let placed = slurm::place(&g, &alloc).map_err(CliError::usage)?;
+    let ptmp = std::env::current_exe()?;
+    let graph_file = absolute(&a.src.file);
+    let mut args = a.src.jsonnet_args();
+    for (host, node) in &placed {
+        args.extend(["--host-address".into(), format!("{host}={}", node.address)]);
+    }
+    if let Some(t) = a.ttl {
+        args.extend(["--ttl".into(), format!("{}ms", t.as_millis())]);
+    }
+    if let Some(t) = a.status {
+        args.extend(["--status".into(), format!("{}ms", t.as_millis())]);
+    }
+    let run_base = match &a.src.run_dir {
+        Some(d) => absolute(d),
+        None => std::env::temp_dir().join(format!("ptmp-slurm-{}-{}", g.name, alloc.job)),
+    };
+    let launch = slurm::Launch {
+        ptmp: &ptmp,
+        graph_file: &graph_file,
+        run_base: &run_base,
+        args: &args,
+    };
+    tracing::info!(
+        "graph {}: {} host(s) on job {}'s nodes",
+        g.name,
+        placed.len(),
+        alloc.job
+    );
+    let mut log = crate::log::Lines::default();
+    launch
+        .run(&alloc.job, &placed, &finite, &stopping, &mut log)
+        .map_err(|e| CliError::fail(format!("graph {}: {e}", g.name)))
+}

@@ -1,0 +1,263 @@
+//! A graph under a real Slurm (Debian's 22.05: slurmctld and three slurmd,
+//! each node a network namespace): the batch script `ptmp graph sbatch`
+//! writes, given to `sbatch`, runs each host's part as a job step on its
+//! own node with that node's address, and the sink gets every set once, in
+//! order; a part whose step is killed is started again on its node, and
+//! the sink gets nothing twice; `scancel -s INT` stops a graph with no end
+//! cleanly, its dump file whole.
+
+mod common;
+#[path = "slurm/mod.rs"]
+mod slurm;
+
+use common::{text, PTMP};
+use ptmp_data::dump::DumpReader;
+use ptmp_data::{decode_tpset, Frames};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Source on host a, a worker on b, the sink on c (writing `out`).
+fn graph(name: &str, out: &Path, count: Option<u64>, port_base: u16) -> Value {
+    let mut src = json!({"tps": 2, "rate": 500});
+    let mut snk = json!({"ofile": out.to_str().unwrap()});
+    if let Some(n) = count {
+        src["count"] = n.into();
+        snk["count"] = n.into();
+    }
+    json!({
+        "name": name,
+        "hosts": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+        "port_base": port_base,
+        "nodes": [
+            {"name": "src", "type": "source", "data": src},
+            {"name": "w", "type": "worker"},
+            {"name": "snk", "type": "sink", "data": snk}
+        ],
+        "edges": [
+            {"from": "src.out", "to": "w.in", "pattern": "pushpull"},
+            {"from": "w.out", "to": "snk.in", "pattern": "pushpull"}
+        ],
+        "processes": [
+            {"name": "front", "host": "a", "nodes": ["src"]},
+            {"name": "mid", "host": "b", "nodes": ["w"]},
+            {"name": "back", "host": "c", "nodes": ["snk"]}
+        ]
+    })
+}
+
+/// The counts of the sets in a dump file, in order; the file must read
+/// to its end without error.
+fn counts(f: &Path) -> Vec<u64> {
+    let mut r = DumpReader::new(std::io::BufReader::new(std::fs::File::open(f).unwrap()));
+    let mut fr = Frames::new();
+    let mut v = Vec::new();
+    while r.read_into(&mut fr).unwrap() {
+        v.push(decode_tpset(fr.get(1).unwrap()).unwrap().count as u64);
+    }
+    v
+}
+
+/// `ptmp graph sbatch` for graph `g` (written in `dir`), submitted; the
+/// job's id.
+fn submit(c: &slurm::Cluster, dir: &Path, g: &Value, extra: &[&str]) -> String {
+    let f = dir.join(format!("{}.json", g["name"].as_str().unwrap()));
+    std::fs::write(&f, g.to_string()).unwrap();
+    let run = dir.join("run");
+    let mut args = vec![
+        "graph",
+        "sbatch",
+        f.to_str().unwrap(),
+        "--run-dir",
+        run.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = std::process::Command::new(PTMP)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let script = text(&o.stdout);
+    for want in ["#SBATCH --nodes=3", "#SBATCH --no-kill", "--slurm"] {
+        assert!(script.contains(want), "{want} in:\n{script}");
+    }
+    let sf = dir.join("job.sh");
+    std::fs::write(&sf, &script).unwrap();
+    let out = dir.join("job.out");
+    let o = c.client(
+        "sbatch",
+        &[
+            "--parsable",
+            "--output",
+            out.to_str().unwrap(),
+            "--chdir",
+            dir.to_str().unwrap(),
+            sf.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "sbatch: {}", text(&o.stderr));
+    text(&o.stdout)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// Waits until job `id` has left the queue.
+fn wait_gone(c: &slurm::Cluster, id: &str, limit: Duration, out: &Path) {
+    let t0 = Instant::now();
+    while c.job_state(id).is_some() {
+        assert!(
+            t0.elapsed() < limit,
+            "job {id} still {:?} after {limit:?}; its output:\n{}",
+            c.job_state(id),
+            std::fs::read_to_string(out).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn a_graph_runs_under_slurm_one_node_per_host() {
+    if let Some(p) = slurm::missing() {
+        common::missing_part(&format!(
+            "a_graph_runs_under_slurm_one_node_per_host: {p} missing (Debian packages slurmctld slurmd slurm-client munge)"
+        ));
+        return;
+    }
+    let c = match slurm::Cluster::start(3, "g") {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let d = tempfile::tempdir().unwrap();
+
+    // A graph with an end: every set arrives once, in order.
+    let n = 2000;
+    let out = d.path().join("finite.dump");
+    let id = submit(
+        &c,
+        d.path(),
+        &graph("slurmfinite", &out, Some(n), 24400),
+        &[],
+    );
+    let log = d.path().join("job.out");
+    wait_gone(&c, &id, Duration::from_secs(120), &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    for want in [
+        "host a on node n1 (10.234.0.2)",
+        "host b on node n2",
+        "host c on node n3",
+    ] {
+        assert!(said.contains(want), "{want} in:\n{said}");
+    }
+    assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{said}");
+
+    // A graph with no end, its worker's part killed once: started again on
+    // its node; then scancel -s INT stops it all cleanly.
+    let out = d.path().join("endless.dump");
+    let id = submit(&c, d.path(), &graph("slurmendless", &out, None, 24500), &[]);
+    let t0 = Instant::now();
+    let mid_pid = loop {
+        let pid = std::fs::read_to_string(d.path().join("run/b/supervisor.pid")).ok();
+        if let Some(p) = pid.and_then(|p| p.trim().parse::<i32>().ok()) {
+            if std::fs::metadata(&out).is_ok_and(|m| m.len() > 10_000) {
+                break p;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the graph did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // SAFETY: kill(2) of host b's supervisor, a process of this test's job.
+    unsafe {
+        libc::kill(mid_pid, libc::SIGKILL);
+    }
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("starting it again (1 of 3)")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Sets flow again through the restarted part.
+    let before = counts(&out).len();
+    let t0 = Instant::now();
+    while counts(&out).len() < before + 500 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no sets after the restart: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let o = c.client("scancel", &["-s", "INT", &id]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    wait_gone(&c, &id, Duration::from_secs(90), &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    for h in ["a", "b", "c"] {
+        assert!(
+            said.contains(&format!("slurm: host {h} on node"))
+                && said.contains(&format!("host {h} on node n")),
+            "{said}"
+        );
+    }
+    assert!(
+        !said.contains("killed"),
+        "every part drained in time:\n{said}"
+    );
+    // Nothing twice, in order; what the killed worker held may be lost.
+    let got = counts(&out);
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "a set repeated or out of order"
+    );
+    assert!(got.len() as u64 > before as u64 + 500, "{}", got.len());
+    let lost = got.last().map_or(0, |l| l + 1) - got.len() as u64;
+    eprintln!(
+        "job output:\n{said}\nsink: {} sets, {lost} lost to the killed part, none twice",
+        got.len()
+    );
+}
+
+/// Outside an allocation `--slurm` says where it runs; a bad
+/// `--host-address` names what is wrong. Neither starts anything.
+#[test]
+fn slurm_and_host_address_mistakes_are_named() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("g.json");
+    std::fs::write(
+        &f,
+        graph("slurmmistake", &d.path().join("o.dump"), Some(10), 24600).to_string(),
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let ptmp = |args: &[&str]| {
+        std::process::Command::new(PTMP)
+            .args(args)
+            .env_remove("SLURM_JOB_ID")
+            .env_remove("SLURM_JOB_NODELIST")
+            .output()
+            .unwrap()
+    };
+    let o = ptmp(&["graph", "run", f, "--slurm"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("SLURM_JOB_ID") && text(&o.stderr).contains("sbatch"),
+        "{}",
+        text(&o.stderr)
+    );
+    for (arg, says) in [("a", "NAME=ADDRESS"), ("zz=10.0.0.9", "no host \"zz\"")] {
+        let o = ptmp(&["graph", "run", f, "--host", "a", "--host-address", arg]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains(says), "{arg}: {}", text(&o.stderr));
+    }
+}

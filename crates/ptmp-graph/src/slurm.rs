@@ -1,0 +1,378 @@
+//! A graph inside a Slurm allocation: each of the graph's hosts is placed
+//! on one of the allocated nodes (in order), its address becomes that
+//! node's, and its part (`ptmp graph run G --host H`, with its own
+//! supervisor) runs as one job step there (`srun`, one task on that
+//! node). A step that fails is started again on the same node, a few
+//! times; a step that ends cleanly (the graph finished, or `scancel -s
+//! INT` stopped it) is not. Stopping the launcher signals every step with
+//! SIGINT through `scancel`, so each part drains as it does by hand.
+//!
+//! Slurm sees only processes; what ptmp adds is which host talks to which
+//! (the addresses written into the graph each step runs).
+
+use crate::Graph;
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How many times a failed step is started again on its node.
+pub const STEP_RESTARTS: u32 = 3;
+
+/// How long the steps have to drain after the stop signal before they are
+/// killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(60);
+
+/// One allocated node: its Slurm name and the address its processes are
+/// reached at (`NodeAddr`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The node's name (`-w NAME`).
+    pub name: String,
+    /// Its address (IPv4 or a host name).
+    pub address: String,
+}
+
+/// The allocation this process runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    /// `SLURM_JOB_ID`.
+    pub job: String,
+    /// The nodes, in the allocation's order.
+    pub nodes: Vec<Node>,
+}
+
+/// Runs a Slurm client program; its standard output, or why it failed.
+fn slurm_tool(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {program} (Slurm's client programs): {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{program} {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `NodeAddr` in one line of `scontrol -o show node` output.
+fn node_addr(line: &str) -> Option<&str> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("NodeAddr="))
+        .filter(|a| !a.is_empty() && *a != "(null)")
+}
+
+impl Allocation {
+    /// The allocation named by `SLURM_JOB_ID` and `SLURM_JOB_NODELIST`
+    /// (as `salloc` and `sbatch` set them), its nodes' names expanded and
+    /// addresses asked of `scontrol`.
+    pub fn from_env() -> Result<Allocation, String> {
+        let var = |k: &str| {
+            std::env::var(k).map_err(|_| {
+                format!("{k} is not set: --slurm runs inside an allocation (salloc, or a script given to sbatch; `ptmp graph sbatch G` writes one)")
+            })
+        };
+        let job = var("SLURM_JOB_ID")?;
+        let list = var("SLURM_JOB_NODELIST")?;
+        let names = slurm_tool("scontrol", &["show", "hostnames", &list])?;
+        let mut nodes = Vec::new();
+        for name in names.split_whitespace() {
+            let info = slurm_tool("scontrol", &["-o", "show", "node", name])?;
+            let address = node_addr(&info).unwrap_or(name).to_string();
+            nodes.push(Node {
+                name: name.to_string(),
+                address,
+            });
+        }
+        if nodes.is_empty() {
+            return Err(format!("allocation {job} lists no nodes ({list:?})"));
+        }
+        Ok(Allocation { job, nodes })
+    }
+}
+
+/// The node each of the graph's hosts runs on: the first host on the
+/// first node, and so on. The error says how many nodes are missing.
+pub fn place(g: &Graph, alloc: &Allocation) -> Result<Vec<(String, Node)>, String> {
+    if g.hosts.len() > alloc.nodes.len() {
+        return Err(format!(
+            "graph {} has {} hosts but allocation {} has {} node(s): ask for --nodes={} (ptmp graph sbatch does)",
+            g.name,
+            g.hosts.len(),
+            alloc.job,
+            alloc.nodes.len(),
+            g.hosts.len()
+        ));
+    }
+    Ok(g.hosts
+        .iter()
+        .zip(&alloc.nodes)
+        .map(|(h, n)| (h.name.clone(), n.clone()))
+        .collect())
+}
+
+/// Per host of `g` (in order): whether one of its processes ends by
+/// itself (a source or sink with a count). When all such hosts' steps
+/// have ended cleanly the graph is finished, and the launcher stops the
+/// others (a host of workers only would run on for ever).
+pub fn finite_hosts(g: &Graph, p: &crate::plan::Plan) -> Vec<bool> {
+    (0..g.hosts.len())
+        .map(|h| {
+            g.processes
+                .iter()
+                .zip(&p.finite)
+                .any(|(proc_, fin)| proc_.host == h && *fin)
+        })
+        .collect()
+}
+
+/// The graph's configuration as the steps run it: named (so that its name
+/// does not depend on the file it is written to), and with each host's
+/// address the address of the node it was placed on.
+pub fn readdress(v: &Value, name: &str, placed: &[(String, Node)]) -> Value {
+    let mut v = v.clone();
+    v["name"] = Value::from(name);
+    let hosts: Vec<Value> = placed
+        .iter()
+        .map(|(h, n)| serde_json::json!({"name": h, "address": n.address}))
+        .collect();
+    v["hosts"] = Value::from(hosts);
+    v
+}
+
+/// One word for a POSIX shell, quoted when it needs to be.
+fn sh_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// A batch script for `sbatch` that runs the graph on one node per host:
+/// `--no-kill` so that a failed node does not end the job, and the
+/// launcher (`ptmp graph run G --slurm`) as its only command. `args` go
+/// after the file (Jsonnet options, `--ttl`, ...).
+pub fn sbatch_script(g: &Graph, ptmp: &Path, graph_file: &Path, args: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "#!/bin/sh");
+    let _ = writeln!(
+        s,
+        "# Runs graph {} with one node per host; submit with: sbatch FILE",
+        g.name
+    );
+    let _ = writeln!(s, "#SBATCH --job-name=ptmp-{}", g.name);
+    let _ = writeln!(s, "#SBATCH --nodes={}", g.hosts.len().max(1));
+    let _ = writeln!(s, "#SBATCH --ntasks-per-node=1");
+    let _ = writeln!(s, "#SBATCH --no-kill");
+    let mut cmd = vec![
+        sh_word(&ptmp.display().to_string()),
+        "graph".into(),
+        "run".into(),
+        sh_word(&graph_file.display().to_string()),
+    ];
+    cmd.extend(args.iter().map(|a| sh_word(a)));
+    cmd.push("--slurm".into());
+    let _ = writeln!(s, "exec {}", cmd.join(" "));
+    s
+}
+
+/// What the launcher runs on each node: this `ptmp`, the rewritten graph
+/// file, the run directory under which each host's part has its own, and
+/// the arguments for `graph run` after `--host H --run-dir D`.
+pub struct Launch<'a> {
+    /// The `ptmp` program.
+    pub ptmp: &'a Path,
+    /// The graph as the steps run it ([`readdress`]), as a file.
+    pub graph_file: &'a Path,
+    /// Each host's part runs with `--run-dir RUN_BASE/HOST`.
+    pub run_base: &'a Path,
+    /// More arguments for each part (`--ttl`, `--status`).
+    pub args: &'a [String],
+}
+
+struct Step {
+    finite: bool,
+    host: String,
+    node: Node,
+    child: Option<Child>,
+    restarts: u32,
+    ended: Option<ExitStatus>,
+}
+
+impl Launch<'_> {
+    fn start(&self, host: &str, node: &Node) -> Result<Child, String> {
+        let run_dir: PathBuf = self.run_base.join(host);
+        Command::new("srun")
+            .args([
+                "--overlap",
+                "--nodes=1",
+                "--ntasks=1",
+                "--kill-on-bad-exit=0",
+            ])
+            .arg(format!("--nodelist={}", node.name))
+            .arg(format!("--job-name=ptmp-{host}"))
+            .arg(self.ptmp)
+            .args(["graph", "run"])
+            .arg(self.graph_file)
+            .args(["--host", host, "--run-dir"])
+            .arg(&run_dir)
+            .args(self.args)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run srun (Slurm's client programs): {e}"))
+    }
+
+    /// Runs one step per placed host until every step ended cleanly, the
+    /// hosts marked `finite` ([`finite_hosts`]) all did, or `stop()` says
+    /// to stop (then every step is sent SIGINT through
+    /// `scancel` and given [`STOP_GRACE`] to drain). A step that fails is
+    /// started again on its node up to [`STEP_RESTARTS`] times; after that
+    /// the others are stopped and the error names the host and node.
+    pub fn run(
+        &self,
+        job: &str,
+        placed: &[(String, Node)],
+        finite: &[bool],
+        stop: &dyn Fn() -> bool,
+        log: &mut dyn Write,
+    ) -> Result<(), String> {
+        let mut steps = Vec::new();
+        for (i, (host, node)) in placed.iter().enumerate() {
+            let _ = writeln!(
+                log,
+                "slurm: host {host} on node {} ({})",
+                node.name, node.address
+            );
+            steps.push(Step {
+                finite: finite.get(i).copied().unwrap_or(false),
+                host: host.clone(),
+                node: node.clone(),
+                child: Some(self.start(host, node)?),
+                restarts: 0,
+                ended: None,
+            });
+        }
+        let mut failure = None;
+        let clean = |s: &Step| s.child.is_none() && s.ended.is_some_and(|e| e.success());
+        while failure.is_none() && !stop() {
+            if steps.iter().all(|s| s.child.is_none()) {
+                return Ok(());
+            }
+            if steps.iter().any(|s| s.finite) && steps.iter().filter(|s| s.finite).all(clean) {
+                let _ = writeln!(
+                    log,
+                    "slurm: every host that ends by itself has ended: the graph is finished"
+                );
+                break;
+            }
+            for s in &mut steps {
+                failure = failure.or(self.watch(s, log)?);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = writeln!(log, "slurm: stopping every step of job {job} (SIGINT)");
+        stop_steps(job, &mut steps, log);
+        match failure {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    /// Looks at one step: a failed one is started again (or, past the
+    /// restarts, reported as the failure).
+    fn watch(&self, s: &mut Step, log: &mut dyn Write) -> Result<Option<String>, String> {
+        let Some(child) = &mut s.child else {
+            return Ok(None);
+        };
+        let Some(status) = child.try_wait().map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        s.child = None;
+        s.ended = Some(status);
+        if status.success() {
+            let _ = writeln!(log, "slurm: host {} on node {} ended", s.host, s.node.name);
+            return Ok(None);
+        }
+        if s.restarts >= STEP_RESTARTS {
+            return Ok(Some(format!(
+                "host {} on node {} failed {} times (last: {status}); stopping the graph",
+                s.host,
+                s.node.name,
+                s.restarts + 1
+            )));
+        }
+        s.restarts += 1;
+        let _ = writeln!(
+            log,
+            "slurm: host {} on node {} ended with {status}; starting it again ({} of {STEP_RESTARTS})",
+            s.host,
+            s.node.name,
+            s.restarts
+        );
+        s.child = Some(self.start(&s.host, &s.node)?);
+        Ok(None)
+    }
+}
+
+/// SIGINT to every step of `job` (not the batch script), then waits for
+/// ours to end; those still running after [`STOP_GRACE`] are killed.
+fn stop_steps(job: &str, steps: &mut [Step], log: &mut dyn Write) {
+    if let Err(e) = slurm_tool("scancel", &["--signal=INT", job]) {
+        let _ = writeln!(log, "slurm: {e}");
+    }
+    let t0 = Instant::now();
+    while steps.iter().any(|s| s.child.is_some()) && t0.elapsed() < STOP_GRACE {
+        for s in steps.iter_mut() {
+            if let Some(c) = &mut s.child {
+                if let Ok(Some(st)) = c.try_wait() {
+                    s.ended = Some(st);
+                    s.child = None;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for s in steps.iter_mut() {
+        if let Some(mut c) = s.child.take() {
+            let _ = writeln!(
+                log,
+                "slurm: host {} did not stop in {STOP_GRACE:?}: killed",
+                s.host
+            );
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_addresses_are_read_from_scontrol_lines() {
+        let l = "NodeName=n1 Arch=x86_64 CoresPerSocket=2 NodeAddr=10.233.0.2 NodeHostName=n1";
+        assert_eq!(node_addr(l), Some("10.233.0.2"));
+        assert_eq!(node_addr("NodeName=n1 NodeAddr=(null)"), None);
+        assert_eq!(node_addr("NodeName=n1"), None);
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_shell() {
+        assert_eq!(sh_word("/usr/bin/ptmp"), "/usr/bin/ptmp");
+        assert_eq!(sh_word("a b"), "'a b'");
+        assert_eq!(sh_word("it's"), r"'it'\''s'");
+        assert_eq!(sh_word(""), "''");
+    }
+}
