@@ -2,9 +2,10 @@
 //! each node a network namespace): the batch script `ptmp graph sbatch`
 //! writes, given to `sbatch`, runs each host's part as a job step on its
 //! own node with that node's address, and the sink gets every set once, in
-//! order; a part whose step is killed is started again on its node, and
-//! the sink gets nothing twice; `scancel -s INT` stops a graph with no end
-//! cleanly, its dump file whole.
+//! order. A graph connected by name (its hosts have no addresses): a part
+//! whose step is killed is started again on its node, a part whose node
+//! is powered off moves to the spare node, and the sink gets nothing
+//! twice; `scancel -s INT` stops it cleanly, its dump file whole.
 
 mod common;
 #[path = "slurm/mod.rs"]
@@ -17,17 +18,25 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Source on host a, a worker on b, the sink on c (writing `out`).
-fn graph(name: &str, out: &Path, count: Option<u64>, port_base: u16) -> Value {
+/// Source on host a, a worker on b, the sink on c (writing `out`); the
+/// hosts with addresses (which Slurm's placement replaces) or without
+/// (connected by name).
+fn graph(name: &str, out: &Path, count: Option<u64>, port_base: u16, addressed: bool) -> Value {
     let mut src = json!({"tps": 2, "rate": 500});
     let mut snk = json!({"ofile": out.to_str().unwrap()});
     if let Some(n) = count {
         src["count"] = n.into();
         snk["count"] = n.into();
     }
+    let hosts = if addressed {
+        json!([{"name": "a", "address": "192.0.2.1"}, {"name": "b", "address": "192.0.2.2"},
+               {"name": "c", "address": "192.0.2.3"}])
+    } else {
+        json!([{"name": "a"}, {"name": "b"}, {"name": "c"}])
+    };
     json!({
         "name": name,
-        "hosts": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+        "hosts": hosts,
         "port_base": port_base,
         "nodes": [
             {"name": "src", "type": "source", "data": src},
@@ -60,7 +69,7 @@ fn counts(f: &Path) -> Vec<u64> {
 
 /// `ptmp graph sbatch` for graph `g` (written in `dir`), submitted; the
 /// job's id.
-fn submit(c: &slurm::Cluster, dir: &Path, g: &Value, extra: &[&str]) -> String {
+fn submit(c: &slurm::Cluster, dir: &Path, g: &Value, extra: &[&str], nodes: usize) -> String {
     let f = dir.join(format!("{}.json", g["name"].as_str().unwrap()));
     std::fs::write(&f, g.to_string()).unwrap();
     let run = dir.join("run");
@@ -78,7 +87,8 @@ fn submit(c: &slurm::Cluster, dir: &Path, g: &Value, extra: &[&str]) -> String {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let script = text(&o.stdout);
-    for want in ["#SBATCH --nodes=3", "#SBATCH --no-kill", "--slurm"] {
+    let want_nodes = format!("#SBATCH --nodes={nodes}");
+    for want in [want_nodes.as_str(), "#SBATCH --no-kill", "--slurm"] {
         assert!(script.contains(want), "{want} in:\n{script}");
     }
     let sf = dir.join("job.sh");
@@ -126,7 +136,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         ));
         return;
     }
-    let c = match slurm::Cluster::start(3, "g") {
+    let c = match slurm::Cluster::start(4, "g") {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
@@ -138,8 +148,9 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     let id = submit(
         &c,
         d.path(),
-        &graph("slurmfinite", &out, Some(n), 24400),
+        &graph("slurmfinite", &out, Some(n), 24400, true),
         &[],
+        3,
     );
     let log = d.path().join("job.out");
     wait_gone(&c, &id, Duration::from_secs(120), &log);
@@ -153,10 +164,18 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     }
     assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{said}");
 
-    // A graph with no end, its worker's part killed once: started again on
-    // its node; then scancel -s INT stops it all cleanly.
+    // A graph with no end, connected by name, with a spare node: its
+    // worker's part killed once is started again on its node; its node
+    // powered off, it moves to the spare; then scancel -s INT stops it all
+    // cleanly.
     let out = d.path().join("endless.dump");
-    let id = submit(&c, d.path(), &graph("slurmendless", &out, None, 24500), &[]);
+    let id = submit(
+        &c,
+        d.path(),
+        &graph("slurmendless", &out, None, 24500, false),
+        &["--spare-nodes", "1"],
+        4,
+    );
     let t0 = Instant::now();
     let mid_pid = loop {
         let pid = std::fs::read_to_string(d.path().join("run/b/supervisor.pid")).ok();
@@ -189,16 +208,37 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         std::thread::sleep(Duration::from_millis(200));
     }
     // Sets flow again through the restarted part.
-    let before = counts(&out).len();
+    let flowing = |what: &str| {
+        let before = counts(&out).len();
+        let t0 = Instant::now();
+        while counts(&out).len() < before + 500 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(90),
+                "no sets after {what}: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        before
+    };
+    flowing("the restart");
+    // Node n2 powered off: once Slurm marks it down, host b moves to n4.
+    c.power_off("n2");
     let t0 = Instant::now();
-    while counts(&out).len() < before + 500 {
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("host b moves to node n4")
+    {
         assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no sets after the restart: {}",
+            t0.elapsed() < Duration::from_secs(120),
+            "host b did not move: {}",
             std::fs::read_to_string(&log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(300));
     }
+    let moved_after = t0.elapsed();
+    let before = flowing("the move");
+    let resumed_after = t0.elapsed();
     let o = c.client("scancel", &["-s", "INT", &id]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     wait_gone(&c, &id, Duration::from_secs(90), &log);
@@ -211,7 +251,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         );
     }
     assert!(
-        !said.contains("killed"),
+        !said.contains("did not stop in"),
         "every part drained in time:\n{said}"
     );
     // Nothing twice, in order; what the killed worker held may be lost.
@@ -223,7 +263,8 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     assert!(got.len() as u64 > before as u64 + 500, "{}", got.len());
     let lost = got.last().map_or(0, |l| l + 1) - got.len() as u64;
     eprintln!(
-        "job output:\n{said}\nsink: {} sets, {lost} lost to the killed part, none twice",
+        "job output:\n{said}\nsink: {} sets, {lost} lost to the killed part and the lost node, none twice; \
+         node n2 powered off: host b moved after {moved_after:?}, sets flowed again after {resumed_after:?}",
         got.len()
     );
 }
@@ -236,7 +277,14 @@ fn slurm_and_host_address_mistakes_are_named() {
     let f = d.path().join("g.json");
     std::fs::write(
         &f,
-        graph("slurmmistake", &d.path().join("o.dump"), Some(10), 24600).to_string(),
+        graph(
+            "slurmmistake",
+            &d.path().join("o.dump"),
+            Some(10),
+            24600,
+            true,
+        )
+        .to_string(),
     )
     .unwrap();
     let f = f.to_str().unwrap();

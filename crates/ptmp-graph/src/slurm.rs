@@ -11,7 +11,6 @@
 //! (the addresses written into the graph each step runs).
 
 use crate::Graph;
-use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -99,7 +98,8 @@ impl Allocation {
 }
 
 /// The node each of the graph's hosts runs on: the first host on the
-/// first node, and so on. The error says how many nodes are missing.
+/// first node, and so on (the nodes left over are the spares, see
+/// [`Launch::run`]). The error says how many nodes are missing.
 pub fn place(g: &Graph, alloc: &Allocation) -> Result<Vec<(String, Node)>, String> {
     if g.hosts.len() > alloc.nodes.len() {
         return Err(format!(
@@ -133,20 +133,6 @@ pub fn finite_hosts(g: &Graph, p: &crate::plan::Plan) -> Vec<bool> {
         .collect()
 }
 
-/// The graph's configuration as the steps run it: named (so that its name
-/// does not depend on the file it is written to), and with each host's
-/// address the address of the node it was placed on.
-pub fn readdress(v: &Value, name: &str, placed: &[(String, Node)]) -> Value {
-    let mut v = v.clone();
-    v["name"] = Value::from(name);
-    let hosts: Vec<Value> = placed
-        .iter()
-        .map(|(h, n)| serde_json::json!({"name": h, "address": n.address}))
-        .collect();
-    v["hosts"] = Value::from(hosts);
-    v
-}
-
 /// One word for a POSIX shell, quoted when it needs to be.
 fn sh_word(w: &str) -> String {
     if !w.is_empty()
@@ -159,11 +145,18 @@ fn sh_word(w: &str) -> String {
     }
 }
 
-/// A batch script for `sbatch` that runs the graph on one node per host:
+/// A batch script for `sbatch` that runs the graph on one node per host
+/// (and `spares` more, for parts whose node fails):
 /// `--no-kill` so that a failed node does not end the job, and the
 /// launcher (`ptmp graph run G --slurm`) as its only command. `args` go
 /// after the file (Jsonnet options, `--ttl`, ...).
-pub fn sbatch_script(g: &Graph, ptmp: &Path, graph_file: &Path, args: &[String]) -> String {
+pub fn sbatch_script(
+    g: &Graph,
+    spares: usize,
+    ptmp: &Path,
+    graph_file: &Path,
+    args: &[String],
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "#!/bin/sh");
     let _ = writeln!(
@@ -172,7 +165,7 @@ pub fn sbatch_script(g: &Graph, ptmp: &Path, graph_file: &Path, args: &[String])
         g.name
     );
     let _ = writeln!(s, "#SBATCH --job-name=ptmp-{}", g.name);
-    let _ = writeln!(s, "#SBATCH --nodes={}", g.hosts.len().max(1));
+    let _ = writeln!(s, "#SBATCH --nodes={}", g.hosts.len().max(1) + spares);
     let _ = writeln!(s, "#SBATCH --ntasks-per-node=1");
     let _ = writeln!(s, "#SBATCH --no-kill");
     let mut cmd = vec![
@@ -193,12 +186,29 @@ pub fn sbatch_script(g: &Graph, ptmp: &Path, graph_file: &Path, args: &[String])
 pub struct Launch<'a> {
     /// The `ptmp` program.
     pub ptmp: &'a Path,
-    /// The graph as the steps run it ([`readdress`]), as a file.
+    /// The graph's file (the same path on every node).
     pub graph_file: &'a Path,
     /// Each host's part runs with `--run-dir RUN_BASE/HOST`.
     pub run_base: &'a Path,
-    /// More arguments for each part (`--ttl`, `--status`).
+    /// More arguments for each part (`--ttl`, `--status`, the hosts'
+    /// addresses).
     pub args: &'a [String],
+    /// Whether a part may move to another node: only when the graph's
+    /// hosts have no addresses, so that their peers find them by name.
+    pub movable: bool,
+}
+
+/// Why `node` is lost to the job: its Slurm state (down, failing, not
+/// responding); `None` while it serves (or when it cannot be asked).
+fn node_lost(node: &Node) -> Option<String> {
+    let info = slurm_tool("scontrol", &["-o", "show", "node", &node.name]).ok()?;
+    let state = info
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("State="))?;
+    ["DOWN", "FAIL", "NOT_RESPONDING"]
+        .iter()
+        .any(|b| state.contains(b))
+        .then(|| state.to_string())
 }
 
 struct Step {
@@ -243,10 +253,12 @@ impl Launch<'_> {
         &self,
         job: &str,
         placed: &[(String, Node)],
+        spares: &[Node],
         finite: &[bool],
         stop: &dyn Fn() -> bool,
         log: &mut dyn Write,
     ) -> Result<(), String> {
+        let mut spares: Vec<Node> = spares.iter().rev().cloned().collect();
         let mut steps = Vec::new();
         for (i, (host, node)) in placed.iter().enumerate() {
             let _ = writeln!(
@@ -277,7 +289,7 @@ impl Launch<'_> {
                 break;
             }
             for s in &mut steps {
-                failure = failure.or(self.watch(s, log)?);
+                failure = failure.or(self.watch(s, &mut spares, log)?);
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -289,9 +301,15 @@ impl Launch<'_> {
         }
     }
 
-    /// Looks at one step: a failed one is started again (or, past the
-    /// restarts, reported as the failure).
-    fn watch(&self, s: &mut Step, log: &mut dyn Write) -> Result<Option<String>, String> {
+    /// Looks at one step: one whose node was lost moves to a spare node;
+    /// a failed one is started again (or, past the restarts, reported as
+    /// the failure).
+    fn watch(
+        &self,
+        s: &mut Step,
+        spares: &mut Vec<Node>,
+        log: &mut dyn Write,
+    ) -> Result<Option<String>, String> {
         let Some(child) = &mut s.child else {
             return Ok(None);
         };
@@ -300,6 +318,10 @@ impl Launch<'_> {
         };
         s.child = None;
         s.ended = Some(status);
+        // srun ends a step whose node failed with status 0: ask the node.
+        if let Some(state) = node_lost(&s.node) {
+            return self.move_step(s, &state, spares, log);
+        }
         if status.success() {
             let _ = writeln!(log, "slurm: host {} on node {} ended", s.host, s.node.name);
             return Ok(None);
@@ -322,6 +344,41 @@ impl Launch<'_> {
         );
         s.child = Some(self.start(&s.host, &s.node)?);
         Ok(None)
+    }
+
+    /// Moves the step of a lost node to the next spare node that serves.
+    fn move_step(
+        &self,
+        s: &mut Step,
+        state: &str,
+        spares: &mut Vec<Node>,
+        log: &mut dyn Write,
+    ) -> Result<Option<String>, String> {
+        let lost = format!("node {} is lost ({state})", s.node.name);
+        if !self.movable {
+            return Ok(Some(format!(
+                "{lost}, and host {} cannot move: its address is in the graph (a graph whose hosts have no address is connected by name, and its parts can move)",
+                s.host
+            )));
+        }
+        while let Some(spare) = spares.pop() {
+            if node_lost(&spare).is_some() {
+                continue;
+            }
+            let _ = writeln!(
+                log,
+                "slurm: {lost}: host {} moves to node {}",
+                s.host, spare.name
+            );
+            s.node = spare;
+            s.child = Some(self.start(&s.host, &s.node)?);
+            s.ended = None;
+            return Ok(None);
+        }
+        Ok(Some(format!(
+            "{lost}, and no spare node is left for host {}: ask for more nodes than hosts (ptmp graph sbatch --spare-nodes N)",
+            s.host
+        )))
     }
 }
 

@@ -20,6 +20,10 @@ pub struct SbatchArgs {
     /// Stop the graph after this long (e.g. 8h; a bare number is seconds).
     #[arg(long, value_name = "DURATION", value_parser = ptmp::duration::secs_positive)]
     ttl: Option<Duration>,
+    /// Ask for this many nodes more than hosts: a part whose node fails
+    /// moves to one (when the graph's hosts have no addresses).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    spare_nodes: usize,
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -40,7 +44,7 @@ pub fn sbatch(a: &SbatchArgs) -> CliResult {
     if let Some(t) = a.ttl {
         args.extend(["--ttl".into(), format!("{}ms", t.as_millis())]);
     }
-    let script = slurm::sbatch_script(&g, &ptmp, &absolute(&a.src.file), &args);
+    let script = slurm::sbatch_script(&g, a.spare_nodes, &ptmp, &absolute(&a.src.file), &args);
     out!("{script}")?;
     Ok(())
 }
@@ -88,9 +92,15 @@ pub fn run(a: &RunArgs) -> CliResult {
     let placed = slurm::place(&g, &alloc).map_err(CliError::usage)?;
     let ptmp = std::env::current_exe()?;
     let graph_file = absolute(&a.src.file);
+    let spares: Vec<_> = alloc.nodes[placed.len()..].to_vec();
+    // A graph with no addresses is connected by name, and its parts can
+    // move; the others get their nodes' addresses.
+    let movable = g.hosts.iter().all(|h| h.address.is_empty());
     let mut args = a.src.jsonnet_args();
-    for (host, node) in &placed {
-        args.extend(["--host-address".into(), format!("{host}={}", node.address)]);
+    if !movable {
+        for (host, node) in &placed {
+            args.extend(["--host-address".into(), format!("{host}={}", node.address)]);
+        }
     }
     if let Some(t) = a.ttl {
         args.extend(["--ttl".into(), format!("{}ms", t.as_millis())]);
@@ -107,6 +117,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         graph_file: &graph_file,
         run_base: &run_base,
         args: &args,
+        movable,
     };
     tracing::info!(
         "graph {}: {} host(s) on job {}'s nodes",
@@ -116,6 +127,6 @@ pub fn run(a: &RunArgs) -> CliResult {
     );
     let mut log = crate::log::Lines::default();
     launch
-        .run(&alloc.job, &placed, &finite, &stopping, &mut log)
+        .run(&alloc.job, &placed, &spares, &finite, &stopping, &mut log)
         .map_err(|e| CliError::fail(format!("graph {}: {e}", g.name)))
 }

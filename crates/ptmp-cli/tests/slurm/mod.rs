@@ -81,7 +81,7 @@ impl Cluster {
                 ])
                 && ip(&["-n", sw, "link", "set", &s, "master", "br0", "up"])
                 && ip(&["-n", h, "addr", "add", &addr, "dev", &v])
-                && ip(&["-n", h, "link", "set", &v, "up"])
+                && ip(&["-n", h, "link", "set", &v, "up", "multicast", "on"])
                 && ip(&["-n", h, "link", "set", "lo", "up"]);
         }
         if !ok {
@@ -218,9 +218,32 @@ impl Cluster {
         (!s.is_empty()).then_some(s)
     }
 
-    /// The slurmd log of node `name`.
+    /// A log file of the cluster (`slurmctld.log`, `slurmd-n1.log`).
     pub fn log(&self, file: &str) -> String {
         std::fs::read_to_string(self.dir.path().join(file)).unwrap_or_default()
+    }
+
+    /// Powers node `name` off: every process in its namespace (its slurmd,
+    /// the steps there and their processes) killed at once.
+    pub fn power_off(&self, name: &str) {
+        let ns = &self
+            .nodes
+            .iter()
+            .find(|n| n.0 == name)
+            .expect("a node of this cluster")
+            .1;
+        let o = Command::new("ip")
+            .args(["netns", "pids", ns])
+            .output()
+            .unwrap();
+        for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+            if let Ok(pid) = pid.parse::<i32>() {
+                // SAFETY: kill(2) of a process in this cluster's namespace.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
     }
 }
 
