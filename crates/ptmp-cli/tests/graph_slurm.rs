@@ -8,6 +8,8 @@
 //! twice; `scancel -s INT` stops it cleanly, its dump file whole.
 
 mod common;
+#[path = "lan/mod.rs"]
+mod lan;
 #[path = "slurm/mod.rs"]
 mod slurm;
 
@@ -156,7 +158,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     wait_gone(&c, &id, Duration::from_secs(120), &log);
     let said = std::fs::read_to_string(&log).unwrap_or_default();
     for want in [
-        "host a on node n1 (10.234.0.2)",
+        "host a on node n1 (10.232.0.2)",
         "host b on node n2",
         "host c on node n3",
     ] {

@@ -13,17 +13,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// Whether Slurm and munge are installed; the missing program otherwise.
 pub fn missing() -> Option<&'static str> {
@@ -46,52 +37,35 @@ pub fn missing() -> Option<&'static str> {
 pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub ctl: String,
-    pub switch: String,
     /// Node names (n1...) and their namespaces.
     pub nodes: Vec<(String, String)>,
+    /// The namespaces: the controller's first (10.232.0.1), then the
+    /// nodes' (10.232.0.2 up); deleted after the daemons are stopped.
+    lan: Option<super::lan::Lan>,
 }
 
 impl Cluster {
     /// A controller and `count` nodes; `Err` says what did not start.
     pub fn start(count: usize, tag: &str) -> Result<Cluster, String> {
-        let id = std::process::id() % 100_000;
         let dir = tempfile::Builder::new().prefix("slurm").tempdir().unwrap();
+        let lan = super::lan::Lan::make(count + 1, &format!("sl{tag}"))
+            .ok_or("cannot make the network namespaces (needs root and iproute2)")?;
         let c = Cluster {
-            ctl: format!("psl{tag}c{id}"),
-            switch: format!("psl{tag}s{id}"),
+            ctl: lan.hosts[0].clone(),
             nodes: (1..=count)
-                .map(|i| (format!("n{i}"), format!("psl{tag}{i}x{id}")))
+                .map(|i| (format!("n{i}"), lan.hosts[i].clone()))
                 .collect(),
             dir,
+            lan: Some(lan),
         };
-        let sw = c.switch.as_str();
-        let mut ok = ip(&["netns", "add", sw])
-            && ip(&["-n", sw, "link", "add", "br0", "type", "bridge"])
-            && ip(&["-n", sw, "link", "set", "br0", "up"]);
-        let all: Vec<&str> = std::iter::once(c.ctl.as_str())
-            .chain(c.nodes.iter().map(|n| n.1.as_str()))
-            .collect();
-        for (i, h) in all.iter().enumerate() {
-            let (v, s) = (format!("v{i}"), format!("s{i}"));
-            let addr = format!("10.234.0.{}/24", i + 1);
-            ok = ok
-                && ip(&["netns", "add", h])
-                && ip(&[
-                    "link", "add", &v, "netns", h, "type", "veth", "peer", "name", &s, "netns", sw,
-                ])
-                && ip(&["-n", sw, "link", "set", &s, "master", "br0", "up"])
-                && ip(&["-n", h, "addr", "add", &addr, "dev", &v])
-                && ip(&["-n", h, "link", "set", &v, "up", "multicast", "on"])
-                && ip(&["-n", h, "link", "set", "lo", "up"]);
-        }
-        if !ok {
-            return Err("cannot make the network namespaces (needs root and iproute2)".into());
-        }
         let w = c.dir.path();
         let key = w.join("munge.key");
-        let bytes: Vec<u8> = (0..1024u32)
-            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ id as u8)
-            .collect();
+        let mut bytes = vec![0u8; 1024];
+        std::io::Read::read_exact(
+            &mut std::fs::File::open("/dev/urandom").unwrap(),
+            &mut bytes,
+        )
+        .unwrap();
         std::fs::write(&key, bytes).unwrap();
         std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o400))
             .unwrap();
@@ -143,7 +117,7 @@ impl Cluster {
     fn conf_text(&self) -> String {
         let w = self.dir.path().display();
         let mut s = format!(
-            "ClusterName=ptmptest\nMailProg=/bin/true\nSlurmctldHost=ctl(10.234.0.1)\n\
+            "ClusterName=ptmptest\nMailProg=/bin/true\nSlurmctldHost=ctl(10.232.0.1)\n\
              AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={w}/munge.sock\n\
              SlurmUser=root\nSlurmdUser=root\nStateSaveLocation={w}/state\n\
              SlurmdSpoolDir={w}/spool-%n\nSlurmctldPidFile={w}/slurmctld.pid\n\
@@ -155,7 +129,7 @@ impl Cluster {
         );
         for (i, (name, _)) in self.nodes.iter().enumerate() {
             s += &format!(
-                "NodeName={name} NodeAddr=10.234.0.{} CPUs=2 State=UNKNOWN\n",
+                "NodeName={name} NodeAddr=10.232.0.{} CPUs=2 State=UNKNOWN\n",
                 i + 2
             );
         }
@@ -276,10 +250,6 @@ impl Drop for Cluster {
             }
         }
         std::thread::sleep(Duration::from_millis(300));
-        for (_, ns) in &self.nodes {
-            ip(&["netns", "del", ns]);
-        }
-        ip(&["netns", "del", &self.ctl]);
-        ip(&["netns", "del", &self.switch]);
+        drop(self.lan.take());
     }
 }
