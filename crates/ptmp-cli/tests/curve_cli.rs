@@ -13,6 +13,35 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Key pairs `server`, `alice` and `mallory` made by `ptmp keys new` in
+/// `dir`; a file's path by its name.
+fn keys(dir: &std::path::Path) -> impl Fn(&str) -> String + '_ {
+    for name in ["server", "alice", "mallory"] {
+        let o = run(&["keys", "new", name, "--dir", dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    move |n: &str| dir.join(n).display().to_string()
+}
+
+/// `ptmp CMD -n N -p TYPE -a bind -e EP` as the CURVE server admitting
+/// alice only, then `extra`; started and listening.
+fn server(
+    f: &dyn Fn(&str) -> String,
+    cmd: &str,
+    n: &str,
+    stype: &str,
+    ep: &str,
+    extra: &[&str],
+) -> Proc {
+    let (secret, alice) = (f("server.key_secret"), f("alice.key"));
+    let mut args = vec![cmd, "-n", n, "-p", stype, "-a", "bind", "-e", ep];
+    args.extend(["--curve-secret", &secret, "--curve-allow", &alice]);
+    args.extend_from_slice(extra);
+    let p = Proc::spawn(&args);
+    wait_listening(ep);
+    p
+}
+
 #[test]
 fn keys_are_made_once_and_shown() {
     let d = tempfile::tempdir().unwrap();
@@ -44,30 +73,9 @@ fn keys_are_made_once_and_shown() {
 #[test]
 fn send_and_recv_over_a_secured_edge() {
     let d = tempfile::tempdir().unwrap();
-    let dir = d.path().to_str().unwrap();
-    for name in ["server", "alice", "mallory"] {
-        assert!(run(&["keys", "new", name, "--dir", dir]).status.success());
-    }
-    let f = |n: &str| d.path().join(n).display().to_string();
+    let f = keys(d.path());
     let recv = |ep: &str, n: &str, timeout: &str| {
-        Proc::spawn(&[
-            "recv",
-            "-n",
-            n,
-            "-p",
-            "PULL",
-            "-a",
-            "bind",
-            "-e",
-            ep,
-            "-T",
-            timeout,
-            "--json",
-            "--curve-secret",
-            &f("server.key_secret"),
-            "--curve-allow",
-            &f("alice.key"),
-        ])
+        server(&f, "recv", n, "PULL", ep, &["-T", timeout, "--json"])
     };
     let send = |ep: &str, who: &str, n: &str, server: &str| {
         run(&[
@@ -132,22 +140,7 @@ fn send_and_recv_over_a_secured_edge() {
     // too, and ends with exit 1 rather than waiting for sets that cannot
     // come.
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let tx = Proc::spawn(&[
-        "send",
-        "-n",
-        "10",
-        "-p",
-        "PUSH",
-        "-a",
-        "bind",
-        "-e",
-        &ep,
-        "--curve-secret",
-        &f("server.key_secret"),
-        "--curve-allow",
-        &f("alice.key"),
-    ]);
-    wait_listening(&ep);
+    let tx = server(&f, "send", "10", "PUSH", &ep, &[]);
     let o = run(&[
         "recv",
         "-n",
@@ -197,11 +190,7 @@ fn send_and_recv_over_a_secured_edge() {
 #[test]
 fn cat_copies_into_a_secured_edge_and_is_refused_without_a_listed_key() {
     let d = tempfile::tempdir().unwrap();
-    let dir = d.path().to_str().unwrap();
-    for name in ["server", "alice", "mallory"] {
-        assert!(run(&["keys", "new", name, "--dir", dir]).status.success());
-    }
-    let f = |n: &str| d.path().join(n).display().to_string();
+    let f = keys(d.path());
     let client = |ep: &str, stype: &str, who: &str| {
         json!({"socket": {"type": stype, "connect": ep, "linger_ms": 1000,
                "curve": {"secret_key_file": f(&format!("{who}.key_secret")),
@@ -210,25 +199,14 @@ fn cat_copies_into_a_secured_edge_and_is_refused_without_a_listed_key() {
     };
     let secured = format!("tcp://127.0.0.1:{}", free_port());
     let plain = format!("tcp://127.0.0.1:{}", free_port());
-    let rx = Proc::spawn(&[
+    let rx = server(
+        &f,
         "recv",
-        "-n",
         "300",
-        "-p",
         "PULL",
-        "-a",
-        "bind",
-        "-e",
         &secured,
-        "-T",
-        "20s",
-        "--json",
-        "--curve-secret",
-        &f("server.key_secret"),
-        "--curve-allow",
-        &f("alice.key"),
-    ]);
-    wait_listening(&secured);
+        &["-T", "20s", "--json"],
+    );
     let tx = Proc::spawn(&[
         "send", "-n", "300", "-p", "PUSH", "-a", "bind", "-e", &plain,
     ]);
@@ -255,24 +233,7 @@ fn cat_copies_into_a_secured_edge_and_is_refused_without_a_listed_key() {
     // Writing with a key not listed: refused, nothing claimed delivered.
     let secured = format!("tcp://127.0.0.1:{}", free_port());
     let plain = format!("tcp://127.0.0.1:{}", free_port());
-    let rx = Proc::spawn(&[
-        "recv",
-        "-n",
-        "1",
-        "-p",
-        "PULL",
-        "-a",
-        "bind",
-        "-e",
-        &secured,
-        "-T",
-        "10s",
-        "--curve-secret",
-        &f("server.key_secret"),
-        "--curve-allow",
-        &f("alice.key"),
-    ]);
-    wait_listening(&secured);
+    let rx = server(&f, "recv", "1", "PULL", &secured, &["-T", "10s"]);
     let tx = Proc::spawn(&["send", "-n", "20", "-p", "PUSH", "-a", "bind", "-e", &plain]);
     wait_listening(&plain);
     let cat = run(&[
@@ -294,22 +255,7 @@ fn cat_copies_into_a_secured_edge_and_is_refused_without_a_listed_key() {
 
     // Reading with a key not listed: refused, not left waiting.
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let tx = Proc::spawn(&[
-        "send",
-        "-n",
-        "10",
-        "-p",
-        "PUSH",
-        "-a",
-        "bind",
-        "-e",
-        &ep,
-        "--curve-secret",
-        &f("server.key_secret"),
-        "--curve-allow",
-        &f("alice.key"),
-    ]);
-    wait_listening(&ep);
+    let tx = server(&f, "send", "10", "PUSH", &ep, &[]);
     let cat = run(&[
         "cat",
         "-n",
@@ -334,11 +280,7 @@ fn cat_copies_into_a_secured_edge_and_is_refused_without_a_listed_key() {
 #[test]
 fn an_agent_refused_by_its_curve_server_stops_the_run() {
     let d = tempfile::tempdir().unwrap();
-    let dir = d.path().to_str().unwrap();
-    for name in ["server", "alice", "mallory"] {
-        assert!(run(&["keys", "new", name, "--dir", dir]).status.success());
-    }
-    let f = |n: &str| d.path().join(n).display().to_string();
+    let f = keys(d.path());
     let ep = format!("tcp://127.0.0.1:{}", free_port());
     let tx = Proc::spawn(&[
         "send",
