@@ -229,8 +229,10 @@ pub struct RunArgs {
     /// Inside a Slurm allocation (salloc, sbatch): run each host's part as
     /// a job step on its own node, the hosts placed on the allocated nodes
     /// in order and given their addresses; restart a failed step on its
-    /// node; stop every step with SIGINT when stopped.
-    #[arg(long, conflicts_with = "http")]
+    /// node; stop every step with SIGINT when stopped. With --http (and a
+    /// --run-dir every node shares) the launcher serves one view of all
+    /// the hosts' parts.
+    #[arg(long)]
     slurm: bool,
     /// Print per-node counts and rates this often (e.g. 10s; a bare number
     /// is seconds; also on SIGUSR1).
@@ -278,9 +280,42 @@ impl HttpArgs {
                 .map_err(|e| CliError::usage(e.to_string()))?,
             None => 0,
         };
+        let o = self.graph_options(addr, g, &p.run_dir)?;
+        let m = self.serve(ptmp_monitor::start(g, p, h, &o))?;
+        tracing::info!("graph {}: monitor at http://{}/", g.name, m.local_addr());
+        Ok(Some(m))
+    }
+
+    /// Start the monitor of several hosts' parts, each `(host, run
+    /// directory, node)`, when asked; the token (for remote clients) is
+    /// kept in `dir`.
+    pub fn start_across(
+        &self,
+        g: &Graph,
+        p: &Plan,
+        dir: &Path,
+        parts: Vec<(usize, PathBuf, Option<String>)>,
+    ) -> CliResult<Option<ptmp_monitor::Monitor>> {
+        let Some(addr) = self.http else {
+            return Ok(None);
+        };
+        let o = self.graph_options(addr, g, dir)?;
+        let c = ptmp_monitor::state::Collector::across(g, p, parts);
+        let m = self.serve(ptmp_monitor::start_with(Box::new(c), &o))?;
+        tracing::info!("graph {}: monitor at http://{}/", g.name, m.local_addr());
+        Ok(Some(m))
+    }
+
+    /// The monitor's options for a graph whose run directory is `dir`:
+    /// with --http-allow-remote, the token kept there (and said once).
+    fn graph_options(
+        &self,
+        addr: std::net::SocketAddr,
+        g: &Graph,
+        dir: &Path,
+    ) -> CliResult<ptmp_monitor::Options> {
         let mut o = self.options(addr);
         if o.allow_remote {
-            let dir = &p.run_dir;
             ptmp_graph::rundir::prepare(dir, &g.name).map_err(|e| CliError::fail(e.to_string()))?;
             let t = ptmp_graph::rundir::monitor_token(dir)
                 .map_err(|e| CliError::fail(format!("graph {}: {e}", g.name)))?;
@@ -291,9 +326,7 @@ impl HttpArgs {
             );
             o.token = Some(t);
         }
-        let m = self.serve(ptmp_monitor::start(g, p, h, &o))?;
-        tracing::info!("graph {}: monitor at http://{}/", g.name, m.local_addr());
-        Ok(Some(m))
+        Ok(o)
     }
 
     /// Start the monitor of the agents of this process (`ptmp run`), whose

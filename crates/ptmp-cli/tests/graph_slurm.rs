@@ -175,7 +175,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         &c,
         d.path(),
         &graph("slurmendless", &out, None, 24500, false),
-        &["--spare-nodes", "1"],
+        &["--spare-nodes", "1", "--http", "127.0.0.1:0"],
         4,
     );
     let t0 = Instant::now();
@@ -193,6 +193,61 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
+    // One view of all three hosts' parts, served by the launcher on node
+    // n1 (the batch step's node), read from their run directories.
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    let url = said
+        .lines()
+        .find_map(|l| l.split("monitor at ").nth(1))
+        .unwrap_or_else(|| panic!("no monitor address in:\n{said}"))
+        .trim()
+        .to_string();
+    let t0 = Instant::now();
+    let state = loop {
+        let o = std::process::Command::new("ip")
+            .args(["netns", "exec", &c.nodes[0].1, "/usr/bin/python3", "-c"])
+            .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + 'api/state', timeout=5).read().decode())")
+            .arg(&url)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        let running = v["processes"]
+            .as_array()
+            .is_some_and(|ps| ps.len() == 3 && ps.iter().all(|p| p["state"] == "running"));
+        if running {
+            break v;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the launcher's view: {v}\n{}",
+            text(&o.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    for (proc_, host, node) in [
+        ("front", "a", "n1"),
+        ("mid", "b", "n2"),
+        ("back", "c", "n3"),
+    ] {
+        let p = state["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == proc_)
+            .unwrap();
+        assert_eq!(
+            (p["host"].as_str(), p["node"].as_str()),
+            (Some(host), Some(node)),
+            "{state}"
+        );
+    }
+    let snk = state["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "snk")
+        .unwrap();
+    assert!(snk["in"].as_u64().unwrap_or(0) > 0, "{state}");
     // SAFETY: kill(2) of host b's supervisor, a process of this test's job.
     unsafe {
         libc::kill(mid_pid, libc::SIGKILL);

@@ -77,12 +77,24 @@ impl SocketRow {
     }
 }
 
-/// Gathers the state of one graph run.
+/// One host's part of a graph run, as a collector reads it.
+struct Part {
+    /// The host (an index into the graph's hosts).
+    host: usize,
+    /// Its supervisor's run directory.
+    run_dir: PathBuf,
+    /// Where it runs, when a scheduler placed it (a Slurm node's name).
+    node: Option<String>,
+}
+
+/// Gathers the state of one graph run: one host's part, or several whose
+/// run directories this process can read (a graph under Slurm with its run
+/// directories on a shared file system).
 pub struct Collector {
     graph: Graph,
     plan: Plan,
-    run_dir: PathBuf,
-    /// The host whose processes this supervisor runs.
+    parts: Vec<Part>,
+    /// The host named as this view's in the state (the first part's).
     host: usize,
     /// Per edge, the addresses it uses.
     edge_addrs: Vec<Vec<String>>,
@@ -228,6 +240,16 @@ impl Collector {
     /// A collector for graph `g` as planned by `plan`, run on host `host`
     /// (an index into `g.hosts`).
     pub fn new(graph: &Graph, plan: &Plan, host: usize) -> Collector {
+        Collector::across(graph, plan, vec![(host, plan.run_dir.clone(), None)])
+    }
+
+    /// A collector of several hosts' parts: each `(host, run directory,
+    /// node it runs on)`. Hosts not listed are shown "elsewhere".
+    pub fn across(
+        graph: &Graph,
+        plan: &Plan,
+        parts: Vec<(usize, PathBuf, Option<String>)>,
+    ) -> Collector {
         let edge_addrs: Vec<Vec<String>> = plan
             .links
             .iter()
@@ -258,8 +280,15 @@ impl Collector {
         Collector {
             graph: graph.clone(),
             plan: plan.clone(),
-            run_dir: plan.run_dir.clone(),
-            host,
+            host: parts.first().map_or(0, |p| p.0),
+            parts: parts
+                .into_iter()
+                .map(|(host, run_dir, node)| Part {
+                    host,
+                    run_dir,
+                    node,
+                })
+                .collect(),
             edge_addrs,
             ports_by_process,
             started: Instant::now(),
@@ -318,11 +347,28 @@ impl Collector {
     /// history) and every socket, matched to the plan.
     pub fn collect(&mut self) -> (Value, Vec<SocketRow>) {
         let g = &self.graph;
-        let statuses = status::read_all(&self.run_dir);
-        let procs = status::read_processes(&self.run_dir);
-        let proc_state = |name: &str| -> (String, u64, Option<u64>) {
-            procs
-                .as_ref()
+        let statuses: Vec<Value> = self
+            .parts
+            .iter()
+            .flat_map(|p| status::read_all(&p.run_dir))
+            .collect();
+        let procs: BTreeMap<usize, Option<Value>> = self
+            .parts
+            .iter()
+            .map(|p| (p.host, status::read_processes(&p.run_dir)))
+            .collect();
+        let node_of = |host: usize| -> Value {
+            self.parts
+                .iter()
+                .find(|p| p.host == host)
+                .and_then(|p| p.node.clone())
+                .map_or(Value::Null, Value::from)
+        };
+        let proc_state = |host: usize, name: &str| -> (String, u64, Option<u64>) {
+            let Some(doc) = procs.get(&host) else {
+                return ("elsewhere".into(), 0, None);
+            };
+            doc.as_ref()
                 .and_then(|v| v["processes"].as_array().cloned())
                 .into_iter()
                 .flatten()
@@ -356,22 +402,14 @@ impl Collector {
         let t = self.started.elapsed().as_secs_f64();
         let mut processes = Vec::new();
         for p in &g.processes {
-            let (state, restarts, pid) = if p.host == self.host {
-                proc_state(&p.name)
-            } else {
-                ("elsewhere".into(), 0, None)
-            };
+            let (state, restarts, pid) = proc_state(p.host, &p.name);
             processes.push(json!({"name": p.name, "host": g.hosts[p.host].name,
-                "state": state, "restarts": restarts, "pid": pid}));
+                "node": node_of(p.host), "state": state, "restarts": restarts, "pid": pid}));
         }
         let mut nodes = Vec::new();
         for n in &g.nodes {
             let p = &g.processes[n.process];
-            let (mut state, restarts, _) = if p.host == self.host {
-                proc_state(&p.name)
-            } else {
-                ("elsewhere".into(), 0, None)
-            };
+            let (mut state, restarts, _) = proc_state(p.host, &p.name);
             let d = node_docs.get(&n.name).cloned().unwrap_or(Value::Null);
             if state == "running" && d["ended"] == true {
                 state = "ended".into();
@@ -444,7 +482,8 @@ impl Collector {
         let hosts: Vec<Value> = g
             .hosts
             .iter()
-            .map(|h| json!({"name": h.name, "address": h.address}))
+            .enumerate()
+            .map(|(i, h)| json!({"name": h.name, "address": h.address, "node": node_of(i)}))
             .collect();
         let state = json!({
             "graph": g.name, "host": g.hosts[self.host].name,

@@ -1,7 +1,7 @@
 //! `ptmp graph sbatch` and `ptmp graph run --slurm`: a graph under Slurm,
 //! one job step per host on its own node (see `ptmp_graph::slurm`).
 
-use super::{load_value, GraphSource, RunArgs};
+use super::{load_value, GraphSource, HttpArgs, RunArgs};
 use crate::common::{out, stopping, CliError, CliResult};
 use clap::Args;
 use ptmp_graph::plan::Plan;
@@ -24,6 +24,10 @@ pub struct SbatchArgs {
     /// moves to one (when the graph's hosts have no addresses).
     #[arg(long, value_name = "N", default_value_t = 0)]
     spare_nodes: usize,
+    /// The launcher's one view of all the hosts' parts (needs --run-dir on
+    /// a file system every node shares).
+    #[command(flatten)]
+    http: HttpArgs,
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -44,9 +48,24 @@ pub fn sbatch(a: &SbatchArgs) -> CliResult {
     if let Some(t) = a.ttl {
         args.extend(["--ttl".into(), format!("{}ms", t.as_millis())]);
     }
+    if let Some(h) = a.http.http {
+        if a.src.run_dir.is_none() {
+            return Err(no_shared_dir());
+        }
+        args.extend(["--http".into(), h.to_string()]);
+        if a.http.http_allow_remote {
+            args.push("--http-allow-remote".into());
+        }
+    }
     let script = slurm::sbatch_script(&g, a.spare_nodes, &ptmp, &absolute(&a.src.file), &args);
     out!("{script}")?;
     Ok(())
+}
+
+fn no_shared_dir() -> CliError {
+    CliError::usage(
+        "--http with Slurm needs --run-dir on a file system every node shares: the launcher reads each host's status there",
+    )
 }
 
 /// The graph with `--host-address NAME=ADDRESS` applied.
@@ -111,6 +130,21 @@ pub fn run(a: &RunArgs) -> CliResult {
     let run_base = match &a.src.run_dir {
         Some(d) => absolute(d),
         None => std::env::temp_dir().join(format!("ptmp-slurm-{}-{}", g.name, alloc.job)),
+    };
+    // One view of every host's part, read from their run directories.
+    let _monitor = match (&a.http.http, &a.src.run_dir) {
+        (None, _) => None,
+        (Some(_), None) => return Err(no_shared_dir()),
+        (Some(_), Some(_)) => {
+            let mut parts = Vec::new();
+            for (host, node) in &placed {
+                let h = g
+                    .host_index(host)
+                    .map_err(|e| CliError::usage(e.to_string()))?;
+                parts.push((h, run_base.join(host), Some(node.name.clone())));
+            }
+            a.http.start_across(&g, &p, &run_base, parts)?
+        }
     };
     let launch = slurm::Launch {
         ptmp: &ptmp,
