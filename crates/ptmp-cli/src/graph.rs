@@ -287,20 +287,21 @@ impl HttpArgs {
     }
 
     /// Start the monitor of several hosts' parts, each `(host, run
-    /// directory, node)`, when asked; the token (for remote clients) is
-    /// kept in `dir`.
+    /// directory)`, placed on nodes as `placement` says; the token (for
+    /// remote clients) is kept in `dir`.
     pub fn start_across(
         &self,
         g: &Graph,
         p: &Plan,
         dir: &Path,
-        parts: Vec<(usize, PathBuf, Option<String>)>,
+        parts: Vec<(usize, PathBuf)>,
+        placement: ptmp_monitor::state::Placement,
     ) -> CliResult<Option<ptmp_monitor::Monitor>> {
         let Some(addr) = self.http else {
             return Ok(None);
         };
         let o = self.graph_options(addr, g, dir)?;
-        let c = ptmp_monitor::state::Collector::across(g, p, parts);
+        let c = ptmp_monitor::state::Collector::across(g, p, parts, placement);
         let m = self.serve(ptmp_monitor::start_with(Box::new(c), &o))?;
         tracing::info!("graph {}: monitor at http://{}/", g.name, m.local_addr());
         Ok(Some(m))

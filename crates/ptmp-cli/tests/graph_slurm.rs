@@ -202,15 +202,29 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         .unwrap_or_else(|| panic!("no monitor address in:\n{said}"))
         .trim()
         .to_string();
-    let t0 = Instant::now();
-    let state = loop {
+    let view = || -> (Value, String) {
         let o = std::process::Command::new("ip")
             .args(["netns", "exec", &c.nodes[0].1, "/usr/bin/python3", "-c"])
             .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + 'api/state', timeout=5).read().decode())")
             .arg(&url)
             .output()
             .unwrap();
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        (
+            serde_json::from_slice(&o.stdout).unwrap_or(Value::Null),
+            text(&o.stderr),
+        )
+    };
+    let node_of = |v: &Value, proc_: &str| -> Option<String> {
+        v["processes"]
+            .as_array()?
+            .iter()
+            .find(|p| p["name"] == proc_)?["node"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let t0 = Instant::now();
+    let state = loop {
+        let (v, err) = view();
         let running = v["processes"]
             .as_array()
             .is_some_and(|ps| ps.len() == 3 && ps.iter().all(|p| p["state"] == "running"));
@@ -219,8 +233,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         }
         assert!(
             t0.elapsed() < Duration::from_secs(30),
-            "the launcher's view: {v}\n{}",
-            text(&o.stderr)
+            "the launcher's view: {v}\n{err}"
         );
         std::thread::sleep(Duration::from_millis(300));
     };
@@ -296,6 +309,8 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     let moved_after = t0.elapsed();
     let before = flowing("the move");
     let resumed_after = t0.elapsed();
+    let (v, err) = view();
+    assert_eq!(node_of(&v, "mid").as_deref(), Some("n4"), "{v}\n{err}");
     let o = c.client("scancel", &["-s", "INT", &id]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     wait_gone(&c, &id, Duration::from_secs(90), &log);

@@ -243,7 +243,8 @@ impl Launch<'_> {
             .map_err(|e| format!("cannot run srun (Slurm's client programs): {e}"))
     }
 
-    /// Runs one step per placed host until every step ended cleanly, the
+    /// Runs one step per placed host (telling `placed_at` where each runs,
+    /// and again when one moves) until every step ended cleanly, the
     /// hosts marked `finite` ([`finite_hosts`]) all did, or `stop()` says
     /// to stop (then every step is sent SIGINT through
     /// `scancel` and given [`STOP_GRACE`] to drain). A step that fails is
@@ -256,6 +257,7 @@ impl Launch<'_> {
         spares: &[Node],
         finite: &[bool],
         stop: &dyn Fn() -> bool,
+        placed_at: &mut dyn FnMut(&str, &Node),
         log: &mut dyn Write,
     ) -> Result<(), String> {
         let mut spares: Vec<Node> = spares.iter().rev().cloned().collect();
@@ -266,6 +268,7 @@ impl Launch<'_> {
                 "slurm: host {host} on node {} ({})",
                 node.name, node.address
             );
+            placed_at(host, node);
             steps.push(Step {
                 finite: finite.get(i).copied().unwrap_or(false),
                 host: host.clone(),
@@ -289,7 +292,7 @@ impl Launch<'_> {
                 break;
             }
             for s in &mut steps {
-                failure = failure.or(self.watch(s, &mut spares, log)?);
+                failure = failure.or(self.watch(s, &mut spares, placed_at, log)?);
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -308,6 +311,7 @@ impl Launch<'_> {
         &self,
         s: &mut Step,
         spares: &mut Vec<Node>,
+        placed_at: &mut dyn FnMut(&str, &Node),
         log: &mut dyn Write,
     ) -> Result<Option<String>, String> {
         let Some(child) = &mut s.child else {
@@ -320,7 +324,7 @@ impl Launch<'_> {
         s.ended = Some(status);
         // srun ends a step whose node failed with status 0: ask the node.
         if let Some(state) = node_lost(&s.node) {
-            return self.move_step(s, &state, spares, log);
+            return self.move_step(s, &state, spares, placed_at, log);
         }
         if status.success() {
             let _ = writeln!(log, "slurm: host {} on node {} ended", s.host, s.node.name);
@@ -352,6 +356,7 @@ impl Launch<'_> {
         s: &mut Step,
         state: &str,
         spares: &mut Vec<Node>,
+        placed_at: &mut dyn FnMut(&str, &Node),
         log: &mut dyn Write,
     ) -> Result<Option<String>, String> {
         let lost = format!("node {} is lost ({state})", s.node.name);
@@ -371,6 +376,7 @@ impl Launch<'_> {
                 s.host, spare.name
             );
             s.node = spare;
+            placed_at(&s.host, &s.node);
             s.child = Some(self.start(&s.host, &s.node)?);
             s.ended = None;
             return Ok(None);

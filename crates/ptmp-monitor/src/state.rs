@@ -83,9 +83,11 @@ struct Part {
     host: usize,
     /// Its supervisor's run directory.
     run_dir: PathBuf,
-    /// Where it runs, when a scheduler placed it (a Slurm node's name).
-    node: Option<String>,
 }
+
+/// Where a scheduler placed each host's part (host index to a Slurm
+/// node's name), kept up to date by whoever moves parts.
+pub type Placement = Arc<Mutex<BTreeMap<usize, String>>>;
 
 /// Gathers the state of one graph run: one host's part, or several whose
 /// run directories this process can read (a graph under Slurm with its run
@@ -94,6 +96,8 @@ pub struct Collector {
     graph: Graph,
     plan: Plan,
     parts: Vec<Part>,
+    /// Where each part runs, when a scheduler placed them.
+    placement: Placement,
     /// The host named as this view's in the state (the first part's).
     host: usize,
     /// Per edge, the addresses it uses.
@@ -240,15 +244,22 @@ impl Collector {
     /// A collector for graph `g` as planned by `plan`, run on host `host`
     /// (an index into `g.hosts`).
     pub fn new(graph: &Graph, plan: &Plan, host: usize) -> Collector {
-        Collector::across(graph, plan, vec![(host, plan.run_dir.clone(), None)])
+        Collector::across(
+            graph,
+            plan,
+            vec![(host, plan.run_dir.clone())],
+            Placement::default(),
+        )
     }
 
-    /// A collector of several hosts' parts: each `(host, run directory,
-    /// node it runs on)`. Hosts not listed are shown "elsewhere".
+    /// A collector of several hosts' parts, each `(host, run directory)`,
+    /// placed on nodes as `placement` says now. Hosts not listed are shown
+    /// "elsewhere".
     pub fn across(
         graph: &Graph,
         plan: &Plan,
-        parts: Vec<(usize, PathBuf, Option<String>)>,
+        parts: Vec<(usize, PathBuf)>,
+        placement: Placement,
     ) -> Collector {
         let edge_addrs: Vec<Vec<String>> = plan
             .links
@@ -283,12 +294,9 @@ impl Collector {
             host: parts.first().map_or(0, |p| p.0),
             parts: parts
                 .into_iter()
-                .map(|(host, run_dir, node)| Part {
-                    host,
-                    run_dir,
-                    node,
-                })
+                .map(|(host, run_dir)| Part { host, run_dir })
                 .collect(),
+            placement,
             edge_addrs,
             ports_by_process,
             started: Instant::now(),
@@ -357,12 +365,15 @@ impl Collector {
             .iter()
             .map(|p| (p.host, status::read_processes(&p.run_dir)))
             .collect();
+        let placed = self
+            .placement
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let node_of = |host: usize| -> Value {
-            self.parts
-                .iter()
-                .find(|p| p.host == host)
-                .and_then(|p| p.node.clone())
-                .map_or(Value::Null, Value::from)
+            placed
+                .get(&host)
+                .map_or(Value::Null, |n| Value::from(n.as_str()))
         };
         let proc_state = |host: usize, name: &str| -> (String, u64, Option<u64>) {
             let Some(doc) = procs.get(&host) else {

@@ -131,19 +131,34 @@ pub fn run(a: &RunArgs) -> CliResult {
         Some(d) => absolute(d),
         None => std::env::temp_dir().join(format!("ptmp-slurm-{}-{}", g.name, alloc.job)),
     };
-    // One view of every host's part, read from their run directories.
+    // One view of every host's part, read from their run directories,
+    // with the node each runs on (kept as parts move).
+    let placement = ptmp_monitor::state::Placement::default();
+    let mut index = std::collections::BTreeMap::new();
+    for (host, _) in &placed {
+        let h = g
+            .host_index(host)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        index.insert(host.clone(), h);
+    }
     let _monitor = match (&a.http.http, &a.src.run_dir) {
         (None, _) => None,
         (Some(_), None) => return Err(no_shared_dir()),
         (Some(_), Some(_)) => {
-            let mut parts = Vec::new();
-            for (host, node) in &placed {
-                let h = g
-                    .host_index(host)
-                    .map_err(|e| CliError::usage(e.to_string()))?;
-                parts.push((h, run_base.join(host), Some(node.name.clone())));
-            }
-            a.http.start_across(&g, &p, &run_base, parts)?
+            let parts = placed
+                .iter()
+                .map(|(host, _)| (index[host], run_base.join(host)))
+                .collect();
+            a.http
+                .start_across(&g, &p, &run_base, parts, placement.clone())?
+        }
+    };
+    let mut placed_at = |host: &str, node: &slurm::Node| {
+        if let Some(h) = index.get(host) {
+            placement
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(*h, node.name.clone());
         }
     };
     let launch = slurm::Launch {
@@ -161,6 +176,14 @@ pub fn run(a: &RunArgs) -> CliResult {
     );
     let mut log = crate::log::Lines::default();
     launch
-        .run(&alloc.job, &placed, &spares, &finite, &stopping, &mut log)
+        .run(
+            &alloc.job,
+            &placed,
+            &spares,
+            &finite,
+            &stopping,
+            &mut placed_at,
+            &mut log,
+        )
         .map_err(|e| CliError::fail(format!("graph {}: {e}", g.name)))
 }
