@@ -184,6 +184,8 @@ pub fn sbatch_script(
 /// file, the run directory under which each host's part has its own, and
 /// the arguments for `graph run` after `--host H --run-dir D`.
 pub struct Launch<'a> {
+    /// The job (`SLURM_JOB_ID`) the steps run in.
+    pub job: &'a str,
     /// The `ptmp` program.
     pub ptmp: &'a Path,
     /// The graph's file (the same path on every node).
@@ -252,7 +254,6 @@ impl Launch<'_> {
     /// the others are stopped and the error names the host and node.
     pub fn run(
         &self,
-        job: &str,
         placed: &[(String, Node)],
         spares: &[Node],
         finite: &[bool],
@@ -296,8 +297,12 @@ impl Launch<'_> {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        let _ = writeln!(log, "slurm: stopping every step of job {job} (SIGINT)");
-        stop_steps(job, &mut steps, log);
+        let _ = writeln!(
+            log,
+            "slurm: stopping every step of job {} (SIGINT)",
+            self.job
+        );
+        stop_steps(self.job, &mut steps, log);
         match failure {
             Some(f) => Err(f),
             None => Ok(()),

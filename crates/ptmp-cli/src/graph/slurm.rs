@@ -162,6 +162,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         }
     };
     let launch = slurm::Launch {
+        job: &alloc.job,
         ptmp: &ptmp,
         graph_file: &graph_file,
         run_base: &run_base,
@@ -177,7 +178,6 @@ pub fn run(a: &RunArgs) -> CliResult {
     let mut log = crate::log::Lines::default();
     launch
         .run(
-            &alloc.job,
             &placed,
             &spares,
             &finite,
