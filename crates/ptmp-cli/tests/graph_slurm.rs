@@ -341,6 +341,73 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     );
 }
 
+/// A graph with no end in a one-minute allocation: when the time is up,
+/// Slurm signals the launcher, which says the allocation is ending and
+/// stops every part with SIGINT; the sink's file reads to its end.
+#[test]
+fn a_graph_whose_allocation_ends_says_so() {
+    if let Some(p) = slurm::missing() {
+        common::missing_part(&format!(
+            "a_graph_whose_allocation_ends_says_so: {p} missing (Debian packages slurmctld slurmd slurm-client munge)"
+        ));
+        return;
+    }
+    let c = slurm::Cluster::start(1, "t").unwrap_or_else(|e| panic!("{e}"));
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("timed.dump");
+    let g = json!({
+        "name": "slurmtimed",
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"rate": 200}},
+            {"name": "snk", "type": "sink", "data": {"ofile": out.to_str().unwrap()}}
+        ],
+        "edges": [{"from": "src.out", "to": "snk.in", "pattern": "pushpull"}],
+        "processes": [{"name": "p1", "nodes": ["src"]}, {"name": "p2", "nodes": ["snk"]}]
+    });
+    let f = d.path().join("slurmtimed.json");
+    std::fs::write(&f, g.to_string()).unwrap();
+    let run = d.path().join("run");
+    let o = std::process::Command::new(PTMP)
+        .args([
+            "graph",
+            "sbatch",
+            f.to_str().unwrap(),
+            "--run-dir",
+            run.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let sf = d.path().join("job.sh");
+    std::fs::write(&sf, o.stdout).unwrap();
+    let log = d.path().join("job.out");
+    let o = c.client(
+        "sbatch",
+        &[
+            "--parsable",
+            "--time=1",
+            "--output",
+            log.to_str().unwrap(),
+            sf.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "sbatch: {}", text(&o.stderr));
+    let id = text(&o.stdout).trim().to_string();
+    wait_gone(&c, &id, Duration::from_secs(180), &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        said.contains(&format!("the allocation of job {id} is ending")),
+        "{said}"
+    );
+    assert!(said.contains("stopping: interrupted"), "{said}");
+    let got = counts(&out);
+    assert!(got.len() > 1000, "{} sets\n{said}", got.len());
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "a set repeated or out of order"
+    );
+}
+
 /// Outside an allocation `--slurm` says where it runs; a bad
 /// `--host-address` names what is wrong. Neither starts anything.
 #[test]

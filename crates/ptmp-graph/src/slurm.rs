@@ -297,6 +297,11 @@ impl Launch<'_> {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+        if failure.is_none() && stop() {
+            if let Some(why) = allocation_ending(self.job) {
+                let _ = writeln!(log, "slurm: {why}: the graph stops");
+            }
+        }
         let _ = writeln!(
             log,
             "slurm: stopping every step of job {} (SIGINT)",
@@ -334,6 +339,13 @@ impl Launch<'_> {
         if status.success() {
             let _ = writeln!(log, "slurm: host {} on node {} ended", s.host, s.node.name);
             return Ok(None);
+        }
+        // Exit 2 is a configuration error: no retry can pass.
+        if status.code() == Some(2) {
+            return Ok(Some(format!(
+                "host {} on node {} refused its configuration (exit 2; its message is above); stopping the graph",
+                s.host, s.node.name
+            )));
         }
         if s.restarts >= STEP_RESTARTS {
             return Ok(Some(format!(
@@ -393,6 +405,35 @@ impl Launch<'_> {
     }
 }
 
+/// Seconds in a Slurm duration (`MM:SS`, `HH:MM:SS`, `D-HH:MM:SS`).
+fn slurm_secs(t: &str) -> Option<u64> {
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (d.parse::<u64>().ok()?, r),
+        None => (0, t),
+    };
+    let mut secs = 0;
+    for part in rest.split(':') {
+        secs = secs * 60 + part.parse::<u64>().ok()?;
+    }
+    Some(days * 86_400 + secs)
+}
+
+/// Why the launcher was told to stop, when it is the allocation's end:
+/// `squeue` gives the job under a minute left, or no time at all.
+fn allocation_ending(job: &str) -> Option<String> {
+    let out = slurm_tool("squeue", &["-h", "-j", job, "-o", "%L"]).ok()?;
+    let left = out.trim();
+    if left == "UNLIMITED" || left == "NOT_SET" {
+        return None;
+    }
+    match slurm_secs(left) {
+        Some(s) if s >= 60 => None,
+        _ => Some(format!(
+            "the allocation of job {job} is ending ({left} left)"
+        )),
+    }
+}
+
 /// SIGINT to every step of `job` (not the batch script), then waits for
 /// ours to end; those still running after [`STOP_GRACE`] are killed.
 fn stop_steps(job: &str, steps: &mut [Step], log: &mut dyn Write) {
@@ -434,6 +475,15 @@ mod tests {
         assert_eq!(node_addr(l), Some("10.233.0.2"));
         assert_eq!(node_addr("NodeName=n1 NodeAddr=(null)"), None);
         assert_eq!(node_addr("NodeName=n1"), None);
+    }
+
+    #[test]
+    fn slurm_durations_are_read() {
+        assert_eq!(slurm_secs("0:00"), Some(0));
+        assert_eq!(slurm_secs("1:30"), Some(90));
+        assert_eq!(slurm_secs("2:00:01"), Some(7201));
+        assert_eq!(slurm_secs("1-00:00:00"), Some(86_400));
+        assert_eq!(slurm_secs("INVALID"), None);
     }
 
     #[test]

@@ -85,9 +85,13 @@ pub fn load_addressed(src: &GraphSource, overrides: &[String]) -> CliResult<(Gra
         }
     }
     src.load_edited(|v, _| {
+        // A graph without hosts runs on one, "localhost".
+        if v.get("hosts").is_none() {
+            v["hosts"] = serde_json::json!([{"name": "localhost"}]);
+        }
         let Some(hosts) = v.get_mut("hosts").and_then(|h| h.as_array_mut()) else {
             return Err(CliError::usage(
-                "--host-address: the graph has no \"hosts\" list to set addresses in",
+                "--host-address: the graph's \"hosts\" is not a list",
             ));
         };
         for (name, address) in &pairs {
