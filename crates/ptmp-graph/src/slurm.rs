@@ -180,9 +180,9 @@ pub fn sbatch_script(
     s
 }
 
-/// What the launcher runs on each node: this `ptmp`, the rewritten graph
-/// file, the run directory under which each host's part has its own, and
-/// the arguments for `graph run` after `--host H --run-dir D`.
+/// What the launcher runs on each node: this `ptmp`, the graph file, the
+/// run directory under which each host's part has its own, and the
+/// arguments for `graph run` after `--host H --run-dir D`.
 pub struct Launch<'a> {
     /// The job (`SLURM_JOB_ID`) the steps run in.
     pub job: &'a str,
