@@ -282,6 +282,9 @@ pub struct Host {
     /// The address other hosts reach its tcp endpoints at; empty when the
     /// graph gives none, and its tcp edges are then found by name.
     pub address: String,
+    /// The node feature (Slurm's `Features=`) the node this host runs on
+    /// must have under `graph run --slurm`; empty: any node.
+    pub feature: String,
 }
 
 /// Restarting crashed processes.

@@ -123,12 +123,13 @@ impl P<'_> {
             None | Some(Value::Null) => hosts.push(Host {
                 name: "localhost".into(),
                 address: "127.0.0.1".into(),
+                feature: String::new(),
             }),
             Some(Value::Array(a)) if !a.is_empty() => {
                 for (i, h) in a.iter().enumerate() {
                     let at = format!("hosts[{i}]");
                     let o = p.obj(&at, h)?;
-                    p.keys(&o, &["name", "address"])?;
+                    p.keys(&o, &["name", "address", "feature"])?;
                     let name = p.name(&o)?;
                     // No address: the host's parts are found by name
                     // (see `plan`), on ports the system picks.
@@ -144,7 +145,23 @@ impl P<'_> {
                     if hosts.iter().any(|x: &Host| x.name == name) {
                         return Err(p.err(format!("hosts[{i}]: host {name} is named twice")));
                     }
-                    hosts.push(Host { name, address });
+                    let feature = p.string(&o, "feature")?;
+                    if let Some(f) = feature.filter(|f| {
+                        f.is_empty()
+                            || !f
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+                    }) {
+                        return Err(p.err(format!(
+                            "host {name}: feature = {f:?}: give one node feature's name (letters, digits, _ - .)"
+                        )));
+                    }
+                    let feature = feature.unwrap_or("").to_string();
+                    hosts.push(Host {
+                        name,
+                        address,
+                        feature,
+                    });
                 }
             }
             Some(v) => {

@@ -1,5 +1,7 @@
 //! A graph inside a Slurm allocation: each of the graph's hosts is placed
-//! on one of the allocated nodes (in order), its address becomes that
+//! on one of the allocated nodes (a host that names a `feature` on the
+//! first free node that has it, the others in order; the nodes of every
+//! component of a heterogeneous job count), its address becomes that
 //! node's, and its part (`ptmp graph run G --host H`, with its own
 //! supervisor) runs as one job step there (`srun`, one task on that
 //! node). A step that fails is started again on the same node, a few
@@ -32,6 +34,22 @@ pub struct Node {
     pub name: String,
     /// Its address (IPv4 or a host name).
     pub address: String,
+    /// Its features (`ActiveFeatures`).
+    pub features: Vec<String>,
+    /// The component of a heterogeneous job it belongs to (a step there
+    /// needs `--het-group`); `None` in a plain job.
+    pub het_group: Option<usize>,
+}
+
+/// A host of the graph on the node it runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// The host's name.
+    pub host: String,
+    /// The feature its node must have (empty: any).
+    pub feature: String,
+    /// The node.
+    pub node: Node,
 }
 
 /// The allocation this process runs in.
@@ -61,17 +79,19 @@ fn slurm_tool(program: &str, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `NodeAddr` in one line of `scontrol -o show node` output.
-fn node_addr(line: &str) -> Option<&str> {
+/// Field `key` (`NodeAddr=`, `ActiveFeatures=`) in one line of
+/// `scontrol -o show node` output; `None` when empty or `(null)`.
+fn node_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace()
-        .find_map(|w| w.strip_prefix("NodeAddr="))
+        .find_map(|w| w.strip_prefix(key))
         .filter(|a| !a.is_empty() && *a != "(null)")
 }
 
 impl Allocation {
     /// The allocation named by `SLURM_JOB_ID` and `SLURM_JOB_NODELIST`
-    /// (as `salloc` and `sbatch` set them), its nodes' names expanded and
-    /// addresses asked of `scontrol`.
+    /// (as `salloc` and `sbatch` set them; in a heterogeneous job, each
+    /// component's `SLURM_JOB_NODELIST_HET_GROUP_K`), its nodes' names
+    /// expanded and their addresses and features asked of `scontrol`.
     pub fn from_env() -> Result<Allocation, String> {
         let var = |k: &str| {
             std::env::var(k).map_err(|_| {
@@ -79,28 +99,49 @@ impl Allocation {
             })
         };
         let job = var("SLURM_JOB_ID")?;
-        let list = var("SLURM_JOB_NODELIST")?;
-        let names = slurm_tool("scontrol", &["show", "hostnames", &list])?;
-        let mut nodes = Vec::new();
-        for name in names.split_whitespace() {
-            let info = slurm_tool("scontrol", &["-o", "show", "node", name])?;
-            let address = node_addr(&info).unwrap_or(name).to_string();
-            nodes.push(Node {
-                name: name.to_string(),
-                address,
-            });
+        let lists = match std::env::var("SLURM_HET_SIZE") {
+            Err(_) => vec![(None, var("SLURM_JOB_NODELIST")?)],
+            Ok(n) => {
+                let n: usize = n
+                    .parse()
+                    .map_err(|_| format!("SLURM_HET_SIZE = {n:?}: not a number"))?;
+                (0..n)
+                    .map(|k| Ok((Some(k), var(&format!("SLURM_JOB_NODELIST_HET_GROUP_{k}"))?)))
+                    .collect::<Result<Vec<_>, String>>()?
+            }
+        };
+        let mut nodes: Vec<Node> = Vec::new();
+        for (het_group, list) in &lists {
+            let names = slurm_tool("scontrol", &["show", "hostnames", list])?;
+            for name in names.split_whitespace() {
+                // A node in two components is used through the first.
+                if nodes.iter().any(|n| n.name == name) {
+                    continue;
+                }
+                let info = slurm_tool("scontrol", &["-o", "show", "node", name])?;
+                nodes.push(Node {
+                    name: name.to_string(),
+                    address: node_field(&info, "NodeAddr=").unwrap_or(name).to_string(),
+                    features: node_field(&info, "ActiveFeatures=")
+                        .map(|f| f.split(',').map(String::from).collect())
+                        .unwrap_or_default(),
+                    het_group: *het_group,
+                });
+            }
         }
         if nodes.is_empty() {
-            return Err(format!("allocation {job} lists no nodes ({list:?})"));
+            return Err(format!("allocation {job} lists no nodes ({lists:?})"));
         }
         Ok(Allocation { job, nodes })
     }
 }
 
-/// The node each of the graph's hosts runs on: the first host on the
-/// first node, and so on (the nodes left over are the spares, see
-/// [`Launch::run`]). The error says how many nodes are missing.
-pub fn place(g: &Graph, alloc: &Allocation) -> Result<Vec<(String, Node)>, String> {
+/// The node each of the graph's hosts runs on, and the spare nodes left
+/// over (see [`Launch::run`]), in the allocation's order. A host with a
+/// `feature` takes the first free node that has it; then each other host
+/// the first free node. The error says how many nodes, or which feature,
+/// is missing.
+pub fn place(g: &Graph, alloc: &Allocation) -> Result<(Vec<Placed>, Vec<Node>), String> {
     if g.hosts.len() > alloc.nodes.len() {
         return Err(format!(
             "graph {} has {} hosts but allocation {} has {} node(s): ask for --nodes={} (ptmp graph sbatch does)",
@@ -111,11 +152,46 @@ pub fn place(g: &Graph, alloc: &Allocation) -> Result<Vec<(String, Node)>, Strin
             g.hosts.len()
         ));
     }
-    Ok(g.hosts
+    let mut free: Vec<Option<&Node>> = alloc.nodes.iter().map(Some).collect();
+    let mut on: Vec<Option<&Node>> = vec![None; g.hosts.len()];
+    // Hosts that need a feature choose first.
+    let featured = |want: bool| {
+        g.hosts
+            .iter()
+            .enumerate()
+            .filter(move |(_, h)| h.feature.is_empty() != want)
+    };
+    for (i, h) in featured(true).chain(featured(false)) {
+        let fits = |n: &&Node| h.feature.is_empty() || n.features.contains(&h.feature);
+        let Some(slot) = free.iter_mut().find(|n| n.as_ref().is_some_and(fits)) else {
+            let nodes: Vec<String> = alloc
+                .nodes
+                .iter()
+                .map(|n| format!("{} ({})", n.name, n.features.join(",")))
+                .collect();
+            return Err(format!(
+                "host {} needs a node with feature {:?}, and allocation {} has none free (its nodes and their features: {}): ask for one (sbatch --constraint; ptmp graph sbatch does)",
+                h.name,
+                h.feature,
+                alloc.job,
+                nodes.join(", ")
+            ));
+        };
+        on[i] = slot.take();
+    }
+    let placed = g
+        .hosts
         .iter()
-        .zip(&alloc.nodes)
-        .map(|(h, n)| (h.name.clone(), n.clone()))
-        .collect())
+        .zip(on)
+        .filter_map(|(h, n)| {
+            Some(Placed {
+                host: h.name.clone(),
+                feature: h.feature.clone(),
+                node: n?.clone(),
+            })
+        })
+        .collect();
+    Ok((placed, free.into_iter().flatten().cloned().collect()))
 }
 
 /// Per host of `g` (in order): whether one of its processes ends by
@@ -168,6 +244,9 @@ pub fn sbatch_script(
     let _ = writeln!(s, "#SBATCH --nodes={}", g.hosts.len().max(1) + spares);
     let _ = writeln!(s, "#SBATCH --ntasks-per-node=1");
     let _ = writeln!(s, "#SBATCH --no-kill");
+    if let Some(c) = constraint(g) {
+        let _ = writeln!(s, "#SBATCH --constraint={}", sh_word(&c));
+    }
     let mut cmd = vec![
         sh_word(&ptmp.display().to_string()),
         "graph".into(),
@@ -178,6 +257,21 @@ pub fn sbatch_script(
     cmd.push("--slurm".into());
     let _ = writeln!(s, "exec {}", cmd.join(" "));
     s
+}
+
+/// The `--constraint` that asks for a node with each host's feature
+/// (`gpu*1`, or `[gpu*1&fast*2]` for several), when a host names one.
+fn constraint(g: &Graph) -> Option<String> {
+    let mut count = std::collections::BTreeMap::<&str, usize>::new();
+    for h in g.hosts.iter().filter(|h| !h.feature.is_empty()) {
+        *count.entry(&h.feature).or_default() += 1;
+    }
+    let terms: Vec<String> = count.iter().map(|(f, n)| format!("{f}*{n}")).collect();
+    match terms.len() {
+        0 => None,
+        1 => Some(terms[0].clone()),
+        _ => Some(format!("[{}]", terms.join("&"))),
+    }
 }
 
 /// What the launcher runs on each node: this `ptmp`, the graph file, the
@@ -216,6 +310,7 @@ fn node_lost(node: &Node) -> Option<String> {
 struct Step {
     finite: bool,
     host: String,
+    feature: String,
     node: Node,
     child: Option<Child>,
     restarts: u32,
@@ -225,24 +320,27 @@ struct Step {
 impl Launch<'_> {
     fn start(&self, host: &str, node: &Node) -> Result<Child, String> {
         let run_dir: PathBuf = self.run_base.join(host);
-        Command::new("srun")
-            .args([
-                "--overlap",
-                "--nodes=1",
-                "--ntasks=1",
-                "--kill-on-bad-exit=0",
-            ])
-            .arg(format!("--nodelist={}", node.name))
-            .arg(format!("--job-name=ptmp-{host}"))
-            .arg(self.ptmp)
-            .args(["graph", "run"])
-            .arg(self.graph_file)
-            .args(["--host", host, "--run-dir"])
-            .arg(&run_dir)
-            .args(self.args)
-            .stdin(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot run srun (Slurm's client programs): {e}"))
+        let mut srun = Command::new("srun");
+        if let Some(k) = node.het_group {
+            srun.arg(format!("--het-group={k}"));
+        }
+        srun.args([
+            "--overlap",
+            "--nodes=1",
+            "--ntasks=1",
+            "--kill-on-bad-exit=0",
+        ])
+        .arg(format!("--nodelist={}", node.name))
+        .arg(format!("--job-name=ptmp-{host}"))
+        .arg(self.ptmp)
+        .args(["graph", "run"])
+        .arg(self.graph_file)
+        .args(["--host", host, "--run-dir"])
+        .arg(&run_dir)
+        .args(self.args)
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run srun (Slurm's client programs): {e}"))
     }
 
     /// Runs one step per placed host (telling `placed_at` where each runs,
@@ -254,7 +352,7 @@ impl Launch<'_> {
     /// the others are stopped and the error names the host and node.
     pub fn run(
         &self,
-        placed: &[(String, Node)],
+        placed: &[Placed],
         spares: &[Node],
         finite: &[bool],
         stop: &dyn Fn() -> bool,
@@ -263,23 +361,32 @@ impl Launch<'_> {
     ) -> Result<(), String> {
         let mut spares: Vec<Node> = spares.iter().rev().cloned().collect();
         let mut steps = Vec::new();
-        for (i, (host, node)) in placed.iter().enumerate() {
+        let mut failure = None;
+        for (i, p) in placed.iter().enumerate() {
             let _ = writeln!(
                 log,
-                "slurm: host {host} on node {} ({})",
-                node.name, node.address
+                "slurm: host {} on node {} ({})",
+                p.host, p.node.name, p.node.address
             );
-            placed_at(host, node);
+            placed_at(&p.host, &p.node);
+            // A step that cannot start stops those already started.
+            let child = match self.start(&p.host, &p.node) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
             steps.push(Step {
                 finite: finite.get(i).copied().unwrap_or(false),
-                host: host.clone(),
-                node: node.clone(),
-                child: Some(self.start(host, node)?),
+                host: p.host.clone(),
+                feature: p.feature.clone(),
+                node: p.node.clone(),
+                child,
                 restarts: 0,
                 ended: None,
             });
         }
-        let mut failure = None;
         let clean = |s: &Step| s.child.is_none() && s.ended.is_some_and(|e| e.success());
         while failure.is_none() && !stop() {
             if steps.iter().all(|s| s.child.is_none()) {
@@ -293,7 +400,10 @@ impl Launch<'_> {
                 break;
             }
             for s in &mut steps {
-                failure = failure.or(self.watch(s, &mut spares, placed_at, log)?);
+                failure = failure.or_else(|| {
+                    self.watch(s, &mut spares, placed_at, log)
+                        .unwrap_or_else(Some)
+                });
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -383,7 +493,9 @@ impl Launch<'_> {
                 s.host
             )));
         }
-        while let Some(spare) = spares.pop() {
+        let fits = |n: &Node| s.feature.is_empty() || n.features.contains(&s.feature);
+        while let Some(i) = spares.iter().rposition(fits) {
+            let spare = spares.remove(i);
             if node_lost(&spare).is_some() {
                 continue;
             }
@@ -398,8 +510,13 @@ impl Launch<'_> {
             s.ended = None;
             return Ok(None);
         }
+        let with = if s.feature.is_empty() {
+            String::new()
+        } else {
+            format!(" with feature {:?}", s.feature)
+        };
         Ok(Some(format!(
-            "{lost}, and no spare node is left for host {}: ask for more nodes than hosts (ptmp graph sbatch --spare-nodes N)",
+            "{lost}, and no spare node{with} is left for host {}: ask for more nodes than hosts (ptmp graph sbatch --spare-nodes N)",
             s.host
         )))
     }
@@ -472,9 +589,84 @@ mod tests {
     #[test]
     fn node_addresses_are_read_from_scontrol_lines() {
         let l = "NodeName=n1 Arch=x86_64 CoresPerSocket=2 NodeAddr=10.233.0.2 NodeHostName=n1";
-        assert_eq!(node_addr(l), Some("10.233.0.2"));
-        assert_eq!(node_addr("NodeName=n1 NodeAddr=(null)"), None);
-        assert_eq!(node_addr("NodeName=n1"), None);
+        assert_eq!(node_field(l, "NodeAddr="), Some("10.233.0.2"));
+        let l = "NodeName=n1 NodeAddr=(null) ActiveFeatures=(null)";
+        assert_eq!(node_field(l, "NodeAddr="), None);
+        assert_eq!(node_field(l, "ActiveFeatures="), None);
+        assert_eq!(node_field("NodeName=n1", "NodeAddr="), None);
+    }
+
+    fn graph(hosts: serde_json::Value) -> Graph {
+        let v = serde_json::json!({
+            "name": "g", "hosts": hosts,
+            "nodes": [{"name": "s", "type": "source"}, {"name": "k", "type": "sink"}],
+            "edges": [{"from": "s.out", "to": "k.in", "pattern": "pushpull"}],
+            "processes": [{"name": "p", "host": "a", "nodes": ["s", "k"]}]
+        });
+        Graph::parse(&v, "g").unwrap()
+    }
+
+    fn alloc(nodes: &[(&str, &str)]) -> Allocation {
+        Allocation {
+            job: "7".into(),
+            nodes: nodes
+                .iter()
+                .map(|(n, f)| Node {
+                    name: n.to_string(),
+                    address: n.to_string(),
+                    features: f
+                        .split(',')
+                        .filter(|f| !f.is_empty())
+                        .map(String::from)
+                        .collect(),
+                    het_group: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Hosts with a feature choose first; the others take the free
+    /// nodes in order; what is left is spare.
+    #[test]
+    fn hosts_are_placed_by_feature_then_in_order() {
+        let g = graph(serde_json::json!([
+            {"name": "a"}, {"name": "b", "feature": "gpu"}, {"name": "c"}
+        ]));
+        let (placed, spares) = place(
+            &g,
+            &alloc(&[("n1", "gpu"), ("n2", ""), ("n3", "gpu,fast"), ("n4", "")]),
+        )
+        .unwrap();
+        let on: Vec<(&str, &str)> = placed
+            .iter()
+            .map(|p| (p.host.as_str(), p.node.name.as_str()))
+            .collect();
+        assert_eq!(on, [("a", "n2"), ("b", "n1"), ("c", "n3")]);
+        assert_eq!(spares.iter().map(|n| &n.name).collect::<Vec<_>>(), ["n4"]);
+        let e = place(&g, &alloc(&[("n1", "fast"), ("n2", ""), ("n3", "")])).unwrap_err();
+        assert!(
+            e.contains("host b needs a node with feature \"gpu\"") && e.contains("n1 (fast)"),
+            "{e}"
+        );
+        let e = place(&g, &alloc(&[("n1", "gpu")])).unwrap_err();
+        assert!(e.contains("--nodes=3"), "{e}");
+    }
+
+    #[test]
+    fn the_batch_script_asks_for_each_feature() {
+        let g = graph(serde_json::json!([{"name": "a"}, {"name": "b", "feature": "gpu"}]));
+        let s = sbatch_script(&g, 1, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]);
+        assert!(s.contains("#SBATCH --nodes=3\n"), "{s}");
+        assert!(s.contains("#SBATCH --constraint='gpu*1'\n"), "{s}");
+        let g = graph(serde_json::json!([
+            {"name": "a", "feature": "fast"}, {"name": "b", "feature": "gpu"},
+            {"name": "c", "feature": "fast"}
+        ]));
+        let s = sbatch_script(&g, 0, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]);
+        assert!(s.contains("#SBATCH --constraint='[fast*2&gpu*1]'\n"), "{s}");
+        let g = graph(serde_json::json!([{"name": "a"}]));
+        let s = sbatch_script(&g, 0, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]);
+        assert!(!s.contains("constraint"), "{s}");
     }
 
     #[test]

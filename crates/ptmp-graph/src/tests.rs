@@ -223,6 +223,14 @@ fn wiring_errors_name_node_port_and_edge() {
             &["edges[1].pattern", "reqrep"],
         ),
         (
+            edit(|v| v["hosts"] = json!([{"name": "h", "feature": "gpu&x"}])),
+            &["host h", "feature = \"gpu&x\"", "one node feature"],
+        ),
+        (
+            edit(|v| v["hosts"] = json!([{"name": "h", "feature": ""}])),
+            &["host h", "feature = \"\""],
+        ),
+        (
             edit(|v| {
                 v["nodes"]
                     .as_array_mut()

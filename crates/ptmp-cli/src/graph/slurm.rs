@@ -112,17 +112,19 @@ pub fn run(a: &RunArgs) -> CliResult {
     let v = a.src.value()?;
     let (g, p) = load_value(&v, &a.src.stem(), a.src.run_dir.as_deref())?;
     let finite = slurm::finite_hosts(&g, &p);
-    let placed = slurm::place(&g, &alloc).map_err(CliError::usage)?;
+    let (placed, spares) = slurm::place(&g, &alloc).map_err(CliError::usage)?;
     let ptmp = std::env::current_exe()?;
     let graph_file = absolute(&a.src.file);
-    let spares: Vec<_> = alloc.nodes[placed.len()..].to_vec();
     // A graph with no addresses is connected by name, and its parts can
     // move; the others get their nodes' addresses.
     let movable = g.hosts.iter().all(|h| h.address.is_empty());
     let mut args = a.src.jsonnet_args();
     if !movable {
-        for (host, node) in &placed {
-            args.extend(["--host-address".into(), format!("{host}={}", node.address)]);
+        for p in &placed {
+            args.extend([
+                "--host-address".into(),
+                format!("{}={}", p.host, p.node.address),
+            ]);
         }
     }
     if let Some(t) = a.ttl {
@@ -139,11 +141,11 @@ pub fn run(a: &RunArgs) -> CliResult {
     // with the node each runs on (kept as parts move).
     let placement = ptmp_monitor::state::Placement::default();
     let mut index = std::collections::BTreeMap::new();
-    for (host, _) in &placed {
+    for p in &placed {
         let h = g
-            .host_index(host)
+            .host_index(&p.host)
             .map_err(|e| CliError::usage(e.to_string()))?;
-        index.insert(host.clone(), h);
+        index.insert(p.host.clone(), h);
     }
     let _monitor = match (&a.http.http, &a.src.run_dir) {
         (None, _) => None,
@@ -151,7 +153,7 @@ pub fn run(a: &RunArgs) -> CliResult {
         (Some(_), Some(_)) => {
             let parts = placed
                 .iter()
-                .map(|(host, _)| (index[host], run_base.join(host)))
+                .map(|p| (index[&p.host], run_base.join(&p.host)))
                 .collect();
             a.http
                 .start_across(&g, &p, &run_base, parts, placement.clone())?
