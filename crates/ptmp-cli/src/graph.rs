@@ -527,6 +527,10 @@ pub fn run(c: &GraphCmd) -> CliResult {
             }
             if out.ok {
                 Ok(())
+            } else if out.config_error {
+                // Exit 2: systemd (RestartPreventExitStatus) and the Slurm
+                // launcher do not start again what cannot pass.
+                Err(CliError::usage(format!("graph {}: {}", g.name, out.reason)))
             } else {
                 Err(CliError::fail(format!("graph {}: {}", g.name, out.reason)))
             }

@@ -132,7 +132,10 @@ fn a_part_failing_for_its_configuration_is_not_restarted() {
         LIMIT,
     );
     let err = text(&o.stderr);
-    assert!(!o.status.success(), "{err}");
+    // Exit 2, as for a graph refused before it starts: systemd's unit
+    // (RestartPreventExitStatus=2) and the Slurm launcher do not start it
+    // again either.
+    assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(!err.contains("restarting"), "{err}");
     assert_eq!(
         err.matches("exceeds the channel's maximum of 64").count(),

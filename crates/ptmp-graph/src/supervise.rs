@@ -88,6 +88,10 @@ pub struct Outcome {
     /// False when the graph gave up on a process or a part failed to stop
     /// cleanly.
     pub ok: bool,
+    /// True when it gave up because a process refused its configuration
+    /// (exit [`crate::part::EXIT_CONFIG`]): running it again cannot help,
+    /// so whoever restarts the graph (systemd, Slurm) must not.
+    pub config_error: bool,
     /// Sets lost per edge (index into [`Graph::edges`]), from the gaps in
     /// the numbers its receiving node saw: for each edge into a node that
     /// receives whole streams and drops repeats, what that node is missing
@@ -105,6 +109,8 @@ struct Proc {
     restart_at: Option<Instant>,
     exited_clean: bool,
     finite: bool,
+    /// It exited refusing its configuration.
+    refused_config: bool,
 }
 
 fn spawn(cmd: &[OsString], plan: &Path) -> std::io::Result<Child> {
@@ -242,6 +248,7 @@ pub fn run_telling(
         publish_states(dir, &procs, false, &mut shown);
         if let Some(why) = gave_up {
             out.ok = false;
+            out.config_error = procs.iter().any(|p| p.refused_config);
             break why;
         }
         if let Some(req) = reconfig::take(dir) {
@@ -329,6 +336,7 @@ fn tend(p: &mut Proc, g: &Graph, opts: &Options, log: &mut dyn Write) -> Result<
                         g.name, p.name
                     );
                 } else if s.code() == Some(crate::part::EXIT_CONFIG) {
+                    p.refused_config = true;
                     return Ok(Some(format!(
                             "process {} (pid {pid}) {}: a configuration error (said above), which a restart cannot mend, so it is not restarted",
                             p.name,
@@ -401,6 +409,7 @@ fn write_plans(
             restart_at: None,
             exited_clean: false,
             finite: plan.finite[i],
+            refused_config: false,
         });
     }
     Ok(procs)

@@ -6,7 +6,8 @@
 //! (`KillMode=mixed`: SIGINT to it, SIGKILL to everything left only after
 //! `TimeoutStopSec`), which stops its parts in drain order; a crashed part
 //! is restarted by the supervisor; systemd restarts the supervisor only
-//! when it fails (`Restart=on-failure`). The run directory is the unit's
+//! when it fails (`Restart=on-failure`), not when it refused its
+//! configuration (exit 2, `RestartPreventExitStatus=2`). The run directory is the unit's
 //! `RuntimeDirectory` (mode 0700, kept across restarts so a restarted
 //! supervisor's sinks append and its sources go on counting), the logs go
 //! to the journal.
@@ -106,6 +107,9 @@ pub fn template(g: &Graph, o: &UnitOptions<'_>) -> String {
     let _ = writeln!(u, "RuntimeDirectoryPreserve=restart");
     let _ = writeln!(u, "Restart=on-failure");
     let _ = writeln!(u, "RestartSec=2s");
+    // Exit 2: the graph or one of its processes refused its configuration,
+    // which no restart mends.
+    let _ = writeln!(u, "RestartPreventExitStatus=2");
     let _ = writeln!(u, "KillSignal=SIGINT");
     let _ = writeln!(u, "KillMode=mixed");
     let _ = writeln!(u, "TimeoutStopSec={stop}s");

@@ -383,6 +383,7 @@ impl Apply<'_> {
                         restart_at: None,
                         exited_clean: false,
                         finite: np.finite[i],
+                        refused_config: false,
                     });
                 }
             }
