@@ -557,3 +557,79 @@ fn once_shows_bad_and_vanished_status_as_messages() {
     assert!(out.contains("plan-pd.json: unreadable plan"), "{out}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A directory holding one run directory per host (as `graph run --slurm
+/// --run-dir D` lays them out, `D/HOST`) is shown whole: a table of the
+/// hosts, and every host's nodes in one node table. Two real parts of a
+/// two-host graph run here, each with its own supervisor.
+#[test]
+fn once_shows_every_hosts_part_of_a_run_dir_per_host() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().join("run");
+    let g = serde_json::json!({
+        "name": "topacross",
+        "hosts": [{"name": "a", "address": "127.0.0.1"}, {"name": "b", "address": "127.0.0.1"}],
+        "port_base": 24720,
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"rate": 200}},
+            {"name": "snk", "type": "sink"}
+        ],
+        "edges": [{"from": "src.out", "to": "snk.in", "pattern": "pushpull"}],
+        "processes": [
+            {"name": "front", "host": "a", "nodes": ["src"]},
+            {"name": "back", "host": "b", "nodes": ["snk"]}
+        ]
+    });
+    let f = d.path().join("topacross.json");
+    std::fs::write(&f, g.to_string()).unwrap();
+    let part = |host: &str| {
+        Proc(
+            Command::new(PTMP)
+                .args(["graph", "run"])
+                .arg(&f)
+                .args(["--host", host, "--ttl", "60", "--run-dir"])
+                .arg(base.join(host))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let _parts = [part("b"), part("a")];
+    let t0 = Instant::now();
+    let frame = loop {
+        let (code, out, err) = top_once(&[base.to_str().unwrap(), "--json"]);
+        if code == Some(0) {
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let running = v["tables"]["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["state"] == "running" && r["out"].as_u64() > Some(0))
+                .count();
+            if running == 1 && v["tables"]["hosts"].as_array().map(Vec::len) == Some(2) {
+                break v;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "both parts not shown running: {out}{err}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let hosts = frame["tables"]["hosts"].as_array().unwrap();
+    for (row, name) in hosts.iter().zip(["a", "b"]) {
+        assert_eq!(row["host"], name, "{frame}");
+        assert_eq!(row["processes"], 1, "{frame}");
+        assert_eq!(row["state"], "running", "{frame}");
+        assert!(row["supervisor"].as_u64().is_some(), "{frame}");
+    }
+    let nodes: Vec<&str> = frame["tables"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["src", "snk"], "{frame}");
+    assert!(frame["heading"].to_string().contains("2 hosts"), "{frame}");
+}

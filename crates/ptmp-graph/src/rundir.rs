@@ -5,7 +5,8 @@
 //! RUNDIR/                      0700, owned by the user running the graph
 //! ├── supervisor.pid           the supervisor's pid, flock-held while it runs
 //! ├── plan-PROCESS.json        what each part runs (written by the supervisor)
-//! ├── processes.json           each process's pid, state and restarts
+//! ├── processes.json           each process's pid, state and restarts; under
+//! │                            Slurm, the node and job step it runs in
 //! ├── apply-request.json       a change `ptmp graph apply` hands the supervisor
 //! ├── apply-reply-ID.json      the supervisor's answer to it
 //! ├── status/PROCESS.json      each part's counts, rates and sockets

@@ -307,14 +307,27 @@ pub fn write_processes(run_dir: &Path, procs: &[ProcessState]) -> std::io::Resul
         .iter()
         .map(|p| json!({"name": p.name, "pid": p.pid, "state": p.state, "restarts": p.restarts}))
         .collect();
+    let (node, step) = slurm_step();
     write_atomic(
         &processes_file(run_dir),
-        &json!({"supervisor_pid": std::process::id(), "processes": list}),
+        &json!({"supervisor_pid": std::process::id(), "processes": list,
+                "node": node, "step": step}),
     )
 }
 
+/// Where this supervisor runs when Slurm started it as a job step: its
+/// node (`SLURMD_NODENAME`) and step (`JOB.STEP`); `None` otherwise.
+fn slurm_step() -> (Option<String>, Option<String>) {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let step = var("SLURM_JOB_ID")
+        .zip(var("SLURM_STEP_ID"))
+        .map(|(j, s)| format!("{j}.{s}"));
+    (var("SLURMD_NODENAME").filter(|_| step.is_some()), step)
+}
+
 /// The supervisor's view of its processes, if it wrote one:
-/// `{"supervisor_pid": N, "processes": [{name, pid, state, restarts}]}`.
+/// `{"supervisor_pid": N, "processes": [{name, pid, state, restarts}],
+/// "node", "step"}` (the last two under Slurm, else null).
 pub fn read_processes(run_dir: &Path) -> Option<Value> {
     crate::rundir::read_json(&processes_file(run_dir), crate::rundir::STATUS_LIMIT)
         .ok()

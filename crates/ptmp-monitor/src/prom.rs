@@ -248,12 +248,54 @@ fn nodes(out: &mut String, graph: &str, state: &Value) {
             p["restarts"].as_u64().unwrap_or(0)
         );
     }
+    let placed: Vec<&Value> = state["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["node"].is_string())
+        .collect();
+    if placed.is_empty() {
+        return;
+    }
+    family(
+        out,
+        "ptmp_process_info",
+        "gauge",
+        "Where a scheduler runs a process: its node and job step (always 1).",
+    );
+    for p in placed {
+        let l = [
+            ("graph", graph),
+            ("host", p["host"].as_str().unwrap_or("")),
+            ("process", p["name"].as_str().unwrap_or("")),
+            ("node", p["node"].as_str().unwrap_or("")),
+            ("step", p["step"].as_str().unwrap_or("")),
+        ];
+        let _ = writeln!(out, "ptmp_process_info{} 1", labels(&l));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A process a scheduler placed has an info sample naming its node
+    /// and step; without placement there is no such family.
+    #[test]
+    fn where_a_process_runs_is_an_info_sample() {
+        let mut state = json!({"graph": "g", "nodes": [],
+            "processes": [{"name": "p", "host": "h", "restarts": 0, "node": "n2", "step": "7.1"},
+                          {"name": "q", "host": "i", "restarts": 0, "node": null}]});
+        let t = render(&state, &[]);
+        assert!(t.contains("# TYPE ptmp_process_info gauge\n"), "{t}");
+        assert!(t.contains(
+            "ptmp_process_info{graph=\"g\",host=\"h\",process=\"p\",node=\"n2\",step=\"7.1\"} 1\n"
+        ));
+        assert_eq!(t.matches("ptmp_process_info{").count(), 1);
+        state["processes"][0]["node"] = Value::Null;
+        assert!(!render(&state, &[]).contains("ptmp_process_info"));
+    }
 
     #[test]
     fn escapes_and_families() {

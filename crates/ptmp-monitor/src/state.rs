@@ -370,10 +370,17 @@ impl Collector {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        // What a part's supervisor says of where it runs (under Slurm).
+        let said = |host: usize, key: &str| -> Value {
+            procs
+                .get(&host)
+                .and_then(|d| d.as_ref())
+                .map_or(Value::Null, |d| d[key].clone())
+        };
         let node_of = |host: usize| -> Value {
             placed
                 .get(&host)
-                .map_or(Value::Null, |n| Value::from(n.as_str()))
+                .map_or_else(|| said(host, "node"), |n| Value::from(n.as_str()))
         };
         let proc_state = |host: usize, name: &str| -> (String, u64, Option<u64>) {
             let Some(doc) = procs.get(&host) else {
@@ -415,7 +422,8 @@ impl Collector {
         for p in &g.processes {
             let (state, restarts, pid) = proc_state(p.host, &p.name);
             processes.push(json!({"name": p.name, "host": g.hosts[p.host].name,
-                "node": node_of(p.host), "state": state, "restarts": restarts, "pid": pid}));
+                "node": node_of(p.host), "step": said(p.host, "step"),
+                "state": state, "restarts": restarts, "pid": pid}));
         }
         let mut nodes = Vec::new();
         for n in &g.nodes {
@@ -494,7 +502,10 @@ impl Collector {
             .hosts
             .iter()
             .enumerate()
-            .map(|(i, h)| json!({"name": h.name, "address": h.address, "node": node_of(i)}))
+            .map(|(i, h)| {
+                json!({"name": h.name, "address": h.address, "node": node_of(i),
+                       "step": said(i, "step")})
+            })
             .collect();
         let state = json!({
             "graph": g.name, "host": g.hosts[self.host].name,

@@ -6,11 +6,12 @@ use super::{
     add_table, cell_u64, clock, count_at, micros, now_us, num, rate, Frame, Tables, Tone, View,
     STALE,
 };
+mod hosts;
 mod wiring;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wiring::{depths, edge_ends, sock_figs};
 
@@ -42,9 +43,12 @@ pub(super) struct GraphView {
 }
 
 /// A status file as read, or why it could not be.
+#[derive(Clone)]
 struct ProcStatus {
     process: String,
     doc: Value,
+    /// Whether the process runs on this machine (its pid can be checked).
+    local: bool,
 }
 
 impl GraphView {
@@ -58,9 +62,12 @@ impl GraphView {
     }
 
     /// Every `plan-*.json`: the graph's name, nodes and sockets.
-    fn plans(&self, msgs: &mut Vec<String>) -> (Option<String>, Vec<PlanNode>, Vec<PlanSocket>) {
+    fn plans(
+        dir: &Path,
+        msgs: &mut Vec<String>,
+    ) -> (Option<String>, Vec<PlanNode>, Vec<PlanSocket>) {
         let (mut graph, mut nodes, mut socks) = (None, Vec::new(), Vec::new());
-        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+        let Ok(rd) = std::fs::read_dir(dir) else {
             return (graph, nodes, socks);
         };
         let mut files: Vec<PathBuf> = rd
@@ -103,8 +110,8 @@ impl GraphView {
 
     /// The supervisor's file of process states (`Null` when there is none
     /// or it cannot be read; the latter is reported).
-    fn supervised(&self, msgs: &mut Vec<String>) -> Value {
-        let f = self.dir.join("processes.json");
+    fn supervised(dir: &Path, msgs: &mut Vec<String>) -> Value {
+        let f = dir.join("processes.json");
         match ptmp::files::read_file(&f, ptmp_graph::rundir::STATUS_LIMIT) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
             Err(e) => {
@@ -126,8 +133,8 @@ impl GraphView {
     }
 
     /// Every status file, each parsed or reported as a message.
-    fn statuses(&self, msgs: &mut Vec<String>) -> Vec<ProcStatus> {
-        let dir = ptmp_graph::status::status_dir(&self.dir);
+    fn statuses(dir: &Path, local: bool, msgs: &mut Vec<String>) -> Vec<ProcStatus> {
+        let dir = ptmp_graph::status::status_dir(dir);
         let mut out = Vec::new();
         let Ok(rd) = std::fs::read_dir(&dir) else {
             return out;
@@ -153,6 +160,7 @@ impl GraphView {
                     Ok(doc) if doc.is_object() => out.push(ProcStatus {
                         process: doc["process"].as_str().unwrap_or(&stem).to_string(),
                         doc,
+                        local,
                     }),
                     Ok(_) => msgs.push(format!(
                         "{}: not a status document (no JSON object)",
@@ -421,7 +429,7 @@ impl GraphView {
             let age = d["time_us"]
                 .as_u64()
                 .map(|t| Duration::from_micros(wall.saturating_sub(t)));
-            let alive = pid.is_some_and(pid_alive);
+            let alive = !st.local || pid.is_some_and(pid_alive);
             for n in d["nodes"].as_array().into_iter().flatten() {
                 let name = n["name"].as_str().unwrap_or("?").to_string();
                 let (inn, out) = (count_at(n, "in"), count_at(n, "out"));
@@ -696,9 +704,32 @@ impl View for GraphView {
             return self.missing_dir();
         }
         let mut msgs = Vec::new();
-        let (graph, plan_nodes, socks) = self.plans(&mut msgs);
-        let stats = self.statuses(&mut msgs);
-        let supervised = self.supervised(&mut msgs);
+        // One part's run directory, or several hosts' side by side.
+        let parts = hosts::part_dirs(&self.dir);
+        let here = hosts::this_node();
+        let (mut graph, mut plan_nodes, mut socks) = (None, Vec::new(), Vec::new());
+        let (mut sups, mut by_part) = (Vec::new(), Vec::new());
+        for part in &parts {
+            let (g, n, s) = GraphView::plans(&part.dir, &mut msgs);
+            graph = graph.or(g);
+            plan_nodes.extend(n);
+            socks.extend(s);
+            let sup = GraphView::supervised(&part.dir, &mut msgs);
+            let local = hosts::runs_here(&sup, here.as_deref());
+            by_part.push(GraphView::statuses(&part.dir, local, &mut msgs));
+            sups.push(sup);
+        }
+        let stats: Vec<ProcStatus> = by_part.iter().flatten().map(ProcStatus::clone).collect();
+        let across = parts.len() > 1 || parts[0].host.is_some();
+        let supervised = if across {
+            let all: Vec<Value> = sups
+                .iter()
+                .flat_map(|s| s["processes"].as_array().cloned().unwrap_or_default())
+                .collect();
+            serde_json::json!({ "processes": all })
+        } else {
+            sups[0].clone()
+        };
         let sup = self.supervisor_pid(&supervised);
         let proc_of = processes_of(&supervised);
         let sock_figs = sock_figs(&stats, &plan_nodes, &socks);
@@ -727,6 +758,7 @@ impl View for GraphView {
         order.sort_by(|a, b| depth_of(&a.0).cmp(&depth_of(&b.0)).then(a.0.cmp(&b.0)));
         let running = figs.values().filter(|f| f.state == "running").count();
         let sup_state = match sup {
+            _ if across => format!("{} hosts", parts.len()),
             Some(p) if pid_alive(p) => format!("supervisor pid {p}"),
             Some(p) => format!("supervisor pid {p} gone"),
             None => "no supervisor".into(),
@@ -745,6 +777,15 @@ impl View for GraphView {
             String::new(),
         ];
         let (mut tones, mut tables) = (HashMap::new(), Tables::new());
+        if across {
+            hosts::add_host_table(
+                (&mut lines, &mut tones, &mut tables),
+                &parts,
+                &sups,
+                &by_part,
+            );
+            lines.push(String::new());
+        }
         let rows = node_rows(&order, &figs, &proc_of);
         add_node_table((&mut lines, &mut tones, &mut tables), &rows);
         let look = Look {

@@ -217,7 +217,10 @@ function draw(st) {
   for (const h in hosts) {
     const b = bbox(hosts[h]);
     el("rect", { x: b.x0 - PAD, y: b.y0 - PAD - 14, width: b.x1 - b.x0 + 2 * PAD, height: b.y1 - b.y0 + 2 * PAD + 14, rx: 8, class: "hostbox" }, svg);
-    text(svg, b.x0 - PAD + 6, b.y0 - PAD - 2, "host " + h, "boxlabel");
+    // Where a scheduler runs the host's part: its node and job step.
+    const at = (st.hosts || []).find((x) => x.name === h) || {};
+    const where = at.node ? ` on node ${at.node}` + (at.step ? `, step ${at.step}` : "") : "";
+    text(svg, b.x0 - PAD + 6, b.y0 - PAD - 2, "host " + h + where, "boxlabel");
   }
   const procs = groups("process");
   for (const p in procs) {

@@ -1,0 +1,135 @@
+//! A graph whose hosts' parts have run directories side by side, one per
+//! host (`RUN_DIR/HOST`, as `ptmp graph run --slurm --run-dir RUN_DIR`
+//! lays them out on a file system the nodes share): which directories are
+//! parts, and the table of hosts, saying where each part runs.
+
+use super::{add_table, now_us, num, ProcStatus, Sheet, Tone, STALE};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One host's part: its run directory, and the host's name when the
+/// directory watched holds several parts.
+pub(super) struct PartDir {
+    pub(super) host: Option<String>,
+    pub(super) dir: PathBuf,
+}
+
+/// Whether `dir` is one part's run directory: it has the supervisor's
+/// files or a plan.
+fn is_part(dir: &Path) -> bool {
+    if dir.join("processes.json").exists() || dir.join("supervisor.pid").exists() {
+        return true;
+    }
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|f| f.starts_with("plan-") && f.ends_with(".json"))
+        })
+    })
+}
+
+/// The parts under `dir`: `dir` itself when it is one; else each
+/// subdirectory that is one (named by its host), in name order; else
+/// `dir` (whose frame then says it holds nothing).
+pub(super) fn part_dirs(dir: &Path) -> Vec<PartDir> {
+    let single = || {
+        vec![PartDir {
+            host: None,
+            dir: dir.to_path_buf(),
+        }]
+    };
+    if is_part(dir) {
+        return single();
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return single();
+    };
+    let mut parts: Vec<PartDir> = rd
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| is_part(&e.path()))
+        .map(|e| PartDir {
+            host: Some(e.file_name().to_string_lossy().into_owned()),
+            dir: e.path(),
+        })
+        .collect();
+    parts.sort_by(|a, b| a.host.cmp(&b.host));
+    if parts.is_empty() {
+        single()
+    } else {
+        parts
+    }
+}
+
+/// This machine's name, to tell a part running here (whose pids can be
+/// checked) from one on another node.
+pub(super) fn this_node() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// Whether the part whose supervisor wrote `supervised` runs on this
+/// machine: it names no node (not under a scheduler) or this one.
+pub(super) fn runs_here(supervised: &Value, here: Option<&str>) -> bool {
+    match supervised["node"].as_str() {
+        None => true,
+        Some(n) => Some(n) == here,
+    }
+}
+
+/// The hosts table: per part, its node and job step (under Slurm), its
+/// supervisor's pid, how many processes report, and whether they still do
+/// (a part on another node is judged by how fresh its status files are).
+pub(super) fn add_host_table(
+    sheet: Sheet<'_>,
+    parts: &[PartDir],
+    supervised: &[Value],
+    stats: &[Vec<ProcStatus>],
+) {
+    let wall = now_us();
+    let mut rows = Vec::new();
+    for ((part, sup), st) in parts.iter().zip(supervised).zip(stats) {
+        let newest = st.iter().filter_map(|s| s.doc["time_us"].as_u64()).max();
+        let state = match newest {
+            None => "no status".to_string(),
+            Some(t) => {
+                let age = Duration::from_micros(wall.saturating_sub(t));
+                if age > STALE {
+                    format!("stale {}s", age.as_secs())
+                } else {
+                    "running".to_string()
+                }
+            }
+        };
+        let text = |k: &str| sup[k].as_str().unwrap_or("-").to_string();
+        rows.push(vec![
+            part.host.clone().unwrap_or_else(|| "-".into()),
+            text("node"),
+            text("step"),
+            num(sup["supervisor_pid"].as_u64()),
+            st.len().to_string(),
+            state,
+        ]);
+    }
+    add_table(
+        sheet,
+        "hosts",
+        &[
+            ("HOST", false),
+            ("NODE", false),
+            ("STEP", false),
+            ("SUPERVISOR", true),
+            ("PROCESSES", true),
+            ("STATE", false),
+        ],
+        &rows,
+        |_, r| match r.get(5).map(String::as_str) {
+            Some("running") => Tone::Plain,
+            _ => Tone::Warn,
+        },
+    );
+}
