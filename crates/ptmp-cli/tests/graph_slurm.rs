@@ -311,6 +311,35 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     let resumed_after = t0.elapsed();
     let (v, err) = view();
     assert_eq!(node_of(&v, "mid").as_deref(), Some("n4"), "{v}\n{err}");
+    // Each part's job step, as its supervisor says; and `ptmp top` of the
+    // run directories shows every host, its node and its step.
+    for p in v["processes"].as_array().unwrap() {
+        let step = p["step"].as_str().unwrap_or_default();
+        assert!(step.starts_with(&format!("{id}.")), "{p}");
+    }
+    let o = std::process::Command::new(PTMP)
+        .args(["top", "--once", "--json", "--interval", "0.2", "--run-dir"])
+        .arg(d.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let top: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hosts = top["tables"]["hosts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let rows: Vec<(&str, &str)> = hosts
+        .iter()
+        .map(|h| (h["host"].as_str().unwrap(), h["node"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rows, [("a", "n1"), ("b", "n4"), ("c", "n3")], "{top}");
+    for h in &hosts {
+        assert!(
+            h["step"].as_str().unwrap().starts_with(&format!("{id}.")),
+            "{top}"
+        );
+        assert_eq!(h["state"], "running", "{top}");
+    }
     let o = c.client("scancel", &["-s", "INT", &id]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     wait_gone(&c, &id, Duration::from_secs(90), &log);
@@ -339,6 +368,91 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
          node n2 powered off: host b moved after {moved_after:?}, sets flowed again after {resumed_after:?}",
         got.len()
     );
+}
+
+/// Hosts placed by node feature: host b needs `gpu`, which only n3 has.
+/// The script `graph sbatch` writes asks for it (`--constraint`) and runs
+/// the graph with b on n3 (in order it would be on n2); then a
+/// heterogeneous job (n1 and n2 in one component, a gpu node in the other)
+/// runs it the same way, b's step in the second component. Every set
+/// arrives once, in order, both times.
+#[test]
+fn hosts_are_placed_by_feature_also_in_a_heterogeneous_job() {
+    if let Some(p) = slurm::missing() {
+        common::missing_part(&format!(
+            "hosts_are_placed_by_feature_also_in_a_heterogeneous_job: {p} missing (Debian packages slurmctld slurmd slurm-client munge)"
+        ));
+        return;
+    }
+    let c = slurm::Cluster::with_features(&["", "", "gpu"], "f").unwrap_or_else(|e| panic!("{e}"));
+    let d = tempfile::tempdir().unwrap();
+    let n = 300;
+    let placed = [
+        "host a on node n1",
+        "host b on node n3",
+        "host c on node n2",
+    ];
+    let out = d.path().join("feature.dump");
+    let mut g = graph("slurmfeature", &out, Some(n), 24800, true);
+    g["hosts"][1]["feature"] = "gpu".into();
+    let id = submit(&c, d.path(), &g, &[], 3);
+    let script = std::fs::read_to_string(d.path().join("job.sh")).unwrap();
+    assert!(
+        script.contains("#SBATCH --constraint='gpu*1'\n"),
+        "{script}"
+    );
+    let log = d.path().join("job.out");
+    wait_gone(&c, &id, Duration::from_secs(120), &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    for want in placed {
+        assert!(said.contains(want), "{want} in:\n{said}");
+    }
+    assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{said}");
+
+    // The same graph in a heterogeneous job.
+    let out = d.path().join("het.dump");
+    let mut g = graph("slurmhet", &out, Some(n), 24850, true);
+    g["hosts"][1]["feature"] = "gpu".into();
+    let f = d.path().join("slurmhet.json");
+    std::fs::write(&f, g.to_string()).unwrap();
+    let script = format!(
+        "#!/bin/sh\n#SBATCH --nodes=2\n#SBATCH --nodelist=n1,n2\n#SBATCH --no-kill\n\
+         #SBATCH hetjob\n#SBATCH --nodes=1\n#SBATCH --constraint=gpu\n\
+         exec {PTMP} graph run {} --run-dir {} --slurm\n",
+        f.display(),
+        d.path().join("hetrun").display()
+    );
+    let sf = d.path().join("het.sh");
+    std::fs::write(&sf, script).unwrap();
+    let log = d.path().join("het.out");
+    let o = c.client(
+        "sbatch",
+        &[
+            "--parsable",
+            "--output",
+            log.to_str().unwrap(),
+            sf.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "sbatch: {}", text(&o.stderr));
+    let id = text(&o.stdout)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    wait_gone(&c, &id, Duration::from_secs(120), &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    for want in placed {
+        assert!(said.contains(want), "{want} in:\n{said}");
+    }
+    for want in [
+        "n1 (10.232.0.2), job component 0",
+        "n3 (10.232.0.4), job component 1",
+    ] {
+        assert!(said.contains(want), "{want} in:\n{said}");
+    }
+    assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{said}");
 }
 
 /// A graph with no end in a one-minute allocation: when the time is up,

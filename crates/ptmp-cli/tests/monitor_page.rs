@@ -45,8 +45,14 @@ impl Drop for Stop {
 /// Start `ptmp ARGS... --http 127.0.0.1:0`; the child and the monitor's
 /// address, from the line it prints.
 fn start_http(args: &[&str]) -> (Stop, SocketAddr) {
+    start_http_with(args, &[])
+}
+
+/// [`start_http`] with more variables in the environment.
+fn start_http_with(args: &[&str], envs: &[(&str, &str)]) -> (Stop, SocketAddr) {
     let mut child = Command::new(PTMP)
         .args(args)
+        .envs(envs.iter().copied())
         .args(["--http", "127.0.0.1:0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -313,4 +319,60 @@ fn an_edge_fed_from_outside_names_its_pattern() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A graph's part started by Slurm (the environment of a job step): the
+/// page labels its host's box with the node and step it runs in, and
+/// `/api/state` and `/metrics` say the same.
+#[test]
+fn a_part_slurm_started_is_labelled_with_its_node_and_step() {
+    if !Path::new(CHROMIUM).exists() {
+        common::missing_part(&format!("a_part_slurm_started_is_labelled_with_its_node_and_step: {CHROMIUM} missing (Debian package chromium)"));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let g = json!({"name": format!("page-slurm-{}", std::process::id()),
+        "nodes": [{"name": "src", "type": "source", "data": {"rate": 100}},
+                  {"name": "snk", "type": "sink"}],
+        "edges": [{"from": "src.out", "to": "snk.in", "pattern": "pushpull"}]});
+    let f = dir.path().join("g.json");
+    std::fs::write(&f, g.to_string()).unwrap();
+    let run_dir = dir.path().join("run");
+    let (_run, addr) = start_http_with(
+        &[
+            "graph",
+            "run",
+            f.to_str().unwrap(),
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+            "--ttl",
+            "120",
+        ],
+        &[
+            ("SLURM_JOB_ID", "4242"),
+            ("SLURM_STEP_ID", "3"),
+            ("SLURMD_NODENAME", "rack7-n12"),
+        ],
+    );
+    wait_for("the step in the state", Duration::from_secs(30), || {
+        state(addr)["processes"][0]["step"] == "4242.3"
+    });
+    let st = state(addr);
+    assert_eq!(st["hosts"][0]["node"], "rack7-n12", "{st}");
+    assert_eq!(st["hosts"][0]["step"], "4242.3", "{st}");
+    let (code, metrics) = common::get(addr, "/metrics");
+    assert_eq!(code, 200);
+    assert!(
+        metrics
+            .contains("host=\"localhost\",process=\"src\",node=\"rack7-n12\",step=\"4242.3\"} 1"),
+        "{metrics}"
+    );
+    let Some(dom) = render(addr, 1280, "slurm-step") else {
+        return;
+    };
+    badge_is_live(&dom);
+    assert!(
+        dom.contains(">host localhost on node rack7-n12, step 4242.3<"),
+        "no host label with its node and step"
+    );
 }

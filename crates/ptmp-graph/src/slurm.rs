@@ -363,9 +363,13 @@ impl Launch<'_> {
         let mut steps = Vec::new();
         let mut failure = None;
         for (i, p) in placed.iter().enumerate() {
+            let group = p
+                .node
+                .het_group
+                .map_or(String::new(), |k| format!(", job component {k}"));
             let _ = writeln!(
                 log,
-                "slurm: host {} on node {} ({})",
+                "slurm: host {} on node {} ({}){group}",
                 p.host, p.node.name, p.node.address
             );
             placed_at(&p.host, &p.node);

@@ -39,6 +39,8 @@ pub struct Cluster {
     pub ctl: String,
     /// Node names (n1...) and their namespaces.
     pub nodes: Vec<(String, String)>,
+    /// Each node's features (Slurm's `Features=`), comma-separated.
+    features: Vec<String>,
     /// The namespaces: the controller's first (10.232.0.1), then the
     /// nodes' (10.232.0.2 up); deleted after the daemons are stopped.
     lan: Option<super::lan::Lan>,
@@ -47,6 +49,13 @@ pub struct Cluster {
 impl Cluster {
     /// A controller and `count` nodes; `Err` says what did not start.
     pub fn start(count: usize, tag: &str) -> Result<Cluster, String> {
+        Cluster::with_features(&vec![""; count], tag)
+    }
+
+    /// A controller and one node per entry of `features`, each with those
+    /// features (comma-separated; empty for none).
+    pub fn with_features(features: &[&str], tag: &str) -> Result<Cluster, String> {
+        let count = features.len();
         let dir = tempfile::Builder::new().prefix("slurm").tempdir().unwrap();
         let lan = super::lan::Lan::make(count + 1, &format!("sl{tag}"))
             .ok_or("cannot make the network namespaces (needs root and iproute2)")?;
@@ -55,6 +64,7 @@ impl Cluster {
             nodes: (1..=count)
                 .map(|i| (format!("n{i}"), lan.hosts[i].clone()))
                 .collect(),
+            features: features.iter().map(|f| f.to_string()).collect(),
             dir,
             lan: Some(lan),
         };
@@ -125,11 +135,15 @@ impl Cluster {
              SlurmdLogFile={w}/slurmd-%n.log\nProctrackType=proctrack/linuxproc\n\
              TaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\nMpiDefault=none\n\
              ReturnToService=2\nSlurmdTimeout=5\nKillWait=30\n\
-             SchedulerParameters=bf_interval=1\nSelectType=select/cons_tres\n"
+             SchedulerParameters=bf_interval=1,bf_hetjob_immediate\nSelectType=select/cons_tres\n"
         );
         for (i, (name, _)) in self.nodes.iter().enumerate() {
+            let features = match self.features[i].as_str() {
+                "" => String::new(),
+                f => format!(" Features={f}"),
+            };
             s += &format!(
-                "NodeName={name} NodeAddr=10.232.0.{} CPUs=2 State=UNKNOWN\n",
+                "NodeName={name} NodeAddr=10.232.0.{} CPUs=2{features} State=UNKNOWN\n",
                 i + 2
             );
         }
