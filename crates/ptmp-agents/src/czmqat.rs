@@ -134,7 +134,7 @@ impl CatAgent {
         let mut notes = Vec::new();
         let out = match &c.ofile {
             Some(f) => {
-                let (file, path, lines) = crate::nodes::open_ofile(&name, f, c.append)?;
+                let (file, path, lines) = crate::nodes::open_ofile(&name, f, c.append, None)?;
                 notes = lines;
                 Some((DumpWriter::new(BufWriter::new(file)), path))
             }

@@ -388,19 +388,28 @@ impl Agent for SourceAgent {
 /// `append` written after the records it holds
 /// ([`ptmp_data::dump::open_append`]: a torn last record, left by a
 /// writer that died while writing it, is cut off; a file damaged before
-/// its end is left alone and `PATH.1` written instead). Gives the file,
-/// where it is, and lines for the agent's report saying what was found.
+/// its end is left alone and `PATH.1` written instead). With `seen`, each
+/// TPSet the file holds is marked seen in it, so that one sent again is
+/// not written twice. Gives the file, where it is, and lines for the
+/// agent's report saying what was found.
 pub(crate) fn open_ofile(
     agent: &str,
     f: &std::path::Path,
     append: bool,
+    mut seen: Option<&mut Seen>,
 ) -> Result<(File, PathBuf, Vec<String>)> {
     if !append {
         let file =
             File::create(f).map_err(Error::io(agent, format!("create ofile {}", f.display())))?;
         return Ok((file, f.to_path_buf(), Vec::new()));
     }
-    let a = ptmp_data::dump::open_append(f).map_err(Error::io(
+    let mut scratch = TPSet::default();
+    let mut visit = |fr: &Frames| {
+        if let Some(s) = seen.as_deref_mut() {
+            again(s, fr, &mut scratch);
+        }
+    };
+    let a = ptmp_data::dump::open_append_reading(f, &mut visit).map_err(Error::io(
         agent,
         format!("open ofile {} to append", f.display()),
     ))?;
@@ -430,6 +439,9 @@ pub struct SinkAgent {
     out: Option<DumpWriter<BufWriter<File>>>,
     /// What opening the dump file found, for the report.
     notes: Vec<String>,
+    /// With `dedup`: the sets seen so far (those an appended file holds),
+    /// and the gaps among them, reported by the run before.
+    seen: Option<(Seen, u64)>,
 }
 
 impl SinkAgent {
@@ -442,9 +454,10 @@ impl SinkAgent {
         };
         let mut c = c.clone();
         let mut notes = Vec::new();
+        let mut seen = c.dedup.then(Seen::new);
         let out = match c.ofile.clone() {
             Some(f) => {
-                let (file, path, lines) = open_ofile(&name, &f, c.append)?;
+                let (file, path, lines) = open_ofile(&name, &f, c.append, seen.as_mut())?;
                 c.ofile = Some(path);
                 notes = lines;
                 Some(DumpWriter::new(BufWriter::new(file)))
@@ -458,6 +471,13 @@ impl SinkAgent {
             done,
             out,
             notes,
+            seen: seen.map(|mut s| {
+                // What the file held is no repeat of this run's, and its
+                // gaps were the run before's to report.
+                s.dropped = 0;
+                let gaps = s.missing();
+                (s, gaps)
+            }),
         })
     }
 
@@ -498,7 +518,10 @@ impl Agent for SinkAgent {
         let mut f = Frames::new();
         let mut n = 0u64;
         let mut first: Option<Instant> = None;
-        let mut seen = self.c.dedup.then(Seen::new);
+        let (mut seen, gaps_before) = match self.seen.take() {
+            Some((s, g)) => (Some(s), g),
+            None => (self.c.dedup.then(Seen::new), 0),
+        };
         let mut scratch = TPSet::default();
         let res: Result<()> = (|| {
             while self.c.count.is_none_or(|c| n < c) && !ctl.done(false) {
@@ -536,7 +559,7 @@ impl Agent for SinkAgent {
         if let Some(s) = &seen {
             r = r.count("repeats_dropped", s.dropped);
             if !self.c.share {
-                r = r.count("missing", s.missing());
+                r = r.count("missing", s.missing().saturating_sub(gaps_before));
             }
         }
         if let Some(t) = first {

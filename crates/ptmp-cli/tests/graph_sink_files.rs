@@ -210,3 +210,71 @@ fn a_sink_restarted_by_an_apply_keeps_what_it_wrote_and_the_plan_says_why() {
         "{said}"
     );
 }
+
+/// The supervisor and its parts killed at once (a crash of the host's
+/// supervisor, as systemd then restarts it), then the graph run again on
+/// the same run directory: the new run continues the dead one. Its source
+/// goes on counting, its sink appends to the file (never empties it) and
+/// drops the sets the file holds already that the source sends again (its
+/// last status was up to a quarter second old): every number once, in
+/// order, with what the file held first.
+#[test]
+fn a_run_after_its_supervisor_died_continues_the_recording() {
+    let d = tempfile::tempdir().unwrap();
+    let rd = d.path().join("run");
+    let out = d.path().join("out.dump");
+    let log = d.path().join("run.log");
+    let n = 8000;
+    let g = json!({
+        "name": format!("supkill-{}", std::process::id()),
+        "nodes": [
+            {"name": "src", "type": "source", "data": {"count": n, "rate": 4000, "detid": 1}},
+            {"name": "snk", "type": "sink", "data": {"ofile": out}}
+        ],
+        "edges": [{"from": "src.out", "to": "snk.in", "pattern": "pushpull"}]
+    });
+    let f = write(d.path(), "g.json", &g);
+    let mut sup = Sup::start(&f, &rd, &log);
+    let parts = [pid(&rd, "src"), pid(&rd, "snk")];
+    wait_for(LIMIT, "sets in the sink's file", || {
+        Some(counts_so_far(&out)).filter(|c| c.len() >= 2000)
+    });
+    let sup_pid = sup.0.as_ref().unwrap().id() as i32;
+    // SAFETY: kill only sends signals to processes this test started (the
+    // supervisor, held stopped so that it cannot react, and its parts).
+    unsafe {
+        libc::kill(sup_pid, libc::SIGSTOP);
+        for p in parts {
+            libc::kill(p as i32, libc::SIGKILL);
+        }
+        libc::kill(sup_pid, libc::SIGKILL);
+    }
+    let _ = sup.0.take().unwrap().wait();
+    let before = counts_so_far(&out);
+    assert!(before.len() >= 2000 && before.len() < n as usize);
+    let o = Sup::start(&f, &rd, &d.path().join("again.log")).finish();
+    let l = logs(&d.path().join("again.log"));
+    assert!(o.status.success(), "{l}");
+    assert!(l.contains("died without cleaning up"), "{l}");
+    assert!(l.contains("appended after the"), "{l}");
+    let got = counts(&out);
+    assert_eq!(
+        got[..before.len()],
+        before[..],
+        "the file lost what it held\n{l}"
+    );
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "a set written twice or out of order\n{l}"
+    );
+    assert_eq!(got.last(), Some(&(n - 1)), "{l}");
+    eprintln!(
+        "held {} sets; after the new run {} of {n}; {}",
+        before.len(),
+        got.len(),
+        l.lines()
+            .filter(|x| x.contains("repeats_dropped") || x.contains("missing"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+}

@@ -435,12 +435,12 @@ enum Ending {
     Damaged(DumpError),
 }
 
-fn ending(file: &std::fs::File) -> io::Result<Ending> {
+fn ending(file: &std::fs::File, visit: &mut dyn FnMut(&Frames)) -> io::Result<Ending> {
     let mut r = DumpReader::new(io::BufReader::new(file));
     let mut f = Frames::new();
     loop {
         match r.read_into(&mut f) {
-            Ok(true) => {}
+            Ok(true) => visit(&f),
             Ok(false) => {
                 return Ok(Ending::Clean {
                     records: r.records(),
@@ -470,6 +470,15 @@ fn ending(file: &std::fs::File) -> io::Result<Ending> {
 /// records go to the first of `PATH.1`, `PATH.2`, ... that is missing or
 /// itself ends cleanly or torn; [`Appending::passed_over`] says why.
 pub fn open_append(path: &std::path::Path) -> io::Result<Appending> {
+    open_append_reading(path, &mut |_| {})
+}
+
+/// [`open_append`], showing each whole record read on the way to `visit`,
+/// in order: a writer that drops what it already wrote learns it here.
+pub fn open_append_reading(
+    path: &std::path::Path,
+    visit: &mut dyn FnMut(&Frames),
+) -> io::Result<Appending> {
     use std::io::Seek;
     let mut passed_over = Vec::new();
     for n in 0u32.. {
@@ -486,7 +495,7 @@ pub fn open_append(path: &std::path::Path) -> io::Result<Appending> {
             .create(true)
             .truncate(false)
             .open(&p)?;
-        let (records, end, cut) = match ending(&file)? {
+        let (records, end, cut) = match ending(&file, visit)? {
             Ending::Clean { records, end } => (records, end, 0),
             Ending::Torn { records, end } => {
                 let len = file.metadata()?.len();

@@ -70,6 +70,60 @@ pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
     run_dir.join("sequence").join(format!("{process}.json"))
 }
 
+/// For a run taking over from a supervisor that died with its parts: each
+/// source's start in the sequence files moves on by what the source's last
+/// status said it had sent, and no longer names the pid, so that the new
+/// run's sources go on counting (the status files are removed next). The
+/// sequence directory's other files (the output files' marks) stay, so
+/// its sinks append.
+pub(crate) fn carry_counts(run_dir: &Path) {
+    let Some(dir) = sequence_file(run_dir, "x").parent().map(Path::to_path_buf) else {
+        return;
+    };
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let path = e.path();
+        let Some(process) = path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .and_then(|f| f.strip_suffix(".json"))
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let read = |p: &Path| {
+            crate::rundir::read_json(p, crate::rundir::STATUS_LIMIT)
+                .ok()
+                .flatten()
+                .unwrap_or(Value::Null)
+        };
+        let before = read(&path);
+        let Some(sources) = before.as_object() else {
+            continue;
+        };
+        let st = read(&status::status_file(run_dir, &process));
+        let mut now = serde_json::Map::new();
+        for (name, prev) in sources {
+            let mut first = prev["first"].as_u64().unwrap_or(0);
+            if prev["pid"].as_i64().is_some() && st["pid"] == prev["pid"] {
+                first = first.saturating_add(
+                    st["nodes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|n| n["name"] == name.as_str())
+                        .and_then(|n| n["out"].as_u64())
+                        .unwrap_or(0),
+                );
+            }
+            now.insert(name.clone(), json!({ "first": first }));
+        }
+        let _ = status::write_atomic(&path, &Value::Object(now));
+    }
+}
+
 /// The file whose presence asks process `process` to hold its outputs:
 /// `RUNDIR/hold/PROCESS`. The supervisor makes it while it replaces what
 /// the process feeds and removes it after; the part holds its agents'

@@ -542,13 +542,20 @@ pub fn clear_leftovers(
             }
         }
     }
-    for d in [
-        status::status_dir(dir),
-        crate::part::sequence_file(dir, "x")
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-    ] {
+    // A run that takes over from a supervisor that died continues it:
+    // sources go on counting and sinks append (so a supervisor restarted
+    // by systemd loses no recording). A run after a clean end starts anew.
+    let mut clear = vec![status::status_dir(dir)];
+    if stale.is_some() {
+        crate::part::carry_counts(dir);
+    } else {
+        clear.extend(
+            crate::part::sequence_file(dir, "x")
+                .parent()
+                .map(Path::to_path_buf),
+        );
+    }
+    for d in clear {
         if let Ok(rd) = std::fs::read_dir(d) {
             for e in rd.flatten() {
                 let _ = std::fs::remove_file(e.path());
