@@ -599,7 +599,7 @@ fn apply(a: &ApplyArgs) -> CliResult {
 fn systemd(a: &SystemdArgs) -> CliResult {
     if a.src.run_dir.is_some() {
         return Err(CliError::usage(
-            "--run-dir: the unit's run directory is its RuntimeDirectory (under /run, or $XDG_RUNTIME_DIR for --user); leave it out",
+            "--run-dir: the unit's run directory is its StateDirectory (under /var/lib, or $XDG_STATE_HOME for --user); leave it out",
         ));
     }
     let (g, _) = a.src.load()?;

@@ -1,6 +1,6 @@
 //! `ptmp graph systemd`: the template unit it writes is one systemd
 //! accepts (`systemd-analyze verify`, the real tool), and its command line,
-//! run as systemd would run it (specifiers filled in, the runtime
+//! run as systemd would run it (specifiers filled in, the state
 //! directory made 0700, SIGINT to stop), runs the graph and stops it
 //! cleanly. (Not yet under a systemd that is PID 1.)
 
@@ -22,13 +22,14 @@ fn setting<'a>(unit: &'a str, key: &str) -> &'a str {
 }
 
 /// ExecStart's words as systemd hands them over, for instance `host`
-/// with runtime directory root `t` (the words here need no unquoting).
+/// with state directory root `t` (`%S`; the words here need no
+/// unquoting).
 fn exec_words(unit: &str, host: &str, t: &Path) -> Vec<String> {
     setting(unit, "ExecStart")
         .split_whitespace()
         .map(|w| {
             w.replace("%i", host)
-                .replace("%t", &t.to_string_lossy())
+                .replace("%S", &t.to_string_lossy())
                 .replace("%%", "%")
                 .replace("$$", "$")
         })
@@ -52,12 +53,14 @@ fn the_unit_verifies_and_its_command_runs_and_stops_the_graph_cleanly() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let file = d.path().join(format!("ptmp-graph-{name}@.service"));
     let unit = std::fs::read_to_string(&file).unwrap();
+    let state_dir = format!("ptmp-graph-{name}-%i");
     for (k, v) in [
         ("KillSignal", "SIGINT"),
         ("KillMode", "mixed"),
         ("Restart", "on-failure"),
-        ("RuntimeDirectoryMode", "0700"),
-        ("RuntimeDirectoryPreserve", "restart"),
+        ("StateDirectory", state_dir.as_str()),
+        ("StateDirectoryMode", "0700"),
+        ("RestartPreventExitStatus", "2"),
         ("StandardError", "journal"),
     ] {
         assert_eq!(setting(&unit, k), v, "{unit}");
@@ -114,6 +117,6 @@ fn the_unit_verifies_and_its_command_runs_and_stops_the_graph_cleanly() {
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("stopping: interrupted"), "{err}");
-    // The sink wrote into the run directory, the runtime directory's.
+    // The sink wrote into the run directory, the state directory's.
     assert!(rd.join("chain-graph.dump").exists(), "{err}");
 }

@@ -28,7 +28,8 @@ fn counts(f: &Path) -> Vec<u64> {
     let mut r = DumpReader::new(std::io::BufReader::new(file));
     let mut fr = Frames::new();
     let mut v = Vec::new();
-    while r.read_into(&mut fr).unwrap() {
+    // A file being written may end inside a record: whole ones only.
+    while r.read_into(&mut fr).unwrap_or(false) {
         v.push(decode_tpset(fr.get(1).unwrap()).unwrap().count as u64);
     }
     v
@@ -203,8 +204,10 @@ fn a_graph_under_systemd_as_pid_1() {
     grows(&out, 300, "the unit's restart", &why);
 
     // The sink's container powered off, then booted: its unit (enabled)
-    // starts by itself, appends to the file, and the source follows.
-    let top = *counts(&out).iter().max().unwrap();
+    // starts by itself and continues the run from its state directory
+    // (appends to the file, keeping what it held), and the source follows.
+    let kept = counts(&out);
+    let top = *kept.iter().max().unwrap();
     machines[1].power_off();
     machines[1].boot().unwrap_or_else(|e| panic!("{e}"));
     let (ma, mb) = (&machines[0], &machines[1]);
@@ -216,7 +219,14 @@ fn a_graph_under_systemd_as_pid_1() {
         )
     };
     grows(&out, 300, "the power-off", &why);
-    assert!(*counts(&out).iter().max().unwrap() > top + 300, "{}", why());
+    let got = counts(&out);
+    assert!(*got.iter().max().unwrap() > top + 300, "{}", why());
+    assert_eq!(
+        got[..kept.len()],
+        kept[..],
+        "the sink's file lost what it held before the power-off: {}",
+        why()
+    );
 
     // systemctl stop: SIGINT to the supervisor, a clean drain.
     for m in [mb, ma] {
@@ -229,12 +239,16 @@ fn a_graph_under_systemd_as_pid_1() {
             why()
         );
     }
+    // Nothing twice across the restarts and the power-off: a restarted
+    // source goes on counting, a restarted sink drops what its file holds.
     let got = counts(&out);
     let repeats = got.windows(2).filter(|w| w[1] <= w[0]).count();
+    let lost = got.last().map_or(0, |l| l + 1) - got.len() as u64;
     eprintln!(
-        "sink: {} sets, {repeats} written twice (across the power-off: sets written but not yet committed)",
+        "sink: {} sets, {repeats} twice or out of order, {lost} numbers missing (in the killed processes and the powered-off container)",
         got.len()
     );
+    assert_eq!(repeats, 0, "{}", why());
     drop(machines);
     drop(lan);
 }

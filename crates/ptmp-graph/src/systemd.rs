@@ -7,10 +7,11 @@
 //! `TimeoutStopSec`), which stops its parts in drain order; a crashed part
 //! is restarted by the supervisor; systemd restarts the supervisor only
 //! when it fails (`Restart=on-failure`), not when it refused its
-//! configuration (exit 2, `RestartPreventExitStatus=2`). The run directory is the unit's
-//! `RuntimeDirectory` (mode 0700, kept across restarts so a restarted
-//! supervisor's sinks append and its sources go on counting), the logs go
-//! to the journal.
+//! configuration (exit 2, `RestartPreventExitStatus=2`). The run
+//! directory is the unit's `StateDirectory` (mode 0700, on disk, kept
+//! across restarts and boots): a supervisor started again after a crash,
+//! a power cut or a reboot continues the run, its sources counting on and
+//! its sinks appending. The logs go to the journal.
 
 use crate::Graph;
 use std::fmt::Write;
@@ -74,8 +75,8 @@ pub fn template(g: &Graph, o: &UnitOptions<'_>) -> String {
         exec_word(&o.graph_file.to_string_lossy()),
     ];
     exec.extend(o.args.iter().map(|a| exec_word(a)));
-    // %i and %t are specifiers, not text: written as they are.
-    exec.push(format!("--host %i --run-dir %t/ptmp-graph-{name}-%i"));
+    // %i and %S are specifiers, not text: written as they are.
+    exec.push(format!("--host %i --run-dir %S/ptmp-graph-{name}-%i"));
     // The supervisor stops its parts one after another, each within its
     // stop timeout; systemd waits for all of them and a margin.
     let parts = g.processes.len().max(1) as u64;
@@ -102,9 +103,8 @@ pub fn template(g: &Graph, o: &UnitOptions<'_>) -> String {
     let _ = writeln!(u, "[Service]");
     let _ = writeln!(u, "Type=exec");
     let _ = writeln!(u, "ExecStart={}", exec.join(" "));
-    let _ = writeln!(u, "RuntimeDirectory=ptmp-graph-{name}-%i");
-    let _ = writeln!(u, "RuntimeDirectoryMode=0700");
-    let _ = writeln!(u, "RuntimeDirectoryPreserve=restart");
+    let _ = writeln!(u, "StateDirectory=ptmp-graph-{name}-%i");
+    let _ = writeln!(u, "StateDirectoryMode=0700");
     let _ = writeln!(u, "Restart=on-failure");
     let _ = writeln!(u, "RestartSec=2s");
     // Exit 2: the graph or one of its processes refused its configuration,
