@@ -143,3 +143,38 @@ def test_a_name_that_never_appears_is_an_error_naming_it(netns):
     got = last_json(p, 30)
     assert got["err"] is not None
     assert "name://ghost/out" in got["err"] and "within 1s" in got["err"], got
+
+
+def test_run_with_a_discovery_key_connects_its_agents_by_name(netns):
+    """`ptmp.run` of a config whose "discovery" key asks for presence (as
+    `ptmp run` reads it): the source binds a name, the sink connects to it,
+    every set arrives, and the name goes when the agents end. A second run
+    asking for another group is refused, naming both."""
+    code = """
+        import json, ptmp
+        cfg = {"discovery": {"group": "pyrun", "timeout": 20}, "proxies": [
+            {"name": "runsrc", "type": "source", "data": {"count": 400, "rate": 2000,
+                "output": {"socket": {"type": "PUSH", "bind": ["name://runsrc/out"]}}}},
+            {"name": "runsnk", "type": "sink", "data": {"count": 400,
+                "input": {"socket": {"type": "PULL", "connect": ["name://runsrc/out"]}}}}]}
+        reports = {r["name"]: r for r in ptmp.run(cfg, ttl=60)}
+        try:
+            ptmp.run({"discovery": {"group": "other"}, "proxies": []})
+            other = None
+        except ptmp.ConfigError as e:
+            other = str(e)
+        print(json.dumps({"received": reports["runsnk"]["received"],
+                          "names": ptmp.announced_names(), "other": other}))
+    """
+    got = last_json(py_in(netns, code), 60)
+    assert got["received"] == 400, got
+    assert got["names"] == [], got
+    assert "already on in this process with group \"pyrun\"" in got["other"], got
+    assert "\"other\"" in got["other"], got
+
+
+def test_a_bad_discovery_key_in_a_run_is_refused_naming_it():
+    with pytest.raises(ptmp.ConfigError, match=r"discovery\.grup: unknown key"):
+        ptmp.run({"discovery": {"grup": "x"}, "proxies": []})
+    with pytest.raises(ptmp.ConfigError, match=r"discovery = 3"):
+        ptmp.run({"discovery": 3, "proxies": []})

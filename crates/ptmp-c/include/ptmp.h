@@ -626,8 +626,16 @@ const char *ptmp_receiver_endpoint(const struct ptmp_receiver *receiver, size_t 
  * [`PTMP_ERR_CONFIG`] naming the agent, key and value. A failure while
  * running is reported by `ptmp_run_wait`.
  *
+ * A top-level `"discovery"` key turns presence on for names, as `ptmp
+ * run` does (`true`, or `{group, secret_file, timeout, liveness_timeout,
+ * announce}`; see `ptmp_use_discovery`). When presence is on already in
+ * this process, the key must ask for the same group and secret
+ * ([`PTMP_ERR_CONFIG`] otherwise). The names the agents announce are
+ * withdrawn when they end.
+ *
  * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
- * [`PTMP_ERR_CONFIG`], [`PTMP_ERR_IO`] or [`PTMP_ERR_RUN`].
+ * [`PTMP_ERR_CONFIG`], [`PTMP_ERR_IO`], [`PTMP_ERR_TRANSPORT`] (presence
+ * could not start) or [`PTMP_ERR_RUN`].
  *
  * Thread-safety: any thread.
  *

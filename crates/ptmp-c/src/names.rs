@@ -5,24 +5,21 @@
 
 use crate::{c_str, guard, Fail, PTMP_ERR_ARG, PTMP_ERR_CONFIG, PTMP_ERR_IO, PTMP_ERR_STATE};
 use crate::{PTMP_ERR_TRANSPORT, PTMP_OK};
-use ptmp_discovery::{Config, Discovery, NameService};
+use ptmp_discovery::process::{self, PresenceError};
+use ptmp_discovery::Config;
 use std::ffi::{c_char, c_int};
-use std::sync::OnceLock;
 use std::time::Duration;
-
-/// The process's presence, once `ptmp_use_discovery` turned it on; kept to
-/// withdraw the announced names.
-static NAMES: OnceLock<NameService> = OnceLock::new();
 
 /// The longest wait for a name: a day, as Python allows.
 const MAX_TIMEOUT_MS: u32 = 86_400_000;
 
-fn discovery_fail(e: ptmp_discovery::Error) -> Fail {
-    let code = match e {
-        ptmp_discovery::Error::Config(_) => PTMP_ERR_CONFIG,
-        _ => PTMP_ERR_TRANSPORT,
-    };
-    Fail(code, e.to_string())
+/// A configuration's `"discovery"` key refused ([`PTMP_ERR_CONFIG`]), or
+/// presence that could not start ([`PTMP_ERR_TRANSPORT`]).
+pub(crate) fn presence_fail(e: PresenceError) -> Fail {
+    match e {
+        PresenceError::Settings(m) => Fail(PTMP_ERR_CONFIG, m),
+        PresenceError::Start(m) => Fail(PTMP_ERR_TRANSPORT, m),
+    }
 }
 
 /// The secret in `path`, surrounding white space taken off; an empty one
@@ -106,21 +103,20 @@ pub unsafe extern "C" fn ptmp_use_discovery(
             let path = unsafe { c_str(secret_file, "secret_file") }?;
             Some(read_secret(path)?)
         };
-        if NAMES.get().is_some() || ptmp_core::names::installed() {
+        if process::service().is_some() || ptmp_core::names::installed() {
             return Err(already_on());
         }
-        let d = Discovery::start(Config {
+        let config = Config {
             group: group.to_string(),
             secret,
             ..Config::default()
-        })
-        .map_err(discovery_fail)?;
-        let service = ptmp_discovery::install(d, Duration::from_millis(timeout_ms.into()))
-            .map_err(|_| already_on())?;
-        // Only the call whose install succeeded gets here, so the cell is
-        // empty.
-        let _ = NAMES.set(service);
-        Ok(PTMP_OK)
+        };
+        match process::turn_on(config, Duration::from_millis(timeout_ms.into())) {
+            Ok(_) => Ok(PTMP_OK),
+            // Another thread turned it on in between.
+            Err(PresenceError::Settings(_)) => Err(already_on()),
+            Err(e) => Err(presence_fail(e)),
+        }
     })
 }
 
@@ -145,7 +141,7 @@ fn already_on() -> Fail {
 #[no_mangle]
 pub extern "C" fn ptmp_withdraw_names() -> c_int {
     guard("ptmp_withdraw_names", || {
-        if let Some(s) = NAMES.get() {
+        if let Some(s) = process::service() {
             s.withdraw_all();
         }
         Ok(PTMP_OK)
@@ -160,5 +156,5 @@ pub extern "C" fn ptmp_withdraw_names() -> c_int {
 pub extern "C" fn ptmp_announced_names() -> usize {
     // Nothing here can panic short of a poisoned lock, which the service
     // recovers from; a caught panic reads as none announced.
-    std::panic::catch_unwind(|| NAMES.get().map_or(0, |s| s.announced().len())).unwrap_or(0)
+    std::panic::catch_unwind(|| process::announced_now().len()).unwrap_or(0)
 }

@@ -94,8 +94,16 @@ impl Drop for ptmp_run {
 /// [`PTMP_ERR_CONFIG`] naming the agent, key and value. A failure while
 /// running is reported by `ptmp_run_wait`.
 ///
+/// A top-level `"discovery"` key turns presence on for names, as `ptmp
+/// run` does (`true`, or `{group, secret_file, timeout, liveness_timeout,
+/// announce}`; see `ptmp_use_discovery`). When presence is on already in
+/// this process, the key must ask for the same group and secret
+/// ([`PTMP_ERR_CONFIG`] otherwise). The names the agents announce are
+/// withdrawn when they end.
+///
 /// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
-/// [`PTMP_ERR_CONFIG`], [`PTMP_ERR_IO`] or [`PTMP_ERR_RUN`].
+/// [`PTMP_ERR_CONFIG`], [`PTMP_ERR_IO`], [`PTMP_ERR_TRANSPORT`] (presence
+/// could not start) or [`PTMP_ERR_RUN`].
 ///
 /// Thread-safety: any thread.
 ///
@@ -124,9 +132,16 @@ pub unsafe extern "C" fn ptmp_run_start(
             o.insert("ttl".into(), serde_json::json!(ttl_ms as f64 / 1000.0));
         }
         let rc = RunConfig::parse(&v)?;
+        // A "discovery" key turns presence on (or checks it against the
+        // process's), as `ptmp run` does; the names the agents announce go
+        // when they end.
+        let before = ptmp_discovery::process::announced_now();
+        ptmp_discovery::process::for_config(&v, "(config)").map_err(crate::names::presence_fail)?;
         let h = spawn_run("ptmp-run", move |stop| {
             let mut log = std::io::sink();
-            let out = ptmper::run(&rc, stop, &mut log)?;
+            let out = ptmper::run(&rc, stop, &mut log);
+            ptmp_discovery::process::withdraw_since(&before);
+            let out = out?;
             match out.failures.first() {
                 Some(f) => Err(Fail(PTMP_ERR_RUN, f.to_string())),
                 None => Ok(()),

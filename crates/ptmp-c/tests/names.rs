@@ -55,6 +55,36 @@ fn error_checks(exe: &Path, dir: &Path) {
         out.contains("name without presence: -4 ") && out.contains("presence on the network"),
         "{out}"
     );
+    assert!(
+        out.contains("run, bad discovery key: -3 ") && out.contains("discovery.grup: unknown key"),
+        "{out}"
+    );
+    assert!(
+        out.contains("run, other group: -3 ")
+            && out.contains("already on in this process with group \"cnames\""),
+        "{out}"
+    );
+}
+
+/// `ptmp_run_start` of agents whose config asks for presence with its
+/// `"discovery"` key: the source binds a name, the sink connects to it,
+/// and every set arrives; the name goes when the agents end.
+#[test]
+fn a_run_whose_config_asks_for_presence_connects_by_name() {
+    let test = "a_run_whose_config_asks_for_presence_connects_by_name";
+    let Some(lan) = make_lan(1, "cr", test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("names", dir.path());
+    let o = run_in(&lan.hosts[0], &exe, &["run", "crun", "500"])
+        .finish(Duration::from_secs(60), "C run by name");
+    assert_ok("C run by name", &o);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("run by name: 0 ok") && out.contains("names after the run: 0"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -269,7 +269,7 @@ impl SockArgs {
     /// `ptmp run`'s); `None` when not asked for. A name in `cfg` without
     /// presence is a usage error naming it and the switch. Keep the
     /// service while the socket lives, and withdraw its names at the end.
-    pub fn presence(&self, cfg: &SocketConfig) -> CliResult<Option<NameService>> {
+    pub fn presence(&self, cfg: &SocketConfig) -> CliResult<Option<&'static NameService>> {
         let in_config = match self.config_text()? {
             Some(text) => serde_json::from_str::<serde_json::Value>(&text)
                 .ok()

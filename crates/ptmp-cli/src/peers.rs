@@ -319,6 +319,32 @@ pub fn run(a: &PeersArgs) -> CliResult<()> {
     Ok(())
 }
 
+/// Presence for the sockets of a configuration (`ptmp run`, a graph's
+/// part) that asks for it with a top-level `"discovery"` key (see
+/// [`ptmp_discovery::process`]): the process's presence, its fixed binds
+/// announced when asked; `None` when the key does not ask. A wrong key is
+/// a usage error (exit 2). Withdraw its names before exiting.
+pub fn presence_for(
+    config: &serde_json::Value,
+    origin: &str,
+) -> CliResult<Option<&'static ptmp_discovery::NameService>> {
+    ptmp_discovery::process::for_config(config, origin).map_err(presence_error)
+}
+
+/// Checks a configuration's `"discovery"` key without starting anything.
+pub fn check_discovery(config: &serde_json::Value, origin: &str) -> CliResult<()> {
+    ptmp_discovery::process::settings(config, origin)
+        .map(|_| ())
+        .map_err(presence_error)
+}
+
+fn presence_error(e: ptmp_discovery::process::PresenceError) -> CliError {
+    match e {
+        ptmp_discovery::process::PresenceError::Settings(m) => CliError::usage(m),
+        ptmp_discovery::process::PresenceError::Start(m) => CliError::fail(m),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,241 +355,5 @@ mod tests {
         assert_eq!(human(Duration::from_secs(125)), "2m05s");
         assert_eq!(human(Duration::from_secs(7260)), "2h01m");
         assert_eq!(human(Duration::from_secs(90000)), "1d01h");
-    }
-}
-
-/// Presence for the sockets of a configuration (`ptmp run`, a graph's
-/// part) that asks for it with a top-level `"discovery"` key: `true`, or
-/// an object with any of `group` (default `default`), `secret_file`,
-/// `timeout` (seconds a `name://` connect waits for its peer, default 30),
-/// `liveness_timeout` (seconds, default 2) and `announce` (true: announce
-/// every fixed tcp or ipc address an agent binds). Absent or `false`: `None`,
-/// and nothing is sent or listened to. `origin` names the configuration in
-/// errors. Keep the service while the sockets live; withdraw its names
-/// before exiting.
-pub fn presence_for(
-    config: &serde_json::Value,
-    origin: &str,
-) -> CliResult<Option<ptmp_discovery::NameService>> {
-    let Some(s) = discovery_settings(config, origin)? else {
-        return Ok(None);
-    };
-    let d = Discovery::start(s.config).map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
-    let service = ptmp_discovery::install(d, s.timeout)
-        .map_err(|e| CliError::fail(format!("{origin}: {e}")))?;
-    for (node, port, address) in s.binds {
-        service
-            .announce(&node, &port, &address)
-            .map_err(|e| CliError::fail(format!("{origin}: agent {node}: {e}")))?;
-    }
-    Ok(Some(service))
-}
-
-/// What a configuration's `"discovery"` key asks for (see
-/// [`presence_for`]), checked without starting anything.
-pub struct DiscoverySettings {
-    /// Presence's own settings.
-    pub config: Config,
-    /// How long a `name://` connect waits for its peer.
-    pub timeout: Duration,
-    /// The fixed binds to announce, `(agent, port, address)`.
-    pub binds: Vec<(String, String, String)>,
-}
-
-/// Reads and checks a configuration's `"discovery"` key (`None` when
-/// presence is not asked for); errors name `origin` and the key.
-pub fn discovery_settings(
-    config: &serde_json::Value,
-    origin: &str,
-) -> CliResult<Option<DiscoverySettings>> {
-    use serde_json::Value;
-    let bad = |key: &str, v: &Value, why: &str| {
-        CliError::usage(format!("{origin}: discovery.{key} = {v}: {why}"))
-    };
-    let empty = serde_json::Map::new();
-    let o = match config.get("discovery") {
-        None | Some(Value::Bool(false)) | Some(Value::Null) => return Ok(None),
-        Some(Value::Bool(true)) => &empty,
-        Some(Value::Object(o)) => o,
-        Some(v) => {
-            return Err(CliError::usage(format!(
-                "{origin}: discovery = {v}: give true or an object {{group, secret_file, timeout, liveness_timeout, announce}}"
-            )))
-        }
-    };
-    let mut c = Config::default();
-    let mut timeout = ptmp_discovery::DEFAULT_RESOLVE_TIMEOUT;
-    let mut announce = false;
-    let secs = |k: &str, v: &Value| -> CliResult<Duration> {
-        v.as_f64()
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
-            .ok_or_else(|| bad(k, v, "give a number of seconds above zero, at most a day"))
-    };
-    for (k, v) in o {
-        match k.as_str() {
-            "group" => {
-                let g = v.as_str().ok_or_else(|| bad(k, v, "must be a string"))?;
-                if let Some(p) = name_problem("group", g) {
-                    return Err(bad(k, v, &p));
-                }
-                c.group = g.to_string();
-            }
-            "secret_file" => {
-                let f = v.as_str().ok_or_else(|| bad(k, v, "must be a file name"))?;
-                let s = ptmp::files::read_given(f.as_ref(), ptmp::files::SECRET_LIMIT)
-                    .map_err(|e| bad(k, v, &e.to_string()))?;
-                let s = s.trim_ascii().to_vec();
-                if s.is_empty() {
-                    return Err(bad(k, v, "the file is empty"));
-                }
-                c.secret = Some(s);
-            }
-            "timeout" => timeout = secs(k, v)?,
-            "announce" => {
-                announce = v
-                    .as_bool()
-                    .ok_or_else(|| bad(k, v, "must be true or false"))?
-            }
-            "liveness_timeout" => c.liveness_timeout = secs(k, v)?,
-            _ => {
-                return Err(CliError::usage(format!(
-                    "{origin}: discovery.{k}: unknown key (known: group, secret_file, timeout, liveness_timeout, announce)"
-                )))
-            }
-        }
-    }
-    let binds = if announce {
-        bound_ports(config).map_err(|e| CliError::usage(format!("{origin}: {e}")))?
-    } else {
-        Vec::new()
-    };
-    Ok(Some(DiscoverySettings {
-        config: c,
-        timeout,
-        binds,
-    }))
-}
-
-/// With `"discovery": {"announce": true}`: every address an agent binds
-/// over tcp or ipc at a fixed place, as `(agent, port, address)`; the port
-/// is the socket's key in the agent's data (`output`), with `-N` added
-/// when the socket binds more than one address. Binds on a port the
-/// system picks are announced with a `name://AGENT/PORT` bind instead;
-/// inproc and shm addresses are of no use to other processes.
-fn bound_ports(config: &serde_json::Value) -> Result<Vec<(String, String, String)>, String> {
-    let mut out = Vec::new();
-    let proxies = config.get("proxies").and_then(|p| p.as_array());
-    for p in proxies.into_iter().flatten() {
-        let Some(node) = p.get("name").and_then(|n| n.as_str()) else {
-            continue;
-        };
-        let Some(data) = p.get("data").and_then(|d| d.as_object()) else {
-            continue;
-        };
-        for (key, v) in data {
-            let Some(bind) = v.get("socket").and_then(|s| s.get("bind")) else {
-                continue;
-            };
-            let list: Vec<&str> = match bind {
-                serde_json::Value::String(s) => vec![s.as_str()],
-                serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
-                _ => continue,
-            };
-            let fixed: Vec<&str> = list
-                .into_iter()
-                .filter(|a| {
-                    (a.starts_with("tcp://") && !a.ends_with(":*") && !a.ends_with(":0"))
-                        || (a.starts_with("ipc://") && *a != "ipc://*")
-                })
-                .collect();
-            for (i, a) in fixed.iter().enumerate() {
-                let port = if fixed.len() == 1 {
-                    key.clone()
-                } else {
-                    format!("{key}-{i}")
-                };
-                for (what, s) in [("node", node), ("port", port.as_str())] {
-                    if let Some(p) = name_problem(what, s) {
-                        return Err(format!("cannot announce agent {node}'s {key}: {p}"));
-                    }
-                }
-                out.push((node.to_string(), port, a.to_string()));
-            }
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod announce_tests {
-    use super::*;
-
-    #[test]
-    fn announce_takes_the_fixed_binds_of_each_agent() {
-        let v = serde_json::json!({"proxies": [
-            {"name": "snk", "type": "sink", "data": {"input": {"socket":
-                {"type": "PULL", "bind": "tcp://*:7000"}}}},
-            {"name": "w", "type": "worker", "data": {
-                "input": {"socket": {"type": "PULL", "connect": "tcp://h:1"}},
-                "output": {"socket": {"type": "PUSH",
-                    "bind": ["tcp://*:7001", "ipc:///tmp/w.ipc", "tcp://*:*", "inproc://x"]}}}}
-        ]});
-        assert_eq!(
-            bound_ports(&v).unwrap(),
-            [
-                ("snk".into(), "input".into(), "tcp://*:7000".into()),
-                ("w".into(), "output-0".into(), "tcp://*:7001".into()),
-                ("w".into(), "output-1".into(), "ipc:///tmp/w.ipc".into()),
-            ]
-        );
-        let bad = serde_json::json!({"proxies": [{"name": "a b", "data":
-            {"output": {"socket": {"type": "PUSH", "bind": "tcp://*:7"}}}}]});
-        let e = bound_ports(&bad).unwrap_err();
-        assert!(e.contains("agent a b") && e.contains("output"), "{e}");
-    }
-
-    #[test]
-    fn the_discovery_key_is_checked_naming_what_is_wrong() {
-        let check = |v: serde_json::Value| match discovery_settings(&v, "f.json") {
-            Ok(s) => Ok(s.map(|s| (s.config.group, s.timeout))),
-            Err(e) => Err(e.msg),
-        };
-        assert_eq!(check(serde_json::json!({})), Ok(None));
-        assert_eq!(check(serde_json::json!({"discovery": false})), Ok(None));
-        assert_eq!(
-            check(serde_json::json!({"discovery": true})),
-            Ok(Some(("default".into(), Duration::from_secs(30))))
-        );
-        assert_eq!(
-            check(serde_json::json!({"discovery": {"group": "exp1", "timeout": 2.5}})),
-            Ok(Some(("exp1".into(), Duration::from_millis(2500))))
-        );
-        for (v, want) in [
-            (serde_json::json!({"discovery": 3}), "discovery = 3"),
-            (
-                serde_json::json!({"discovery": {"group": "a b"}}),
-                "discovery.group",
-            ),
-            (
-                serde_json::json!({"discovery": {"timeout": -1}}),
-                "discovery.timeout = -1",
-            ),
-            (
-                serde_json::json!({"discovery": {"grup": "x"}}),
-                "discovery.grup: unknown key",
-            ),
-            (
-                serde_json::json!({"discovery": {"announce": 1}}),
-                "discovery.announce = 1",
-            ),
-            (
-                serde_json::json!({"discovery": {"secret_file": "/nonexistent/k"}}),
-                "discovery.secret_file",
-            ),
-        ] {
-            let e = check(v).unwrap_err();
-            assert!(e.starts_with("f.json: ") && e.contains(want), "{e}");
-        }
     }
 }

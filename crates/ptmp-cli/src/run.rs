@@ -134,7 +134,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     }
     let unused = rc.unused_keys(&v);
     let origin = a.file.display().to_string();
-    crate::peers::discovery_settings(&v, &origin)?;
+    crate::peers::check_discovery(&v, &origin)?;
     if a.check {
         outln!("{}: valid: {} proxies", a.file.display(), rc.proxies.len())?;
         for p in &rc.proxies {

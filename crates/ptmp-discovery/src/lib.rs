@@ -60,6 +60,7 @@
 //! ```
 
 mod named;
+pub mod process;
 mod txt;
 mod worker;
 

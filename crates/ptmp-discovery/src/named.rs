@@ -58,6 +58,16 @@ impl NameService {
             .map_err(Error::Config)
     }
 
+    /// Withdraws the names among `names` (`node/port`) this process
+    /// announces, as a run whose agents have ended does; the others stay.
+    pub fn withdraw(&self, names: &[String]) {
+        let gone: Vec<Announcement> = {
+            let mut held = lock(&self.inner.announced);
+            names.iter().filter_map(|n| held.remove(n)).collect()
+        };
+        drop(gone);
+    }
+
     /// Withdraws every name this process announced (goodbye packets), as
     /// a process does before it exits so that its peers see it leave at
     /// once rather than at the next liveness check.

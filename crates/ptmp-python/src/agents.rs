@@ -73,11 +73,17 @@ pub(crate) fn run<'py>(
         o.insert("ttl".into(), serde_json::json!(t));
     }
     let rc = ptmp_agents::ptmper::RunConfig::parse(&v).map_err(aerr)?;
+    // A "discovery" key turns presence on (or checks it against the
+    // process's), as `ptmp run` does; the names the agents announce go
+    // when they end.
+    let before = ptmp_discovery::process::announced_now();
+    ptmp_discovery::process::for_config(&v, "ptmp.run").map_err(crate::peers::presence_err)?;
     let out = interruptible(py, "the runner", move |stop| {
         let mut log = std::io::sink();
         ptmp_agents::ptmper::run(&rc, &|| stop.load(Ordering::Relaxed), &mut log)
-    })?
-    .map_err(aerr)?;
+    });
+    ptmp_discovery::process::withdraw_since(&before);
+    let out = out?.map_err(aerr)?;
     if let Some(f) = out.failures.first() {
         return Err(PtmpError::new_err(f.to_string()));
     }

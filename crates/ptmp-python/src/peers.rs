@@ -12,6 +12,15 @@ use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// A configuration's or a call's presence refused (ConfigError), or
+/// presence that could not start (PtmpError).
+pub(crate) fn presence_err(e: ptmp_discovery::process::PresenceError) -> PyErr {
+    match e {
+        ptmp_discovery::process::PresenceError::Settings(m) => ConfigError::new_err(m),
+        ptmp_discovery::process::PresenceError::Start(m) => PtmpError::new_err(m),
+    }
+}
+
 fn derr(e: ptmp_discovery::Error) -> PyErr {
     match e {
         ptmp_discovery::Error::Config(_) => ConfigError::new_err(e.to_string()),
@@ -212,9 +221,6 @@ impl PyPeers {
     }
 }
 
-/// The process's presence for names, once `use_discovery` turned it on.
-static NAMES: std::sync::OnceLock<ptmp_discovery::NameService> = std::sync::OnceLock::new();
-
 fn seconds(what: &str, v: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(v)
         .ok()
@@ -273,20 +279,13 @@ pub fn use_discovery(
         }
         (None, None) => None,
     };
-    if NAMES.get().is_some() || ptmp::names::installed() {
-        return Err(ConfigError::new_err(
-            "presence for names is already on in this process",
-        ));
-    }
-    let d = Discovery::start(Config {
+    let config = Config {
         group,
         secret,
         liveness_timeout,
         ..Config::default()
-    })
-    .map_err(derr)?;
-    let service = ptmp_discovery::install(d, timeout).map_err(derr)?;
-    let _ = NAMES.set(service);
+    };
+    ptmp_discovery::process::turn_on(config, timeout).map_err(presence_err)?;
     Ok(())
 }
 
@@ -294,14 +293,14 @@ pub fn use_discovery(
 /// sorted (empty when presence is off).
 #[pyfunction]
 pub fn announced_names() -> Vec<String> {
-    NAMES.get().map(|s| s.announced()).unwrap_or_default()
+    ptmp_discovery::process::announced_now()
 }
 
 /// Withdraws every name this process announced (goodbye packets), so its
 /// peers see it leave at once; `ptmp` calls it at interpreter exit.
 #[pyfunction]
 pub fn withdraw_names() {
-    if let Some(s) = NAMES.get() {
+    if let Some(s) = ptmp_discovery::process::service() {
         s.withdraw_all();
     }
 }

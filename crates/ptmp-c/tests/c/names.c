@@ -6,6 +6,10 @@
  *                                connects to name://src/out, receives N
  *                                sets and checks them
  *   names send GROUP KEY N       binds name://src/out and sends N sets
+ *   names run GROUP N            runs agents (ptmp_run_start) whose config
+ *                                turns presence on with its "discovery"
+ *                                key: a source binding name://runsrc/out,
+ *                                a sink connecting to it, N sets
  *
  * KEY is a secret file, or "-" for none. Each mode prints what it checked
  * and "0 failures" when all held. */
@@ -39,6 +43,12 @@ static int errors(const char* dir) {
     EXPECT(has("name://ghost/out"));
     EXPECT(ptmp_announced_names() == 0);
     EXPECT(ptmp_withdraw_names() == PTMP_OK); /* nothing to withdraw */
+
+    /* A wrong "discovery" key in a run's config is refused naming it. */
+    ptmp_run* run = NULL;
+    rc = ptmp_run_start("{\"discovery\": {\"grup\": \"x\"}, \"proxies\": []}", 1000, &run);
+    printf("run, bad discovery key: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && run == NULL && has("discovery.grup"));
 
     /* Refused arguments; none of them turns presence on. */
     rc = ptmp_use_discovery(NULL, NULL, 1000);
@@ -84,6 +94,10 @@ static int errors(const char* dir) {
     rc = ptmp_use_discovery("cnames", NULL, 1000);
     printf("second call: %d %s\n", rc, ptmp_last_error());
     EXPECT(rc == PTMP_ERR_STATE && has("already on"));
+    /* A run asking for another group than the one on is refused. */
+    rc = ptmp_run_start("{\"discovery\": {\"group\": \"other\"}, \"proxies\": []}", 1000, &run);
+    printf("run, other group: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && run == NULL && has("already on") && has("\"other\""));
 
     /* A name nobody announces fails after the timeout, naming it. */
     rc = ptmp_receiver_new("{\"socket\":{\"type\":\"PULL\",\"connect\":[\"name://ghost/out\"]}}", &rx);
@@ -183,6 +197,31 @@ static int send_named(const char* group, const char* key, unsigned n) {
     return 0;
 }
 
+static int run_named(const char* group, unsigned n) {
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "{\"discovery\": {\"group\": \"%s\", \"timeout\": 20}, \"proxies\": ["
+             "{\"name\": \"runsrc\", \"type\": \"source\", \"data\": {\"count\": %u, \"rate\": 2000,"
+             " \"output\": {\"socket\": {\"type\": \"PUSH\", \"bind\": [\"name://runsrc/out\"]}}}},"
+             "{\"name\": \"runsnk\", \"type\": \"sink\", \"data\": {\"count\": %u,"
+             " \"input\": {\"socket\": {\"type\": \"PULL\", \"connect\": [\"name://runsrc/out\"]}}}}]}",
+             group, n, n);
+    ptmp_run* run = NULL;
+    int rc = ptmp_run_start(cfg, 60000, &run);
+    if (rc) {
+        fprintf(stderr, "ptmp_run_start: %d %s\n", rc, ptmp_last_error());
+        return 1;
+    }
+    rc = ptmp_run_wait(run, 60000);
+    printf("run by name: %d %s\n", rc, rc ? ptmp_last_error() : "ok");
+    EXPECT(rc == PTMP_OK);
+    ptmp_run_free(run);
+    /* The agents ended: the name they announced went with them. */
+    printf("names after the run: %zu\n", ptmp_announced_names());
+    EXPECT(ptmp_announced_names() == 0);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     int rc = 2;
     if (argc == 3 && strcmp(argv[1], "errors") == 0)
@@ -192,8 +231,10 @@ int main(int argc, char** argv) {
                         (unsigned)atoi(argv[6]));
     else if (argc == 5 && strcmp(argv[1], "send") == 0)
         rc = send_named(argv[2], argv[3], (unsigned)atoi(argv[4]));
+    else if (argc == 4 && strcmp(argv[1], "run") == 0)
+        rc = run_named(argv[2], (unsigned)atoi(argv[3]));
     else
-        fprintf(stderr, "usage: names errors DIR | recv GROUP KEY N DETID NTPS | send GROUP KEY N\n");
+        fprintf(stderr, "usage: names errors DIR | recv GROUP KEY N DETID NTPS | send GROUP KEY N | run GROUP N\n");
     if (rc) return rc;
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
