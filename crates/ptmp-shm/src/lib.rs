@@ -24,7 +24,19 @@
 //!    fills it and `2s + 2` once it is complete; stamps of one slot only grow.
 //!    A reader that sees `2s + 2` both before and after reading the payload
 //!    has read message `s` whole: a torn or overwritten message always changes
-//!    the stamp, so it is detected, never delivered.
+//!    the stamp, so it is detected, never delivered. The payload itself is
+//!    read as plain bytes while the writer may be writing them. Under
+//!    Rust's memory model that read is a data race, whether the writer is
+//!    another process or (`shm://` is legal inside one process) another
+//!    thread of this one: the same seqlock read that crossbeam's
+//!    `AtomicCell` makes (its `atomic_memcpy` notes) and that the proposed
+//!    atomic memcpy (RFC 3301) would make sound. We accept it on the same
+//!    terms: the bytes are `u8` (every bit pattern valid), they are read
+//!    between a stamp load (Acquire) and a second one after an acquire
+//!    fence ([`View::valid`], which a view's user calls after using the
+//!    bytes, is that second load), and whatever such a read produced is
+//!    thrown away when the second stamp differs. Those terms do not make
+//!    it sound, only contained.
 //! 4. **Publication.** `next_seq` is the number of messages published; it is
 //!    stored after the slot's final stamp, so every message below `next_seq`
 //!    whose slot still carries its stamp is complete. A [`Policy::Block`]

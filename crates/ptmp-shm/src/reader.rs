@@ -333,9 +333,10 @@ impl Reader {
         let read = |n: u64| {
             let len = (n as usize).min(max);
             // SAFETY: the bytes lie inside the slot (len <= max_message,
-            // invariant 1). The writer may be rewriting them concurrently
-            // (another process, outside Rust's model); the stamp check after
-            // `f` rejects whatever was read in that case (invariant 3).
+            // invariant 1). The writer (another process, or another thread
+            // of this one) may be rewriting them concurrently: a data race
+            // under Rust's model, contained as invariant 3 says; the stamp
+            // check after `f` rejects whatever was read in that case.
             let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
             if let Some(last) = bytes.last() {
                 // Touch the message's last page before anything is handed
@@ -644,8 +645,9 @@ impl View<'_> {
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the bytes lie inside the slot (invariant 1, as in
         // Reader::try_read) and the borrow of the reader keeps the mapping
-        // alive; the writer may rewrite them meanwhile, which `valid`
-        // detects (invariant 3).
+        // alive. The writer may rewrite them meanwhile: a data race under
+        // Rust's model, contained as invariant 3 says; `valid` detects it,
+        // and a caller must check it after using the bytes.
         unsafe { std::slice::from_raw_parts(self.data as *const u8, self.len) }
     }
 
@@ -698,8 +700,10 @@ impl OwnedView {
     /// The message bytes, in the shared segment.
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the bytes lie inside the slot (invariant 1), and the
-        // mapping lives as long as `att`, which this view holds; the writer
-        // may rewrite them meanwhile, which `valid` detects (invariant 3).
+        // mapping lives as long as `att`, which this view holds. The writer
+        // may rewrite them meanwhile: a data race under Rust's model,
+        // contained as invariant 3 says; `valid` detects it, and a caller
+        // must check it after using the bytes.
         unsafe { std::slice::from_raw_parts(self.data as *const u8, self.len) }
     }
 
