@@ -48,6 +48,17 @@ pub enum Error {
     /// A blocking call was interrupted by a signal (e.g. SIGINT).
     #[error("interrupted by a signal")]
     Interrupted,
+    /// A shared-memory channel failed while in use (a corrupt or
+    /// truncated segment, ...): `source` says how, naming the channel and
+    /// the field, and can be matched on.
+    #[error("{endpoint}: {source}")]
+    Shm {
+        /// The channel's address, `shm://NAME`.
+        endpoint: String,
+        /// What the ring found.
+        #[source]
+        source: ptmp_shm::ShmError,
+    },
     /// Any other ZeroMQ failure, with what was being done.
     #[error("zmq {op} failed: {source}")]
     Zmq {

@@ -69,6 +69,22 @@ fn shm_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 
     }
 }
 
+/// [`shm_err`] for a channel already open (a send, a receive, a wait):
+/// what is not a configuration error or a timeout is the ring's own error
+/// ([`Error::Shm`]), not a failure to bind or connect.
+fn shm_io_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 'a {
+    move |e| match e {
+        ShmError::BadConfig { .. }
+        | ShmError::BadName(_)
+        | ShmError::NoSpace { .. }
+        | ShmError::Timeout { .. } => shm_err(key, name)(e),
+        source => Error::Shm {
+            endpoint: format!("shm://{name}"),
+            source,
+        },
+    }
+}
+
 /// The shm channels named by `cfg`, if it uses shm; checks the rules. A
 /// sender has one channel; a receiver may list several (all shm://), which
 /// it reads fairly, as a zmq PULL or SUB connected to several peers does.
@@ -306,13 +322,15 @@ impl ShmTx {
         self.carry();
         if let Err(e) = written {
             return match keep(e) {
-                Some(e) => Err(shm_err("socket.bind", &self.name)(e)),
+                Some(e) => Err(shm_io_err("socket.bind", &self.name)(e)),
                 None => Ok(false),
             };
         }
         // A segment truncated under the writer: what was committed went
         // nowhere, so say so (one relaxed load).
-        self.w.check().map_err(shm_err("socket.bind", &self.name))?;
+        self.w
+            .check()
+            .map_err(shm_io_err("socket.bind", &self.name))?;
         Ok(true)
     }
 }
@@ -421,7 +439,7 @@ impl ShmRx {
             if readers.len() == n {
                 let wait = left.map(|l| l.min(Duration::from_millis(100)));
                 ptmp_shm::wait_any(&readers, wait, &mut self.ready)
-                    .map_err(shm_err(&self.chans[0].key, &self.chans[0].name))?;
+                    .map_err(shm_io_err(&self.chans[0].key, &self.chans[0].name))?;
             } else {
                 // A channel not created yet: poll for it, as a zmq connect
                 // waits for its peer.
@@ -579,7 +597,7 @@ impl Chan {
             let reader = self.reader.as_mut().expect("attached");
             let view = reader
                 .view_checked(left)
-                .map_err(shm_err(&self.key, &self.name))?;
+                .map_err(shm_io_err(&self.key, &self.name))?;
             let Some(view) = view else {
                 return Ok(None);
             };
@@ -617,7 +635,7 @@ impl Chan {
             let reader = self.reader.as_mut().expect("attached");
             let view = reader
                 .view_checked(left)
-                .map_err(shm_err(&self.key, &self.name))?;
+                .map_err(shm_io_err(&self.key, &self.name))?;
             let Some(view) = view else {
                 return Ok(false);
             };

@@ -366,6 +366,18 @@ fn a_corrupt_channel_is_a_receive_error_not_a_spin() {
         "took {:?}",
         t0.elapsed()
     );
+    // The ring's own error, matchable, not a failure to connect.
+    assert!(
+        matches!(
+            &e,
+            ptmp::Error::Shm {
+                source: ptmp_shm::ShmError::Corrupt { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     let e = e.to_string();
     assert!(e.contains("corrupt") && e.contains(&c.0), "{e}");
+    assert!(!e.contains("cannot connect"), "{e}");
 }
