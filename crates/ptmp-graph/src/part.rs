@@ -93,35 +93,46 @@ pub(crate) fn carry_counts(run_dir: &Path) {
         else {
             continue;
         };
-        let read = |p: &Path| {
-            crate::rundir::read_json(p, crate::rundir::STATUS_LIMIT)
-                .ok()
-                .flatten()
-                .unwrap_or(Value::Null)
-        };
-        let before = read(&path);
+        let before = read_doc(&path);
         let Some(sources) = before.as_object() else {
             continue;
         };
-        let st = read(&status::status_file(run_dir, &process));
+        let st = read_doc(&status::status_file(run_dir, &process));
         let mut now = serde_json::Map::new();
         for (name, prev) in sources {
-            let mut first = prev["first"].as_u64().unwrap_or(0);
-            if prev["pid"].as_i64().is_some() && st["pid"] == prev["pid"] {
-                first = first.saturating_add(
-                    st["nodes"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .find(|n| n["name"] == name.as_str())
-                        .and_then(|n| n["out"].as_u64())
-                        .unwrap_or(0),
-                );
-            }
+            let first = resumed_at(name, prev, &st).unwrap_or(0);
             now.insert(name.clone(), json!({ "first": first }));
         }
         let _ = status::write_atomic(&path, &Value::Object(now));
     }
+}
+
+/// A run-directory document, `Null` when it is missing or unreadable.
+fn read_doc(p: &Path) -> Value {
+    crate::rundir::read_json(p, crate::rundir::STATUS_LIMIT)
+        .ok()
+        .flatten()
+        .unwrap_or(Value::Null)
+}
+
+/// Where source `name` goes on counting: where it started (`prev`, its
+/// sequence entry), plus what its last status `st` says it sent when that
+/// status is the same life's (the pids match; otherwise that life died
+/// before its first status and its sends are unknown, and few). `None`
+/// when its sequence entry has no start.
+fn resumed_at(name: &str, prev: &Value, st: &Value) -> Option<u64> {
+    let first = prev["first"].as_u64()?;
+    if prev["pid"].as_i64().is_none() || st["pid"] != prev["pid"] {
+        return Some(first);
+    }
+    let out = st["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|n| n["name"] == name)
+        .and_then(|n| n["out"].as_u64())
+        .unwrap_or(0);
+    Some(first.saturating_add(out))
 }
 
 /// The file whose presence asks process `process` to hold its outputs:
@@ -143,38 +154,17 @@ pub fn hold_file(run_dir: &Path, process: &str) -> PathBuf {
 /// the starts, with our pid, for the next restart.
 pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     let seq = sequence_file(&plan.run_dir, &plan.process);
-    let read = |p: &Path| {
-        crate::rundir::read_json(p, crate::rundir::STATUS_LIMIT)
-            .ok()
-            .flatten()
-            .unwrap_or(Value::Null)
-    };
-    let before = read(&seq);
-    let st = read(&status::status_file(&plan.run_dir, &plan.process));
+    let before = read_doc(&seq);
+    let st = read_doc(&status::status_file(&plan.run_dir, &plan.process));
     let mut now = serde_json::Map::new();
     let Some(proxies) = config["proxies"].as_array_mut() else {
         return;
     };
     for p in proxies.iter_mut().filter(|p| p["type"] == "source") {
         let name = p["name"].as_str().unwrap_or_default().to_string();
-        let prev = &before[&name];
-        let mut first = prev["first"]
-            .as_u64()
+        let first = resumed_at(&name, &before[&name], &st)
             .or_else(|| p["data"]["first_count"].as_u64())
             .unwrap_or(0);
-        // The status is this source's last life's only when its pid is
-        // the one that recorded the start; otherwise that life died before
-        // its first status and its sends are unknown (and few).
-        if prev["pid"].as_i64().is_some() && st["pid"] == prev["pid"] {
-            let out = st["nodes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|n| n["name"] == name.as_str())
-                .and_then(|n| n["out"].as_u64())
-                .unwrap_or(0);
-            first = first.saturating_add(out);
-        }
         if !p["data"].is_object() {
             p["data"] = json!({});
         }

@@ -11,17 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ptmp.h"
+#include "check.h"
 
-static int failures = 0;
-
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "line %d: check failed: %s (last error: %s)\n", \
-                    __LINE__, #cond, ptmp_last_error());                    \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 static const char* dir;
 static char json[4096];

@@ -4,16 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ptmp.h"
+#include "check.h"
 
-static int failures = 0;
-
-#define EXPECT(cond)                                        \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            fprintf(stderr, "check failed: %s\n", #cond);   \
-            failures++;                                     \
-        }                                                   \
-    } while (0)
 
 int main(void) {
     EXPECT(strcmp(ptmp_last_error(), "") == 0);

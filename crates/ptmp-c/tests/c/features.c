@@ -9,17 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "ptmp.h"
+#include "check.h"
 
-static int failures = 0;
-
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "line %d: check failed: %s (last error: %s)\n", \
-                    __LINE__, #cond, ptmp_last_error());                    \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 static void shared_memory(void) {
     char name[64];

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "ptmp.h"
+#include "check.h"
 
-static int failures = 0;
 
 /* A graph that does not end by itself for a day: a source of a hundred
  * million sets at a thousand a second into a sink. */
@@ -32,15 +32,6 @@ static void on_alarm(int sig) {
     (void)sig;
     if (running) ptmp_run_stop(running);
 }
-
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "line %d: check failed: %s (last error: %s)\n", \
-                    __LINE__, #cond, ptmp_last_error());                    \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 int main(int argc, char** argv) {
     if (argc != 4) {

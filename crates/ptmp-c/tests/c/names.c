@@ -17,16 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ptmp.h"
+#include "check.h"
 
-static int failures = 0;
-
-#define EXPECT(cond)                                        \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            fprintf(stderr, "check failed: %s\n", #cond);   \
-            failures++;                                     \
-        }                                                   \
-    } while (0)
 
 static int has(const char* needle) { return strstr(ptmp_last_error(), needle) != NULL; }
 

@@ -12,17 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "ptmp.h"
+#include "check.h"
 
-static int failures = 0;
-
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "line %d: check failed: %s (last error: %s)\n", \
-                    __LINE__, #cond, ptmp_last_error());                    \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 static double now_s(void) {
     struct timespec ts;
