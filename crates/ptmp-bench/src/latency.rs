@@ -132,11 +132,19 @@ fn round_trip(
     let e_rx = cfg("PULL", pull_attach, &go)?;
     let e_tx = cfg("PUSH", push_attach, &back)?;
     let (send_cpu, recv_cpu) = cpus;
+    // Both legs' receivers poll as the row says: shm-spin never sleeps,
+    // shm-futex sleeps after -s polls (0: at once), as in one-way rows.
+    let spin = match t {
+        LatTransport::ShmSpin => u32::MAX,
+        _ => a.spin.unwrap_or(0),
+    };
     let mut rx = Receiver::new(c_rx)?;
+    rx.set_shm_spin(spin);
     let mut tx = Sender::new(c_tx)?;
     let echo = std::thread::spawn(move || -> BenchResult<u64> {
         crate::sys::pin(recv_cpu)?;
         let mut rx = Receiver::new(e_rx)?;
+        rx.set_shm_spin(spin);
         let mut tx = Sender::new(e_tx)?;
         let mut f = Frames::new();
         let mut n = 0;

@@ -143,6 +143,17 @@ impl Receiver {
         }
     }
 
+    /// Over shm://: how many times a receive polls its rings before it
+    /// sleeps on the futex ([`ptmp_shm::DEFAULT_SPIN`] unless set);
+    /// `u32::MAX` never sleeps (a true busy-poll: lowest latency, one core
+    /// kept busy), 0 sleeps at once. Also for rings attached later. Does
+    /// nothing over zmq.
+    pub fn set_shm_spin(&mut self, polls: u32) {
+        if let Link::Shm(rx) = &mut self.link {
+            rx.set_spin(polls);
+        }
+    }
+
     /// Say that every message returned so far has been handed on
     /// (forwarded, written, or otherwise done with), so it need not be
     /// delivered again after a crash.

@@ -361,6 +361,16 @@ pub(crate) struct ShmRx {
 }
 
 impl ShmRx {
+    /// Polls before the futex for every channel, attached now or later.
+    pub(crate) fn set_spin(&mut self, polls: u32) {
+        for c in &mut self.chans {
+            c.spin = Some(polls);
+            if let Some(r) = &mut c.reader {
+                r.set_spin(polls);
+            }
+        }
+    }
+
     pub(crate) fn open(
         cfg: &SocketConfig,
         key: &str,
@@ -500,6 +510,8 @@ struct Chan {
     ident: Option<(String, Duration, Option<String>)>,
     /// Messages seen overwritten while being read (counted as lost).
     torn: u64,
+    /// Polls before the futex, when set ([`ShmRx::set_spin`]).
+    spin: Option<u32>,
 }
 
 impl Chan {
@@ -518,6 +530,7 @@ impl Chan {
                 (id.to_string(), cfg.shm_reader_grace(), token)
             }),
             torn: 0,
+            spin: None,
         };
         // Attach now if the channel exists; otherwise on first receive, as a
         // zmq connect waits for its peer.
@@ -555,7 +568,10 @@ impl Chan {
                     describe(self.policy)
                 ),
             }),
-            Ok(r) => {
+            Ok(mut r) => {
+                if let Some(n) = self.spin {
+                    r.set_spin(n);
+                }
                 self.reader = Some(r);
                 Ok(true)
             }
