@@ -136,7 +136,11 @@ pub unsafe extern "C" fn ptmp_run_start(
         // process's), as `ptmp run` does; the names the agents announce go
         // when they end.
         let before = ptmp_discovery::process::announced_now();
-        ptmp_discovery::process::for_config(&v, "(config)").map_err(crate::names::presence_fail)?;
+        if let Err(e) = ptmp_discovery::process::for_config(&v, "(config)") {
+            // Binds announced before the one that failed go too.
+            ptmp_discovery::process::withdraw_since(&before);
+            return Err(crate::names::presence_fail(e));
+        }
         let h = spawn_run("ptmp-run", move |stop| {
             let mut log = std::io::sink();
             let out = ptmper::run(&rc, stop, &mut log);

@@ -77,7 +77,10 @@ pub(crate) fn run<'py>(
     // process's), as `ptmp run` does; the names the agents announce go
     // when they end.
     let before = ptmp_discovery::process::announced_now();
-    ptmp_discovery::process::for_config(&v, "ptmp.run").map_err(crate::peers::presence_err)?;
+    if let Err(e) = ptmp_discovery::process::for_config(&v, "ptmp.run") {
+        ptmp_discovery::process::withdraw_since(&before);
+        return Err(crate::peers::presence_err(e));
+    }
     let out = interruptible(py, "the runner", move |stop| {
         let mut log = std::io::sink();
         ptmp_agents::ptmper::run(&rc, &|| stop.load(Ordering::Relaxed), &mut log)
