@@ -742,7 +742,7 @@ pub fn butterfly(a: &ButterflyArgs) -> CliResult {
     }
     let elapsed_us = status::read_all(&p.run_dir)
         .iter()
-        .flat_map(|s| s["reports"].as_array().cloned().unwrap_or_default())
+        .flat_map(|s| s.reports.clone().unwrap_or_default())
         .find(|r| r["name"] == "send_requests")
         .and_then(|r| r["counters"]["elapsed_us"].as_u64())
         .ok_or_else(|| CliError::fail("send_requests reported no elapsed time"))?;

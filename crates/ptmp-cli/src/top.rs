@@ -510,9 +510,3 @@ fn rate(v: Option<f64>) -> String {
         _ => "-".into(),
     }
 }
-
-/// A counter at `v[key]`, accepting a number or an object with a `total`.
-fn count_at(v: &Value, key: &str) -> Option<u64> {
-    let x = &v[key];
-    x.as_u64().or_else(|| x["total"].as_u64())
-}

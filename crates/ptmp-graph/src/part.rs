@@ -10,6 +10,7 @@
 //! a node that failed for its configuration, which no restart can mend
 //! (see [`ptmp_agents::Error::is_config`]; the supervisor stops the graph).
 
+use crate::rundir::docs::{self, ProcessStatus, Sequence, SourceStart};
 use crate::status::{self, Rates};
 use ptmp_agents::ptmper::RunConfig;
 use ptmp_agents::{Ctl, Proxy, Running};
@@ -93,26 +94,24 @@ pub(crate) fn carry_counts(run_dir: &Path) {
         else {
             continue;
         };
-        let before = read_doc(&path);
-        let Some(sources) = before.as_object() else {
+        let Some(before) = read_doc::<Sequence>(&path) else {
             continue;
         };
         let st = read_doc(&status::status_file(run_dir, &process));
-        let mut now = serde_json::Map::new();
-        for (name, prev) in sources {
-            let first = resumed_at(name, prev, &st).unwrap_or(0);
-            now.insert(name.clone(), json!({ "first": first }));
-        }
-        let _ = status::write_atomic(&path, &Value::Object(now));
+        let now: Sequence = before
+            .iter()
+            .map(|(name, prev)| {
+                let first = resumed_at(name, Some(prev), st.as_ref()).unwrap_or(0);
+                (name.clone(), SourceStart { first, pid: None })
+            })
+            .collect();
+        let _ = docs::write(&path, &now);
     }
 }
 
-/// A run-directory document, `Null` when it is missing or unreadable.
-fn read_doc(p: &Path) -> Value {
-    crate::rundir::read_json(p, crate::rundir::STATUS_LIMIT)
-        .ok()
-        .flatten()
-        .unwrap_or(Value::Null)
+/// A run-directory document, `None` when it is missing or unreadable.
+fn read_doc<T: serde::de::DeserializeOwned>(p: &Path) -> Option<T> {
+    docs::read(p, crate::rundir::STATUS_LIMIT).ok().flatten()
 }
 
 /// Where source `name` goes on counting: where it started (`prev`, its
@@ -120,19 +119,13 @@ fn read_doc(p: &Path) -> Value {
 /// status is the same life's (the pids match; otherwise that life died
 /// before its first status and its sends are unknown, and few). `None`
 /// when its sequence entry has no start.
-fn resumed_at(name: &str, prev: &Value, st: &Value) -> Option<u64> {
-    let first = prev["first"].as_u64()?;
-    if prev["pid"].as_i64().is_none() || st["pid"] != prev["pid"] {
-        return Some(first);
-    }
-    let out = st["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|n| n["name"] == name)
-        .and_then(|n| n["out"].as_u64())
-        .unwrap_or(0);
-    Some(first.saturating_add(out))
+fn resumed_at(name: &str, prev: Option<&SourceStart>, st: Option<&ProcessStatus>) -> Option<u64> {
+    let prev = prev?;
+    let Some(st) = st.filter(|st| prev.pid.is_some_and(|p| p == st.pid)) else {
+        return Some(prev.first);
+    };
+    let out = st.node(name).map_or(0, |n| n.sent);
+    Some(prev.first.saturating_add(out))
 }
 
 /// The file whose presence asks process `process` to hold its outputs:
@@ -154,22 +147,23 @@ pub fn hold_file(run_dir: &Path, process: &str) -> PathBuf {
 /// the starts, with our pid, for the next restart.
 pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     let seq = sequence_file(&plan.run_dir, &plan.process);
-    let before = read_doc(&seq);
-    let st = read_doc(&status::status_file(&plan.run_dir, &plan.process));
-    let mut now = serde_json::Map::new();
+    let before: Sequence = read_doc(&seq).unwrap_or_default();
+    let st: Option<ProcessStatus> = read_doc(&status::status_file(&plan.run_dir, &plan.process));
+    let mut now = Sequence::new();
     let Some(proxies) = config["proxies"].as_array_mut() else {
         return;
     };
     for p in proxies.iter_mut().filter(|p| p["type"] == "source") {
         let name = p["name"].as_str().unwrap_or_default().to_string();
-        let first = resumed_at(&name, &before[&name], &st)
+        let first = resumed_at(&name, before.get(&name), st.as_ref())
             .or_else(|| p["data"]["first_count"].as_u64())
             .unwrap_or(0);
         if !p["data"].is_object() {
             p["data"] = json!({});
         }
         p["data"]["first_count"] = json!(first);
-        now.insert(name, json!({"first": first, "pid": std::process::id()}));
+        let pid = Some(std::process::id());
+        now.insert(name, SourceStart { first, pid });
     }
     if now.is_empty() {
         return;
@@ -178,7 +172,7 @@ pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
         .parent()
         .is_some_and(|d| crate::rundir::make_private(d).is_ok())
     {
-        let _ = status::write_atomic(&seq, &Value::Object(now));
+        let _ = docs::write(&seq, &now);
     }
 }
 
@@ -301,10 +295,8 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
             .map(|((n, io, ended), rate)| (n.to_string(), *io, *ended, rate))
             .collect();
         let mut doc = status::document(&plan.graph, &plan.process, &nodes, None);
-        if held {
-            doc["held"] = json!(true);
-        }
-        let _ = status::write_atomic(&sfile, &doc);
+        doc.held = held;
+        let _ = crate::rundir::docs::write(&sfile, &doc);
     };
     let reason = loop {
         if stop() {
@@ -368,7 +360,7 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
         .map(|(n, c)| (n, c.get(), true, (0.0, 0.0)))
         .collect();
     let doc = status::document(&plan.graph, &plan.process, &nodes, Some(reports));
-    let _ = status::write_atomic(&sfile, &doc);
+    let _ = crate::rundir::docs::write(&sfile, &doc);
     match (failed, config_error) {
         (_, true) => EXIT_CONFIG,
         (true, false) => 1,

@@ -7,10 +7,13 @@
 //! ├── plan-PROCESS.json        what each part runs (written by the supervisor)
 //! ├── processes.json           each process's pid, state and restarts; under
 //! │                            Slurm, the node and job step it runs in
+//! │                            ([`Supervised`])
 //! ├── apply-request.json       a change `ptmp graph apply` hands the supervisor
 //! ├── apply-reply-ID.json      the supervisor's answer to it
 //! ├── status/PROCESS.json      each part's counts, rates and sockets
+//! │                            ([`ProcessStatus`])
 //! ├── sequence/PROCESS.json    where each part's sources started counting
+//! │                            ([`Sequence`])
 //! ├── hold/PROCESS             present while a part is to hold its outputs
 //! └── *.ipc                    the ipc sockets of edges between processes
 //! ```
@@ -48,6 +51,13 @@
 //!   otherwise read the old run's messages still in a ring.
 //! * At the end the supervisor removes the rings, the ipc socket files and
 //!   then the lock files.
+
+pub mod docs;
+
+pub use docs::{
+    Latency, NodeCounts, ProcessStatus, Sequence, SocketStatus, SourceStart, Supervised,
+    SupervisedProcess,
+};
 
 use crate::plan::Plan;
 use crate::{status, Error, Graph, Result};
@@ -500,8 +510,7 @@ pub fn clear_leftovers(
     let mut said = Vec::new();
     let parts: Vec<i32> = status::read_all(dir)
         .iter()
-        .filter_map(|s| s["pid"].as_i64())
-        .map(|p| p as i32)
+        .map(|s| s.pid as i32)
         .filter(|&p| p > 0 && our_part(p, dir))
         .collect();
     if !parts.is_empty() {

@@ -233,25 +233,18 @@ struct Track {
 impl Track {
     fn poll(&mut self, run_dir: &Path) {
         for st in status::read_all(run_dir) {
-            let (Some(p), Some(pid)) = (st["process"].as_str(), st["pid"].as_i64()) else {
+            if st.pid == 0 {
                 continue;
-            };
-            let nodes = st["nodes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|n| {
-                    (
-                        n["name"].as_str().unwrap_or("?").to_string(),
-                        n["in"].as_u64().unwrap_or(0),
-                        n["out"].as_u64().unwrap_or(0),
-                    )
-                })
+            }
+            let nodes = st
+                .nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.received, n.sent))
                 .collect();
-            let fin = st["final"].as_bool() == Some(true);
+            let fin = st.ended;
             let e = self
                 .seen
-                .entry((p.to_string(), pid as i32))
+                .entry((st.process.clone(), st.pid as i32))
                 .or_insert((Vec::new(), false));
             if !e.1 {
                 *e = (nodes, fin);
@@ -408,9 +401,7 @@ fn recovery(
             .filter(|p| sup.host.as_ref().is_none_or(|h| g.hosts[p.host].name == *h))
             .filter(|p| {
                 !all.iter().any(|s| {
-                    s["process"] == p.name.as_str()
-                        && (s["final"].as_bool() == Some(true)
-                            || s["pid"].as_i64().is_some_and(|pid| live_child(pid as i32)))
+                    s.process == p.name && (s.ended || (s.pid > 0 && live_child(s.pid as i32)))
                 })
             })
             .map(|p| p.name.clone())
@@ -504,13 +495,8 @@ pub fn run(
                 let kind = opts.faults[rng.below(opts.faults.len())];
                 let mut cands: Vec<(String, i32)> = status::read_all(&dir)
                     .iter()
-                    .filter(|s| s["final"].as_bool() != Some(true))
-                    .filter_map(|s| {
-                        Some((
-                            s["process"].as_str()?.to_string(),
-                            s["pid"].as_i64()? as i32,
-                        ))
-                    })
+                    .filter(|s| !s.ended && s.pid > 0)
+                    .map(|s| (s.process.clone(), s.pid as i32))
                     .filter(|(_, pid)| live_child(*pid))
                     .collect();
                 if kind == Fault::Kill {

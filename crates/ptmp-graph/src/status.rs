@@ -19,8 +19,12 @@
 //! process's pid, state (`starting`, `running`, `restarting`, `finished`,
 //! `failed`, `stopped`) and restarts so far.
 
+use crate::rundir::docs;
+pub use crate::rundir::docs::{
+    Latency, NodeCounts, ProcessStatus, SocketStatus, Supervised, SupervisedProcess,
+};
 use ptmp::meter::{self, Snapshot};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -91,23 +95,21 @@ pub fn write_atomic(path: &Path, v: &Value) -> std::io::Result<()> {
 
 /// The status file `path`, when it is there and readable (see
 /// [`crate::rundir::read`]; never waits).
-pub fn read_one(path: &Path) -> Option<Value> {
-    crate::rundir::read_json(path, crate::rundir::STATUS_LIMIT)
-        .ok()
-        .flatten()
+pub fn read_one(path: &Path) -> Option<ProcessStatus> {
+    docs::read(path, crate::rundir::STATUS_LIMIT).ok().flatten()
 }
 
 /// Every status file in the run directory, sorted by process name; a file
 /// that cannot be read (see [`read_all_noting`]) is left out.
-pub fn read_all(run_dir: &Path) -> Vec<Value> {
+pub fn read_all(run_dir: &Path) -> Vec<ProcessStatus> {
     read_all_noting(run_dir).0
 }
 
 /// Every status file in the run directory, sorted by process name, and
 /// what is wrong with those that could not be read (a FIFO, a link, too
-/// big, not JSON), each naming its file. No read waits.
-pub fn read_all_noting(run_dir: &Path) -> (Vec<Value>, Vec<String>) {
-    let mut out: Vec<(String, Value)> = Vec::new();
+/// big, not a status document), each naming its file. No read waits.
+pub fn read_all_noting(run_dir: &Path) -> (Vec<ProcessStatus>, Vec<String>) {
+    let mut out: Vec<ProcessStatus> = Vec::new();
     let mut bad = Vec::new();
     let Ok(rd) = std::fs::read_dir(status_dir(run_dir)) else {
         return (vec![], vec![]);
@@ -117,46 +119,43 @@ pub fn read_all_noting(run_dir: &Path) -> (Vec<Value>, Vec<String>) {
         if p.extension().and_then(|x| x.to_str()) != Some("json") {
             continue;
         }
-        match crate::rundir::read_json(&p, crate::rundir::STATUS_LIMIT) {
-            Ok(Some(v)) => {
-                let name = v["process"].as_str().unwrap_or("").to_string();
-                out.push((name, v));
+        match docs::read::<ProcessStatus>(&p, crate::rundir::STATUS_LIMIT) {
+            Ok(Some(mut v)) => {
+                if v.process.is_empty() {
+                    // Named by its file, as the part that wrote it is.
+                    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+                    v.process = stem.to_string();
+                }
+                out.push(v);
             }
             // Replaced between the listing and the read.
             Ok(None) => {}
             Err(e) => bad.push(e),
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    (out.into_iter().map(|(_, v)| v).collect(), bad)
+    out.sort_by(|a, b| a.process.cmp(&b.process));
+    (out, bad)
 }
 
 /// A table of every node's counts and rates.
-pub fn table(statuses: &[Value]) -> String {
+pub fn table(statuses: &[ProcessStatus]) -> String {
     let mut s = format!(
         "{:<20} {:<16} {:>8} {:>12} {:>12} {:>11} {:>11}  state\n",
         "node", "process", "pid", "in", "out", "in/s", "out/s"
     );
     for st in statuses {
-        let process = st["process"].as_str().unwrap_or("?");
-        let pid = st["pid"].as_u64().unwrap_or(0);
-        let state = if st["final"].as_bool() == Some(true) {
-            "exited"
-        } else {
-            "running"
-        };
-        for n in st["nodes"].as_array().into_iter().flatten() {
-            let ended = n["ended"].as_bool() == Some(true);
+        let state = if st.ended { "exited" } else { "running" };
+        for n in &st.nodes {
             s += &format!(
                 "{:<20} {:<16} {:>8} {:>12} {:>12} {:>11.1} {:>11.1}  {}\n",
-                n["name"].as_str().unwrap_or("?"),
-                process,
-                pid,
-                n["in"].as_u64().unwrap_or(0),
-                n["out"].as_u64().unwrap_or(0),
-                n["in_rate"].as_f64().unwrap_or(0.0),
-                n["out_rate"].as_f64().unwrap_or(0.0),
-                if ended && state == "running" {
+                n.name,
+                st.process,
+                st.pid,
+                n.received,
+                n.sent,
+                n.in_rate,
+                n.out_rate,
+                if n.ended && state == "running" {
                     "ended"
                 } else {
                     state
@@ -176,31 +175,32 @@ pub fn document(
     process: &str,
     nodes: &[NodeStatus],
     final_reports: Option<Vec<Value>>,
-) -> Value {
-    let list: Vec<Value> = nodes
+) -> ProcessStatus {
+    let nodes = nodes
         .iter()
-        .map(|(name, (i, o), ended, (ri, ro))| {
-            json!({"name": name, "in": i, "out": o, "ended": ended,
-                   "in_rate": (ri * 10.0).round() / 10.0,
-                   "out_rate": (ro * 10.0).round() / 10.0})
+        .map(|(name, (i, o), ended, (ri, ro))| NodeCounts {
+            name: name.clone(),
+            received: *i,
+            sent: *o,
+            ended: *ended,
+            in_rate: round1(*ri),
+            out_rate: round1(*ro),
         })
         .collect();
-    let mut v = json!({
-        "graph": graph,
-        "process": process,
-        "sockets": sockets(),
-        "pid": std::process::id(),
-        "time_us": std::time::SystemTime::now()
+    ProcessStatus {
+        graph: graph.to_string(),
+        process: process.to_string(),
+        sockets: sockets(),
+        pid: std::process::id(),
+        time_us: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
             .unwrap_or(0),
-        "nodes": list,
-        "final": final_reports.is_some(),
-    });
-    if let Some(r) = final_reports {
-        v["reports"] = Value::Array(r);
+        nodes,
+        ended: final_reports.is_some(),
+        held: false,
+        reports: final_reports,
     }
-    v
 }
 
 /// Snapshots of this process's sockets over about the last second, for
@@ -216,7 +216,7 @@ fn round1(x: f64) -> f64 {
 }
 
 /// Every socket of this process as the status document lists it.
-pub fn sockets() -> Vec<Value> {
+pub fn sockets() -> Vec<SocketStatus> {
     let now = Instant::now();
     let cur = meter::snapshot(true);
     let mut snaps = SOCKET_SNAPS.lock().unwrap_or_else(|p| p.into_inner());
@@ -253,31 +253,30 @@ pub fn sockets() -> Vec<Value> {
             ) {
                 // A quantile is its bucket's upper edge, so it may
                 // exceed the true maximum: cap it there.
-                (Some(p50), Some(p99)) if max > 0 => {
-                    json!({"p50": p50.min(max), "p99": p99.min(max), "max": max})
-                }
-                (Some(p50), Some(p99)) => json!({"p50": p50, "p99": p99, "max": p99}),
-                _ => Value::Null,
+                (Some(p50), Some(p99)) if max > 0 => Some(Latency {
+                    p50: p50.min(max),
+                    p99: p99.min(max),
+                    max,
+                }),
+                (Some(p50), Some(p99)) => Some(Latency { p50, p99, max: p99 }),
+                _ => None,
             };
-            let mut o = json!({
-                "dir": s.dir.name(),
-                "endpoints": s.endpoints,
-                "messages": s.messages,
-                "bytes": s.bytes,
-                "errors": s.errors,
-                "lost": s.lost,
-                "stalls": s.stalls,
-                "readers_given_up": s.readers_given_up,
-                "rate": rate(s.messages, prev.map(|p| p.messages)),
-                "byte_rate": rate(s.bytes, prev.map(|p| p.bytes)),
-                "latency_us": latency,
-            });
-            // A CURVE server: the clients its allow-list let in and refused.
-            if let Some((admitted, refused)) = s.curve {
-                o["curve_admitted"] = json!(admitted);
-                o["curve_refused"] = json!(refused);
+            SocketStatus {
+                dir: s.dir.name().to_string(),
+                endpoints: s.endpoints.clone(),
+                messages: s.messages,
+                bytes: s.bytes,
+                errors: s.errors,
+                lost: s.lost,
+                stalls: s.stalls,
+                readers_given_up: s.readers_given_up,
+                rate: rate(s.messages, prev.map(|p| p.messages)),
+                byte_rate: rate(s.bytes, prev.map(|p| p.bytes)),
+                latency_us: latency,
+                // A CURVE server: the clients its allow-list let in and refused.
+                curve_admitted: s.curve.map(|c| c.0),
+                curve_refused: s.curve.map(|c| c.1),
             }
-            o
         })
         .collect()
 }
@@ -303,16 +302,23 @@ pub fn processes_file(run_dir: &Path) -> PathBuf {
 
 /// Write the supervisor's view of its processes (atomically).
 pub fn write_processes(run_dir: &Path, procs: &[ProcessState]) -> std::io::Result<()> {
-    let list: Vec<Value> = procs
+    let processes = procs
         .iter()
-        .map(|p| json!({"name": p.name, "pid": p.pid, "state": p.state, "restarts": p.restarts}))
+        .map(|p| SupervisedProcess {
+            name: p.name.clone(),
+            pid: p.pid,
+            state: p.state.to_string(),
+            restarts: p.restarts,
+        })
         .collect();
     let (node, step) = slurm_step();
-    write_atomic(
-        &processes_file(run_dir),
-        &json!({"supervisor_pid": std::process::id(), "processes": list,
-                "node": node, "step": step}),
-    )
+    let doc = Supervised {
+        supervisor_pid: std::process::id(),
+        processes,
+        node,
+        step,
+    };
+    docs::write(&processes_file(run_dir), &doc)
 }
 
 /// Where this supervisor runs when Slurm started it as a job step: its
@@ -325,11 +331,13 @@ fn slurm_step() -> (Option<String>, Option<String>) {
     (var("SLURMD_NODENAME").filter(|_| step.is_some()), step)
 }
 
-/// The supervisor's view of its processes, if it wrote one:
-/// `{"supervisor_pid": N, "processes": [{name, pid, state, restarts}],
-/// "node", "step"}` (the last two under Slurm, else null).
-pub fn read_processes(run_dir: &Path) -> Option<Value> {
-    crate::rundir::read_json(&processes_file(run_dir), crate::rundir::STATUS_LIMIT)
-        .ok()
-        .flatten()
+/// The supervisor's view of its processes, if it wrote one it can read.
+pub fn read_processes(run_dir: &Path) -> Option<Supervised> {
+    read_processes_noting(run_dir).ok().flatten()
+}
+
+/// The supervisor's view of its processes: `Ok(None)` when there is none
+/// yet, the error naming the file when it cannot be read.
+pub fn read_processes_noting(run_dir: &Path) -> Result<Option<Supervised>, String> {
+    docs::read(&processes_file(run_dir), crate::rundir::STATUS_LIMIT)
 }

@@ -458,8 +458,7 @@ fn start_ready(
     let t = Instant::now();
     let sfile = status::status_file(dir, &p.name);
     while t.elapsed() < READY_WAIT && !stop() {
-        let ready =
-            status::read_one(&sfile).is_some_and(|v| v["pid"].as_u64() == Some(c.id() as u64));
+        let ready = status::read_one(&sfile).is_some_and(|v| v.pid == c.id());
         if ready || c.try_wait().ok().flatten().is_some() {
             break;
         }
@@ -531,13 +530,8 @@ fn wait_quiet(dir: &Path, processes: &[&str], limit: Duration) {
             let Some(st) = status::read_one(&status::status_file(dir, name)) else {
                 continue;
             };
-            let n: u64 = st["nodes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|n| n["in"].as_u64())
-                .sum();
-            let at = st["time_us"].as_u64().unwrap_or(0);
+            let n: u64 = st.nodes.iter().map(|n| n.received).sum();
+            let at = st.time_us;
             match last[k] {
                 Some((m, since)) if m == n => all &= at.saturating_sub(since) >= quiet_us,
                 _ => {
@@ -585,7 +579,7 @@ fn publish_states(dir: &Path, procs: &[Proc], ending: bool, shown: &mut Vec<stat
 fn missing_counts(dir: &Path) -> std::collections::BTreeMap<String, u64> {
     let mut m = std::collections::BTreeMap::new();
     for st in status::read_all(dir) {
-        for r in st["reports"].as_array().into_iter().flatten() {
+        for r in st.reports.iter().flatten() {
             if let (Some(n), Some(k)) = (r["name"].as_str(), r["counters"]["missing"].as_u64()) {
                 m.insert(n.to_string(), k);
             }

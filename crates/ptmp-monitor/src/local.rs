@@ -6,6 +6,7 @@
 //! those that receive from it.
 
 use crate::state::{Gather, SocketRow};
+use ptmp_graph::status::SocketStatus;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -170,12 +171,9 @@ impl Gather for Local {
             }
             rows.push(row);
         }
-        let fsum = |ks: &[usize], key: &str| -> f64 {
+        let fsum = |ks: &[usize], figure: fn(&SocketStatus) -> f64| -> f64 {
             // Plus 0.0: an empty sum of floats is -0.0.
-            ks.iter()
-                .map(|&k| docs[k][key].as_f64().unwrap_or(0.0))
-                .sum::<f64>()
-                + 0.0
+            ks.iter().map(|&k| figure(&docs[k])).sum::<f64>() + 0.0
         };
         let mut nodes = Vec::new();
         for (ai, a) in self.agents.iter().enumerate() {
@@ -197,8 +195,8 @@ impl Gather for Local {
             nodes.push(json!({
                 "name": a.name, "kind": a.kind, "process": self.name, "host": "localhost",
                 "state": "running", "restarts": 0,
-                "in": fsum(&ins, "messages") as u64, "out": fsum(&outs, "messages") as u64,
-                "in_rate": fsum(&ins, "rate"), "out_rate": fsum(&outs, "rate"), "ports": ports,
+                "in": fsum(&ins, |d| d.messages as f64) as u64, "out": fsum(&outs, |d| d.messages as f64) as u64,
+                "in_rate": fsum(&ins, |d| d.rate), "out_rate": fsum(&outs, |d| d.rate), "ports": ports,
             }));
         }
         let mut edges = Vec::new();
@@ -235,27 +233,27 @@ impl Gather for Local {
             let lat = |q: &str| -> Value {
                 receivers
                     .iter()
-                    .filter_map(|&k| docs[k]["latency_us"][q].as_u64())
+                    .filter_map(|&k| docs[k].latency_us.and_then(|l| l.get(q)))
                     .max()
                     .map_or(Value::Null, Value::from)
             };
             let rate = if senders.is_empty() {
-                fsum(&receivers, "rate")
+                fsum(&receivers, |d| d.rate)
             } else {
-                fsum(&senders, "rate")
+                fsum(&senders, |d| d.rate)
             };
             edges.push(json!({
                 "id": format!("e{n}"), "pattern": pattern.unwrap_or_default(), "transport": scheme(addr),
                 "addresses": [addr], "from": from, "to": to,
-                "sent": fsum(&senders, "messages") as u64,
-                "received": fsum(&receivers, "messages") as u64,
-                "bytes": fsum(&senders, "bytes") as u64,
+                "sent": fsum(&senders, |d| d.messages as f64) as u64,
+                "received": fsum(&receivers, |d| d.messages as f64) as u64,
+                "bytes": fsum(&senders, |d| d.bytes as f64) as u64,
                 "rate": (rate * 10.0).round() / 10.0,
-                "byte_rate": fsum(&senders, "byte_rate").round(),
-                "lost": fsum(&receivers, "lost") as u64,
-                "errors": fsum(&receivers, "errors") as u64,
-                "stalls": fsum(&senders, "stalls") as u64,
-                "readers_given_up": fsum(&senders, "readers_given_up") as u64,
+                "byte_rate": fsum(&senders, |d| d.byte_rate).round(),
+                "lost": fsum(&receivers, |d| d.lost as f64) as u64,
+                "errors": fsum(&receivers, |d| d.errors as f64) as u64,
+                "stalls": fsum(&senders, |d| d.stalls as f64) as u64,
+                "readers_given_up": fsum(&senders, |d| d.readers_given_up as f64) as u64,
                 "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
             }));
         }

@@ -23,6 +23,7 @@
 //! * `ptmp_process_restarts_total`: per process.
 
 use crate::state::SocketRow;
+use ptmp_graph::status::SocketStatus;
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -79,7 +80,11 @@ fn sockets(out: &mut String, graph: &str, rows: &[SocketRow]) {
         ]
     };
     // `only`: the direction a family is about (None: both).
-    let per_socket = |out: &mut String, name: &str, help: &str, key: &str, only: Option<&str>| {
+    let per_socket = |out: &mut String,
+                      name: &str,
+                      help: &str,
+                      figure: fn(&SocketStatus) -> u64,
+                      only: Option<&str>| {
         family(out, name, "counter", help);
         for r in rows {
             if only.is_some_and(|d| r.direction != d) {
@@ -87,72 +92,67 @@ fn sockets(out: &mut String, graph: &str, rows: &[SocketRow]) {
             }
             let l = sock_labels(r);
             let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let _ = writeln!(
-                out,
-                "{name}{} {}",
-                labels(&l),
-                r.doc[key].as_u64().unwrap_or(0)
-            );
+            let _ = writeln!(out, "{name}{} {}", labels(&l), figure(&r.doc));
         }
     };
     per_socket(
         out,
         "ptmp_messages_total",
         "Messages sent or received by a socket.",
-        "messages",
+        |d| d.messages,
         None,
     );
     per_socket(
         out,
         "ptmp_bytes_total",
         "Bytes of the messages sent or received by a socket (both frames).",
-        "bytes",
+        |d| d.bytes,
         None,
     );
     per_socket(
         out,
         "ptmp_lost_messages_total",
         "Messages a receiving socket knows it lost (shared-memory overruns).",
-        "lost",
+        |d| d.lost,
         Some("recv"),
     );
     per_socket(
         out,
         "ptmp_wire_errors_total",
         "Malformed messages a receiving socket skipped.",
-        "errors",
+        |d| d.errors,
         Some("recv"),
     );
     per_socket(
         out,
         "ptmp_send_stalls_total",
         "Sends that found the queue full (a PUSH or PAIR at its high-water mark, or with no peer yet) and had to wait.",
-        "stalls",
+        |d| d.stalls,
         Some("send"),
     );
     per_socket(
         out,
         "ptmp_shm_readers_given_up_total",
         "Durable shared-memory readers a sending socket's ring gave up: their process died and did not come back within their grace time (0 for other transports).",
-        "readers_given_up",
+        |d| d.readers_given_up,
         Some("send"),
     );
     // CURVE servers only: a secured socket's admissions.
-    for (name, key, help) in [
+    for (name, figure, help) in [
         (
             "ptmp_curve_admitted_total",
-            "curve_admitted",
+            (|d| d.curve_admitted) as fn(&SocketStatus) -> Option<u64>,
             "Clients a CURVE server socket admitted (their key is on its allow-list).",
         ),
         (
             "ptmp_curve_refused_total",
-            "curve_refused",
+            |d| d.curve_refused,
             "Clients a CURVE server socket refused: their key is not on its allow-list.",
         ),
     ] {
         family(out, name, "counter", help);
         for r in rows {
-            let Some(n) = r.doc.get(key).and_then(Value::as_u64) else {
+            let Some(n) = figure(&r.doc) else {
                 continue;
             };
             let l = sock_labels(r);
@@ -167,11 +167,10 @@ fn sockets(out: &mut String, graph: &str, rows: &[SocketRow]) {
         "Time from a TPSet's created stamp to its receipt over about the last second, sampled: quantile 0.5, 0.99 and 1 (the maximum).",
     );
     for r in rows.iter().filter(|r| r.direction == "recv") {
-        let lat = &r.doc["latency_us"];
-        for (q, key) in [("0.5", "p50"), ("0.99", "p99"), ("1", "max")] {
-            let Some(us) = lat[key].as_u64() else {
-                continue;
-            };
+        let Some(lat) = r.doc.latency_us else {
+            continue;
+        };
+        for (q, us) in [("0.5", lat.p50), ("0.99", lat.p99), ("1", lat.max)] {
             let mut l = sock_labels(r);
             l.push(("quantile", q.to_string()));
             let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -311,16 +310,20 @@ mod tests {
             edge: "e0".into(),
             transport: "shm".into(),
             direction: "recv".into(),
-            doc: json!({"messages": 5, "bytes": 50, "lost": 1, "errors": 0,
-                        "latency_us": {"p50": 64, "p99": 1024, "max": 900}}),
+            doc: serde_json::from_value(json!({"messages": 5, "bytes": 50, "lost": 1, "errors": 0,
+                        "latency_us": {"p50": 64, "p99": 1024, "max": 900}}))
+            .unwrap(),
             ..Default::default()
         };
         let sender = SocketRow {
             index: 1,
             transport: "tcp".into(),
             direction: "send".into(),
-            doc: json!({"messages": 9, "bytes": 90, "stalls": 3, "readers_given_up": 2,
+            doc: serde_json::from_value(
+                json!({"messages": 9, "bytes": 90, "stalls": 3, "readers_given_up": 2,
                         "latency_us": null, "curve_admitted": 1, "curve_refused": 4}),
+            )
+            .unwrap(),
             ..row.clone()
         };
         let rows = vec![row, sender];

@@ -6,7 +6,8 @@
 //! files anyway, and this reads them on the monitor's own thread.
 
 use ptmp_graph::plan::Plan;
-use ptmp_graph::{status, Graph};
+use ptmp_graph::status::{self, NodeCounts, ProcessStatus, SocketStatus, Supervised};
+use ptmp_graph::Graph;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
@@ -45,7 +46,7 @@ pub struct SocketRow {
     /// `send` or `recv`.
     pub direction: String,
     /// The socket's figures as the status file gives them.
-    pub doc: Value,
+    pub doc: SocketStatus,
 }
 
 impl SocketRow {
@@ -56,15 +57,10 @@ impl SocketRow {
         process: String,
         host: String,
         index: usize,
-        doc: &Value,
+        doc: &SocketStatus,
     ) -> (SocketRow, bool, Vec<&str>) {
-        let send = doc["dir"] == "send";
-        let eps = doc["endpoints"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        let send = doc.sends();
+        let eps = doc.endpoints.iter().map(String::as_str).collect();
         let row = SocketRow {
             process,
             host,
@@ -313,7 +309,7 @@ impl Collector {
     /// process sit on the same edge in the same direction (nodes sharing
     /// a process and a fan-in), the sockets are taken in the order their
     /// nodes were built.
-    fn match_sockets(&self, proc_index: usize, sockets: &[Value]) -> Vec<SocketRow> {
+    fn match_sockets(&self, proc_index: usize, sockets: &[SocketStatus]) -> Vec<SocketRow> {
         let p = &self.graph.processes[proc_index];
         let host = self.graph.hosts[p.host].name.clone();
         let empty = vec![];
@@ -355,12 +351,12 @@ impl Collector {
     /// history) and every socket, matched to the plan.
     pub fn collect(&mut self) -> (Value, Vec<SocketRow>) {
         let g = &self.graph;
-        let statuses: Vec<Value> = self
+        let statuses: Vec<ProcessStatus> = self
             .parts
             .iter()
             .flat_map(|p| status::read_all(&p.run_dir))
             .collect();
-        let procs: BTreeMap<usize, Option<Value>> = self
+        let procs: BTreeMap<usize, Option<Supervised>> = self
             .parts
             .iter()
             .map(|p| (p.host, status::read_processes(&p.run_dir)))
@@ -371,50 +367,38 @@ impl Collector {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         // What a part's supervisor says of where it runs (under Slurm).
-        let said = |host: usize, key: &str| -> Value {
+        let said = |host: usize, what: fn(&Supervised) -> &Option<String>| -> Value {
             procs
                 .get(&host)
                 .and_then(|d| d.as_ref())
-                .map_or(Value::Null, |d| d[key].clone())
+                .and_then(|d| what(d).as_deref())
+                .map_or(Value::Null, Value::from)
         };
         let node_of = |host: usize| -> Value {
             placed
                 .get(&host)
-                .map_or_else(|| said(host, "node"), |n| Value::from(n.as_str()))
+                .map_or_else(|| said(host, |d| &d.node), |n| Value::from(n.as_str()))
         };
         let proc_state = |host: usize, name: &str| -> (String, u64, Option<u64>) {
             let Some(doc) = procs.get(&host) else {
                 return ("elsewhere".into(), 0, None);
             };
             doc.as_ref()
-                .and_then(|v| v["processes"].as_array().cloned())
-                .into_iter()
-                .flatten()
-                .find(|p| p["name"] == name)
-                .map(|p| {
-                    (
-                        p["state"].as_str().unwrap_or("unknown").to_string(),
-                        p["restarts"].as_u64().unwrap_or(0),
-                        p["pid"].as_u64(),
-                    )
-                })
+                .and_then(|v| v.process(name))
+                .map(|p| (p.state.clone(), u64::from(p.restarts), p.pid.map(u64::from)))
                 .unwrap_or_else(|| ("unknown".into(), 0, None))
         };
         let mut rows: Vec<SocketRow> = Vec::new();
-        let mut node_docs: BTreeMap<String, Value> = BTreeMap::new();
+        let mut node_docs: BTreeMap<String, NodeCounts> = BTreeMap::new();
         for st in &statuses {
-            let pname = st["process"].as_str().unwrap_or("");
-            let Some(pi) = g.processes.iter().position(|p| p.name == pname) else {
+            let Some(pi) = g.processes.iter().position(|p| p.name == st.process) else {
                 continue;
             };
             // A status file left by an earlier pid of a restarted process
             // still counts until the new one writes its own.
-            let socks = st["sockets"].as_array().cloned().unwrap_or_default();
-            rows.extend(self.match_sockets(pi, &socks));
-            for n in st["nodes"].as_array().into_iter().flatten() {
-                if let Some(name) = n["name"].as_str() {
-                    node_docs.insert(name.to_string(), n.clone());
-                }
+            rows.extend(self.match_sockets(pi, &st.sockets));
+            for n in &st.nodes {
+                node_docs.insert(n.name.clone(), n.clone());
             }
         }
         let t = self.started.elapsed().as_secs_f64();
@@ -422,19 +406,18 @@ impl Collector {
         for p in &g.processes {
             let (state, restarts, pid) = proc_state(p.host, &p.name);
             processes.push(json!({"name": p.name, "host": g.hosts[p.host].name,
-                "node": node_of(p.host), "step": said(p.host, "step"),
+                "node": node_of(p.host), "step": said(p.host, |d| &d.step),
                 "state": state, "restarts": restarts, "pid": pid}));
         }
         let mut nodes = Vec::new();
         for n in &g.nodes {
             let p = &g.processes[n.process];
             let (mut state, restarts, _) = proc_state(p.host, &p.name);
-            let d = node_docs.get(&n.name).cloned().unwrap_or(Value::Null);
-            if state == "running" && d["ended"] == true {
+            let d = node_docs.get(&n.name).cloned().unwrap_or_default();
+            if state == "running" && d.ended {
                 state = "ended".into();
             }
-            let in_rate = d["in_rate"].as_f64().unwrap_or(0.0);
-            let out_rate = d["out_rate"].as_f64().unwrap_or(0.0);
+            let (in_rate, out_rate) = (d.in_rate, d.out_rate);
             let ports: Vec<Value> = ptmp_graph::ports(n.kind)
                 .unwrap_or(&[])
                 .iter()
@@ -446,7 +429,7 @@ impl Collector {
             nodes.push(json!({
                 "name": n.name, "kind": n.kind.name(), "process": p.name,
                 "host": g.hosts[p.host].name, "state": state, "restarts": restarts,
-                "in": d["in"].as_u64().unwrap_or(0), "out": d["out"].as_u64().unwrap_or(0),
+                "in": d.received, "out": d.sent,
                 "in_rate": in_rate, "out_rate": out_rate, "ports": ports,
             }));
         }
@@ -454,27 +437,27 @@ impl Collector {
         for (i, e) in g.edges.iter().enumerate() {
             let id = format!("e{i}");
             let mine: Vec<&SocketRow> = rows.iter().filter(|r| r.edge == id).collect();
-            let sum = |dir: &str, key: &str| -> f64 {
+            let sum = |dir: &str, figure: fn(&SocketStatus) -> f64| -> f64 {
                 mine.iter()
                     .filter(|r| r.direction == dir)
-                    .map(|r| r.doc[key].as_f64().unwrap_or(0.0))
+                    .map(|r| figure(&r.doc))
                     .sum()
             };
             let lat = |q: &str| -> Value {
                 mine.iter()
                     .filter(|r| r.direction == "recv")
-                    .filter_map(|r| r.doc["latency_us"][q].as_u64())
+                    .filter_map(|r| r.doc.latency_us.and_then(|l| l.get(q)))
                     .max()
                     .map_or(Value::Null, Value::from)
             };
             let has_send = mine.iter().any(|r| r.direction == "send");
             let rate = if has_send {
-                sum("send", "rate")
+                sum("send", |d| d.rate)
             } else {
-                sum("recv", "rate")
+                sum("recv", |d| d.rate)
             };
-            let lost = sum("recv", "lost");
-            let errors = sum("recv", "errors");
+            let lost = sum("recv", |d| d.lost as f64);
+            let errors = sum("recv", |d| d.errors as f64);
             let side = |v: &[ptmp_graph::PortRef]| -> Vec<Value> {
                 v.iter()
                     .map(|r| json!({"node": g.nodes[r.node].name, "port": r.port}))
@@ -485,16 +468,16 @@ impl Collector {
                 "id": id, "pattern": e.pattern.name(), "transport": l.transport.scheme(),
                 "addresses": self.edge_addrs[i],
                 "from": side(&e.from), "to": side(&e.to),
-                "sent": sum("send", "messages") as u64,
-                "received": sum("recv", "messages") as u64,
-                "bytes": sum("send", "bytes") as u64,
+                "sent": sum("send", |d| d.messages as f64) as u64,
+                "received": sum("recv", |d| d.messages as f64) as u64,
+                "bytes": sum("send", |d| d.bytes as f64) as u64,
                 "rate": (rate * 10.0).round() / 10.0,
-                "byte_rate": sum("send", "byte_rate").round(),
+                "byte_rate": sum("send", |d| d.byte_rate).round(),
                 "lost": lost as u64, "errors": errors as u64,
-                "stalls": sum("send", "stalls") as u64,
-                "readers_given_up": sum("send", "readers_given_up") as u64,
+                "stalls": sum("send", |d| d.stalls as f64) as u64,
+                "readers_given_up": sum("send", |d| d.readers_given_up as f64) as u64,
                 // Clients its CURVE server (either end) refused.
-                "curve_refused": (sum("send", "curve_refused") + sum("recv", "curve_refused")) as u64,
+                "curve_refused": (sum("send", |d| d.curve_refused.unwrap_or(0) as f64) + sum("recv", |d| d.curve_refused.unwrap_or(0) as f64)) as u64,
                 "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
             }));
         }
@@ -504,7 +487,7 @@ impl Collector {
             .enumerate()
             .map(|(i, h)| {
                 json!({"name": h.name, "address": h.address, "node": node_of(i),
-                       "step": said(i, "step")})
+                       "step": said(i, |d| &d.step)})
             })
             .collect();
         let state = json!({

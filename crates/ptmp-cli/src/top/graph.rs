@@ -3,12 +3,12 @@
 //! worked out from successive readings and from the shm channels' headers.
 
 use super::{
-    add_table, cell_u64, clock, count_at, micros, now_us, num, rate, Frame, Tables, Tone, View,
-    STALE,
+    add_table, cell_u64, clock, micros, now_us, num, rate, Frame, Tables, Tone, View, STALE,
 };
 mod hosts;
 mod wiring;
 
+use ptmp_graph::status::{self, Supervised, SupervisedProcess};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -35,9 +35,6 @@ pub(super) struct GraphView {
     dir: PathBuf,
     /// Per process: the last pid seen and how often it changed.
     pids: HashMap<String, (u64, u64)>,
-    /// Per node: (time, in, out) at the previous frame, for rates the
-    /// status files do not carry.
-    counts: HashMap<String, (Instant, u64, u64)>,
     /// Per shm channel: (time, published) at the previous frame.
     chans: HashMap<String, (Instant, u64)>,
 }
@@ -46,7 +43,7 @@ pub(super) struct GraphView {
 #[derive(Clone)]
 struct ProcStatus {
     process: String,
-    doc: Value,
+    doc: status::ProcessStatus,
     /// Whether the process runs on this machine (its pid can be checked).
     local: bool,
 }
@@ -56,7 +53,6 @@ impl GraphView {
         GraphView {
             dir,
             pids: HashMap::new(),
-            counts: HashMap::new(),
             chans: HashMap::new(),
         }
     }
@@ -108,69 +104,28 @@ impl GraphView {
         (graph, nodes, socks)
     }
 
-    /// The supervisor's file of process states (`Null` when there is none
+    /// The supervisor's file of process states (empty when there is none
     /// or it cannot be read; the latter is reported).
-    fn supervised(dir: &Path, msgs: &mut Vec<String>) -> Value {
-        let f = dir.join("processes.json");
-        match ptmp::files::read_file(&f, ptmp_graph::rundir::STATUS_LIMIT) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
-            Err(e) => {
-                msgs.push(format!("{}: {e}", f.display()));
-                Value::Null
-            }
-            Ok(b) => match serde_json::from_slice::<Value>(&b) {
-                Ok(v) if v.is_object() => v,
-                Ok(_) => {
-                    msgs.push(format!("{}: not a JSON object", f.display()));
-                    Value::Null
-                }
-                Err(e) => {
-                    msgs.push(format!("{}: not JSON: {e}", f.display()));
-                    Value::Null
-                }
-            },
-        }
+    fn supervised(dir: &Path, msgs: &mut Vec<String>) -> Supervised {
+        status::read_processes_noting(dir)
+            .unwrap_or_else(|e| {
+                msgs.push(e);
+                None
+            })
+            .unwrap_or_default()
     }
 
     /// Every status file, each parsed or reported as a message.
     fn statuses(dir: &Path, local: bool, msgs: &mut Vec<String>) -> Vec<ProcStatus> {
-        let dir = ptmp_graph::status::status_dir(dir);
-        let mut out = Vec::new();
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return out;
-        };
-        let mut files: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("json"))
-            .collect();
-        files.sort();
-        for f in files {
-            let stem = f
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("?")
-                .to_string();
-            match ptmp::files::read_file(&f, ptmp_graph::rundir::STATUS_LIMIT) {
-                // Gone between the listing and the read: the process is
-                // being restarted; its next file will be there next frame.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => msgs.push(format!("{}: {e}", f.display())),
-                Ok(b) => match serde_json::from_slice::<Value>(&b) {
-                    Ok(doc) if doc.is_object() => out.push(ProcStatus {
-                        process: doc["process"].as_str().unwrap_or(&stem).to_string(),
-                        doc,
-                        local,
-                    }),
-                    Ok(_) => msgs.push(format!(
-                        "{}: not a status document (no JSON object)",
-                        f.display()
-                    )),
-                    Err(e) => msgs.push(format!("{}: not JSON: {e}", f.display())),
-                },
-            }
-        }
-        out
+        let (all, bad) = status::read_all_noting(dir);
+        msgs.extend(bad);
+        all.into_iter()
+            .map(|doc| ProcStatus {
+                process: doc.process.clone(),
+                doc,
+                local,
+            })
+            .collect()
     }
 }
 
@@ -258,12 +213,11 @@ type Sheet<'a> = (
 );
 
 /// The supervisor's word on each process (`processes.json`), by name.
-fn processes_of(supervised: &Value) -> HashMap<&str, &Value> {
-    supervised["processes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| Some((p["name"].as_str()?, p)))
+fn processes_of(supervised: &Supervised) -> HashMap<&str, &SupervisedProcess> {
+    supervised
+        .processes
+        .iter()
+        .map(|p| (p.name.as_str(), p))
         .collect()
 }
 
@@ -272,14 +226,14 @@ fn processes_of(supervised: &Value) -> HashMap<&str, &Value> {
 fn node_rows(
     order: &[(String, String, String)],
     figs: &BTreeMap<String, NodeFig>,
-    proc_of: &HashMap<&str, &Value>,
+    proc_of: &HashMap<&str, &SupervisedProcess>,
 ) -> Vec<Vec<String>> {
     let no_status = |process: &str| -> (String, Option<u64>, Option<u64>) {
         match proc_of.get(process) {
             Some(p) => (
-                p["state"].as_str().unwrap_or("no status").to_string(),
-                p["pid"].as_u64(),
-                p["restarts"].as_u64(),
+                p.state.clone(),
+                p.pid.map(u64::from),
+                Some(u64::from(p.restarts)),
             ),
             None => ("no status".into(), None, None),
         }
@@ -383,8 +337,9 @@ impl GraphView {
     }
 
     /// The supervisor's pid: from `processes.json`, else its pid file.
-    fn supervisor_pid(&self, supervised: &Value) -> Option<u64> {
-        supervised["supervisor_pid"].as_u64().or_else(|| {
+    fn supervisor_pid(&self, supervised: &Supervised) -> Option<u64> {
+        let said = Some(u64::from(supervised.supervisor_pid)).filter(|&p| p > 0);
+        said.or_else(|| {
             ptmp::files::read_file(
                 &self.dir.join("supervisor.pid"),
                 ptmp_graph::rundir::LOCK_LIMIT,
@@ -394,27 +349,22 @@ impl GraphView {
         })
     }
 
-    /// Per node figures from the status files (rates worked out from the
-    /// previous frame's counts where a file has none), and each node's
-    /// process.
+    /// Per node figures from the status files, and each node's process.
     fn node_figs(
         &mut self,
         stats: &[ProcStatus],
-        proc_of: &HashMap<&str, &Value>,
+        proc_of: &HashMap<&str, &SupervisedProcess>,
         sock_figs: &[SockFig],
-        now: Instant,
     ) -> (BTreeMap<String, NodeFig>, HashMap<String, String>) {
         let wall = now_us();
         let mut figs: BTreeMap<String, NodeFig> = BTreeMap::new();
         let mut node_proc: HashMap<String, String> = HashMap::new();
         for st in stats {
             let d = &st.doc;
-            let pid = d["pid"].as_u64();
+            let pid = Some(u64::from(d.pid)).filter(|&p| p > 0);
             let sup_proc = proc_of.get(st.process.as_str());
-            let restarts_given = d["restarts"]
-                .as_u64()
-                .or_else(|| sup_proc.and_then(|p| p["restarts"].as_u64()));
-            let sup_state = sup_proc.and_then(|p| p["state"].as_str());
+            let restarts_given = sup_proc.map(|p| u64::from(p.restarts));
+            let sup_state = sup_proc.map(|p| p.state.as_str());
             let seen = match pid {
                 Some(p) => {
                     let e = self.pids.entry(st.process.clone()).or_insert((p, 0));
@@ -425,35 +375,21 @@ impl GraphView {
                 }
                 None => None,
             };
-            let fin = d["final"].as_bool() == Some(true);
-            let age = d["time_us"]
-                .as_u64()
+            let fin = d.ended;
+            let age = Some(d.time_us)
+                .filter(|&t| t > 0)
                 .map(|t| Duration::from_micros(wall.saturating_sub(t)));
             let alive = !st.local || pid.is_some_and(pid_alive);
-            for n in d["nodes"].as_array().into_iter().flatten() {
-                let name = n["name"].as_str().unwrap_or("?").to_string();
-                let (inn, out) = (count_at(n, "in"), count_at(n, "out"));
-                let (mut in_rate, mut out_rate) = (n["in_rate"].as_f64(), n["out_rate"].as_f64());
-                if in_rate.is_none() || out_rate.is_none() {
-                    if let (Some(i), Some(o)) = (inn, out) {
-                        if let Some((t0, i0, o0)) = self.counts.get(&name) {
-                            let dt = now.duration_since(*t0).as_secs_f64();
-                            if dt > 0.0 {
-                                in_rate = in_rate.or(Some(i.saturating_sub(*i0) as f64 / dt));
-                                out_rate = out_rate.or(Some(o.saturating_sub(*o0) as f64 / dt));
-                            }
-                        }
-                        self.counts.insert(name.clone(), (now, i, o));
-                    }
-                }
-                let state = if let Some(s) = n["state"].as_str() {
-                    s.to_string()
-                } else if let Some(s) = sup_state.filter(|s| *s != "running") {
+            for n in &d.nodes {
+                let name = n.name.clone();
+                let (inn, out) = (Some(n.received), Some(n.sent));
+                let (in_rate, out_rate) = (Some(n.in_rate), Some(n.out_rate));
+                let state = if let Some(s) = sup_state.filter(|s| *s != "running") {
                     // starting, restarting, failed, finished, stopped
                     s.to_string()
                 } else if fin {
                     "exited".into()
-                } else if n["ended"].as_bool() == Some(true) {
+                } else if n.ended {
                     "ended".into()
                 } else if pid.is_some() && !alive {
                     "gone".into()
@@ -462,28 +398,23 @@ impl GraphView {
                 } else {
                     "running".into()
                 };
-                // Lost and latency: the node's own figures, else those of
-                // the sockets it receives on.
+                // Lost and latency: those of the sockets it receives on.
                 let mine = || {
                     sock_figs
                         .iter()
                         .filter(|x| x.recv && x.node.as_deref() == Some(name.as_str()))
                 };
-                let lost = count_at(n, "lost").or_else(|| {
-                    mine()
-                        .map(|x| x.lost)
-                        .reduce(|a, b| Some(a? + b?))
-                        .flatten()
-                });
-                let p99 = n["latency_us"]["p99"]
-                    .as_f64()
-                    .or_else(|| mine().filter_map(|x| x.p99_us).reduce(f64::max));
+                let lost = mine()
+                    .map(|x| x.lost)
+                    .reduce(|a, b| Some(a? + b?))
+                    .flatten();
+                let p99 = mine().filter_map(|x| x.p99_us).reduce(f64::max);
                 figs.insert(
                     name.clone(),
                     NodeFig {
                         state,
                         pid,
-                        restarts: n["restarts"].as_u64().or(restarts_given).or(seen),
+                        restarts: restarts_given.or(seen),
                         inn,
                         out,
                         in_rate,
@@ -722,11 +653,10 @@ impl View for GraphView {
         let stats: Vec<ProcStatus> = by_part.iter().flatten().map(ProcStatus::clone).collect();
         let across = parts.len() > 1 || parts[0].host.is_some();
         let supervised = if across {
-            let all: Vec<Value> = sups
-                .iter()
-                .flat_map(|s| s["processes"].as_array().cloned().unwrap_or_default())
-                .collect();
-            serde_json::json!({ "processes": all })
+            Supervised {
+                processes: sups.iter().flat_map(|s| s.processes.clone()).collect(),
+                ..Default::default()
+            }
         } else {
             sups[0].clone()
         };
@@ -737,11 +667,12 @@ impl View for GraphView {
             .or_else(|| {
                 stats
                     .iter()
-                    .find_map(|s| s.doc["graph"].as_str().map(String::from))
+                    .map(|s| s.doc.graph.clone())
+                    .find(|g| !g.is_empty())
             })
             .unwrap_or_else(|| "?".into());
         let now = Instant::now();
-        let (figs, node_proc) = self.node_figs(&stats, &proc_of, &sock_figs, now);
+        let (figs, node_proc) = self.node_figs(&stats, &proc_of, &sock_figs);
         let edges = edge_ends(&socks);
         let depth = depths(&edges, plan_nodes.len());
         let depth_of = |n: &str| depth.get(n).copied().unwrap_or(0);

@@ -4,6 +4,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::rundir::docs::Sequence;
 
 /// Per stream (source node) tallies from the sinks' dumps.
 #[derive(Default)]
@@ -139,17 +140,18 @@ fn stream_report(
                 v.iter().find(|x| x.0 == node.name).map(|x| (*pid, x.2))
             })
             .max_by_key(|x| x.1);
-        let seq: Value = std::fs::read(part::sequence_file(&plan.run_dir, process))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
+        let seq: Sequence = crate::rundir::docs::read(
+            &part::sequence_file(&plan.run_dir, process),
+            crate::rundir::STATUS_LIMIT,
+        )
+        .ok()
+        .flatten()
+        .unwrap_or_default();
         let said = last.map_or(0, |(pid, out)| {
-            let from = &seq[&node.name];
-            let first = if from["pid"].as_i64() == Some(pid as i64) {
-                from["first"].as_u64().unwrap_or(0)
-            } else {
-                0
-            };
+            let first = seq
+                .get(&node.name)
+                .filter(|from| from.pid.is_some_and(|p| i64::from(p) == i64::from(pid)))
+                .map_or(0, |from| from.first);
             first + out
         });
         let sent = said.max(max_got);

@@ -82,7 +82,7 @@ impl Held {
 /// holds its outputs.
 fn says_held(dir: &Path, name: &str, pid: i32) -> bool {
     status::read_one(&status::status_file(dir, name))
-        .is_some_and(|v| v["pid"].as_i64() == Some(i64::from(pid)) && v["held"] == true)
+        .is_some_and(|v| i64::from(v.pid) == i64::from(pid) && v.held)
 }
 
 impl Drop for Held {

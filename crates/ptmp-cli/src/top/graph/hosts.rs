@@ -4,7 +4,7 @@
 //! parts, and the table of hosts, saying where each part runs.
 
 use super::{add_table, now_us, num, ProcStatus, Sheet, Tone, STALE};
-use serde_json::Value;
+use ptmp_graph::status::Supervised;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -74,8 +74,8 @@ pub(super) fn this_node() -> Option<String> {
 
 /// Whether the part whose supervisor wrote `supervised` runs on this
 /// machine: it names no node (not under a scheduler) or this one.
-pub(super) fn runs_here(supervised: &Value, here: Option<&str>) -> bool {
-    match supervised["node"].as_str() {
+pub(super) fn runs_here(supervised: &Supervised, here: Option<&str>) -> bool {
+    match supervised.node.as_deref() {
         None => true,
         Some(n) => Some(n) == here,
     }
@@ -87,13 +87,13 @@ pub(super) fn runs_here(supervised: &Value, here: Option<&str>) -> bool {
 pub(super) fn add_host_table(
     sheet: Sheet<'_>,
     parts: &[PartDir],
-    supervised: &[Value],
+    supervised: &[Supervised],
     stats: &[Vec<ProcStatus>],
 ) {
     let wall = now_us();
     let mut rows = Vec::new();
     for ((part, sup), st) in parts.iter().zip(supervised).zip(stats) {
-        let newest = st.iter().filter_map(|s| s.doc["time_us"].as_u64()).max();
+        let newest = st.iter().map(|s| s.doc.time_us).filter(|&t| t > 0).max();
         let state = match newest {
             None => "no status".to_string(),
             Some(t) => {
@@ -105,12 +105,12 @@ pub(super) fn add_host_table(
                 }
             }
         };
-        let text = |k: &str| sup[k].as_str().unwrap_or("-").to_string();
+        let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
         rows.push(vec![
             part.host.clone().unwrap_or_else(|| "-".into()),
-            text("node"),
-            text("step"),
-            num(sup["supervisor_pid"].as_u64()),
+            text(&sup.node),
+            text(&sup.step),
+            num(Some(u64::from(sup.supervisor_pid)).filter(|&p| p > 0)),
             st.len().to_string(),
             state,
         ]);

@@ -14,14 +14,9 @@ pub(super) fn sock_figs(
 ) -> Vec<SockFig> {
     let mut sock_figs: Vec<SockFig> = Vec::new();
     for st in stats {
-        for x in st.doc["sockets"].as_array().into_iter().flatten() {
-            let endpoints: Vec<String> = x["endpoints"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.as_str().map(String::from))
-                .collect();
-            let recv = x["dir"].as_str() == Some("recv");
+        for x in &st.doc.sockets {
+            let endpoints = x.endpoints.clone();
+            let recv = !x.sends();
             let node = plan_nodes
                 .iter()
                 .filter(|n| n.process == st.process)
@@ -37,12 +32,12 @@ pub(super) fn sock_figs(
                 node,
                 recv,
                 endpoints,
-                rate: x["rate"].as_f64(),
-                lost: x["lost"].as_u64(),
-                stalls: x["stalls"].as_u64(),
-                given_up: x["readers_given_up"].as_u64(),
-                refused: x["curve_refused"].as_u64(),
-                p99_us: x["latency_us"]["p99"].as_f64(),
+                rate: Some(x.rate),
+                lost: Some(x.lost),
+                stalls: Some(x.stalls),
+                given_up: Some(x.readers_given_up),
+                refused: x.curve_refused,
+                p99_us: x.latency_us.map(|l| l.p99 as f64),
             });
         }
     }
