@@ -552,9 +552,12 @@ fn once_shows_bad_and_vanished_status_as_messages() {
         "{out}"
     );
     assert!(out.contains("pb.json: not JSON"), "{out}");
-    assert!(out.contains("pc.json: not a process status document"), "{out}");
+    assert!(
+        out.contains("pc.json: not a process status document"),
+        "{out}"
+    );
     assert!(out.contains("processes.json: not JSON"), "{out}");
-    assert!(out.contains("plan-pd.json: unreadable plan"), "{out}");
+    assert!(out.contains("plan-pd.json: not JSON"), "{out}");
     assert!(!err.contains("panicked"), "{err}");
 }
 

@@ -26,43 +26,20 @@ pub const EXIT_CONFIG: i32 = 2;
 /// How often a part rewrites its status file.
 pub const STATUS_EVERY: Duration = Duration::from_millis(250);
 
-/// What one process of a graph runs: the file the supervisor writes and
-/// `ptmp graph part` reads.
-pub struct PartPlan {
-    /// The graph's name.
-    pub graph: String,
-    /// The process's name, which names its status file.
-    pub process: String,
-    /// The run directory, where the status file goes.
-    pub run_dir: PathBuf,
-    /// The ptmper configuration `{name, proxies}` with every socket filled in.
-    pub config: Value,
-}
+pub use crate::rundir::docs::PartPlan;
 
 impl PartPlan {
-    /// The plan as the JSON object [`PartPlan::read`] reads back.
-    pub fn to_json(&self) -> Value {
-        json!({"graph": self.graph, "process": self.process,
-               "run_dir": self.run_dir, "config": self.config})
-    }
     /// Read a plan file; the error names the file and what is missing or
     /// malformed.
     pub fn read(path: &Path) -> Result<PartPlan, String> {
-        let v: Value = crate::rundir::read_json(path, crate::rundir::PLAN_LIMIT)
-            .map_err(|e| format!("plan {e}"))?
-            .ok_or_else(|| format!("plan {}: no such file", path.display()))?;
-        let s = |k: &str| {
-            v[k].as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("plan {}: {k} missing", path.display()))
-        };
-        Ok(PartPlan {
-            graph: s("graph")?,
-            process: s("process")?,
-            run_dir: PathBuf::from(s("run_dir")?),
-            config: v["config"].clone(),
-        })
+        docs::read(path, crate::rundir::PLAN_LIMIT)?
+            .ok_or_else(|| format!("plan {}: no such file", path.display()))
     }
+}
+
+/// The file holding what process `process` runs: `RUNDIR/plan-PROCESS.json`.
+pub fn plan_file(run_dir: &Path, process: &str) -> PathBuf {
+    run_dir.join(format!("plan-{process}.json"))
 }
 
 /// The file where a part records, per source node, the `count` its

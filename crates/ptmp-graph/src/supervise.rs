@@ -428,12 +428,8 @@ fn write_plan(
         run_dir: plan.run_dir.clone(),
         config: plan.configs[i].clone(),
     };
-    let path = plan.run_dir.join(format!("plan-{}.json", p.name));
-    ptmp::files::write_replace(
-        &path,
-        &serde_json::to_vec_pretty(&pp.to_json()).unwrap_or_default(),
-    )
-    .map_err(|e| (format!("write {}", path.display()), e))?;
+    let path = crate::part::plan_file(&plan.run_dir, &p.name);
+    crate::rundir::docs::write(&path, &pp).map_err(|e| (format!("write {}", path.display()), e))?;
     Ok(path)
 }
 

@@ -77,21 +77,18 @@ impl GraphView {
             .collect();
         files.sort();
         for f in files {
-            let v = match ptmp::files::read_file(&f, ptmp_graph::rundir::PLAN_LIMIT)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
-            {
+            let v = match ptmp_graph::part::PartPlan::read(&f) {
                 Ok(v) => v,
                 Err(e) => {
-                    msgs.push(format!("{}: unreadable plan: {e}", f.display()));
+                    msgs.push(format!("unreadable plan: {e}"));
                     continue;
                 }
             };
-            let process = v["process"].as_str().unwrap_or("?").to_string();
+            let process = v.process;
             if graph.is_none() {
-                graph = v["graph"].as_str().map(String::from);
+                graph = Some(v.graph);
             }
-            for p in v["config"]["proxies"].as_array().into_iter().flatten() {
+            for p in v.config["proxies"].as_array().into_iter().flatten() {
                 let name = p["name"].as_str().unwrap_or("?").to_string();
                 nodes.push(PlanNode {
                     name: name.clone(),

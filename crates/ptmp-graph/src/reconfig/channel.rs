@@ -3,7 +3,7 @@
 //! link, so it appears whole and a second apply while one is pending is
 //! refused; the supervisor answers in `apply-reply-ID.json`.
 
-use serde_json::{json, Value};
+use crate::rundir::docs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -17,49 +17,7 @@ pub fn reply_file(run_dir: &Path, id: &str) -> PathBuf {
     run_dir.join(format!("apply-reply-{id}.json"))
 }
 
-/// A request to change a running graph.
-#[derive(Debug, Clone)]
-pub struct Request {
-    /// Names the reply file; letters, digits and '-' only.
-    pub id: String,
-    /// The new graph's configuration, evaluated.
-    pub graph: Value,
-    /// The graph's name when its configuration has none.
-    pub default_name: String,
-    /// Only say what would change.
-    pub dry_run: bool,
-}
-
-/// Why a request was not carried out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// The new graph is invalid (or cannot replace this one: renamed,
-    /// addresses clash, the supervisor's host is gone).
-    Invalid,
-    /// The new graph is the running one.
-    NothingToDo,
-    /// Carrying it out failed (a process would not start).
-    Failed,
-}
-
-impl Refusal {
-    fn name(self) -> &'static str {
-        match self {
-            Refusal::Invalid => "invalid",
-            Refusal::NothingToDo => "nothing to do",
-            Refusal::Failed => "failed",
-        }
-    }
-}
-
-/// The supervisor's answer.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    /// `None` when the change was made (or, for a dry run, would be).
-    pub refused: Option<Refusal>,
-    /// The diff, or what is wrong.
-    pub message: String,
-}
+pub use crate::rundir::docs::{Refusal, Reply, Request};
 
 fn supervisor_pid(run_dir: &Path) -> Option<i32> {
     let b = crate::rundir::read(
@@ -86,11 +44,9 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
             run_dir.display()
         ));
     };
-    let body = json!({"id": req.id, "graph": req.graph, "default_name": req.default_name,
-                      "dry_run": req.dry_run});
     let path = request_file(run_dir);
     let tmp = run_dir.join(format!("apply-request.{}.tmp", req.id));
-    ptmp::files::write_new(&tmp, &serde_json::to_vec(&body).unwrap_or_default())
+    ptmp::files::write_new(&tmp, &serde_json::to_vec(req).unwrap_or_default())
         .map_err(|e| format!("write {}: {e}", tmp.display()))?;
     let linked = std::fs::hard_link(&tmp, &path);
     let _ = std::fs::remove_file(&tmp);
@@ -107,25 +63,24 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
     let reply = reply_file(run_dir, &req.id);
     let t = Instant::now();
     loop {
-        if let Ok(Some(v)) = crate::rundir::read_json(&reply, crate::rundir::STATUS_LIMIT) {
-            let _ = std::fs::remove_file(&reply);
-            let refused = match v["refused"].as_str() {
-                None => None,
-                Some("invalid") => Some(Refusal::Invalid),
-                Some("nothing to do") => Some(Refusal::NothingToDo),
-                Some(_) => Some(Refusal::Failed),
-            };
-            return Ok(Reply {
-                refused,
-                message: v["message"].as_str().unwrap_or_default().to_string(),
-            });
+        match docs::read::<Reply>(&reply, crate::rundir::STATUS_LIMIT) {
+            Ok(None) => {}
+            Ok(Some(r)) => {
+                let _ = std::fs::remove_file(&reply);
+                return Ok(r);
+            }
+            // Another ptmp's answer, or no answer at all: said as it is.
+            Err(e) => {
+                let _ = std::fs::remove_file(&reply);
+                return Err(format!("the supervisor's answer is unreadable: {e}"));
+            }
         }
         if t.elapsed() >= limit || !Path::new(&format!("/proc/{pid}")).exists() {
             // Withdraw the request if it is still ours and untaken.
-            let ours = crate::rundir::read_json(&path, crate::rundir::PLAN_LIMIT)
+            let ours = docs::read::<Request>(&path, crate::rundir::PLAN_LIMIT)
                 .ok()
                 .flatten()
-                .is_some_and(|v| v["id"] == req.id.as_str());
+                .is_some_and(|v| v.id == req.id);
             if ours {
                 let _ = std::fs::remove_file(&path);
             }
@@ -153,11 +108,16 @@ pub fn take(run_dir: &Path) -> Option<std::result::Result<Request, String>> {
         Ok(b) => b.unwrap_or_default(),
         Err(e) => return Some(Err(e)),
     };
-    let v: Value = match serde_json::from_slice(&b) {
+    let v: Request = match serde_json::from_slice(&b) {
         Ok(v) => v,
-        Err(e) => return Some(Err(format!("{}: not JSON: {e}", path.display()))),
+        Err(e) => {
+            return Some(Err(format!(
+                "{}: not an apply request: {e}",
+                path.display()
+            )))
+        }
     };
-    let id = v["id"].as_str().unwrap_or_default();
+    let id = &v.id;
     if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
     {
         return Some(Err(format!(
@@ -165,18 +125,12 @@ pub fn take(run_dir: &Path) -> Option<std::result::Result<Request, String>> {
             path.display()
         )));
     }
-    Some(Ok(Request {
-        id: id.to_string(),
-        graph: v["graph"].clone(),
-        default_name: v["default_name"].as_str().unwrap_or("graph").to_string(),
-        dry_run: v["dry_run"].as_bool().unwrap_or(false),
-    }))
+    Some(Ok(v))
 }
 
 /// Answer request `id`.
 pub fn answer(run_dir: &Path, id: &str, r: &Reply) {
-    let v = json!({"refused": r.refused.map(Refusal::name), "message": r.message});
-    let _ = crate::status::write_atomic(&reply_file(run_dir, id), &v);
+    let _ = docs::write(&reply_file(run_dir, id), r);
 }
 
 /// A fresh request id: our pid and the time.

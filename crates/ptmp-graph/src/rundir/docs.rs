@@ -7,6 +7,11 @@
 //!   part a few times a second; its [`NodeCounts`] and [`SocketStatus`].
 //! * [`Supervised`]: `processes.json`, rewritten by the supervisor on
 //!   every change of one of its processes ([`SupervisedProcess`]).
+//! * [`PartPlan`]: `plan-PROCESS.json`, what one part runs, written by
+//!   the supervisor before it starts the part.
+//! * [`Request`] and [`Reply`]: `apply-request.json` and
+//!   `apply-reply-ID.json`, a change `ptmp graph apply` hands the
+//!   supervisor and its answer.
 //! * [`Sequence`]: `sequence/PROCESS.json`, where each source of a part
 //!   started counting ([`SourceStart`]), written when the part starts.
 //!
@@ -17,7 +22,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `status/PROCESS.json`: one running part's nodes and sockets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -176,6 +181,64 @@ pub struct SupervisedProcess {
     pub restarts: u32,
 }
 
+/// `plan-PROCESS.json`: what one process of a graph runs, written by the
+/// supervisor and read by `ptmp graph part`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartPlan {
+    /// The graph's name.
+    pub graph: String,
+    /// The process's name, which names its status file.
+    pub process: String,
+    /// The run directory, where the status file goes.
+    pub run_dir: PathBuf,
+    /// The ptmper configuration `{name, proxies}` with every socket filled in.
+    pub config: Value,
+}
+
+/// `apply-request.json`: a change to a running graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Names the reply file; letters, digits and '-' only.
+    pub id: String,
+    /// The new graph's configuration, evaluated.
+    pub graph: Value,
+    /// The graph's name when its configuration has none.
+    #[serde(default = "graph_name")]
+    pub default_name: String,
+    /// Only say what would change.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+fn graph_name() -> String {
+    "graph".into()
+}
+
+/// Why a request was not carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Refusal {
+    /// The new graph is invalid (or cannot replace this one: renamed,
+    /// addresses clash, the supervisor's host is gone).
+    #[serde(rename = "invalid")]
+    Invalid,
+    /// The new graph is the running one.
+    #[serde(rename = "nothing to do")]
+    NothingToDo,
+    /// Carrying it out failed (a process would not start).
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+/// `apply-reply-ID.json`: the supervisor's answer to a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// `None` when the change was made (or, for a dry run, would be).
+    pub refused: Option<Refusal>,
+    /// The diff, or what is wrong.
+    #[serde(default)]
+    pub message: String,
+}
+
 /// `sequence/PROCESS.json`: per source node of a part, where it started.
 pub type Sequence = std::collections::BTreeMap<String, SourceStart>;
 
@@ -227,6 +290,8 @@ fn kind(path: &Path) -> &'static str {
         .unwrap_or("");
     match (parent, name) {
         (_, "processes.json") => "supervisor's process",
+        (_, n) if n.starts_with("plan-") => "part plan",
+        (_, n) if n.starts_with("apply-reply-") => "apply reply",
         ("status", _) => "process status",
         ("sequence", _) => "sequence",
         _ => "run-directory",

@@ -333,7 +333,7 @@ impl Apply<'_> {
         for name in &removed {
             let _ = std::fs::remove_file(status::status_file(&self.plan.run_dir, name));
             let _ = std::fs::remove_file(crate::part::sequence_file(&self.plan.run_dir, name));
-            let _ = std::fs::remove_file(self.plan.run_dir.join(format!("plan-{name}.json")));
+            let _ = std::fs::remove_file(crate::part::plan_file(&self.plan.run_dir, name));
         }
     }
 
