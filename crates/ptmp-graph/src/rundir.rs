@@ -27,6 +27,9 @@
 //!   in ([`check_private`]); otherwise the run is refused, the error naming
 //!   the directory, its owner and mode. Whoever can write there can change
 //!   what the parts run (a plan's `plugins` is code to load).
+//! * Documents: every JSON file there is one of the serde types of
+//!   [`docs`], written with [`docs::write`] and read with [`docs::read`];
+//!   nothing else joins these paths or indexes these documents by key.
 //! * Files: every file there is read through [`read`] (no link followed, no
 //!   wait on a FIFO, regular files only, bounded by a limit per kind of
 //!   file) and written through [`ptmp::files::write_replace`] (a temporary
@@ -62,7 +65,6 @@ pub use docs::{
 use crate::plan::Plan;
 use crate::{status, Error, Graph, Result};
 use ptmp::Transport;
-use serde_json::Value;
 use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -85,16 +87,6 @@ pub fn read(path: &Path, limit: u64) -> std::result::Result<Option<Vec<u8>>, Str
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {e}", path.display())),
-    }
-}
-
-/// [`read`] a JSON file; a file that is not JSON is an error too.
-pub fn read_json(path: &Path, limit: u64) -> std::result::Result<Option<Value>, String> {
-    match read(path, limit)? {
-        None => Ok(None),
-        Some(b) => serde_json::from_slice(&b)
-            .map(Some)
-            .map_err(|e| format!("{}: not JSON: {e}", path.display())),
     }
 }
 

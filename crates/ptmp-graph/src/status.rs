@@ -87,12 +87,6 @@ impl Rates {
     }
 }
 
-/// Write `v` to `path` atomically, never through a link (see
-/// [`ptmp::files::write_replace`]).
-pub fn write_atomic(path: &Path, v: &Value) -> std::io::Result<()> {
-    ptmp::files::write_replace(path, &serde_json::to_vec_pretty(v).unwrap_or_default())
-}
-
 /// The status file `path`, when it is there and readable (see
 /// [`crate::rundir::read`]; never waits).
 pub fn read_one(path: &Path) -> Option<ProcessStatus> {

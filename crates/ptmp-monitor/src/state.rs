@@ -502,7 +502,8 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ptmp_graph::status::{write_atomic, write_processes, ProcessState};
+    use ptmp_graph::rundir::docs::write as write_atomic;
+    use ptmp_graph::status::{write_processes, ProcessState};
 
     /// A fan-in from two nodes of one process, placed so both senders share
     /// a process and an address: each socket must land on its own node.
