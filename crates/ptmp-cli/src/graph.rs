@@ -482,11 +482,14 @@ pub fn run(c: &GraphCmd) -> CliResult {
                     p.run_dir.display()
                 )));
             }
+            let sup = status::read_processes(&p.run_dir);
             if a.json {
-                let v = serde_json::json!({"graph": g.name, "run_dir": p.run_dir, "parts": all});
+                let states = status::node_states(&all, sup.as_ref());
+                let v = serde_json::json!({"graph": g.name, "run_dir": p.run_dir, "parts": all,
+                                           "states": states});
                 outln!("{v}")?;
             } else {
-                out!("{}", status::table(&all))?;
+                out!("{}", status::table(&all, sup.as_ref()))?;
             }
             Ok(())
         }
@@ -512,7 +515,11 @@ pub fn run(c: &GraphCmd) -> CliResult {
             let (g, p) = slurm::load_addressed(&a.src, &a.host_address)?;
             let monitor = a.http.start(&g, &p, a.host.as_deref())?;
             let out = supervise_graph(&g, &p, a.host.clone(), a.status, a.ttl, monitor.as_ref())?;
-            eprint!("{}", status::table(&status::read_all(&p.run_dir)));
+            let sup = status::read_processes(&p.run_dir);
+            eprint!(
+                "{}",
+                status::table(&status::read_all(&p.run_dir), sup.as_ref())
+            );
             for f in plan::output_files(&p).iter().filter(|f| f.exists()) {
                 tracing::info!("graph {}: wrote {}", g.name, f.display());
             }

@@ -797,3 +797,115 @@ fn page_in_headless_chromium() {
         std::fs::write(&docs, &png).unwrap();
     }
 }
+
+/// Each node's state as `ptmp top --once --json`, `ptmp graph status
+/// --json` and `/api/state` give it, in that order.
+fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
+    let dir = r._dir.path();
+    let run = |args: &[&str]| -> Value {
+        let o = Command::new(PTMP).args(args).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let rd = dir.join("run");
+    let rd = rd.to_str().unwrap();
+    let g = dir.join("mon.json");
+    let g = g.to_str().unwrap();
+    let pairs = |v: &Value, name: &str| -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                (
+                    n[name].as_str().unwrap().into(),
+                    n["state"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let top = run(&["top", rd, "--once", "--json"]);
+    let status = run(&["graph", "status", g, "--run-dir", rd, "--json"]);
+    let status: Vec<(String, String)> = status["states"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    [
+        pairs(&top["tables"]["nodes"], "node"),
+        status,
+        pairs(&state(r.addr)["nodes"], "name"),
+    ]
+}
+
+/// The terminal view, `graph status` and the monitor work a node's state
+/// out in one place, so on one run they say the same of every node: all
+/// running, then one process stopped (SIGSTOP) until its status is stale.
+#[test]
+fn top_graph_status_and_the_monitor_agree_on_every_node() {
+    let r = start(&[]);
+    wait_for("messages at the sink", Duration::from_secs(30), || {
+        sink_in(r.addr) > 0
+    });
+    let [top, status, api] = three_views(&r);
+    assert_eq!(top.len(), 3, "{top:?}");
+    assert!(top.iter().all(|(_, s)| s == "running"), "{top:?}");
+    assert_eq!((&top, &status), (&api, &api));
+    let pid = state(r.addr)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "sink")
+        .and_then(|p| p["pid"].as_u64())
+        .unwrap() as i32;
+    // SAFETY: kill(2) on a pid the supervisor reported as its running child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let mut views = three_views(&r);
+    wait_for(
+        "the stopped sink shown stale",
+        Duration::from_secs(30),
+        || {
+            views = three_views(&r);
+            views[2]
+                .iter()
+                .any(|(n, s)| n == "sink" && s.starts_with("stale"))
+        },
+    );
+    // SAFETY: as above; the process is let go on again.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    // The three were read one after the other: a stale age may have
+    // gone on by a second between them.
+    let word = |v: &[(String, String)]| -> Vec<(String, String, u64)> {
+        v.iter()
+            .map(|(n, s)| {
+                let (w, age) = s.split_once(' ').unwrap_or((s, "0s"));
+                let age = age.trim_end_matches('s').parse().unwrap_or(0);
+                (n.clone(), w.to_string(), age)
+            })
+            .collect()
+    };
+    let [top, status, api] = views.clone().map(|v| word(&v));
+    for other in [&top, &status] {
+        for (a, b) in other.iter().zip(&api) {
+            assert_eq!((&a.0, &a.1), (&b.0, &b.1), "{views:?}");
+            assert!(a.2.abs_diff(b.2) <= 1, "{views:?}");
+        }
+    }
+    assert!(
+        top.iter().any(|(n, w, _)| n == "sink" && w == "stale"),
+        "{views:?}"
+    );
+    assert!(
+        top.iter()
+            .filter(|(n, _, _)| n != "sink")
+            .all(|(_, w, _)| w == "running"),
+        "{views:?}"
+    );
+}

@@ -20,11 +20,13 @@
 //! `failed`, `stopped`) and restarts so far.
 
 use crate::rundir::docs;
+mod state;
 pub use crate::rundir::docs::{
     Latency, NodeCounts, ProcessStatus, SocketStatus, Supervised, SupervisedProcess,
 };
 use ptmp::meter::{self, Snapshot};
 use serde_json::Value;
+pub use state::{node_state, now_us, runs_here, this_node, NodeState, STALE};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -131,29 +133,41 @@ pub fn read_all_noting(run_dir: &Path) -> (Vec<ProcessStatus>, Vec<String>) {
     (out, bad)
 }
 
-/// A table of every node's counts and rates.
-pub fn table(statuses: &[ProcessStatus]) -> String {
+/// Every node's state ([`node_state`]) by name, the supervisor's view of
+/// its processes being `sup`.
+pub fn node_states(
+    statuses: &[ProcessStatus],
+    sup: Option<&Supervised>,
+) -> std::collections::BTreeMap<String, String> {
+    let local = runs_here(sup, this_node().as_deref());
+    let now = now_us();
+    let mut out = std::collections::BTreeMap::new();
+    for st in statuses {
+        let said = sup.and_then(|s| s.process(&st.process));
+        for n in &st.nodes {
+            let state = node_state(said, Some(st), &n.name, local, now);
+            out.insert(n.name.clone(), state.to_string());
+        }
+    }
+    out
+}
+
+/// A table of every node's counts, rates and state ([`node_state`]), the
+/// supervisor's view of its processes being `sup`.
+pub fn table(statuses: &[ProcessStatus], sup: Option<&Supervised>) -> String {
+    let local = runs_here(sup, this_node().as_deref());
+    let now = now_us();
     let mut s = format!(
         "{:<20} {:<16} {:>8} {:>12} {:>12} {:>11} {:>11}  state\n",
         "node", "process", "pid", "in", "out", "in/s", "out/s"
     );
     for st in statuses {
-        let state = if st.ended { "exited" } else { "running" };
+        let said = sup.and_then(|s| s.process(&st.process));
         for n in &st.nodes {
+            let state = node_state(said, Some(st), &n.name, local, now);
             s += &format!(
                 "{:<20} {:<16} {:>8} {:>12} {:>12} {:>11.1} {:>11.1}  {}\n",
-                n.name,
-                st.process,
-                st.pid,
-                n.received,
-                n.sent,
-                n.in_rate,
-                n.out_rate,
-                if n.ended && state == "running" {
-                    "ended"
-                } else {
-                    state
-                }
+                n.name, st.process, st.pid, n.received, n.sent, n.in_rate, n.out_rate, state
             );
         }
     }

@@ -281,7 +281,12 @@ pub fn run_telling(
         }
         let due = next_status.is_some_and(|t| Instant::now() >= t);
         if status_now() || due {
-            let _ = write!(log, "{}", status::table(&status::read_all(dir)));
+            let sup = status::read_processes(dir);
+            let _ = write!(
+                log,
+                "{}",
+                status::table(&status::read_all(dir), sup.as_ref())
+            );
             if let (Some(t), Some(d)) = (&mut next_status, opts.status_every) {
                 while *t <= Instant::now() {
                     *t += d;

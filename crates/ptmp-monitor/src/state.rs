@@ -386,7 +386,20 @@ impl Collector {
             doc.as_ref()
                 .and_then(|v| v.process(name))
                 .map(|p| (p.state.clone(), u64::from(p.restarts), p.pid.map(u64::from)))
-                .unwrap_or_else(|| ("unknown".into(), 0, None))
+                .unwrap_or_else(|| ("no status".into(), 0, None))
+        };
+        let here = status::this_node();
+        let now = status::now_us();
+        // A node's state, as every view works it out (see
+        // `ptmp_graph::status::node_state`).
+        let node_state = |host: usize, process: &str, node: &str| -> String {
+            let Some(sup) = procs.get(&host) else {
+                return "elsewhere".into();
+            };
+            let st = statuses.iter().find(|s| s.process == process);
+            let local = status::runs_here(sup.as_ref(), here.as_deref());
+            let said = sup.as_ref().and_then(|s| s.process(process));
+            status::node_state(said, st, node, local, now).to_string()
         };
         let mut rows: Vec<SocketRow> = Vec::new();
         let mut node_docs: BTreeMap<String, NodeCounts> = BTreeMap::new();
@@ -412,11 +425,9 @@ impl Collector {
         let mut nodes = Vec::new();
         for n in &g.nodes {
             let p = &g.processes[n.process];
-            let (mut state, restarts, _) = proc_state(p.host, &p.name);
+            let (_, restarts, _) = proc_state(p.host, &p.name);
+            let state = node_state(p.host, &p.name, &n.name);
             let d = node_docs.get(&n.name).cloned().unwrap_or_default();
-            if state == "running" && d.ended {
-                state = "ended".into();
-            }
             let (in_rate, out_rate) = (d.in_rate, d.out_rate);
             let ports: Vec<Value> = ptmp_graph::ports(n.kind)
                 .unwrap_or(&[])
@@ -649,7 +660,7 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .all(|n| n["state"] == "unknown"));
+            .all(|n| n["state"] == "no status"));
         assert_eq!(st["edges"][0]["rate"].as_f64(), Some(0.0));
     }
 

@@ -12,7 +12,7 @@ use ptmp_graph::status::{self, Supervised, SupervisedProcess};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use wiring::{depths, edge_ends, sock_figs};
 
 /// A node as its process's plan describes it.
@@ -226,14 +226,13 @@ fn node_rows(
     proc_of: &HashMap<&str, &SupervisedProcess>,
 ) -> Vec<Vec<String>> {
     let no_status = |process: &str| -> (String, Option<u64>, Option<u64>) {
-        match proc_of.get(process) {
-            Some(p) => (
-                p.state.clone(),
-                p.pid.map(u64::from),
-                Some(u64::from(p.restarts)),
-            ),
-            None => ("no status".into(), None, None),
-        }
+        let p = proc_of.get(process).copied();
+        let state = status::node_state(p, None, "", false, 0).to_string();
+        (
+            state,
+            p.and_then(|p| p.pid).map(u64::from),
+            p.map(|p| u64::from(p.restarts)),
+        )
     };
     let mut rows = Vec::new();
     for (name, process, kind) in order {
@@ -361,7 +360,6 @@ impl GraphView {
             let pid = Some(u64::from(d.pid)).filter(|&p| p > 0);
             let sup_proc = proc_of.get(st.process.as_str());
             let restarts_given = sup_proc.map(|p| u64::from(p.restarts));
-            let sup_state = sup_proc.map(|p| p.state.as_str());
             let seen = match pid {
                 Some(p) => {
                     let e = self.pids.entry(st.process.clone()).or_insert((p, 0));
@@ -372,29 +370,12 @@ impl GraphView {
                 }
                 None => None,
             };
-            let fin = d.ended;
-            let age = Some(d.time_us)
-                .filter(|&t| t > 0)
-                .map(|t| Duration::from_micros(wall.saturating_sub(t)));
-            let alive = !st.local || pid.is_some_and(pid_alive);
             for n in &d.nodes {
                 let name = n.name.clone();
                 let (inn, out) = (Some(n.received), Some(n.sent));
                 let (in_rate, out_rate) = (Some(n.in_rate), Some(n.out_rate));
-                let state = if let Some(s) = sup_state.filter(|s| *s != "running") {
-                    // starting, restarting, failed, finished, stopped
-                    s.to_string()
-                } else if fin {
-                    "exited".into()
-                } else if n.ended {
-                    "ended".into()
-                } else if pid.is_some() && !alive {
-                    "gone".into()
-                } else if age.is_some_and(|a| a > STALE) {
-                    format!("stale {}s", age.map_or(0, |a| a.as_secs()))
-                } else {
-                    "running".into()
-                };
+                let sup = sup_proc.copied();
+                let state = status::node_state(sup, Some(d), &name, st.local, wall).to_string();
                 // Lost and latency: those of the sockets it receives on.
                 let mine = || {
                     sock_figs
@@ -634,7 +615,7 @@ impl View for GraphView {
         let mut msgs = Vec::new();
         // One part's run directory, or several hosts' side by side.
         let parts = hosts::part_dirs(&self.dir);
-        let here = hosts::this_node();
+        let here = status::this_node();
         let (mut graph, mut plan_nodes, mut socks) = (None, Vec::new(), Vec::new());
         let (mut sups, mut by_part) = (Vec::new(), Vec::new());
         for part in &parts {
@@ -643,7 +624,7 @@ impl View for GraphView {
             plan_nodes.extend(n);
             socks.extend(s);
             let sup = GraphView::supervised(&part.dir, &mut msgs);
-            let local = hosts::runs_here(&sup, here.as_deref());
+            let local = status::runs_here(Some(&sup), here.as_deref());
             by_part.push(GraphView::statuses(&part.dir, local, &mut msgs));
             sups.push(sup);
         }

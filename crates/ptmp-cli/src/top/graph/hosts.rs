@@ -63,24 +63,6 @@ pub(super) fn part_dirs(dir: &Path) -> Vec<PartDir> {
     }
 }
 
-/// This machine's name, to tell a part running here (whose pids can be
-/// checked) from one on another node.
-pub(super) fn this_node() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-}
-
-/// Whether the part whose supervisor wrote `supervised` runs on this
-/// machine: it names no node (not under a scheduler) or this one.
-pub(super) fn runs_here(supervised: &Supervised, here: Option<&str>) -> bool {
-    match supervised.node.as_deref() {
-        None => true,
-        Some(n) => Some(n) == here,
-    }
-}
-
 /// The hosts table: per part, its node and job step (under Slurm), its
 /// supervisor's pid, how many processes report, and whether they still do
 /// (a part on another node is judged by how fresh its status files are).

@@ -1,0 +1,179 @@
+//! A node's state: worked out here, once, from what the run directory
+//! says, so that `ptmp top`, the monitor's page, `/api/state`, `/metrics`
+//! and `ptmp graph status` show the same word for the same node.
+//!
+//! In order, the first that holds:
+//! 1. the supervisor says its process is not running: its word
+//!    (`starting`, `restarting`, `failed`, `finished`, `stopped`);
+//! 2. the process has written no status: the supervisor's word
+//!    (`running`), or `no status` when there is no supervisor's either;
+//! 3. the process's last status is its final one: `exited`;
+//! 4. the node has ended (its process may still run): `ended`;
+//! 5. the process runs on this machine and its pid is gone: `gone`;
+//! 6. its status is older than [`STALE`]: `stale Ns`;
+//! 7. otherwise `running`.
+
+use super::{ProcessStatus, Supervised, SupervisedProcess};
+use std::fmt;
+use std::time::Duration;
+
+/// A status not rewritten for this long is stale (a part rewrites it
+/// every quarter second).
+pub const STALE: Duration = Duration::from_secs(5);
+
+/// What a view says of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeState {
+    /// The supervisor's word for a process not running (or running
+    /// without a status yet).
+    Supervisor(String),
+    /// Neither a status nor the supervisor's word.
+    NoStatus,
+    /// The process wrote its final status.
+    Exited,
+    /// The node ended; its process may still run.
+    Ended,
+    /// The process ran on this machine and its pid is gone.
+    Gone,
+    /// The last status is this many seconds old.
+    Stale(u64),
+    /// Running.
+    Running,
+}
+
+impl NodeState {
+    /// The node runs (its process runs and it has not ended).
+    pub fn is_running(&self) -> bool {
+        match self {
+            NodeState::Running => true,
+            NodeState::Supervisor(s) => s == "running",
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for NodeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeState::Supervisor(s) => f.write_str(s),
+            NodeState::NoStatus => f.write_str("no status"),
+            NodeState::Exited => f.write_str("exited"),
+            NodeState::Ended => f.write_str("ended"),
+            NodeState::Gone => f.write_str("gone"),
+            NodeState::Stale(s) => write!(f, "stale {s}s"),
+            NodeState::Running => f.write_str("running"),
+        }
+    }
+}
+
+/// The state of node `node`, whose process the supervisor describes as
+/// `sup` and whose last status is `st`; `local` when the process runs on
+/// this machine (so its pid can be checked); `now_us` the wall clock in
+/// microseconds since the Unix epoch.
+pub fn node_state(
+    sup: Option<&SupervisedProcess>,
+    st: Option<&ProcessStatus>,
+    node: &str,
+    local: bool,
+    now_us: u64,
+) -> NodeState {
+    let said = sup.map(|p| p.state.as_str());
+    if let Some(s) = said.filter(|s| *s != "running") {
+        return NodeState::Supervisor(s.to_string());
+    }
+    let Some(st) = st else {
+        return said.map_or(NodeState::NoStatus, |s| NodeState::Supervisor(s.into()));
+    };
+    if st.ended {
+        return NodeState::Exited;
+    }
+    if st.node(node).is_some_and(|n| n.ended) {
+        return NodeState::Ended;
+    }
+    if local && st.pid > 0 && !ptmp_shm::pid_alive(st.pid) {
+        return NodeState::Gone;
+    }
+    let age = Duration::from_micros(now_us.saturating_sub(st.time_us));
+    if st.time_us > 0 && age > STALE {
+        return NodeState::Stale(age.as_secs());
+    }
+    NodeState::Running
+}
+
+/// This machine's name, to tell a part running here (whose pids can be
+/// checked) from one on another node.
+pub fn this_node() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// Whether the part whose supervisor wrote `supervised` runs on this
+/// machine (`here`): it names no node (not under a scheduler) or this one.
+pub fn runs_here(supervised: Option<&Supervised>, here: Option<&str>) -> bool {
+    match supervised.and_then(|s| s.node.as_deref()) {
+        None => true,
+        Some(n) => Some(n) == here,
+    }
+}
+
+/// The wall clock, microseconds since the Unix epoch.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::NodeCounts;
+
+    #[test]
+    fn each_rule_in_its_order() {
+        let now = now_us();
+        let sup = |s: &str| SupervisedProcess {
+            name: "p".into(),
+            state: s.into(),
+            ..Default::default()
+        };
+        let st = |ended: bool, node_ended: bool, pid: u32, age_s: u64| ProcessStatus {
+            process: "p".into(),
+            pid,
+            time_us: now - age_s * 1_000_000,
+            ended,
+            nodes: vec![NodeCounts {
+                name: "a".into(),
+                ended: node_ended,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let me = std::process::id();
+        let s = |sp: Option<&SupervisedProcess>, ps: Option<&ProcessStatus>, local| {
+            node_state(sp, ps, "a", local, now).to_string()
+        };
+        let live = st(false, false, me, 0);
+        assert_eq!(s(Some(&sup("restarting")), Some(&live), true), "restarting");
+        assert_eq!(s(Some(&sup("running")), None, true), "running");
+        assert_eq!(s(None, None, true), "no status");
+        assert_eq!(s(None, Some(&st(true, true, me, 0)), true), "exited");
+        assert_eq!(
+            s(Some(&sup("running")), Some(&st(false, true, me, 0)), true),
+            "ended"
+        );
+        // A pid no process has (beyond the kernel's largest).
+        let dead = st(false, false, 1 << 30, 0);
+        assert_eq!(s(None, Some(&dead), true), "gone");
+        assert_eq!(
+            s(None, Some(&dead), false),
+            "running",
+            "a remote pid is not checked"
+        );
+        assert_eq!(s(None, Some(&st(false, false, me, 9)), true), "stale 9s");
+        assert_eq!(s(Some(&sup("running")), Some(&live), true), "running");
+        assert!(node_state(None, Some(&live), "a", true, now).is_running());
+    }
+}
