@@ -42,8 +42,7 @@ fn wait_while_held(ctl: &Ctl) {
 /// connects to (`name://NODE/PORT`) are resolved first, so the socket can
 /// follow a named peer that moves (see [`recv_set`]).
 pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
-    let c = ptmp::names::resolve_config(c).map_err(Error::socket(agent))?;
-    Receiver::new(c).map_err(Error::socket(agent))
+    Receiver::following(c).map_err(Error::socket(agent))
 }
 
 /// After a wait that found nothing: when a peer this receiver connects to
@@ -54,14 +53,7 @@ pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
 /// this process is dropped. Checked only when idle: no cost per message.
 /// Returns the old receiver, for one last look.
 fn follow_rx(rx: &mut Receiver, agent: &str) -> Result<Option<Receiver>> {
-    if !rx.config().bind().is_empty() {
-        return Ok(None);
-    }
-    let Some(fresh) = ptmp::names::moved(rx.config()) else {
-        return Ok(None);
-    };
-    let new = Receiver::new(fresh).map_err(Error::socket(agent))?;
-    Ok(Some(std::mem::replace(rx, new)))
+    rx.follow_moved().map_err(Error::socket(agent))
 }
 
 /// Open an output socket of `agent`; an error names the agent. Over shm
@@ -69,8 +61,7 @@ fn follow_rx(rx: &mut Receiver, agent: &str) -> Result<Option<Receiver>> {
 /// so an agent waiting for a slow reader still sees its stop request (the
 /// ring's block timeout still bounds the whole wait for one message).
 pub fn open_tx(agent: &str, c: &SocketConfig) -> Result<Sender> {
-    let c = ptmp::names::resolve_config(c).map_err(Error::socket(agent))?;
-    let mut tx = Sender::new(c).map_err(Error::socket(agent))?;
+    let mut tx = Sender::following(c).map_err(Error::socket(agent))?;
     tx.wait_in_slices();
     Ok(tx)
 }
@@ -238,17 +229,6 @@ fn send_until_done(
 /// on a thread of its own, where it delivers what it still can within its
 /// linger; what it held for the dead peer is lost with that peer.
 fn follow_tx(tx: &mut Sender, agent: &str) -> Result<()> {
-    if !tx.config().bind().is_empty() {
-        return Ok(());
-    }
-    let Some(fresh) = ptmp::names::moved(tx.config()) else {
-        return Ok(());
-    };
-    let mut new = Sender::new(fresh).map_err(Error::socket(agent))?;
-    new.wait_in_slices();
-    let old = std::mem::replace(tx, new);
-    let _ = std::thread::Builder::new()
-        .name("ptmp-retired-sender".into())
-        .spawn(move || drop(old));
+    tx.follow_moved().map_err(Error::socket(agent))?;
     Ok(())
 }

@@ -544,6 +544,11 @@ int ptmp_receiver_new(const char *json_config, struct ptmp_receiver **out);
  * connection), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
  * [`PTMP_ERR_ALLOC`]. On an error `*out` keeps its old `tps` block.
  *
+ * A receiver that connects to a peer by name (`name://NODE/PORT`)
+ * follows it: when the peer comes back announced elsewhere (another
+ * host, port or process), the receiver is connected there while the call
+ * waits, after one last look at what reached the old connection.
+ *
  * `out->tps` must be NULL or a `malloc` block of `out->tps_capacity`
  * primitives; it is grown with `realloc` when a set has more, and kept, so
  * receiving into the same struct allocates nothing once it has grown.
@@ -860,6 +865,11 @@ int ptmp_sender_send_frames(struct ptmp_sender *sender,
  * a CURVE server refused the connection), [`PTMP_ERR_NULL`],
  * [`PTMP_ERR_ARG`] (`timeout_ms` < 0, or `tps` NULL with `ntps` > 0),
  * [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
+ *
+ * A sender that connects to a peer by name (`name://NODE/PORT`) follows
+ * it: after a send that timed out because the peer is gone, and the
+ * peer is announced elsewhere now, the sender is connected there and the
+ * next send goes to it.
  *
  * Thread-safety: one thread at a time per sender.
  *

@@ -2,18 +2,23 @@
 
 #[allow(unused_imports)]
 use crate::*;
-use ptmp_core::{Frames, Receiver, TPSet};
+use ptmp_core::{Frames, Receiver, SocketConfig, TPSet};
 use std::ffi::{c_char, c_int};
 use std::time::{Duration, Instant};
 
-/// How often a CURVE client's receive looks whether its server refused it.
-const REFUSAL_CHECK: Duration = Duration::from_millis(100);
+/// How often an idle receive looks whether a CURVE server refused it or a
+/// peer it connects to by name moved.
+const IDLE_CHECK: Duration = Duration::from_millis(100);
 
 /// Waits as `timeout` says (`None`: for ever) for one message through
 /// `get`. A CURVE client is refused by its server without a message ever
-/// coming (libzmq does not retry), so its wait is taken in slices and
-/// ends with [`PTMP_ERR_REFUSED`] when that happens; other receivers wait
-/// in one call.
+/// coming (libzmq does not retry), and a peer connected to by name may
+/// come back elsewhere, so while presence is on or the receiver is a CURVE
+/// client the wait is taken in slices. Between them a refusal ends it
+/// with [`PTMP_ERR_REFUSED`], and a moved peer is followed
+/// ([`Receiver::follow_moved`]): the old receiver gets one last look
+/// first, so a message that reached it is not dropped. Other receivers
+/// wait in one call.
 fn wait_for(
     r: &mut ptmp_receiver,
     timeout: Option<Duration>,
@@ -23,20 +28,27 @@ fn wait_for(
         r.inner.config().curve(),
         Some(ptmp_core::curve::Curve::Client { .. })
     );
-    if !client {
+    if !client && !ptmp_core::names::installed() {
         return Ok(get(r, timeout)?);
     }
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
-        let left = deadline.map_or(REFUSAL_CHECK, |d| {
-            d.saturating_duration_since(Instant::now())
-                .min(REFUSAL_CHECK)
+        let left = deadline.map_or(IDLE_CHECK, |d| {
+            d.saturating_duration_since(Instant::now()).min(IDLE_CHECK)
         });
         if get(r, Some(left))? {
             return Ok(true);
         }
         if let Some(why) = r.inner.refused() {
             return Err(Fail(PTMP_ERR_REFUSED, format!("refused: {why}")));
+        }
+        if let Some(old) = r.inner.follow_moved()? {
+            let new = std::mem::replace(&mut r.inner, old);
+            let last = get(r, Some(Duration::ZERO));
+            r.inner = new;
+            if last? {
+                return Ok(true);
+            }
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(false);
@@ -83,7 +95,7 @@ pub unsafe extern "C" fn ptmp_receiver_new(
         unsafe { *out = std::ptr::null_mut() };
         // SAFETY: the caller promises NULL or a NUL-terminated string.
         let json = unsafe { c_str(json_config, "json_config") }?;
-        let inner = Receiver::from_json(json)?;
+        let inner = Receiver::following(&SocketConfig::from_json(json)?)?;
         let handle = Box::new(ptmp_receiver {
             frames: Frames::new(),
             endpoints: c_strings(inner.bound_endpoints()),
@@ -106,6 +118,11 @@ pub unsafe extern "C" fn ptmp_receiver_new(
 /// again), [`PTMP_ERR_REFUSED`] (a CURVE server refused this receiver's
 /// connection), [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`] or
 /// [`PTMP_ERR_ALLOC`]. On an error `*out` keeps its old `tps` block.
+///
+/// A receiver that connects to a peer by name (`name://NODE/PORT`)
+/// follows it: when the peer comes back announced elsewhere (another
+/// host, port or process), the receiver is connected there while the call
+/// waits, after one last look at what reached the old connection.
 ///
 /// `out->tps` must be NULL or a `malloc` block of `out->tps_capacity`
 /// primitives; it is grown with `realloc` when a set has more, and kept, so

@@ -4,7 +4,7 @@
 #[allow(unused_imports)]
 use crate::*;
 use ptmp_core::data::{decode_tpset_into, VERSION_FRAME};
-use ptmp_core::{Error, Sender, TPSet, Undelivered};
+use ptmp_core::{Error, Sender, SocketConfig, TPSet, Undelivered};
 use std::ffi::{c_char, c_int};
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ pub unsafe extern "C" fn ptmp_sender_new(
         unsafe { *out = std::ptr::null_mut() };
         // SAFETY: the caller promises NULL or a NUL-terminated string.
         let json = unsafe { c_str(json_config, "json_config") }?;
-        let inner = Sender::from_json(json)?;
+        let inner = Sender::following(&SocketConfig::from_json(json)?)?;
         let handle = Box::new(ptmp_sender {
             endpoints: c_strings(inner.bound_endpoints()),
             inner,
@@ -210,6 +210,11 @@ pub unsafe extern "C" fn ptmp_sender_send_frames(
 /// [`PTMP_ERR_ARG`] (`timeout_ms` < 0, or `tps` NULL with `ntps` > 0),
 /// [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`].
 ///
+/// A sender that connects to a peer by name (`name://NODE/PORT`) follows
+/// it: after a send that timed out because the peer is gone, and the
+/// peer is announced elsewhere now, the sender is connected there and the
+/// next send goes to it.
+///
 /// Thread-safety: one thread at a time per sender.
 ///
 /// # Safety
@@ -247,6 +252,9 @@ pub unsafe extern "C" fn ptmp_sender_send_within(
             if let Some(why) = s.inner.refused() {
                 return Err(Fail(PTMP_ERR_REFUSED, format!("refused: {why}")));
             }
+            // No room: a peer connected to by name may have come back
+            // elsewhere; the next send goes there.
+            s.inner.follow_moved()?;
         }
         Ok(if sent { PTMP_OK } else { PTMP_TIMEOUT })
     })

@@ -163,6 +163,27 @@ fn c_programs_find_each_other_and_ptmp_send_by_name() {
         "{out}"
     );
 
+    // The name comes back from another host: a C receiver connected to
+    // it follows, and gets every set of both senders in order.
+    let rx = run_in(h1, &exe, &["follow", "cnames", key, "100", "150"]);
+    let tx = run_in(h0, &exe, &["send", "cnames", key, "100"]);
+    assert_ok(
+        "first C sender",
+        &tx.finish(Duration::from_secs(60), "first C sender"),
+    );
+    let tx = run_in(h1, &exe, &["send", "cnames", key, "150"]);
+    assert_ok(
+        "second C sender",
+        &tx.finish(Duration::from_secs(60), "second C sender"),
+    );
+    let r = rx.finish(Duration::from_secs(60), "C receiver following");
+    assert_ok("C receiver following the name", &r);
+    let out = text(&r.stdout);
+    assert!(
+        out.contains("received 250") && out.contains("0 failures"),
+        "{out}"
+    );
+
     // `ptmp send` binding the name, when cargo built it beside the library.
     let ptmp = common::lib_dir().join("ptmp");
     if !ptmp.exists() {

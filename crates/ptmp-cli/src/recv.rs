@@ -74,30 +74,15 @@ pub fn run(a: &RecvArgs) -> CliResult {
     // Presence first: the names the socket connects to are resolved (each
     // waited for) before the socket is made, so it can follow them.
     let presence = a.sock.presence(&cfg)?;
-    let out = receive(a, ptmp::names::resolve_config(&cfg)?);
+    let out = receive(a, &cfg);
     if let Some(p) = &presence {
         p.withdraw_all();
     }
     out
 }
 
-/// When the receiver connects to a peer by name and that peer is
-/// announced elsewhere now (it ended and came back on another host, port
-/// or process), a receiver made again connected there. Asked only after a
-/// wait found nothing, so a busy receiver pays nothing; a receiver that
-/// binds keeps its port.
-fn follow(rx: &Receiver) -> CliResult<Option<Receiver>> {
-    if !rx.config().bind().is_empty() {
-        return Ok(None);
-    }
-    match ptmp::names::moved(rx.config()) {
-        Some(fresh) => Ok(Some(Receiver::new(fresh)?)),
-        None => Ok(None),
-    }
-}
-
-fn receive(a: &RecvArgs, cfg: ptmp::SocketConfig) -> CliResult {
-    let mut rx = Receiver::new(cfg)?;
+fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
+    let mut rx = Receiver::following(cfg)?;
     // The receiver left behind when a named peer moved: what reached it
     // is read before anything from the new one.
     let mut retired: Option<Receiver> = None;
@@ -161,8 +146,8 @@ fn receive(a: &RecvArgs, cfg: ptmp::SocketConfig) -> CliResult {
                 if let Some(why) = rx.refused() {
                     return Err(CliError::fail(format!("refused: {why}")));
                 }
-                if let Some(fresh) = follow(&rx)? {
-                    retired = Some(std::mem::replace(&mut rx, fresh));
+                if let Some(old) = rx.follow_moved()? {
+                    retired = Some(old);
                 }
             }
             Err(ptmp::Error::Wire(e)) => {

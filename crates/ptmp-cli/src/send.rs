@@ -116,25 +116,6 @@ pub fn run(a: &SendArgs) -> CliResult {
     out
 }
 
-/// When a send found no room and a peer the sender connects to by name is
-/// announced elsewhere now (a socket connecting by name queues only on
-/// live connections, so a dead peer leaves no room), the sender made again
-/// connected there; the old one is let go on a thread of its own, where it
-/// delivers what it still can within its linger. A sender that binds
-/// keeps its port.
-fn follow(tx: &mut Sender) -> CliResult {
-    if !tx.config().bind().is_empty() {
-        return Ok(());
-    }
-    if let Some(fresh) = ptmp::names::moved(tx.config()) {
-        let old = std::mem::replace(tx, Sender::new(fresh)?);
-        let _ = std::thread::Builder::new()
-            .name("ptmp-retired-sender".into())
-            .spawn(move || drop(old));
-    }
-    Ok(())
-}
-
 fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     if let Some(k) = a.subscribers {
         if !matches!(cfg.socket_type(), SocketType::Pub | SocketType::XPub) {
@@ -172,7 +153,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     let waits = cfg.subscribers() > 0;
     // Names connected to are resolved last, once the arguments are known
     // to be good: each may be waited for.
-    let mut tx = Sender::new(ptmp::names::resolve_config(&cfg)?)?;
+    let mut tx = Sender::following(&cfg)?;
     std::thread::sleep(a.begin_wait);
     if waits {
         let n = tx.wait_configured()?;
@@ -220,7 +201,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
                 // Two seconds without room: say what the wait is for.
                 tracing::info!("{}", waiting_for(&tx, sent));
             }
-            follow(&mut tx)?;
+            tx.follow_moved()?;
         }
         sent += 1;
     }

@@ -306,50 +306,25 @@ pub fn withdraw_names() {
 }
 
 /// After a receive that found nothing: when a peer `rx` connects to by
-/// name is announced elsewhere now (it ended and came back on another
-/// host, port or process), `rx` is made again connected there, and
-/// `last_look` gets the old one for a message that reached it since
-/// (what it returns is returned). Only a receiver that binds nothing is
-/// made again. A process that never used names pays one atomic load.
+/// name is announced elsewhere now, `rx` is made again connected there
+/// ([`ptmp::Receiver::follow_moved`]), and `last_look` gets the old one
+/// for a message that reached it since (what it returns is returned).
 pub(crate) fn followed(
     rx: &mut ptmp::Receiver,
     last_look: impl FnOnce(&mut ptmp::Receiver) -> bool,
 ) -> PyResult<bool> {
-    if !rx.config().bind().is_empty() {
-        return Ok(false);
+    match rx.follow_moved() {
+        Ok(Some(mut old)) => Ok(last_look(&mut old)),
+        Ok(None) => Ok(false),
+        Err(e) => Err(PtmpError::new_err(e.to_string())),
     }
-    let Some(fresh) = ptmp::names::moved(rx.config()) else {
-        return Ok(false);
-    };
-    let new = ptmp::Receiver::new(fresh).map_err(|e| PtmpError::new_err(e.to_string()))?;
-    let mut old = std::mem::replace(rx, new);
-    Ok(last_look(&mut old))
 }
 
 /// After a send that found no room: when a peer `tx` connects to by name
-/// is announced elsewhere now (a socket connecting by name queues only on
-/// live connections, so a dead peer leaves no room), `tx` is made again
-/// connected there; the old one is let go on a thread of its own, where
-/// it delivers what it still can within its linger.
+/// is announced elsewhere now, `tx` is made again connected there
+/// ([`ptmp::Sender::follow_moved`]).
 pub(crate) fn follow_tx(tx: &mut ptmp::Sender) -> PyResult<()> {
-    if !tx.config().bind().is_empty() {
-        return Ok(());
-    }
-    let Some(fresh) = ptmp::names::moved(tx.config()) else {
-        return Ok(());
-    };
-    let mut new = ptmp::Sender::new(fresh).map_err(|e| PtmpError::new_err(e.to_string()))?;
-    new.wait_in_slices();
-    let old = std::mem::replace(tx, new);
-    let _ = std::thread::Builder::new()
-        .name("ptmp-retired-sender".into())
-        .spawn(move || drop(old));
-    Ok(())
-}
-
-/// A socket config from its JSON text, with every name it connects to
-/// replaced by the address announced for it (each waited for as long as
-/// presence allows), so the socket made from it can follow the name.
-pub(crate) fn resolved(text: &str) -> ptmp::Result<ptmp::SocketConfig> {
-    ptmp::names::resolve_config(&ptmp::SocketConfig::from_json(text)?)
+    tx.follow_moved()
+        .map(|_| ())
+        .map_err(|e| PtmpError::new_err(e.to_string()))
 }

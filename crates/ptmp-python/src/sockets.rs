@@ -65,7 +65,7 @@ impl PySender {
         // A name connected to may be waited for: not while holding the GIL.
         let tx = config
             .py()
-            .detach(|| peers::resolved(&text).and_then(Sender::new))
+            .detach(|| ptmp::SocketConfig::from_json(&text).and_then(|c| Sender::following(&c)))
             .map_err(perr)?;
         Ok(PySender {
             tx: Mutex::new(Some(tx)),
@@ -209,7 +209,7 @@ impl PyReceiver {
         // A name connected to may be waited for: not while holding the GIL.
         let rx = config
             .py()
-            .detach(|| peers::resolved(&text).and_then(Receiver::new))
+            .detach(|| ptmp::SocketConfig::from_json(&text).and_then(|c| Receiver::following(&c)))
             .map_err(perr)?;
         Ok(PyReceiver {
             rx: Mutex::new(Some(rx)),

@@ -118,6 +118,33 @@ impl Receiver {
         &self.cfg
     }
 
+    /// Open a receiver whose names (`name://NODE/PORT`) it connects to are
+    /// resolved first ([`crate::names::resolve_config`]), so that it can
+    /// follow a named peer that moves ([`Self::follow_moved`]).
+    pub fn following(cfg: &SocketConfig) -> Result<Self> {
+        Self::new(crate::names::resolve_config(cfg)?)
+    }
+
+    /// After a wait that found nothing: when a peer this receiver connects
+    /// to by name is announced elsewhere now (it died and came back on
+    /// another host, port or process), make the receiver again connected
+    /// there and return the old one, for a last look at what reached it
+    /// (read it before anything from the new one, so nothing that reached
+    /// this process is dropped). `None` when nothing moved, for a receiver
+    /// that binds (a bound port stays where it is), and for one not made
+    /// by [`Self::following`]. A process that never used names pays one
+    /// atomic load.
+    pub fn follow_moved(&mut self) -> Result<Option<Receiver>> {
+        if !self.cfg.bind().is_empty() {
+            return Ok(None);
+        }
+        let Some(fresh) = crate::names::moved(&self.cfg) else {
+            return Ok(None);
+        };
+        let new = Receiver::new(fresh)?;
+        Ok(Some(std::mem::replace(self, new)))
+    }
+
     /// Endpoints bound, with wildcards resolved.
     pub fn bound_endpoints(&self) -> &[String] {
         &self.bound

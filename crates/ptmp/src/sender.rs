@@ -167,6 +167,40 @@ impl Sender {
         &self.cfg
     }
 
+    /// Open a sender whose names (`name://NODE/PORT`) it connects to are
+    /// resolved first ([`crate::names::resolve_config`]), so that it can
+    /// follow a named peer that moves ([`Self::follow_moved`]).
+    pub fn following(cfg: &SocketConfig) -> Result<Self> {
+        Self::new(crate::names::resolve_config(cfg)?)
+    }
+
+    /// After a send that found no room: when a peer this sender connects
+    /// to by name is announced elsewhere now (a socket connecting by name
+    /// queues only on live connections, so a dead peer leaves no room),
+    /// make the sender again connected there, waiting as this one did
+    /// ([`Self::wait_in_slices`]). The old one is let go on a thread of
+    /// its own, where it delivers what it still can within its linger;
+    /// what it held for the dead peer is lost with that peer. `false` when
+    /// nothing moved, for a sender that binds, and for one not made by
+    /// [`Self::following`].
+    pub fn follow_moved(&mut self) -> Result<bool> {
+        if !self.cfg.bind().is_empty() {
+            return Ok(false);
+        }
+        let Some(fresh) = crate::names::moved(&self.cfg) else {
+            return Ok(false);
+        };
+        let mut new = Sender::new(fresh)?;
+        if self.slices {
+            new.wait_in_slices();
+        }
+        let old = std::mem::replace(self, new);
+        let _ = std::thread::Builder::new()
+            .name("ptmp-retired-sender".into())
+            .spawn(move || drop(old));
+        Ok(true)
+    }
+
     /// Endpoints bound, with wildcards (`tcp://127.0.0.1:*`) resolved.
     pub fn bound_endpoints(&self) -> &[String] {
         &self.bound

@@ -6,6 +6,9 @@
  *                                connects to name://src/out, receives N
  *                                sets and checks them
  *   names send GROUP KEY N       binds name://src/out and sends N sets
+ *   names follow GROUP KEY N1 N2 connects to name://src/out and receives
+ *                                N1 sets, then N2 more from a sender of
+ *                                the same name that came up elsewhere
  *   names run GROUP N            runs agents (ptmp_run_start) whose config
  *                                turns presence on with its "discovery"
  *                                key: a source binding name://runsrc/out,
@@ -142,6 +145,40 @@ static int recv_named(const char* group, const char* key, unsigned n, unsigned d
     return 0;
 }
 
+static int follow_named(const char* group, const char* key, unsigned n1, unsigned n2) {
+    int rc = ptmp_use_discovery(group, key_arg(key), 30000);
+    if (rc) {
+        fprintf(stderr, "ptmp_use_discovery: %s\n", ptmp_last_error());
+        return 1;
+    }
+    ptmp_receiver* rx = NULL;
+    rc = ptmp_receiver_new("{\"socket\":{\"type\":\"PULL\",\"connect\":[\"name://src/out\"]}}", &rx);
+    if (rc) {
+        fprintf(stderr, "ptmp_receiver_new: %s\n", ptmp_last_error());
+        return 1;
+    }
+    ptmp_tpset ts;
+    memset(&ts, 0, sizeof ts);
+    unsigned got = 0;
+    /* Each sender counts from 0: the first's sets, then the second's. */
+    for (unsigned i = 0; i < n1 + n2; i++) {
+        rc = ptmp_receiver_recv(rx, &ts, 30000);
+        if (rc != PTMP_OK) {
+            fprintf(stderr, "set %u: %d %s\n", i, rc, ptmp_last_error());
+            failures++;
+            break;
+        }
+        EXPECT(ts.count == (i < n1 ? i : i - n1));
+        EXPECT(ts.detid == 5);
+        got++;
+    }
+    printf("received %u\n", got);
+    ptmp_tpset_clear(&ts);
+    ptmp_receiver_free(rx);
+    EXPECT(ptmp_withdraw_names() == PTMP_OK);
+    return 0;
+}
+
 static int send_named(const char* group, const char* key, unsigned n) {
     int rc = ptmp_use_discovery(group, key_arg(key), 30000);
     if (rc) {
@@ -221,6 +258,8 @@ int main(int argc, char** argv) {
     else if (argc == 7 && strcmp(argv[1], "recv") == 0)
         rc = recv_named(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]),
                         (unsigned)atoi(argv[6]));
+    else if (argc == 6 && strcmp(argv[1], "follow") == 0)
+        rc = follow_named(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]));
     else if (argc == 5 && strcmp(argv[1], "send") == 0)
         rc = send_named(argv[2], argv[3], (unsigned)atoi(argv[4]));
     else if (argc == 4 && strcmp(argv[1], "run") == 0)
