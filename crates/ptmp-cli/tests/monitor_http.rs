@@ -14,46 +14,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
 use common::clients::{connect_from, hog};
 use common::devtools::Browser;
+use common::monitored::{graph, sink_in, start, start_graph, wait_for, Run};
 use common::{get, state, PTMP};
-
-/// A graph run with `--http`, stopped (SIGINT, then killed) when dropped.
-struct Run {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        common::proc::interrupt(&mut self.child, Duration::from_secs(20));
-    }
-}
-
-/// Three processes, source -> filter -> sink, the source at 200 sets/s
-/// with no count, so it runs until stopped.
-fn graph(dir: &Path) -> PathBuf {
-    let g = json!({
-        "name": format!("mon-{}", std::process::id()),
-        "nodes": [
-            {"name": "src", "type": "source", "data": {"rate": 200, "tps": 4, "detid": 1}},
-            {"name": "pass", "type": "filter", "data": {"engine": "pass"}},
-            {"name": "sink", "type": "sink", "data": {}}
-        ],
-        "edges": [
-            {"from": "src.out", "to": "pass.in", "pattern": "pushpull"},
-            {"from": "pass.out", "to": "sink.in", "pattern": "pushpull"}
-        ]
-    });
-    let f = dir.join("mon.json");
-    std::fs::write(&f, g.to_string()).unwrap();
-    f
-}
 
 /// Two sources in one process, fanned in to a zipper that shares a
 /// process with a filter, and a sink: three processes, transports of
@@ -82,69 +49,6 @@ fn merge_graph(dir: &Path) -> PathBuf {
     let f = dir.join("merge.json");
     std::fs::write(&f, g.to_string()).unwrap();
     f
-}
-
-fn start(extra: &[&str]) -> Run {
-    start_graph(graph, extra)
-}
-
-fn start_graph(make: fn(&Path) -> PathBuf, extra: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let g = make(dir.path());
-    let mut child = Command::new(PTMP)
-        .args(["graph", "run"])
-        .arg(&g)
-        .arg("--run-dir")
-        .arg(dir.path().join("run"))
-        // The tests run one graph name at once, each over shm and ipc in
-        // its own run directory: each its own user directory (graph locks).
-        .env("XDG_RUNTIME_DIR", dir.path().join("xdg"))
-        .args(["--http", "127.0.0.1:0", "--ttl", "120"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            if let Some(a) = line.split("monitor at http://").nth(1) {
-                let _ = tx.send(a.trim_end_matches('/').to_string());
-            }
-        }
-    });
-    let addr = match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(a) => a.parse().unwrap(),
-        Err(_) => {
-            let _ = child.kill();
-            panic!("ptmp graph run --http printed no monitor address");
-        }
-    };
-    Run {
-        child,
-        addr,
-        _dir: dir,
-    }
-}
-
-/// Messages the sink has received so far, per the JSON state.
-fn sink_in(addr: SocketAddr) -> u64 {
-    state(addr)["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["name"] == "sink")
-        .and_then(|n| n["in"].as_u64())
-        .unwrap()
-}
-
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]
@@ -801,7 +705,7 @@ fn page_in_headless_chromium() {
 /// Each node's state as `ptmp top --once --json`, `ptmp graph status
 /// --json` and `/api/state` give it, in that order.
 fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
-    let dir = r._dir.path();
+    let dir = r.dir.path();
     let run = |args: &[&str]| -> Value {
         let o = Command::new(PTMP).args(args).output().unwrap();
         assert!(

@@ -6,6 +6,7 @@
 
 pub mod clients;
 pub mod devtools;
+pub mod monitored;
 pub mod proc;
 pub mod prometheus;
 
