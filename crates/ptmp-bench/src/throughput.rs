@@ -444,6 +444,46 @@ fn address(tr: TransportArg, tag: &str) -> BenchResult<String> {
     })
 }
 
+/// An inproc row: one process, two threads running the very code of the
+/// two child processes; CPU is the whole process's (both sides together).
+fn threads_row(cs: &ChildArgs, cr: &ChildArgs) -> BenchResult<RowOut> {
+    let ctx = zmq::Context::new();
+    let c0 = crate::sys::cpu_seconds();
+    let (tx_ready, rx_ready) = std::sync::mpsc::channel();
+    let (j, sj) = std::thread::scope(|sc| -> BenchResult<(Value, Value)> {
+        let recv = sc.spawn(|| {
+            receive(cr, Some(&ctx), move || {
+                let _ = tx_ready.send(());
+            })
+        });
+        let mut sj = Value::Null;
+        if rx_ready.recv().is_ok() {
+            // A scoped thread, so pinning it does not pin this one.
+            sj = sc
+                .spawn(|| send(cs, Some(&ctx)))
+                .join()
+                .map_err(|_| BenchError::fail("sender thread panicked"))??;
+        }
+        let j = recv
+            .join()
+            .map_err(|_| BenchError::fail("receiver thread panicked"))??;
+        Ok((j, sj))
+    })?;
+    let c1 = crate::sys::cpu_seconds();
+    Ok(RowOut {
+        received: j["received"].as_u64().unwrap_or(0),
+        timed: j["timed"].as_u64().unwrap_or(0),
+        span_s: j["span_s"].as_f64().unwrap_or(0.0),
+        send_cpu_s: c1 - c0,
+        recv_cpu_s: f64::NAN,
+        send_rss: crate::sys::peak_rss_mb(),
+        recv_rss: f64::NAN,
+        procs: false,
+        send_k: SideKernel::from_json(&sj),
+        recv_k: SideKernel::from_json(&j),
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn one_row(
     a: &ThroughputArgs,
@@ -473,44 +513,7 @@ fn one_row(
         curve_dir: curve_dir.map(|d| d.to_path_buf()),
     };
     if tr == TransportArg::Inproc {
-        // One process, two threads running the very code of the two child
-        // processes; CPU is the whole process's (both sides together).
-        let (cs, cr) = (side(cpus.0), side(cpus.1));
-        let ctx = zmq::Context::new();
-        let c0 = crate::sys::cpu_seconds();
-        let (tx_ready, rx_ready) = std::sync::mpsc::channel();
-        let (j, sj) = std::thread::scope(|sc| -> BenchResult<(Value, Value)> {
-            let recv = sc.spawn(|| {
-                receive(&cr, Some(&ctx), move || {
-                    let _ = tx_ready.send(());
-                })
-            });
-            let mut sj = Value::Null;
-            if rx_ready.recv().is_ok() {
-                // A scoped thread, so pinning it does not pin this one.
-                sj = sc
-                    .spawn(|| send(&cs, Some(&ctx)))
-                    .join()
-                    .map_err(|_| BenchError::fail("sender thread panicked"))??;
-            }
-            let j = recv
-                .join()
-                .map_err(|_| BenchError::fail("receiver thread panicked"))??;
-            Ok((j, sj))
-        })?;
-        let c1 = crate::sys::cpu_seconds();
-        return Ok(RowOut {
-            received: j["received"].as_u64().unwrap_or(0),
-            timed: j["timed"].as_u64().unwrap_or(0),
-            span_s: j["span_s"].as_f64().unwrap_or(0.0),
-            send_cpu_s: c1 - c0,
-            recv_cpu_s: f64::NAN,
-            send_rss: crate::sys::peak_rss_mb(),
-            recv_rss: f64::NAN,
-            procs: false,
-            send_k: SideKernel::from_json(&sj),
-            recv_k: SideKernel::from_json(&j),
-        });
+        return threads_row(&side(cpus.0), &side(cpus.1));
     }
     let exe = std::env::current_exe()?;
     let spawn = |role: &str| {

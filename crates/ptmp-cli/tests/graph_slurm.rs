@@ -130,6 +130,126 @@ fn wait_gone(c: &slurm::Cluster, id: &str, limit: Duration, out: &Path) {
     }
 }
 
+/// A graph with an end, run from the script `graph sbatch` writes: every
+/// set arrives once, in order, and the log says where each host ran.
+fn a_graph_with_an_end_arrives_once_in_order(c: &slurm::Cluster, dir: &Path) {
+    let n = 2000;
+    let out = dir.join("finite.dump");
+    let id = submit(
+        c,
+        dir,
+        &graph("slurmfinite", &out, Some(n), 24400, true),
+        &[],
+        3,
+    );
+    let log = dir.join("job.out");
+    wait_gone(c, &id, Duration::from_secs(120), &log);
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    for want in [
+        "host a on node n1 (10.232.0.2)",
+        "host b on node n2",
+        "host c on node n3",
+    ] {
+        assert!(said.contains(want), "{want} in:\n{said}");
+    }
+    assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{said}");
+}
+
+/// The launcher's view puts each process on its host and node.
+fn placed_as(state: &Value, want: [(&str, &str, &str); 3]) {
+    for (proc_, host, node) in want {
+        let p = state["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == proc_)
+            .unwrap();
+        assert_eq!(
+            (p["host"].as_str(), p["node"].as_str()),
+            (Some(host), Some(node)),
+            "{state}"
+        );
+    }
+}
+
+/// `ptmp top` of the shared run directory shows every host, its node and
+/// its job step (of job `id`), running.
+fn top_shows_every_host(run_dir: &Path, id: &str) {
+    let o = std::process::Command::new(PTMP)
+        .args(["top", "--once", "--json", "--interval", "0.2", "--run-dir"])
+        .arg(run_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let top: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hosts = top["tables"]["hosts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let rows: Vec<(&str, &str)> = hosts
+        .iter()
+        .map(|h| (h["host"].as_str().unwrap(), h["node"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rows, [("a", "n1"), ("b", "n4"), ("c", "n3")], "{top}");
+    for h in &hosts {
+        assert!(
+            h["step"].as_str().unwrap().starts_with(&format!("{id}.")),
+            "{top}"
+        );
+        assert_eq!(h["state"], "running", "{top}");
+    }
+}
+
+/// Wait up to `limit` until the job's log `log` says `what`.
+fn wait_said(log: &Path, what: &str, limit: Duration) {
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .contains(what)
+    {
+        assert!(
+            t0.elapsed() < limit,
+            "not said within {limit:?}: {what}\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The launcher's `/api/state` at `url`, asked from node n1's namespace
+/// (where the launcher runs), and what the asking printed on stderr.
+fn launcher_view(c: &slurm::Cluster, url: &str) -> (Value, String) {
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", &c.nodes[0].1, "/usr/bin/python3", "-c"])
+        .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + 'api/state', timeout=5).read().decode())")
+        .arg(url)
+        .output()
+        .unwrap();
+    (
+        serde_json::from_slice(&o.stdout).unwrap_or(Value::Null),
+        text(&o.stderr),
+    )
+}
+
+/// The launcher's view once it shows all three processes running.
+fn all_running(c: &slurm::Cluster, url: &str) -> Value {
+    let t0 = Instant::now();
+    loop {
+        let (v, err) = launcher_view(c, url);
+        let running = v["processes"]
+            .as_array()
+            .is_some_and(|ps| ps.len() == 3 && ps.iter().all(|p| p["state"] == "running"));
+        if running {
+            break v;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the launcher's view: {v}\n{err}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 #[test]
 fn a_graph_runs_under_slurm_one_node_per_host() {
     if let Some(p) = slurm::missing() {
@@ -144,27 +264,8 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     };
     let d = tempfile::tempdir().unwrap();
 
-    // A graph with an end: every set arrives once, in order.
-    let n = 2000;
-    let out = d.path().join("finite.dump");
-    let id = submit(
-        &c,
-        d.path(),
-        &graph("slurmfinite", &out, Some(n), 24400, true),
-        &[],
-        3,
-    );
+    a_graph_with_an_end_arrives_once_in_order(&c, d.path());
     let log = d.path().join("job.out");
-    wait_gone(&c, &id, Duration::from_secs(120), &log);
-    let said = std::fs::read_to_string(&log).unwrap_or_default();
-    for want in [
-        "host a on node n1 (10.232.0.2)",
-        "host b on node n2",
-        "host c on node n3",
-    ] {
-        assert!(said.contains(want), "{want} in:\n{said}");
-    }
-    assert_eq!(counts(&out), (0..n).collect::<Vec<_>>(), "{said}");
 
     // A graph with no end, connected by name, with a spare node: its
     // worker's part killed once is started again on its node; its node
@@ -202,18 +303,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         .unwrap_or_else(|| panic!("no monitor address in:\n{said}"))
         .trim()
         .to_string();
-    let view = || -> (Value, String) {
-        let o = std::process::Command::new("ip")
-            .args(["netns", "exec", &c.nodes[0].1, "/usr/bin/python3", "-c"])
-            .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + 'api/state', timeout=5).read().decode())")
-            .arg(&url)
-            .output()
-            .unwrap();
-        (
-            serde_json::from_slice(&o.stdout).unwrap_or(Value::Null),
-            text(&o.stderr),
-        )
-    };
+    let view = || launcher_view(&c, &url);
     let node_of = |v: &Value, proc_: &str| -> Option<String> {
         v["processes"]
             .as_array()?
@@ -222,38 +312,15 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
             .as_str()
             .map(str::to_string)
     };
-    let t0 = Instant::now();
-    let state = loop {
-        let (v, err) = view();
-        let running = v["processes"]
-            .as_array()
-            .is_some_and(|ps| ps.len() == 3 && ps.iter().all(|p| p["state"] == "running"));
-        if running {
-            break v;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the launcher's view: {v}\n{err}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    };
-    for (proc_, host, node) in [
-        ("front", "a", "n1"),
-        ("mid", "b", "n2"),
-        ("back", "c", "n3"),
-    ] {
-        let p = state["processes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == proc_)
-            .unwrap();
-        assert_eq!(
-            (p["host"].as_str(), p["node"].as_str()),
-            (Some(host), Some(node)),
-            "{state}"
-        );
-    }
+    let state = all_running(&c, &url);
+    placed_as(
+        &state,
+        [
+            ("front", "a", "n1"),
+            ("mid", "b", "n2"),
+            ("back", "c", "n3"),
+        ],
+    );
     let snk = state["nodes"]
         .as_array()
         .unwrap()
@@ -265,18 +332,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     unsafe {
         libc::kill(mid_pid, libc::SIGKILL);
     }
-    let t0 = Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("starting it again (1 of 3)")
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_said(&log, "starting it again (1 of 3)", Duration::from_secs(30));
     // Sets flow again through the restarted part.
     let flowing = |what: &str| {
         let before = counts(&out).len();
@@ -295,17 +351,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
     // Node n2 powered off: once Slurm marks it down, host b moves to n4.
     c.power_off("n2");
     let t0 = Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("host b moves to node n4")
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "host b did not move: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    wait_said(&log, "host b moves to node n4", Duration::from_secs(120));
     let moved_after = t0.elapsed();
     let before = flowing("the move");
     let resumed_after = t0.elapsed();
@@ -317,29 +363,7 @@ fn a_graph_runs_under_slurm_one_node_per_host() {
         let step = p["step"].as_str().unwrap_or_default();
         assert!(step.starts_with(&format!("{id}.")), "{p}");
     }
-    let o = std::process::Command::new(PTMP)
-        .args(["top", "--once", "--json", "--interval", "0.2", "--run-dir"])
-        .arg(d.path().join("run"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let top: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let hosts = top["tables"]["hosts"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let rows: Vec<(&str, &str)> = hosts
-        .iter()
-        .map(|h| (h["host"].as_str().unwrap(), h["node"].as_str().unwrap()))
-        .collect();
-    assert_eq!(rows, [("a", "n1"), ("b", "n4"), ("c", "n3")], "{top}");
-    for h in &hosts {
-        assert!(
-            h["step"].as_str().unwrap().starts_with(&format!("{id}.")),
-            "{top}"
-        );
-        assert_eq!(h["state"], "running", "{top}");
-    }
+    top_shows_every_host(&d.path().join("run"), &id);
     let o = c.client("scancel", &["-s", "INT", &id]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     wait_gone(&c, &id, Duration::from_secs(90), &log);

@@ -84,6 +84,42 @@ fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool, why: &dy
     }
 }
 
+/// What systemd says of `unit` in machine `m`, and every process of its
+/// network namespace `ns` (name, state, parent, pids), then `why`.
+fn unit_state(m: &nspawn::Machine, ns: &str, unit: &str, why: String) -> String {
+    let o = m.systemctl(&["status", "--no-pager", unit]);
+    let ps = std::process::Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .unwrap();
+    let states: Vec<String> = text(&ps.stdout)
+        .split_whitespace()
+        .map(|p| {
+            let st = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+            let f = |k: &str| {
+                st.lines()
+                    .find(|l| l.starts_with(k))
+                    .unwrap_or("")
+                    .to_string()
+            };
+            format!(
+                "{p}: {} {} {} {}",
+                f("Name:"),
+                f("State:"),
+                f("PPid:"),
+                f("NSpid:")
+            )
+        })
+        .collect();
+    format!(
+        "{}{}\n{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr),
+        states.join("\n"),
+        why
+    )
+}
+
 #[test]
 fn a_graph_under_systemd_as_pid_1() {
     if !Path::new(nspawn::NSPAWN).exists() {
@@ -157,39 +193,7 @@ fn a_graph_under_systemd_as_pid_1() {
     // of the container's own pid namespace: killed from inside.)
     let o = ma.run("kill", &["-KILL", &main]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let status = || {
-        let o = ma.systemctl(&["status", "--no-pager", &unit("a")]);
-        let ps = std::process::Command::new("ip")
-            .args(["netns", "pids", &lan.hosts[0]])
-            .output()
-            .unwrap();
-        let states: Vec<String> = text(&ps.stdout)
-            .split_whitespace()
-            .map(|p| {
-                let st = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
-                let f = |k: &str| {
-                    st.lines()
-                        .find(|l| l.starts_with(k))
-                        .unwrap_or("")
-                        .to_string()
-                };
-                format!(
-                    "{p}: {} {} {} {}",
-                    f("Name:"),
-                    f("State:"),
-                    f("PPid:"),
-                    f("NSpid:")
-                )
-            })
-            .collect();
-        format!(
-            "{}{}\n{}\n{}",
-            text(&o.stdout),
-            text(&o.stderr),
-            states.join("\n"),
-            why()
-        )
-    };
+    let status = || unit_state(ma, &lan.hosts[0], &unit("a"), why());
     let t_kill = Instant::now();
     wait_until(
         "systemd's restart",

@@ -281,12 +281,7 @@ pub fn run_telling(
         }
         let due = next_status.is_some_and(|t| Instant::now() >= t);
         if status_now() || due {
-            let sup = status::read_processes(dir);
-            let _ = write!(
-                log,
-                "{}",
-                status::table(&status::read_all(dir), sup.as_ref())
-            );
+            log_table(dir, log);
             if let (Some(t), Some(d)) = (&mut next_status, opts.status_every) {
                 while *t <= Instant::now() {
                     *t += d;
@@ -305,7 +300,25 @@ pub fn run_telling(
     crate::rundir::remove_bound(&g, &plan, host);
     publish_states(dir, &procs, true, &mut shown);
     out.lost = edge_losses(&g, dir);
-    for (e, n) in out.lost.iter().filter(|(_, n)| *n > 0) {
+    log_losses(&g, &out.lost, log);
+    out.restarts = procs
+        .iter()
+        .map(|p| (g.processes[p.index].name.clone(), p.restarts))
+        .collect();
+    drop(lock);
+    Ok(out)
+}
+
+/// Write every node's counts, rates and state to `log`.
+fn log_table(dir: &Path, log: &mut dyn Write) {
+    let sup = status::read_processes(dir);
+    let table = status::table(&status::read_all(dir), sup.as_ref());
+    let _ = write!(log, "{table}");
+}
+
+/// Say in `log` what was lost on each edge that lost anything.
+fn log_losses(g: &Graph, lost: &[(usize, u64)], log: &mut dyn Write) {
+    for (e, n) in lost.iter().filter(|(_, n)| *n > 0) {
         let _ = writeln!(
             log,
             "graph {}: {}: {n} lost (numbers missing downstream of it, less those its sending node was already missing; counts the sets inside a killed process too)",
@@ -313,12 +326,6 @@ pub fn run_telling(
             g.edge_label(*e)
         );
     }
-    out.restarts = procs
-        .iter()
-        .map(|p| (g.processes[p.index].name.clone(), p.restarts))
-        .collect();
-    drop(lock);
-    Ok(out)
 }
 
 /// Look after process `p` once round the loop: note how it ended, if it

@@ -347,6 +347,60 @@ impl Collector {
         rows
     }
 
+    /// Every edge's figures, summed over the sockets matched to it.
+    fn edges(&self, rows: &[SocketRow]) -> Vec<Value> {
+        let g = &self.graph;
+        let mut edges = Vec::new();
+        for (i, e) in g.edges.iter().enumerate() {
+            let id = format!("e{i}");
+            let mine: Vec<&SocketRow> = rows.iter().filter(|r| r.edge == id).collect();
+            let sum = |dir: &str, figure: fn(&SocketStatus) -> f64| -> f64 {
+                mine.iter()
+                    .filter(|r| r.direction == dir)
+                    .map(|r| figure(&r.doc))
+                    .sum()
+            };
+            let lat = |q: &str| -> Value {
+                mine.iter()
+                    .filter(|r| r.direction == "recv")
+                    .filter_map(|r| r.doc.latency_us.and_then(|l| l.get(q)))
+                    .max()
+                    .map_or(Value::Null, Value::from)
+            };
+            let has_send = mine.iter().any(|r| r.direction == "send");
+            let rate = if has_send {
+                sum("send", |d| d.rate)
+            } else {
+                sum("recv", |d| d.rate)
+            };
+            let lost = sum("recv", |d| d.lost as f64);
+            let errors = sum("recv", |d| d.errors as f64);
+            let side = |v: &[ptmp_graph::PortRef]| -> Vec<Value> {
+                v.iter()
+                    .map(|r| json!({"node": g.nodes[r.node].name, "port": r.port}))
+                    .collect()
+            };
+            let l = &self.plan.links[i];
+            edges.push(json!({
+                "id": id, "pattern": e.pattern.name(), "transport": l.transport.scheme(),
+                "addresses": self.edge_addrs[i],
+                "from": side(&e.from), "to": side(&e.to),
+                "sent": sum("send", |d| d.messages as f64) as u64,
+                "received": sum("recv", |d| d.messages as f64) as u64,
+                "bytes": sum("send", |d| d.bytes as f64) as u64,
+                "rate": (rate * 10.0).round() / 10.0,
+                "byte_rate": sum("send", |d| d.byte_rate).round(),
+                "lost": lost as u64, "errors": errors as u64,
+                "stalls": sum("send", |d| d.stalls as f64) as u64,
+                "readers_given_up": sum("send", |d| d.readers_given_up as f64) as u64,
+                // Clients its CURVE server (either end) refused.
+                "curve_refused": (sum("send", |d| d.curve_refused.unwrap_or(0) as f64) + sum("recv", |d| d.curve_refused.unwrap_or(0) as f64)) as u64,
+                "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
+            }));
+        }
+        edges
+    }
+
     /// Read the run directory now and return the whole state (without
     /// history) and every socket, matched to the plan.
     pub fn collect(&mut self) -> (Value, Vec<SocketRow>) {
@@ -444,54 +498,7 @@ impl Collector {
                 "in_rate": in_rate, "out_rate": out_rate, "ports": ports,
             }));
         }
-        let mut edges = Vec::new();
-        for (i, e) in g.edges.iter().enumerate() {
-            let id = format!("e{i}");
-            let mine: Vec<&SocketRow> = rows.iter().filter(|r| r.edge == id).collect();
-            let sum = |dir: &str, figure: fn(&SocketStatus) -> f64| -> f64 {
-                mine.iter()
-                    .filter(|r| r.direction == dir)
-                    .map(|r| figure(&r.doc))
-                    .sum()
-            };
-            let lat = |q: &str| -> Value {
-                mine.iter()
-                    .filter(|r| r.direction == "recv")
-                    .filter_map(|r| r.doc.latency_us.and_then(|l| l.get(q)))
-                    .max()
-                    .map_or(Value::Null, Value::from)
-            };
-            let has_send = mine.iter().any(|r| r.direction == "send");
-            let rate = if has_send {
-                sum("send", |d| d.rate)
-            } else {
-                sum("recv", |d| d.rate)
-            };
-            let lost = sum("recv", |d| d.lost as f64);
-            let errors = sum("recv", |d| d.errors as f64);
-            let side = |v: &[ptmp_graph::PortRef]| -> Vec<Value> {
-                v.iter()
-                    .map(|r| json!({"node": g.nodes[r.node].name, "port": r.port}))
-                    .collect()
-            };
-            let l = &self.plan.links[i];
-            edges.push(json!({
-                "id": id, "pattern": e.pattern.name(), "transport": l.transport.scheme(),
-                "addresses": self.edge_addrs[i],
-                "from": side(&e.from), "to": side(&e.to),
-                "sent": sum("send", |d| d.messages as f64) as u64,
-                "received": sum("recv", |d| d.messages as f64) as u64,
-                "bytes": sum("send", |d| d.bytes as f64) as u64,
-                "rate": (rate * 10.0).round() / 10.0,
-                "byte_rate": sum("send", |d| d.byte_rate).round(),
-                "lost": lost as u64, "errors": errors as u64,
-                "stalls": sum("send", |d| d.stalls as f64) as u64,
-                "readers_given_up": sum("send", |d| d.readers_given_up as f64) as u64,
-                // Clients its CURVE server (either end) refused.
-                "curve_refused": (sum("send", |d| d.curve_refused.unwrap_or(0) as f64) + sum("recv", |d| d.curve_refused.unwrap_or(0) as f64)) as u64,
-                "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
-            }));
-        }
+        let edges = self.edges(&rows);
         let hosts: Vec<Value> = g
             .hosts
             .iter()
