@@ -56,7 +56,6 @@ pub mod plan;
 pub mod reconfig;
 pub mod rundir;
 pub mod slurm;
-pub mod soak;
 pub mod status;
 pub mod supervise;
 pub mod systemd;

@@ -145,7 +145,7 @@ fn describe(s: ExitStatus) -> String {
 /// Send `sig` to process `pid` (a child of ours), ignoring failure: a child
 /// that has exited meanwhile needs no signal. Non-positive pids, which would
 /// name process groups, are ignored.
-pub(crate) fn send_signal(pid: i32, sig: Signal) {
+pub fn send_signal(pid: i32, sig: Signal) {
     if let Some(p) = Pid::from_raw(pid.max(0)) {
         let _ = rustix::process::kill_process(p, sig);
     }

@@ -3,7 +3,7 @@
 use super::GraphSource;
 use crate::common::{out, outln, stopping, CliError, CliResult};
 use clap::Args;
-use ptmp_graph::soak::{self, Fault};
+use ptmp_soak::{self as soak, Fault};
 use std::time::Duration;
 
 #[derive(Args)]

@@ -90,7 +90,7 @@ fn accounts_from_dumps_split_restarts_and_find_duplicates_and_gaps() {
     let d = tempfile::tempdir().unwrap();
     let mut v = graph();
     prepare(&mut v, d.path(), 10).unwrap();
-    let (g, plan) = crate::load(&v, "x", Some(d.path())).unwrap();
+    let (g, plan) = ptmp_graph::load(&v, "x", Some(d.path())).unwrap();
     let a1 = [(1, 0, 10), (1, 1, 20), (1, 2, 30), (1, 4, 50)];
     // Its second life went on from 5 (where its part recorded it
     // started): 5, 6 twice, 7.

@@ -36,11 +36,11 @@ mod report;
 use report::account;
 pub use report::text;
 
-use crate::plan::Plan;
-use crate::{part, status, supervise, Graph, Result};
 use ptmp::data::now_us;
 use ptmp::Transport;
 use ptmp_agents::Kind;
+use ptmp_graph::plan::Plan;
+use ptmp_graph::{part, status, supervise, Graph, Result};
 use rustix::process::Signal;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};

@@ -4,7 +4,7 @@
 
 #[allow(unused_imports)]
 use super::*;
-use crate::rundir::docs::Sequence;
+use ptmp_graph::rundir::docs::Sequence;
 
 /// Per stream (source node) tallies from the sinks' dumps.
 #[derive(Default)]
@@ -140,9 +140,9 @@ fn stream_report(
                 v.iter().find(|x| x.0 == node.name).map(|x| (*pid, x.2))
             })
             .max_by_key(|x| x.1);
-        let seq: Sequence = crate::rundir::docs::read(
+        let seq: Sequence = ptmp_graph::rundir::docs::read(
             &part::sequence_file(&plan.run_dir, process),
-            crate::rundir::STATUS_LIMIT,
+            ptmp_graph::rundir::STATUS_LIMIT,
         )
         .ok()
         .flatten()
