@@ -470,7 +470,8 @@ pub fn run(c: &GraphCmd) -> CliResult {
         GraphCmd::Status(a) => {
             let (g, p) = a.src.load()?;
             if p.run_dir.exists() {
-                ptmp_graph::rundir::check_private(&p.run_dir).map_err(CliError::fail)?;
+                ptmp_graph::rundir::check_private(&p.run_dir)
+                    .map_err(|e| CliError::fail(e.to_string()))?;
             }
             let (all, bad) = status::read_all_noting(&p.run_dir);
             for b in &bad {
@@ -549,7 +550,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 rustix::process::Signal::TERM,
             ));
             crate::common::ignore_stray_signals()?;
-            let pp = part::PartPlan::read(plan).map_err(CliError::usage)?;
+            let pp = part::PartPlan::read(plan).map_err(|e| CliError::usage(e.to_string()))?;
             // A graph placed without addresses finds its parts by name.
             let origin = format!("graph {} process {}", pp.graph, pp.process);
             let presence = crate::peers::presence_for(&pp.config, &origin)?;
@@ -589,7 +590,7 @@ fn apply(a: &ApplyArgs) -> CliResult {
         default_name: stem,
         dry_run: a.dry_run,
     };
-    let r = reconfig::send(&dir, &req, limit).map_err(CliError::fail)?;
+    let r = reconfig::send(&dir, &req, limit).map_err(|e| CliError::fail(e.to_string()))?;
     match r.refused {
         None => {
             out!("{}", r.message)?;

@@ -90,10 +90,23 @@ pub enum Error {
         #[source]
         source: Box<ptmp_agents::Error>,
     },
-    /// Running the graph failed (run directory, processes, another
-    /// supervisor); the text names the graph and what failed.
+    /// Running the graph failed (processes, another supervisor); the text
+    /// names the graph and what failed.
     #[error("{0}")]
     Run(String),
+    /// A run directory, or a document in it, is unusable or unsafe (not
+    /// private, a link, not a regular file, too big, of the wrong shape);
+    /// the text names it and what is wrong.
+    #[error("{0}")]
+    RunDir(String),
+    /// `ptmp graph apply` could not hand its request to the supervisor,
+    /// or got no answer; the text says why.
+    #[error("{0}")]
+    Apply(String),
+    /// Slurm could not be asked, or its answer could not be used; the
+    /// text names the tool or the variable.
+    #[error("{0}")]
+    Slurm(String),
 }
 
 /// Result with this crate's [`Error`] as the default error.

@@ -30,7 +30,7 @@ pub fn by_name(g: &Graph, t: Transport, from: &[PortRef]) -> bool {
 }
 
 /// The name port `b` binds: `name://NODE/PORT`.
-pub fn address(g: &Graph, b: PortRef) -> std::result::Result<String, String> {
+pub(crate) fn address(g: &Graph, b: PortRef) -> std::result::Result<String, String> {
     // The graph's name is its discovery group, which has the limits of a name.
     if g.name.len() > 24 {
         return Err(format!(

@@ -31,9 +31,9 @@ pub use crate::rundir::docs::PartPlan;
 impl PartPlan {
     /// Read a plan file; the error names the file and what is missing or
     /// malformed.
-    pub fn read(path: &Path) -> Result<PartPlan, String> {
+    pub fn read(path: &Path) -> crate::Result<PartPlan> {
         docs::read(path, crate::rundir::PLAN_LIMIT)?
-            .ok_or_else(|| format!("plan {}: no such file", path.display()))
+            .ok_or_else(|| crate::Error::RunDir(format!("plan {}: no such file", path.display())))
     }
 }
 
@@ -199,7 +199,7 @@ pub(crate) fn continue_ofiles(plan: &PartPlan, config: &mut Value) {
 
 /// Give every shm reader identity of the part's sockets the run's token
 /// ([`crate::rundir::reader_token`]), binding the identities to this run.
-pub(crate) fn lock_reader_ids(plan: &PartPlan, config: &mut Value) -> Result<(), String> {
+pub(crate) fn lock_reader_ids(plan: &PartPlan, config: &mut Value) -> crate::Result<()> {
     fn walk(v: &mut Value, token: &str) {
         match v {
             Value::Object(o) => {

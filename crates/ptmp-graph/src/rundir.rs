@@ -82,7 +82,11 @@ pub const LOCK_LIMIT: u64 = 4096;
 /// followed, a FIFO is never waited on, only a regular file is read (see
 /// [`ptmp::files::read_file`]). `Ok(None)` when there is no such file; the
 /// error names the file and what is wrong with it.
-pub fn read(path: &Path, limit: u64) -> std::result::Result<Option<Vec<u8>>, String> {
+pub fn read(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    read_text(path, limit).map_err(Error::RunDir)
+}
+
+pub(crate) fn read_text(path: &Path, limit: u64) -> std::result::Result<Option<Vec<u8>>, String> {
     match ptmp::files::read_file(path, limit) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -101,7 +105,11 @@ pub fn token_path(dir: &Path) -> PathBuf {
 /// while the process restarts is refused instead of taking (and moving)
 /// its place. Made on first use (0600, created exclusively, never through
 /// a link), read after; 32 hexadecimal digits.
-pub fn reader_token(dir: &Path) -> std::result::Result<String, String> {
+pub fn reader_token(dir: &Path) -> Result<String> {
+    reader_token_text(dir).map_err(Error::RunDir)
+}
+
+fn reader_token_text(dir: &Path) -> std::result::Result<String, String> {
     secret_file(&token_path(dir), "a reader token")
 }
 
@@ -115,7 +123,11 @@ pub fn monitor_token_path(dir: &Path) -> PathBuf {
 /// (`--http-allow-remote`): made on first use like the reader token
 /// (0600, exclusive, no links; 32 hexadecimal digits), read after, so a
 /// restarted supervisor keeps it and Prometheus can read it from the file.
-pub fn monitor_token(dir: &Path) -> std::result::Result<String, String> {
+pub fn monitor_token(dir: &Path) -> Result<String> {
+    monitor_token_text(dir).map_err(Error::RunDir)
+}
+
+fn monitor_token_text(dir: &Path) -> std::result::Result<String, String> {
     secret_file(&monitor_token_path(dir), "a monitor token")
 }
 
@@ -134,7 +146,7 @@ fn secret_file(path: &Path, what: &str) -> std::result::Result<String, String> {
             ))
         }
     };
-    if let Some(b) = read(&path, LOCK_LIMIT)? {
+    if let Some(b) = read_text(&path, LOCK_LIMIT)? {
         return valid(&b);
     }
     let mut raw = [0u8; 16];
@@ -153,7 +165,7 @@ fn secret_file(path: &Path, what: &str) -> std::result::Result<String, String> {
         Ok(()) => Ok(t),
         // Another process of the run made it first: use theirs.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            valid(&read(&path, LOCK_LIMIT)?.unwrap_or_default())
+            valid(&read_text(&path, LOCK_LIMIT)?.unwrap_or_default())
         }
         Err(e) => Err(format!("{}: {e}", path.display())),
     }
@@ -193,7 +205,11 @@ fn user_name(uid: u32) -> Option<String> {
 /// Check that `dir` is a directory (not a link to one) owned by this user
 /// that nobody else may write in; the error names the directory, its
 /// owner and mode, and what to do.
-pub fn check_private(dir: &Path) -> std::result::Result<(), String> {
+pub fn check_private(dir: &Path) -> Result<()> {
+    check_private_text(dir).map_err(Error::RunDir)
+}
+
+fn check_private_text(dir: &Path) -> std::result::Result<(), String> {
     let d = dir.display();
     let m = std::fs::symlink_metadata(dir).map_err(|e| format!("run directory {d}: {e}"))?;
     if m.file_type().is_symlink() {
@@ -227,7 +243,11 @@ pub fn check_private(dir: &Path) -> std::result::Result<(), String> {
 
 /// Make `dir` (mode 0700; its parents as usual) or take the one there if
 /// it passes [`check_private`].
-pub fn make_private(dir: &Path) -> std::result::Result<(), String> {
+pub fn make_private(dir: &Path) -> Result<()> {
+    make_private_text(dir).map_err(Error::RunDir)
+}
+
+fn make_private_text(dir: &Path) -> std::result::Result<(), String> {
     if let Some(up) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(up).map_err(|e| format!("{}: {e}", up.display()))?;
     }
@@ -236,14 +256,14 @@ pub fn make_private(dir: &Path) -> std::result::Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(format!("run directory {}: {e}", dir.display())),
     }
-    check_private(dir)
+    check_private_text(dir)
 }
 
 /// Make the run directory `dir` and its `status` directory ready for a
 /// supervisor of graph `graph`: private, ours (see [`check_private`]);
 /// the user's directory too when `dir` is inside it.
 pub fn prepare(dir: &Path, graph: &str) -> Result<()> {
-    let err = |m: String| Error::Run(format!("graph {graph}: {m}"));
+    let err = |e: Error| Error::RunDir(format!("graph {graph}: {e}"));
     let base = user_dir();
     if dir.starts_with(&base) && dir != base {
         make_private(&base).map_err(err)?;
@@ -408,7 +428,7 @@ pub fn graph_lock_path(graph: &str, host: &str) -> PathBuf {
 /// messages, so it is refused, naming where the first one runs.
 pub fn lock_graph(graph: &str, host: &str, dir: &Path) -> Result<Lock> {
     let path = graph_lock_path(graph, host);
-    let err = |m: String| Error::Run(format!("graph {graph}: {m}"));
+    let err = |e: Error| Error::RunDir(format!("graph {graph}: {e}"));
     let base = user_dir();
     make_private(&base).map_err(err)?;
     make_private(&base.join("locks")).map_err(err)?;

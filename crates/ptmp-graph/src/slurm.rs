@@ -92,7 +92,11 @@ impl Allocation {
     /// (as `salloc` and `sbatch` set them; in a heterogeneous job, each
     /// component's `SLURM_JOB_NODELIST_HET_GROUP_K`), its nodes' names
     /// expanded and their addresses and features asked of `scontrol`.
-    pub fn from_env() -> Result<Allocation, String> {
+    pub fn from_env() -> crate::Result<Allocation> {
+        Self::from_env_text().map_err(crate::Error::Slurm)
+    }
+
+    fn from_env_text() -> Result<Allocation, String> {
         let var = |k: &str| {
             std::env::var(k).map_err(|_| {
                 format!("{k} is not set: --slurm runs inside an allocation (salloc, or a script given to sbatch; `ptmp graph sbatch G` writes one)")
@@ -141,7 +145,11 @@ impl Allocation {
 /// `feature` takes the first free node that has it; then each other host
 /// the first free node. The error says how many nodes, or which feature,
 /// is missing.
-pub fn place(g: &Graph, alloc: &Allocation) -> Result<(Vec<Placed>, Vec<Node>), String> {
+pub fn place(g: &Graph, alloc: &Allocation) -> crate::Result<(Vec<Placed>, Vec<Node>)> {
+    place_text(g, alloc).map_err(crate::Error::Slurm)
+}
+
+fn place_text(g: &Graph, alloc: &Allocation) -> Result<(Vec<Placed>, Vec<Node>), String> {
     if g.hosts.len() > alloc.nodes.len() {
         return Err(format!(
             "graph {} has {} hosts but allocation {} has {} node(s): ask for --nodes={} (ptmp graph sbatch does)",
@@ -351,6 +359,19 @@ impl Launch<'_> {
     /// started again on its node up to [`STEP_RESTARTS`] times; after that
     /// the others are stopped and the error names the host and node.
     pub fn run(
+        &self,
+        placed: &[Placed],
+        spares: &[Node],
+        finite: &[bool],
+        stop: &dyn Fn() -> bool,
+        placed_at: &mut dyn FnMut(&str, &Node),
+        log: &mut dyn Write,
+    ) -> crate::Result<()> {
+        self.run_text(placed, spares, finite, stop, placed_at, log)
+            .map_err(crate::Error::Slurm)
+    }
+
+    fn run_text(
         &self,
         placed: &[Placed],
         spares: &[Node],
@@ -647,12 +668,14 @@ mod tests {
             .collect();
         assert_eq!(on, [("a", "n2"), ("b", "n1"), ("c", "n3")]);
         assert_eq!(spares.iter().map(|n| &n.name).collect::<Vec<_>>(), ["n4"]);
-        let e = place(&g, &alloc(&[("n1", "fast"), ("n2", ""), ("n3", "")])).unwrap_err();
+        let e = place(&g, &alloc(&[("n1", "fast"), ("n2", ""), ("n3", "")]))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("host b needs a node with feature \"gpu\"") && e.contains("n1 (fast)"),
             "{e}"
         );
-        let e = place(&g, &alloc(&[("n1", "gpu")])).unwrap_err();
+        let e = place(&g, &alloc(&[("n1", "gpu")])).unwrap_err().to_string();
         assert!(e.contains("--nodes=3"), "{e}");
     }
 

@@ -126,7 +126,7 @@ pub fn read_all_noting(run_dir: &Path) -> (Vec<ProcessStatus>, Vec<String>) {
             }
             // Replaced between the listing and the read.
             Ok(None) => {}
-            Err(e) => bad.push(e),
+            Err(e) => bad.push(e.to_string()),
         }
     }
     out.sort_by(|a, b| a.process.cmp(&b.process));
@@ -346,6 +346,6 @@ pub fn read_processes(run_dir: &Path) -> Option<Supervised> {
 
 /// The supervisor's view of its processes: `Ok(None)` when there is none
 /// yet, the error naming the file when it cannot be read.
-pub fn read_processes_noting(run_dir: &Path) -> Result<Option<Supervised>, String> {
+pub fn read_processes_noting(run_dir: &Path) -> crate::Result<Option<Supervised>> {
     docs::read(&processes_file(run_dir), crate::rundir::STATUS_LIMIT)
 }

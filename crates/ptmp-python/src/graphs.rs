@@ -108,7 +108,8 @@ pub(crate) fn run_graph<'py>(
 #[pyfunction]
 pub(crate) fn _graph_part(py: Python<'_>, plan: std::path::PathBuf) -> PyResult<i32> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let pp = ptmp_graph::part::PartPlan::read(&plan).map_err(ConfigError::new_err)?;
+    let pp =
+        ptmp_graph::part::PartPlan::read(&plan).map_err(|e| ConfigError::new_err(e.to_string()))?;
     // This process exists to run the part: its stop signals are ours.
     // Python's own SIGINT handler is put back to the default first, so the
     // handler registered next does not pass the signal on to it (which

@@ -108,11 +108,11 @@ pub fn load_addressed(src: &GraphSource, overrides: &[String]) -> CliResult<(Gra
 
 /// `ptmp graph run G --slurm`: one step per host, supervised.
 pub fn run(a: &RunArgs) -> CliResult {
-    let alloc = Allocation::from_env().map_err(CliError::usage)?;
+    let alloc = Allocation::from_env().map_err(|e| CliError::usage(e.to_string()))?;
     let v = a.src.value()?;
     let (g, p) = load_value(&v, &a.src.stem(), a.src.run_dir.as_deref())?;
     let finite = slurm::finite_hosts(&g, &p);
-    let (placed, spares) = slurm::place(&g, &alloc).map_err(CliError::usage)?;
+    let (placed, spares) = slurm::place(&g, &alloc).map_err(|e| CliError::usage(e.to_string()))?;
     let ptmp = std::env::current_exe()?;
     let graph_file = absolute(&a.src.file);
     // A graph with no addresses is connected by name, and its parts can

@@ -106,7 +106,7 @@ impl GraphView {
     fn supervised(dir: &Path, msgs: &mut Vec<String>) -> Supervised {
         status::read_processes_noting(dir)
             .unwrap_or_else(|e| {
-                msgs.push(e);
+                msgs.push(e.to_string());
                 None
             })
             .unwrap_or_default()

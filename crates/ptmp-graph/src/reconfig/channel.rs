@@ -31,11 +31,15 @@ fn supervisor_pid(run_dir: &Path) -> Option<i32> {
 /// Hand `req` to the supervisor running from `run_dir` and wait up to
 /// `limit` for its answer. Errors (as text) when none runs there, another
 /// apply is pending, or no answer comes.
-pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Result<Reply, String> {
+pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> crate::Result<Reply> {
+    send_text(run_dir, req, limit).map_err(crate::Error::Apply)
+}
+
+fn send_text(run_dir: &Path, req: &Request, limit: Duration) -> Result<Reply, String> {
     // A directory another user controls could take the graph (and answer
     // for the supervisor).
     if run_dir.exists() {
-        crate::rundir::check_private(run_dir)?;
+        crate::rundir::check_private(run_dir).map_err(|e| e.to_string())?;
     }
     let pid = supervisor_pid(run_dir).filter(|p| Path::new(&format!("/proc/{p}")).exists());
     let Some(pid) = pid else {
@@ -63,7 +67,7 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
     let reply = reply_file(run_dir, &req.id);
     let t = Instant::now();
     loop {
-        match docs::read::<Reply>(&reply, crate::rundir::STATUS_LIMIT) {
+        match docs::read::<Reply>(&reply, crate::rundir::STATUS_LIMIT).map_err(|e| e.to_string()) {
             Ok(None) => {}
             Ok(Some(r)) => {
                 let _ = std::fs::remove_file(&reply);
@@ -97,9 +101,13 @@ pub fn send(run_dir: &Path, req: &Request, limit: Duration) -> std::result::Resu
 /// not a JSON object with an id, or no regular file of at most
 /// [`crate::rundir::PLAN_LIMIT`] bytes (a FIFO there is never waited on),
 /// is removed and reported as `Err`.
-pub fn take(run_dir: &Path) -> Option<std::result::Result<Request, String>> {
+pub fn take(run_dir: &Path) -> Option<crate::Result<Request>> {
+    take_text(run_dir).map(|r| r.map_err(crate::Error::Apply))
+}
+
+fn take_text(run_dir: &Path) -> Option<Result<Request, String>> {
     let path = request_file(run_dir);
-    let got = crate::rundir::read(&path, crate::rundir::PLAN_LIMIT);
+    let got = crate::rundir::read_text(&path, crate::rundir::PLAN_LIMIT);
     if matches!(got, Ok(None)) {
         return None;
     }
