@@ -111,7 +111,11 @@ static int errors(const char* dir) {
 
 static const char* key_arg(const char* k) { return strcmp(k, "-") == 0 ? NULL : k; }
 
-static int recv_named(const char* group, const char* key, unsigned n, unsigned detid, unsigned ntps) {
+/* Receives n1 sets counted from 0, then n2 more counted from 0 again (a
+ * second sender of the same name, come up elsewhere: the receiver follows
+ * it), each with `detid` and `ntps` primitives. */
+static int recv_named(const char* group, const char* key, unsigned n1, unsigned n2, unsigned detid,
+                      unsigned ntps) {
     int rc = ptmp_use_discovery(group, key_arg(key), 30000);
     if (rc) {
         fprintf(stderr, "ptmp_use_discovery: %s\n", ptmp_last_error());
@@ -126,41 +130,6 @@ static int recv_named(const char* group, const char* key, unsigned n, unsigned d
     ptmp_tpset ts;
     memset(&ts, 0, sizeof ts);
     unsigned got = 0;
-    for (unsigned i = 0; i < n; i++) {
-        rc = ptmp_receiver_recv(rx, &ts, 20000);
-        if (rc != PTMP_OK) {
-            fprintf(stderr, "set %u: %d %s\n", i, rc, ptmp_last_error());
-            failures++;
-            break;
-        }
-        EXPECT(ts.count == i);
-        EXPECT(ts.detid == detid);
-        EXPECT(ts.ntps == ntps);
-        got++;
-    }
-    printf("received %u\n", got);
-    ptmp_tpset_clear(&ts);
-    ptmp_receiver_free(rx);
-    EXPECT(ptmp_withdraw_names() == PTMP_OK);
-    return 0;
-}
-
-static int follow_named(const char* group, const char* key, unsigned n1, unsigned n2) {
-    int rc = ptmp_use_discovery(group, key_arg(key), 30000);
-    if (rc) {
-        fprintf(stderr, "ptmp_use_discovery: %s\n", ptmp_last_error());
-        return 1;
-    }
-    ptmp_receiver* rx = NULL;
-    rc = ptmp_receiver_new("{\"socket\":{\"type\":\"PULL\",\"connect\":[\"name://src/out\"]}}", &rx);
-    if (rc) {
-        fprintf(stderr, "ptmp_receiver_new: %s\n", ptmp_last_error());
-        return 1;
-    }
-    ptmp_tpset ts;
-    memset(&ts, 0, sizeof ts);
-    unsigned got = 0;
-    /* Each sender counts from 0: the first's sets, then the second's. */
     for (unsigned i = 0; i < n1 + n2; i++) {
         rc = ptmp_receiver_recv(rx, &ts, 30000);
         if (rc != PTMP_OK) {
@@ -169,7 +138,8 @@ static int follow_named(const char* group, const char* key, unsigned n1, unsigne
             break;
         }
         EXPECT(ts.count == (i < n1 ? i : i - n1));
-        EXPECT(ts.detid == 5);
+        EXPECT(ts.detid == detid);
+        EXPECT(ts.ntps == ntps);
         got++;
     }
     printf("received %u\n", got);
@@ -256,10 +226,10 @@ int main(int argc, char** argv) {
     if (argc == 3 && strcmp(argv[1], "errors") == 0)
         rc = errors(argv[2]);
     else if (argc == 7 && strcmp(argv[1], "recv") == 0)
-        rc = recv_named(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]),
+        rc = recv_named(argv[2], argv[3], (unsigned)atoi(argv[4]), 0, (unsigned)atoi(argv[5]),
                         (unsigned)atoi(argv[6]));
     else if (argc == 6 && strcmp(argv[1], "follow") == 0)
-        rc = follow_named(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]));
+        rc = recv_named(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]), 5, 2);
     else if (argc == 5 && strcmp(argv[1], "send") == 0)
         rc = send_named(argv[2], argv[3], (unsigned)atoi(argv[4]));
     else if (argc == 4 && strcmp(argv[1], "run") == 0)
