@@ -103,8 +103,9 @@ pub fn token_path(dir: &Path) -> PathBuf {
 /// reader identities to this run directory (ptmp's `shm_reader_token`),
 /// so a receiver of the same user that claims a graph process's identity
 /// while the process restarts is refused instead of taking (and moving)
-/// its place. Made on first use (0600, created exclusively, never through
-/// a link), read after; 32 hexadecimal digits.
+/// its place. Made on first use (0600, written whole and then linked into
+/// place, so never read half written; never through a link), read after;
+/// 32 hexadecimal digits.
 pub fn reader_token(dir: &Path) -> Result<String> {
     reader_token_text(dir).map_err(Error::RunDir)
 }
@@ -154,13 +155,21 @@ fn secret_file(path: &Path, what: &str) -> std::result::Result<String, String> {
         .and_then(|mut f| f.read_exact(&mut raw))
         .map_err(|e| format!("/dev/urandom: {e}"))?;
     let t: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    // Written whole to a file of this process's own, then linked into
+    // place: the secret appears with its bytes or not at all, so a process
+    // of the run starting at the same moment never reads it half written.
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(format!(".{}.tmp", &t[..12]));
+    let tmp = PathBuf::from(tmp);
     let made = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .custom_flags(libc_nofollow())
-        .open(&path)
-        .and_then(|mut f| f.write_all(t.as_bytes()));
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(t.as_bytes()))
+        .and_then(|()| std::fs::hard_link(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
     match made {
         Ok(()) => Ok(t),
         // Another process of the run made it first: use theirs.

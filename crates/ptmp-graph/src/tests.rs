@@ -593,3 +593,32 @@ fn a_restarted_part_continues_its_sources_counts() {
     continue_counts(&p2, &mut c);
     assert_eq!(first(&c), json!(7));
 }
+
+/// Processes of one run starting at the same moment all get the one
+/// reader token, never one read half written.
+#[test]
+fn a_reader_token_made_by_many_at_once_is_one_and_whole() {
+    for _ in 0..40 {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().to_path_buf();
+        let got: Vec<_> = (0..8)
+            .map(|_| {
+                let dir = dir.clone();
+                std::thread::spawn(move || {
+                    crate::rundir::reader_token(&dir).map_err(|e| e.to_string())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let first = got[0].clone().unwrap();
+        assert!(got.iter().all(|t| t.as_ref() == Ok(&first)), "{got:?}");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left, ["reader-token"], "nothing but the token is left");
+    }
+}
