@@ -119,6 +119,13 @@ impl Machine {
         self.nspawn = Some(child);
         let t0 = Instant::now();
         loop {
+            // The container's init, once systemd-nspawn has started it:
+            // not the shell's `mount` that runs just before (a child of
+            // the same pid for a moment), nor the init before its exec.
+            let comm = |p: i32| std::fs::read_to_string(format!("/proc/{p}/comm"));
+            if self.leader != 0 && comm(self.leader).map_or(true, |c| c.trim() != "systemd") {
+                self.leader = 0;
+            }
             if self.leader == 0 {
                 self.leader = child_of(pid).unwrap_or(0);
             }
