@@ -103,7 +103,8 @@ fn got(tx: &mut Sender, rx: &mut Receiver, n: u32, limit: Duration) -> u32 {
             count: i,
             ..Default::default()
         };
-        while tx.send_within(&t, Duration::from_millis(10)).is_err() && t0.elapsed() < limit {}
+        // A timed-out send says Ok(false); only Ok(true) has sent it.
+        while !tx.send_within(&t, Duration::from_millis(10)).unwrap() && t0.elapsed() < limit {}
     }
     while t0.elapsed() < limit && k < n {
         if rx.recv(Some(Duration::from_millis(50))).unwrap().is_some() {
