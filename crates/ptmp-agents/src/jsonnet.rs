@@ -339,15 +339,33 @@ fn evaluate_here(path: &Path, opts: &Options) -> Result<Value> {
     parse_json(&text).map_err(|reason| jerr(format!("Jsonnet produced {reason}")))
 }
 
+/// Why a JSON configuration text was refused by [`parse_json`].
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    /// Brackets nested deeper than [`MAX_DEPTH`] (`depth` is the limit
+    /// plus one: reading stops there).
+    #[error("a configuration nested {depth} levels deep; the limit is {limit}")]
+    TooDeep {
+        /// How deep the text was found to be.
+        depth: usize,
+        /// The limit, [`MAX_DEPTH`].
+        limit: usize,
+    },
+    /// Not JSON; serde_json's message names the line and column.
+    #[error("invalid JSON: {0}")]
+    Invalid(#[from] serde_json::Error),
+}
+
 /// Parse a JSON configuration text, refusing nesting deeper than
 /// [`MAX_DEPTH`] with an error that names the limit.
-pub fn parse_json(text: &str) -> std::result::Result<Value, String> {
-    if let Some(d) = too_deep(text.as_bytes(), MAX_DEPTH, false) {
-        return Err(format!(
-            "a configuration nested {d} levels deep; the limit is {MAX_DEPTH}"
-        ));
+pub fn parse_json(text: &str) -> std::result::Result<Value, JsonError> {
+    if let Some(depth) = too_deep(text.as_bytes(), MAX_DEPTH, false) {
+        return Err(JsonError::TooDeep {
+            depth,
+            limit: MAX_DEPTH,
+        });
     }
-    serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))
+    Ok(serde_json::from_str(text)?)
 }
 
 /// The nesting depth of brackets in `src` when it exceeds `limit` (then
@@ -565,7 +583,11 @@ mod tests {
         let e = load(&f, &Options::default()).unwrap_err().to_string();
         assert!(e.contains("the limit is 512"), "{e}");
         let e = parse_json(&nested).unwrap_err();
-        assert!(e.contains("the limit is 127"), "{e}");
+        assert!(e.to_string().contains("the limit is 127"), "{e}");
+        assert!(matches!(e, JsonError::TooDeep { limit: 127, .. }), "{e:?}");
+        let e = parse_json("{\"a\": }").unwrap_err();
+        assert!(matches!(e, JsonError::Invalid(_)), "{e:?}");
+        assert!(e.to_string().starts_with("invalid JSON: "), "{e}");
         let f = d.path().join("built.jsonnet");
         for depth in [150, 100_000] {
             std::fs::write(

@@ -115,7 +115,7 @@ fn curve_pair(dir: &std::path::Path, name: &str) -> BenchResult<ptmp::curve::Key
         Ok(_) => Err(BenchError::fail(format!(
             "{name}: not a secret certificate"
         ))),
-        Err(e) => Err(BenchError::fail(e)),
+        Err(e) => Err(BenchError::fail(e.to_string())),
     }
 }
 
@@ -730,7 +730,8 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
     let keys = if a.curve {
         let d = tempfile::tempdir()?;
         for n in ["server", "client"] {
-            ptmp::curve::write_certificates(d.path(), n).map_err(BenchError::fail)?;
+            ptmp::curve::write_certificates(d.path(), n)
+                .map_err(|e| BenchError::fail(e.to_string()))?;
         }
         Some(d)
     } else {

@@ -30,10 +30,10 @@ pub fn run(cmd: &KeysCmd) -> CliResult {
     }
     match cmd {
         KeysCmd::New { name, dir } => {
-            let (public, secret) =
-                ptmp::curve::write_certificates(dir, name).map_err(CliError::fail)?;
+            let (public, secret) = ptmp::curve::write_certificates(dir, name)
+                .map_err(|e| CliError::fail(e.to_string()))?;
             let key = ptmp::curve::read_certificate(&public)
-                .map_err(CliError::fail)?
+                .map_err(|e| CliError::fail(e.to_string()))?
                 .public();
             println!("public key {}", key.z85());
             println!("wrote {} (give it to peers)", public.display());
@@ -41,7 +41,8 @@ pub fn run(cmd: &KeysCmd) -> CliResult {
             Ok(())
         }
         KeysCmd::Show { file } => {
-            let c = ptmp::curve::read_certificate(file).map_err(CliError::fail)?;
+            let c =
+                ptmp::curve::read_certificate(file).map_err(|e| CliError::fail(e.to_string()))?;
             println!("{}", c.public().z85());
             Ok(())
         }

@@ -96,15 +96,15 @@ pub fn prepare(g: &Graph, run_dir: &Path) -> Result<()> {
     }
     let dir = public.parent().expect("a file in a directory");
     if g.curve == Some(GraphCurve::RunDir) && std::fs::symlink_metadata(&secret).is_err() {
-        ptmp::curve::write_certificates(dir, NAME).map_err(err)?;
+        ptmp::curve::write_certificates(dir, NAME).map_err(|e| err(e.to_string()))?;
     }
-    match ptmp::curve::read_certificate(&secret).map_err(err)? {
+    match ptmp::curve::read_certificate(&secret).map_err(|e| err(e.to_string()))? {
         ptmp::curve::Certificate::Secret(_) => {}
         ptmp::curve::Certificate::Public(_) => {
             return Err(err(format!("{} holds no secret key", secret.display())))
         }
     }
-    ptmp::curve::read_certificate(&public).map_err(err)?;
+    ptmp::curve::read_certificate(&public).map_err(|e| err(e.to_string()))?;
     Ok(())
 }
 

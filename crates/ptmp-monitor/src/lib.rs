@@ -128,9 +128,21 @@ pub fn new_token() -> std::io::Result<String> {
     Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Why an `--http` value is not an address ([`parse_addr`]); each
+/// repeats the value as given.
+#[derive(Debug, thiserror::Error)]
+pub enum AddrError {
+    /// `localhost:PORT` with a port that is not a number from 0 to 65535.
+    #[error("{0:?}: the port must be a number from 0 to 65535")]
+    Port(String),
+    /// Neither a port, nor `localhost:PORT`, nor `ADDRESS:PORT`.
+    #[error("{0:?}: expected ADDRESS:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or a port")]
+    Form(String),
+}
+
 /// Parse an `--http` value: `HOST:PORT` with an IP address (`[::1]:8080`
 /// for IPv6) or `localhost:PORT`, or a bare port on 127.0.0.1.
-pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(s: &str) -> Result<SocketAddr, AddrError> {
     if let Ok(p) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], p)));
     }
@@ -138,11 +150,10 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         return p
             .parse::<u16>()
             .map(|p| SocketAddr::from(([127, 0, 0, 1], p)))
-            .map_err(|_| format!("{s:?}: the port must be a number from 0 to 65535"));
+            .map_err(|_| AddrError::Port(s.into()));
     }
-    s.parse::<SocketAddr>().map_err(|_| {
-        format!("{s:?}: expected ADDRESS:PORT (e.g. 127.0.0.1:9464, [::1]:9464) or a port")
-    })
+    s.parse::<SocketAddr>()
+        .map_err(|_| AddrError::Form(s.into()))
 }
 
 #[cfg(test)]
@@ -170,5 +181,9 @@ mod tests {
         ] {
             assert!(parse_addr(bad).is_err(), "{bad}");
         }
+        assert!(matches!(parse_addr("localhost:x"), Err(AddrError::Port(s)) if s == "localhost:x"));
+        let e = parse_addr("host:80").unwrap_err();
+        assert!(matches!(&e, AddrError::Form(s) if s == "host:80"));
+        assert!(e.to_string().contains("expected ADDRESS:PORT"), "{e}");
     }
 }

@@ -22,7 +22,10 @@
 //! libzmq is built here with libsodium (the workspace's `zmq-sys` patch);
 //! [`available`] says whether this build has CURVE.
 
+mod cert;
 mod zap;
+
+pub use cert::{read_certificate, write_certificates, CertificateError};
 
 pub use zap::Admitted;
 pub(crate) use zap::{admit, Admission};
@@ -115,115 +118,6 @@ impl Certificate {
     }
 }
 
-/// The longest certificate file read: czmq's are a few hundred bytes.
-const CERTIFICATE_LIMIT: u64 = 64 << 10;
-
-/// Read a certificate file in the ZeroMQ format (czmq, pyzmq): a
-/// `curve` section with `public-key = "Z85"` and, in a secret certificate,
-/// `secret-key = "Z85"`. Comments (`#`) and other sections are skipped.
-/// A secret certificate whose public key does not belong to its secret key
-/// cannot be told apart here; libzmq refuses its handshakes.
-pub fn read_certificate(path: &Path) -> std::result::Result<Certificate, String> {
-    let bytes = crate::files::read_given(path, CERTIFICATE_LIMIT)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("{} is not a text certificate file", path.display()))?;
-    let (mut public, mut secret) = (None, None);
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('#') {
-            continue;
-        }
-        let Some((name, value)) = line.split_once('=') else {
-            continue;
-        };
-        let value = value.trim().trim_matches('"');
-        let slot = match name.trim() {
-            "public-key" => &mut public,
-            "secret-key" => &mut secret,
-            _ => continue,
-        };
-        let key = key_from_z85(value).ok_or_else(|| {
-            format!(
-                "{}: {} is not a key in Z85 (40 characters)",
-                path.display(),
-                name.trim()
-            )
-        })?;
-        *slot = Some(key);
-    }
-    match (public, secret) {
-        (Some(p), None) => Ok(Certificate::Public(PublicKey(p))),
-        (Some(p), Some(s)) => Ok(Certificate::Secret(KeyPair {
-            public: PublicKey(p),
-            secret: s,
-        })),
-        (None, _) => Err(format!(
-            "{} has no public-key line: not a ZeroMQ certificate file",
-            path.display()
-        )),
-    }
-}
-
-/// Make a new key pair and write it as `DIR/NAME.key` (the public
-/// certificate, mode 0644) and `DIR/NAME.key_secret` (mode 0600), never
-/// replacing a file or following a link there; DIR is made (mode 0700)
-/// if it is missing. Returns both paths.
-pub fn write_certificates(
-    dir: &Path,
-    name: &str,
-) -> std::result::Result<(PathBuf, PathBuf), String> {
-    if name.is_empty() || name.contains('/') || name.starts_with('.') {
-        return Err(format!(
-            "{name:?} is not a certificate name: give a file name without '/' that does not start with '.'"
-        ));
-    }
-    // A directory made here is private; an existing one is used as it is.
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot make the directory {}: {e}", dir.display()))?;
-    let pair = KeyPair::new().map_err(|e| e.to_string())?;
-    let public = dir.join(format!("{name}.key"));
-    let secret = dir.join(format!("{name}.key_secret"));
-    for p in [&public, &secret] {
-        if std::fs::symlink_metadata(p).is_ok() {
-            return Err(format!("{} exists; it is left as it is", p.display()));
-        }
-    }
-    let s = zmq::z85_encode(pair.secret()).expect("32 bytes encode in Z85");
-    let body = |kind: &str, keys: String| {
-        format!(
-            "#   ZeroMQ CURVE {kind} Certificate, made by ptmp keys\n\
-             #   (the format of czmq's zcert and pyzmq's zmq.auth)\n\n\
-             metadata\ncurve\n{keys}"
-        )
-    };
-    let pub_line = format!("    public-key = \"{}\"\n", pair.public.z85());
-    write_mode(
-        &secret,
-        0o600,
-        &body(
-            "**Secret**",
-            format!("{pub_line}    secret-key = \"{s}\"\n"),
-        ),
-    )?;
-    write_mode(&public, 0o644, &body("Public", pub_line))?;
-    Ok((public, secret))
-}
-
-fn write_mode(path: &Path, mode: u32, text: &str) -> std::result::Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 /// Whom a CURVE server admits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Allow {
@@ -294,7 +188,7 @@ impl Curve {
                 why,
             )
         };
-        match read_certificate(path).map_err(bad)? {
+        match read_certificate(path).map_err(|e| bad(e.to_string()))? {
             Certificate::Secret(k) => Ok(k),
             Certificate::Public(_) => Err(bad(format!(
                 "{} is a public certificate (no secret-key line): give the NAME.key_secret file",
@@ -349,7 +243,11 @@ pub(crate) fn allowed_keys(list: &[String]) -> Result<Vec<PublicKey>> {
                 ));
             }
             for f in files {
-                keys.push(read_certificate(&f).map_err(&bad)?.public());
+                keys.push(
+                    read_certificate(&f)
+                        .map_err(|e| bad(e.to_string()))?
+                        .public(),
+                );
             }
         } else {
             keys.push(resolve_key(given).map_err(bad)?);
