@@ -145,7 +145,7 @@ def test_dump_files(tmp_path):
     msgs = ptmp.read_dump(p)
     assert len(msgs) == 6 and msgs[0] == [ptmp.VERSION_FRAME, sets[0].to_bytes()]
     assert msgs[5] == [b"not", b"a", b"tpset"]
-    with pytest.raises(ptmp.WireError, match="record 5: 3 frames"):
+    with pytest.raises(ptmp.WireError, match=r"record 5: message has 3 frame\(s\)"):
         ptmp.read_tpsets(p)
     q = tmp_path / "y.dump"
     with ptmp.DumpWriter(q) as w:

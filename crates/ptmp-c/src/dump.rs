@@ -4,7 +4,7 @@
 use crate::{c_str, c_tps, guard, null, ptmp_tpset, to_c, to_rust, Fail};
 use crate::{PTMP_END, PTMP_ERR_ARG, PTMP_ERR_IO, PTMP_ERR_MESSAGE, PTMP_OK};
 use ptmp_core::data::dump::{DumpReader, DumpWriter};
-use ptmp_core::data::{decode_tpset_into, encode_tpset, wire, VERSION_FRAME};
+use ptmp_core::data::{encode_tpset, wire, VERSION_FRAME};
 use ptmp_core::{Frames, TPSet};
 use std::ffi::{c_char, c_int};
 use std::fs::File;
@@ -107,15 +107,7 @@ pub unsafe extern "C" fn ptmp_dump_reader_next(
             return Ok(PTMP_END);
         }
         let bad = |why: String| Fail(PTMP_ERR_MESSAGE, format!("{}: record {rec}: {why}", r.path));
-        if r.frames.len() != 2 {
-            return Err(bad(format!(
-                "{} frames, a PTMP message has 2",
-                r.frames.len()
-            )));
-        }
-        wire::check_version(r.frames.get(0).unwrap_or(&[])).map_err(|e| bad(e.to_string()))?;
-        decode_tpset_into(r.frames.get(1).unwrap_or(&[]), &mut r.scratch)
-            .map_err(|e| bad(e.to_string()))?;
+        wire::decode_frames(&r.frames, &mut r.scratch).map_err(|e| bad(e.to_string()))?;
         // SAFETY: `o.tps` is NULL or a malloc block of `tps_capacity`, as
         // the caller promises.
         unsafe { to_c(&r.scratch, o) }?;

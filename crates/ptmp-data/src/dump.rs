@@ -23,6 +23,7 @@
 //! CZMQ's `zmsg_send` does with an empty message), silently losing a record
 //! that had been counted. [`DumpWriter::write`] refuses to write one.
 
+use crate::zmsg::{zmsg_encode, zmsg_frames};
 use crate::Frames;
 use std::io::{self, Read, Write};
 
@@ -90,112 +91,6 @@ impl DumpError {
             | DumpError::Corrupt { record, .. }
             | DumpError::Io { record, .. } => *record,
         }
-    }
-}
-
-/// Bytes the `zmsg_encode` form of `frames` takes.
-pub fn zmsg_len<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> usize {
-    frames
-        .into_iter()
-        .map(|f| f.len() + if f.len() < 255 { 1 } else { 5 })
-        .sum()
-}
-
-/// Write the `zmsg_encode` form of `frames` at the start of `out`, which
-/// must hold [`zmsg_len`] bytes; returns the bytes written.
-pub fn zmsg_write<'a>(frames: impl IntoIterator<Item = &'a [u8]>, out: &mut [u8]) -> usize {
-    let mut at = 0;
-    for f in frames {
-        if f.len() < 255 {
-            out[at] = f.len() as u8;
-            at += 1;
-        } else {
-            out[at] = 0xff;
-            out[at + 1..at + 5].copy_from_slice(&(f.len() as u32).to_be_bytes());
-            at += 5;
-        }
-        out[at..at + f.len()].copy_from_slice(f);
-        at += f.len();
-    }
-    at
-}
-
-/// Append the `zmsg_encode` form of `frames` to `out`.
-pub fn zmsg_encode<F: AsRef<[u8]>>(frames: impl IntoIterator<Item = F>, out: &mut Vec<u8>) {
-    for f in frames {
-        let f = f.as_ref();
-        let start = out.len();
-        out.resize(start + f.len() + if f.len() < 255 { 1 } else { 5 }, 0);
-        zmsg_write([f], &mut out[start..]);
-    }
-}
-
-/// A malformed `zmsg_encode` buffer: where, and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZmsgError {
-    /// Offset in the buffer of the frame's length byte.
-    pub pos: usize,
-    /// Index of the frame.
-    pub frame: usize,
-    /// What is wrong with the frame, e.g. that its length runs past the end.
-    pub what: String,
-}
-
-/// The frames of a `zmsg_encode` buffer, borrowed from it, without copying.
-pub struct ZmsgFrames<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    frame: usize,
-    failed: bool,
-}
-
-/// Iterate over the frames of a `zmsg_encode` buffer.
-pub fn zmsg_frames(buf: &[u8]) -> ZmsgFrames<'_> {
-    ZmsgFrames {
-        buf,
-        pos: 0,
-        frame: 0,
-        failed: false,
-    }
-}
-
-impl<'a> Iterator for ZmsgFrames<'a> {
-    type Item = Result<&'a [u8], ZmsgError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.pos >= self.buf.len() {
-            return None;
-        }
-        let (at, buf) = (self.pos, self.buf);
-        let err = |what: String| ZmsgError {
-            pos: at,
-            frame: self.frame,
-            what,
-        };
-        let mut pos = at + 1;
-        let mut len = buf[at] as usize;
-        if len == 0xff {
-            let Some(b) = buf.get(pos..pos + 4) else {
-                self.failed = true;
-                return Some(Err(err(format!(
-                    "frame {} has a long-length marker but the buffer ends before its 4 length bytes",
-                    self.frame
-                ))));
-            };
-            len = u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize;
-            pos += 4;
-        }
-        let Some(data) = buf.get(pos..pos.saturating_add(len)) else {
-            self.failed = true;
-            return Some(Err(err(format!(
-                "frame {} claims {len} bytes but only {} remain",
-                self.frame,
-                buf.len() - pos
-            ))));
-        };
-        self.pos = pos + len;
-        self.frame += 1;
-        Some(Ok(data))
     }
 }
 
@@ -539,23 +434,6 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn encode_short_and_long_frames() {
-        let mut out = Vec::new();
-        let long = vec![7u8; 300];
-        zmsg_encode([&b"\0\0\0\0"[..], &b""[..], &long[..]], &mut out);
-        assert_eq!(&out[..6], &[4, 0, 0, 0, 0, 0]);
-        assert_eq!(&out[6..11], &[0xff, 0, 0, 1, 44]);
-        assert_eq!(out.len(), 11 + 300);
-        // Exactly 255 bytes takes the long form, 254 the short one.
-        let mut o = Vec::new();
-        zmsg_encode([vec![1u8; 255]], &mut o);
-        assert_eq!(&o[..5], &[0xff, 0, 0, 0, 255]);
-        o.clear();
-        zmsg_encode([vec![1u8; 254]], &mut o);
-        assert_eq!(o[0], 254);
-    }
 
     fn sample_file() -> (Vec<u8>, Vec<Frames>) {
         let msgs = vec![

@@ -14,12 +14,15 @@
 //!   alone would silently default it);
 //! * [`wire`]: PTMP's two-frame message `[i32 version = 0, payload]`;
 //! * [`Frames`]: a reusable multi-frame buffer for schema-blind tools;
-//! * [`dump`]: the czmqat dump-file format (8-byte length + CZMQ `zmsg_encode`).
+//! * [`zmsg`]: CZMQ's `zmsg_encode` framing of one multi-frame message in
+//!   one buffer, as a dump record and a `shm://` ring slot both carry it;
+//! * [`dump`]: the czmqat dump-file format (8-byte length + a [`zmsg`] body).
 
 pub mod codec;
 pub mod dump;
 pub mod frames;
 pub mod wire;
+pub mod zmsg;
 
 /// The messages prost generates from `proto/ptmp.proto`; their documentation
 /// comes from the comments in that file.

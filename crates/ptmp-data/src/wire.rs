@@ -5,7 +5,7 @@
 //! version frame serves as the topic and subscribers subscribe to "".
 
 use crate::codec::{decode_tpset_into, DecodeError};
-use crate::TPSet;
+use crate::{Frames, TPSet};
 
 /// The only message version PTMP defines.
 pub const VERSION: i32 = 0;
@@ -46,11 +46,28 @@ pub fn check_version(frame: &[u8]) -> Result<(), WireError> {
 /// Decode a whole message given as its frames into `out`, reusing its
 /// storage; fails on anything but exactly `[VERSION_FRAME, valid TPSet]`.
 pub fn decode_message<F: AsRef<[u8]>>(frames: &[F], out: &mut TPSet) -> Result<(), WireError> {
-    if frames.len() != 2 {
-        return Err(WireError::FrameCount(frames.len()));
+    match frames {
+        [version, payload] => decode_pair(version.as_ref(), payload.as_ref(), out),
+        _ => Err(WireError::FrameCount(frames.len())),
     }
-    check_version(frames[0].as_ref())?;
-    decode_tpset_into(frames[1].as_ref(), out)?;
+}
+
+/// [`decode_message`] for a message held in a [`Frames`] buffer (as a
+/// dump file or a schema-blind receive gives it).
+pub fn decode_frames(frames: &Frames, out: &mut TPSet) -> Result<(), WireError> {
+    match (frames.len(), frames.get(0), frames.get(1)) {
+        (2, Some(version), Some(payload)) => decode_pair(version, payload, out),
+        (n, ..) => Err(WireError::FrameCount(n)),
+    }
+}
+
+/// Decode the two frames of a message whose frame count the caller has
+/// checked: the one place the version and the payload of a PTMP message
+/// are read, whatever carried them (zmq, `shm://`, a dump file).
+#[inline]
+pub fn decode_pair(version: &[u8], payload: &[u8], out: &mut TPSet) -> Result<(), WireError> {
+    check_version(version)?;
+    decode_tpset_into(payload, out)?;
     Ok(())
 }
 

@@ -2,7 +2,8 @@
 
 use crate::mutate::varint;
 use crate::{Corpus, Target};
-use ptmp_data::dump::{zmsg_encode, zmsg_frames, DumpReader, DumpWriter};
+use ptmp_data::dump::{DumpReader, DumpWriter};
+use ptmp_data::zmsg::{zmsg_encode, zmsg_frames};
 use ptmp_data::{decode_tpset, encode_tpset, Frames, TPSet, TrigPrim, VERSION_FRAME};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -38,16 +38,8 @@ pub(crate) fn read_tpsets(path: std::path::PathBuf) -> PyResult<Vec<PyTPSet>> {
         let rec = out.len();
         let bad =
             |why: String| WireError::new_err(format!("{}: record {rec}: {why}", path.display()));
-        if frames.len() != 2 {
-            return Err(bad(format!(
-                "{} frames, a PTMP message has 2",
-                frames.len()
-            )));
-        }
-        ptmp_data::wire::check_version(frames.get(0).unwrap_or(&[]))
-            .map_err(|e| bad(e.to_string()))?;
-        let s = ptmp_data::decode_tpset(frames.get(1).unwrap_or(&[]))
-            .map_err(|e| bad(e.to_string()))?;
+        let mut s = ptmp_data::TPSet::default();
+        ptmp_data::wire::decode_frames(&frames, &mut s).map_err(|e| bad(e.to_string()))?;
         out.push(PyTPSet { inner: s });
     }
     Ok(out)

@@ -57,6 +57,7 @@ fn read_dumps(g: &Graph, sources: &[usize], failures: &mut Vec<String>) -> Dumps
         };
         let mut r = ptmp::data::dump::DumpReader::new(std::io::BufReader::new(file));
         let mut fr = ptmp::Frames::new();
+        let mut set = ptmp::TPSet::default();
         loop {
             match r.read_into(&mut fr) {
                 Ok(true) => {}
@@ -67,10 +68,10 @@ fn read_dumps(g: &Graph, sources: &[usize], failures: &mut Vec<String>) -> Dumps
                 }
             }
             min_msg = min_msg.min(fr.iter().map(|b| b.len() + 9).sum());
-            let Some(set) = fr.get(1).and_then(|b| ptmp::data::decode_tpset(b).ok()) else {
+            if ptmp::data::wire::decode_frames(&fr, &mut set).is_err() {
                 foreign += 1;
                 continue;
-            };
+            }
             if !sources.iter().any(|&i| detid_of(i) == set.detid) {
                 foreign += 1;
                 continue;

@@ -4,8 +4,7 @@ use crate::config::SocketConfig;
 use crate::error::{Error, Result};
 use crate::shm::{self, ShmRx};
 use crate::socket::{build, timeout_ms, Role};
-use ptmp_data::codec::decode_tpset_into;
-use ptmp_data::wire::check_version;
+use ptmp_data::wire::decode_pair;
 use ptmp_data::{Frames, TPSet, WireError};
 use std::time::Duration;
 
@@ -240,8 +239,7 @@ impl Receiver {
                     Err(WireError::FrameCount(n))
                 } else {
                     bytes = z.m0.len() + z.m1.len();
-                    check_version(&z.m0)
-                        .and_then(|()| decode_tpset_into(&z.m1, out).map_err(WireError::from))
+                    decode_pair(&z.m0, &z.m1, out)
                 }
             }
             Link::Shm(rx) => match rx.recv_tpset(out, timeout)? {

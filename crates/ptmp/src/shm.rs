@@ -23,9 +23,8 @@
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
 use crate::meter::SocketCounters;
-use ptmp_data::codec::decode_tpset_into;
-use ptmp_data::dump::{zmsg_frames, zmsg_len, zmsg_write};
-use ptmp_data::wire::check_version;
+use ptmp_data::wire::decode_pair;
+use ptmp_data::zmsg::{zmsg_frames, zmsg_len, zmsg_write};
 use ptmp_data::{Frames, TPSet, WireError};
 use ptmp_shm::{
     ChannelConfig, ChannelName, Deadline, Durable, Policy, Reader, ShmError, StartAt, Writer,
@@ -624,8 +623,7 @@ impl Chan {
                 _ => {}
             });
             let r = match n {
-                Some(2) => check_version(f0)
-                    .and_then(|()| decode_tpset_into(f1, out).map_err(WireError::from)),
+                Some(2) => decode_pair(f0, f1, out),
                 Some(n) => Err(WireError::FrameCount(n)),
                 None => Err(WireError::FrameCount(0)),
             };
