@@ -89,6 +89,20 @@ impl Kind {
             .map(|(a, _)| *a)
             .unwrap_or("?")
     }
+    /// Whether an agent of this kind hands each set on before it takes
+    /// the next and then commits its place in its `shm://` inputs (the
+    /// graph nodes `worker`, `proxy` and `sink`). Only such an input may
+    /// have a durable reader identity: others hold sets (a window, a
+    /// merge), so their writer would wait for commits that never come.
+    pub fn commits_inputs(self) -> bool {
+        matches!(self, Kind::Worker | Kind::Proxy | Kind::Sink)
+    }
+    /// Whether an agent of this kind passes each set on as it came, with
+    /// its number (`worker`, `proxy`): downstream of it, a set's number
+    /// still tells a repeat from a new set.
+    pub fn passes_sets_whole(self) -> bool {
+        matches!(self, Kind::Worker | Kind::Proxy)
+    }
     /// The lower-case aliases, comma separated, for error messages.
     pub fn known() -> String {
         let mut v: Vec<&str> = ALIASES

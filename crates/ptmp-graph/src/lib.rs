@@ -206,11 +206,12 @@ impl Pattern {
         }
     }
     /// Socket types of the sending and the receiving side.
-    pub fn socket_types(self) -> (&'static str, &'static str) {
+    pub fn socket_types(self) -> (ptmp::SocketType, ptmp::SocketType) {
+        use ptmp::SocketType::*;
         match self {
-            Pattern::PubSub => ("PUB", "SUB"),
-            Pattern::PushPull => ("PUSH", "PULL"),
-            Pattern::Pair => ("PAIR", "PAIR"),
+            Pattern::PubSub => (Pub, Sub),
+            Pattern::PushPull => (Push, Pull),
+            Pattern::Pair => (Pair, Pair),
         }
     }
 }

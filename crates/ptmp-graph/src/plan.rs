@@ -27,10 +27,10 @@
 //! `NODE-PORT-eINDEX` of the binding port.
 
 use crate::{Error, Graph, Pattern, PortRef, Result};
-use ptmp::{Attach, Endpoint, Transport};
+use ptmp::{Attach, Endpoint, ShmSettings, SocketConfig, Transport};
 use ptmp_agents::plugin::Plugins;
 use ptmp_agents::{Kind, Proxy};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -457,7 +457,7 @@ impl Plan {
             },
         ) {
             let spec = node.port(r.port).expect("validated");
-            let mut sock = socket(g, links, r, list);
+            let mut sock = socket(g, links, r, list)?;
             let port = format!("{}.{}", node.name, r.port);
             crate::curve::secure(g, run_dir, &port, &mut sock)?;
             data.insert(spec.key.into(), sock);
@@ -472,7 +472,7 @@ impl Plan {
                 }
             }
         }
-        if counted[k] && matches!(node.kind, Kind::Worker | Kind::Proxy | Kind::Sink) {
+        if counted[k] && node.kind.commits_inputs() {
             data.entry("dedup").or_insert(json!(true));
             // A round-robin share: numbers it never sees went to a
             // sibling, and are not reported as missing.
@@ -697,7 +697,7 @@ fn address(
 }
 
 /// The socket configuration of port `r`, which meets edges `list`.
-fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -> Value {
+fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -> Result<Value> {
     let spec = g.nodes[r.node].port(r.port).expect("validated");
     let e0 = &g.edges[list[0]];
     let (st, rt) = e0.pattern.socket_types();
@@ -742,59 +742,46 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
             hwm = Some(hwm.map_or(h, |x| x.max(h)));
         }
     }
-    let mut s = Map::new();
-    s.insert("type".into(), json!(stype));
-    if spec.dir == crate::Dir::Out
-        && list
-            .iter()
-            .all(|&i| links[i].transport == ptmp::Transport::Shm)
-    {
-        s.insert(
-            "shm_block_timeout_ms".into(),
-            json!(SHM_BLOCK_TIMEOUT.as_millis() as u64),
-        );
-        // The writer makes the ring, so the shape goes there.
-        if let Some(n) = shape.0 {
-            s.insert("shm_slots".into(), json!(n));
-        }
-        if let Some(n) = shape.1 {
-            s.insert("shm_max_message".into(), json!(n));
-        }
+    let all_shm = list
+        .iter()
+        .all(|&i| links[i].transport == ptmp::Transport::Shm);
+    let mut b = SocketConfig::builder(stype);
+    for a in &bind {
+        b = b.bind(a);
     }
-    // An shm input of a node that commits what it handed on (the built-in
-    // worker, proxy and sink) keeps its place in its rings under a name
-    // every restart of its process computes alike. Other agents hold sets
-    // (a window, a merge) and do not commit: with an identity their writer
-    // would wait for commits that never come.
-    if spec.dir == crate::Dir::In
-        && matches!(
-            g.nodes[r.node].kind,
-            Kind::Worker | Kind::Proxy | Kind::Sink
-        )
-        && list
-            .iter()
-            .all(|&i| links[i].transport == ptmp::Transport::Shm)
-    {
-        s.insert(
-            "shm_reader_id".into(),
-            json!(format!("{}/{}/{}", g.name, g.nodes[r.node].name, r.port)),
-        );
-        s.insert(
-            "shm_reader_grace_ms".into(),
-            json!(SHM_READER_GRACE.as_millis() as u64),
-        );
-    }
-    if !bind.is_empty() {
-        s.insert("bind".into(), json!(bind));
-    }
-    if !connect.is_empty() {
-        s.insert("connect".into(), json!(connect));
+    for a in &connect {
+        b = b.connect(a);
     }
     if let Some(h) = hwm {
-        s.insert("hwm".into(), json!(h));
-        s.insert("sndhwm".into(), json!(h));
+        // The graph reads it as an i32 (`parse.rs`).
+        let h = i32::try_from(h).unwrap_or(i32::MAX);
+        b = b.hwm(h).sndhwm(h);
     }
-    json!({ "socket": s })
+    if spec.dir == crate::Dir::Out && all_shm {
+        // The writer makes the ring, so the shape goes there.
+        let d = ShmSettings::default();
+        b = b.shm(ShmSettings {
+            slots: shape.0.map_or(d.slots, |n| n as usize),
+            max_message: shape.1.map_or(d.max_message, |n| n as usize),
+            block_timeout: SHM_BLOCK_TIMEOUT,
+            ..d
+        });
+    }
+    // An shm input of a node that commits what it handed on keeps its
+    // place in its rings under a name every restart of its process
+    // computes alike.
+    if spec.dir == crate::Dir::In && g.nodes[r.node].kind.commits_inputs() && all_shm {
+        b = b
+            .shm_reader_id(format!("{}/{}/{}", g.name, g.nodes[r.node].name, r.port))
+            .shm_reader_grace(SHM_READER_GRACE);
+    }
+    let c = b.build().map_err(|e| {
+        invalid(g)(format!(
+            "node {}: port {}: {e}",
+            g.nodes[r.node].name, r.port
+        ))
+    })?;
+    Ok(c.to_json())
 }
 
 mod describe;

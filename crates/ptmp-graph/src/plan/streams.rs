@@ -33,7 +33,7 @@ pub fn counted_streams(g: &Graph) -> Vec<bool> {
             return (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
         }
     }
-    let passes = |k: usize| matches!(g.nodes[k].kind, Kind::Worker | Kind::Proxy);
+    let passes = |k: usize| g.nodes[k].kind.passes_sets_whole();
     // Sources are counted; a passing node is when all its feeders are
     // (the data edges form no cycle, so this settles in n rounds).
     let mut counted: Vec<bool> = (0..n).map(|k| g.nodes[k].kind == Kind::Source).collect();
