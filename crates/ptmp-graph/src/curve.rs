@@ -72,7 +72,7 @@ pub(crate) fn parse(graph: &str, v: Option<&Value>, hosts: usize) -> Result<Opti
 /// `run_dir`; `None` when the graph is not secured.
 pub fn key_files(g: &Graph, run_dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let dir = match g.curve.as_ref()? {
-        GraphCurve::RunDir => run_dir.join("curve"),
+        GraphCurve::RunDir => crate::rundir::curve_dir(run_dir),
         GraphCurve::KeyDir(d) => d.clone(),
     };
     Some((

@@ -6,10 +6,8 @@
 //! followed when the node comes back elsewhere. Every process of such a
 //! graph asks for presence (`"discovery"` in its configuration).
 
-use crate::plan::Link;
 use crate::{Graph, PortRef};
 use ptmp::Transport;
-use serde_json::{json, Value};
 
 /// Whether `address` is a name rather than an address.
 pub fn is_name(address: &str) -> bool {
@@ -51,17 +49,6 @@ pub(crate) fn address(g: &Graph, b: PortRef) -> std::result::Result<String, Stri
             "node {} on a host without an address is found by name {a}, but {why}",
             g.nodes[b.node].name
         )),
-    }
-}
-
-/// Adds `"discovery": {"group": GRAPH}` to a process's configuration when
-/// any edge of the graph is wired by name.
-pub fn add_discovery(g: &Graph, links: &[Link], config: &mut Value) {
-    let named = links
-        .iter()
-        .any(|l| l.binds.iter().any(|(_, a)| is_name(a)));
-    if let (true, Some(o)) = (named, config.as_object_mut()) {
-        o.insert("discovery".into(), json!({"group": g.name}));
     }
 }
 

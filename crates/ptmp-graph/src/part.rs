@@ -11,12 +11,14 @@
 //! (see [`ptmp_agents::Error::is_config`]; the supervisor stops the graph).
 
 use crate::rundir::docs::{self, ProcessStatus, Sequence, SourceStart};
+pub use crate::rundir::hold_file;
+use crate::rundir::{self, ofile_marker, sequence_file};
 use crate::status::{self, Rates};
 use ptmp_agents::ptmper::RunConfig;
 use ptmp_agents::{Ctl, Proxy, Running};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A part's exit status for a bad plan or a configuration error: the
@@ -37,17 +39,6 @@ impl PartPlan {
     }
 }
 
-/// The file holding what process `process` runs: `RUNDIR/plan-PROCESS.json`.
-pub fn plan_file(run_dir: &Path, process: &str) -> PathBuf {
-    run_dir.join(format!("plan-{process}.json"))
-}
-
-/// The file where a part records, per source node, the `count` its
-/// sources started from and its pid: `RUNDIR/sequence/PROCESS.json`.
-pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
-    run_dir.join("sequence").join(format!("{process}.json"))
-}
-
 /// For a run taking over from a supervisor that died with its parts: each
 /// source's start in the sequence files moves on by what the source's last
 /// status said it had sent, and no longer names the pid, so that the new
@@ -55,9 +46,7 @@ pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
 /// sequence directory's other files (the output files' marks) stay, so
 /// its sinks append.
 pub(crate) fn carry_counts(run_dir: &Path) {
-    let Some(dir) = sequence_file(run_dir, "x").parent().map(Path::to_path_buf) else {
-        return;
-    };
+    let dir = rundir::sequence_dir(run_dir);
     let Ok(rd) = std::fs::read_dir(&dir) else {
         return;
     };
@@ -105,15 +94,6 @@ fn resumed_at(name: &str, prev: Option<&SourceStart>, st: Option<&ProcessStatus>
     Some(prev.first.saturating_add(out))
 }
 
-/// The file whose presence asks process `process` to hold its outputs:
-/// `RUNDIR/hold/PROCESS`. The supervisor makes it while it replaces what
-/// the process feeds and removes it after; the part holds its agents'
-/// outputs ([`ptmp_agents::io::hold_outputs`]) while it exists, and says so
-/// at once in its status file (`"held": true`).
-pub fn hold_file(run_dir: &Path, process: &str) -> PathBuf {
-    run_dir.join("hold").join(process)
-}
-
 /// Where each source of this process starts counting. A process that ran
 /// before in this run (it crashed and is restarted) left its sources' last
 /// counts in its status file (sent so far, at most a status interval old)
@@ -151,19 +131,6 @@ pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
     {
         let _ = docs::write(&seq, &now);
     }
-}
-
-/// The file marking that dump file `ofile` was opened by a node of this
-/// run: `RUNDIR/sequence/ofile-HASH` (HASH of its absolute path), cleared
-/// with the sequence files when a new run starts.
-fn ofile_marker(run_dir: &Path, ofile: &Path) -> PathBuf {
-    let abs = std::path::absolute(ofile).unwrap_or_else(|_| ofile.to_path_buf());
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in abs.as_os_str().as_encoded_bytes() {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    sequence_file(run_dir, "x").with_file_name(format!("ofile-{h:016x}"))
 }
 
 /// A sink or czmqat writing an `ofile` that a node of this run opened

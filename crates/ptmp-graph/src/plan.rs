@@ -210,7 +210,7 @@ impl Plan {
             }
             let mut c = json!({"name": format!("{}/{}", g.name, p.name),
                                 "plugins": g.plugins, "proxies": proxies});
-            crate::named::add_discovery(g, &links, &mut c);
+            add_discovery(g, &links, &mut c);
             configs.push(c);
             finite.push(fin);
         }
@@ -524,6 +524,25 @@ impl Plan {
         ))
     }
 
+    /// The shm channel names and ipc socket paths the processes of `host` bind.
+    pub fn bound_here(&self, g: &Graph, host: usize) -> (Vec<String>, Vec<PathBuf>) {
+        let mut rings = Vec::new();
+        let mut sockets = Vec::new();
+        for l in &self.links {
+            for (b, a) in &l.binds {
+                if g.processes[g.nodes[b.node].process].host != host {
+                    continue;
+                }
+                match l.transport {
+                    Transport::Shm => rings.extend(a.strip_prefix("shm://").map(str::to_string)),
+                    Transport::Ipc => sockets.extend(a.strip_prefix("ipc://").map(PathBuf::from)),
+                    _ => {}
+                }
+            }
+        }
+        (rings, sockets)
+    }
+
     /// shm channel names this graph uses (for removal after a run).
     pub fn shm_channels(&self) -> Vec<String> {
         self.links
@@ -694,6 +713,17 @@ fn address(
             format!("tcp://{}:{port}", host.address)
         }
     })
+}
+
+/// Adds `"discovery": {"group": GRAPH}` to a process's configuration when
+/// any edge of the graph is wired by name.
+fn add_discovery(g: &Graph, links: &[Link], config: &mut Value) {
+    let named = links
+        .iter()
+        .any(|l| l.binds.iter().any(|(_, a)| crate::named::is_name(a)));
+    if let (true, Some(o)) = (named, config.as_object_mut()) {
+        o.insert("discovery".into(), json!({"group": g.name}));
+    }
 }
 
 /// The socket configuration of port `r`, which meets edges `list`.

@@ -629,7 +629,8 @@ pub fn prepare(
 }
 
 mod channel;
-pub use channel::{answer, new_id, reply_file, request_file, send, take, Refusal, Reply, Request};
+pub use crate::rundir::{reply_file, request_file};
+pub use channel::{answer, new_id, send, take, Refusal, Reply, Request};
 
 /// The shm rings and ipc socket files `old_plan` bound on `host` that
 /// `new_plan` does not: what a change leaves behind to remove.
@@ -640,10 +641,10 @@ pub fn unbound(
     new_plan: &Plan,
     host: usize,
 ) -> (Vec<String>, Vec<PathBuf>) {
-    let (r0, s0) = crate::rundir::bound_here(old, old_plan, host);
+    let (r0, s0) = old_plan.bound_here(old, host);
     let host_name = &old.hosts[host].name;
     let (r1, s1) = match new.hosts.iter().position(|h| &h.name == host_name) {
-        Some(h) => crate::rundir::bound_here(new, new_plan, h),
+        Some(h) => new_plan.bound_here(new, h),
         None => (vec![], vec![]),
     };
     (

@@ -14,7 +14,11 @@
 //! │                            ([`ProcessStatus`])
 //! ├── sequence/PROCESS.json    where each part's sources started counting
 //! │                            ([`Sequence`])
+//! ├── sequence/ofile-HASH      an output file a node of this run has opened
 //! ├── hold/PROCESS             present while a part is to hold its outputs
+//! ├── reader-token             the secret of the graph's durable shm readers
+//! ├── monitor-token            the monitor's token for clients on other hosts
+//! ├── curve/                   the graph's key pair, when made for the run
 //! └── *.ipc                    the ipc sockets of edges between processes
 //! ```
 //!
@@ -27,6 +31,9 @@
 //!   in ([`check_private`]); otherwise the run is refused, the error naming
 //!   the directory, its owner and mode. Whoever can write there can change
 //!   what the parts run (a plan's `plugins` is code to load).
+//! * Paths: every path in the tree above is made by a function of this
+//!   module ([`plan_file`], [`status_file`], [`sequence_file`],
+//!   [`request_file`], ...); nothing else joins them.
 //! * Documents: every JSON file there is one of the serde types of
 //!   [`docs`], written with [`docs::write`] and read with [`docs::read`];
 //!   nothing else joins these paths or indexes these documents by key.
@@ -62,9 +69,7 @@ pub use docs::{
     SupervisedProcess,
 };
 
-use crate::plan::Plan;
-use crate::{status, Error, Graph, Result};
-use ptmp::Transport;
+use crate::{Error, Result};
 use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -278,7 +283,7 @@ pub fn prepare(dir: &Path, graph: &str) -> Result<()> {
         make_private(&base).map_err(err)?;
     }
     make_private(dir).map_err(err)?;
-    make_private(&status::status_dir(dir)).map_err(err)?;
+    make_private(&status_dir(dir)).map_err(err)?;
     reader_token(dir).map(|_| ()).map_err(err)
 }
 
@@ -455,39 +460,6 @@ pub fn lock_graph(graph: &str, host: &str, dir: &Path) -> Result<Lock> {
     take_lock(&path, graph, &body, &busy)
 }
 
-/// The shm channel names and ipc socket paths the processes of `host` bind.
-pub fn bound_here(g: &Graph, plan: &Plan, host: usize) -> (Vec<String>, Vec<PathBuf>) {
-    let mut rings = Vec::new();
-    let mut sockets = Vec::new();
-    for l in &plan.links {
-        for (b, a) in &l.binds {
-            if g.processes[g.nodes[b.node].process].host != host {
-                continue;
-            }
-            match l.transport {
-                Transport::Shm => rings.extend(a.strip_prefix("shm://").map(str::to_string)),
-                Transport::Ipc => sockets.extend(a.strip_prefix("ipc://").map(PathBuf::from)),
-                _ => {}
-            }
-        }
-    }
-    (rings, sockets)
-}
-
-/// Remove the rings and ipc socket files this host's processes bind;
-/// returns how many there were.
-pub fn remove_bound(g: &Graph, plan: &Plan, host: usize) -> usize {
-    let (rings, sockets) = bound_here(g, plan, host);
-    let mut n = 0;
-    for r in rings {
-        n += usize::from(ptmp_shm::remove(&r).is_ok());
-    }
-    for s in sockets {
-        n += usize::from(remove_socket_file(&s));
-    }
-    n
-}
-
 /// Remove `path` if it is a socket file; anything else there (a file an
 /// ipc address was pointed at by mistake, whose bind was refused) stays.
 pub fn remove_socket_file(path: &Path) -> bool {
@@ -496,115 +468,83 @@ pub fn remove_socket_file(path: &Path) -> bool {
         && std::fs::remove_file(path).is_ok()
 }
 
-/// Whether `pid` is alive and runs a part of the run in `dir` (its command
-/// line names a plan file there), so a recycled pid is never signalled.
-fn our_part(pid: i32, dir: &Path) -> bool {
-    let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let zombie = stat
-        .rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next())
-        .is_some_and(|s| s == "Z" || s == "X");
-    let plan = dir.join("plan-");
-    let plan = plan.as_os_str().as_encoded_bytes();
-    !zombie
-        && cmd
-            .split(|&b| b == 0)
-            .any(|arg| arg.starts_with(plan) && arg.ends_with(b".json"))
+/// Where `ptmp graph apply` hands the supervisor a change.
+pub fn request_file(run_dir: &Path) -> PathBuf {
+    run_dir.join("apply-request.json")
 }
 
-/// Clear what an earlier run from `dir` left behind, before this run
-/// starts (we hold the lock): parts still alive are given `grace` to end
-/// (their supervisor's death sent them SIGTERM), then killed; then the
-/// rings and ipc socket files this host binds and the status files go.
-/// Returns sentences saying what was found, for the log.
-pub fn clear_leftovers(
-    g: &Graph,
-    plan: &Plan,
-    host: usize,
-    stale: Option<i32>,
-    grace: Duration,
-) -> Vec<String> {
-    let dir = &plan.run_dir;
-    let mut said = Vec::new();
-    let parts: Vec<i32> = status::read_all(dir)
-        .iter()
-        .map(|s| s.pid as i32)
-        .filter(|&p| p > 0 && our_part(p, dir))
-        .collect();
-    if !parts.is_empty() {
-        said.push(format!(
-            "parts of an earlier run still alive (pids {}); waiting for them to end",
-            parts
-                .iter()
-                .map(i32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        let t = Instant::now();
-        while parts.iter().any(|&p| our_part(p, dir)) && t.elapsed() < grace {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        for &p in &parts {
-            if our_part(p, dir) {
-                crate::supervise::send_signal(p, rustix::process::Signal::KILL);
-                said.push(format!("part pid {p} did not end; killed it"));
-            }
-        }
-        let t = Instant::now();
-        while parts.iter().any(|&p| our_part(p, dir)) && t.elapsed() < Duration::from_secs(2) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+/// Where the supervisor answers apply request `id`.
+pub fn reply_file(run_dir: &Path, id: &str) -> PathBuf {
+    run_dir.join(format!("apply-reply-{id}.json"))
+}
+
+/// The directory of the parts' sequence files and output marks.
+pub fn sequence_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("sequence")
+}
+
+/// The file where a part records, per source node, the `count` its
+/// sources started from and its pid: `RUNDIR/sequence/PROCESS.json`.
+pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
+    sequence_dir(run_dir).join(format!("{process}.json"))
+}
+
+/// The file holding what process `process` runs: `RUNDIR/plan-PROCESS.json`.
+pub fn plan_file(run_dir: &Path, process: &str) -> PathBuf {
+    run_dir.join(format!("plan-{process}.json"))
+}
+
+/// The file marking that dump file `ofile` was opened by a node of this
+/// run: `RUNDIR/sequence/ofile-HASH` (HASH of its absolute path), cleared
+/// with the sequence files when a new run starts.
+pub(crate) fn ofile_marker(run_dir: &Path, ofile: &Path) -> PathBuf {
+    let abs = std::path::absolute(ofile).unwrap_or_else(|_| ofile.to_path_buf());
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in abs.as_os_str().as_encoded_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
     }
-    let n = remove_bound(g, plan, host);
-    // A change asked of the earlier run is not this run's to make.
-    let _ = std::fs::remove_file(crate::reconfig::request_file(dir));
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let f = e.file_name();
-            let f = f.to_string_lossy();
-            if f.starts_with("apply-reply-")
-                || (f.starts_with("apply-request.") && f.ends_with(".tmp"))
-            {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    // A run that takes over from a supervisor that died continues it:
-    // sources go on counting and sinks append (so a supervisor restarted
-    // by systemd loses no recording). A run after a clean end starts anew.
-    let mut clear = vec![status::status_dir(dir)];
-    if stale.is_some() {
-        crate::part::carry_counts(dir);
-    } else {
-        clear.extend(
-            crate::part::sequence_file(dir, "x")
-                .parent()
-                .map(Path::to_path_buf),
-        );
-    }
-    for d in clear {
-        if let Ok(rd) = std::fs::read_dir(d) {
-            for e in rd.flatten() {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    if let Some(p) = stale {
-        said.insert(
-            0,
-            format!(
-                "supervisor pid {p} of an earlier run from {} died without cleaning up",
-                dir.display()
-            ),
-        );
-    }
-    if n > 0 {
-        said.push(format!(
-            "removed {n} shm ring(s) and ipc socket file(s) left from an earlier run"
-        ));
-    }
-    said
+    sequence_dir(run_dir).join(format!("ofile-{h:016x}"))
+}
+
+/// The directory under `run_dir` holding one status file per process.
+pub fn status_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("status")
+}
+
+/// The status file process `process` rewrites while it runs.
+pub fn status_file(run_dir: &Path, process: &str) -> PathBuf {
+    status_dir(run_dir).join(format!("{process}.json"))
+}
+
+/// The supervisor's file of process states.
+pub fn processes_file(run_dir: &Path) -> PathBuf {
+    run_dir.join("processes.json")
+}
+
+/// The file whose presence asks process `process` to hold its outputs:
+/// `RUNDIR/hold/PROCESS`. The supervisor makes it while it replaces what
+/// the process feeds and removes it after; the part holds its agents'
+/// outputs ([`ptmp_agents::io::hold_outputs`]) while it exists, and says so
+/// at once in its status file (`"held": true`).
+pub fn hold_file(run_dir: &Path, process: &str) -> PathBuf {
+    hold_dir(run_dir).join(process)
+}
+
+/// The directory of the hold files ([`hold_file`]).
+pub fn hold_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("hold")
+}
+
+/// The graph's own key pair when it is secured with keys made for the run
+/// (`"curve": "run_dir"`).
+pub fn curve_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("curve")
+}
+
+/// Whether `arg` (a command-line argument, as bytes) names a plan file of
+/// the run in `run_dir` ([`plan_file`]).
+pub(crate) fn names_plan_file(run_dir: &Path, arg: &[u8]) -> bool {
+    let prefix = run_dir.join("plan-");
+    arg.starts_with(prefix.as_os_str().as_encoded_bytes()) && arg.ends_with(b".json")
 }

@@ -20,6 +20,7 @@
 //! `failed`, `stopped`) and restarts so far.
 
 use crate::rundir::docs;
+pub use crate::rundir::{processes_file, status_dir, status_file};
 mod state;
 pub use crate::rundir::docs::{
     Latency, NodeCounts, ProcessStatus, SocketStatus, Supervised, SupervisedProcess,
@@ -28,19 +29,9 @@ use ptmp::meter::{self, Snapshot};
 use serde_json::Value;
 pub use state::{node_state, now_us, runs_here, this_node, NodeState, STALE};
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// The directory under `run_dir` holding one status file per process.
-pub fn status_dir(run_dir: &Path) -> PathBuf {
-    run_dir.join("status")
-}
-
-/// The status file process `process` rewrites while it runs.
-pub fn status_file(run_dir: &Path, process: &str) -> PathBuf {
-    status_dir(run_dir).join(format!("{process}.json"))
-}
 
 /// Rate keeping for one process: recent snapshots of every node's counts.
 pub struct Rates {
@@ -301,11 +292,6 @@ pub struct ProcessState {
     pub state: &'static str,
     /// Restarts so far.
     pub restarts: u32,
-}
-
-/// The supervisor's file of process states.
-pub fn processes_file(run_dir: &Path) -> PathBuf {
-    run_dir.join("processes.json")
 }
 
 /// Write the supervisor's view of its processes (atomically).

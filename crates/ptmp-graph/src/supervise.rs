@@ -29,6 +29,7 @@
 //!   the held ones released.
 
 mod apply;
+mod leftovers;
 
 use crate::part::PartPlan;
 use crate::plan::Plan;
@@ -197,12 +198,12 @@ pub fn run_telling(
     let lock = crate::rundir::lock(dir, &g.name)?;
     let _graph_lock = crate::rundir::lock_graph(&g.name, &g.hosts[host].name, dir)?;
     crate::curve::prepare(&g, dir)?;
-    for s in crate::rundir::clear_leftovers(&g, &plan, host, lock.stale, opts.stop_timeout) {
+    for s in leftovers::clear(&g, &plan, host, lock.stale, opts.stop_timeout) {
         let _ = writeln!(log, "graph {}: {s}", g.name);
     }
     crate::plan::check_shm_space(&g, &plan, host)?;
     // Hold requests an earlier supervisor left (it died during an apply).
-    let _ = std::fs::remove_dir_all(dir.join("hold"));
+    let _ = std::fs::remove_dir_all(crate::rundir::hold_dir(dir));
     let procs = write_plans(&g, &plan, host, dir);
     let mut procs = match procs {
         Ok(p) if !p.is_empty() => p,
@@ -297,7 +298,7 @@ pub fn run_telling(
         }
     }
     // Rings and ipc socket files this host's processes bound.
-    crate::rundir::remove_bound(&g, &plan, host);
+    leftovers::remove_bound(&g, &plan, host);
     publish_states(dir, &procs, true, &mut shown);
     out.lost = edge_losses(&g, dir);
     log_losses(&g, &out.lost, log);
@@ -440,7 +441,7 @@ fn write_plan(
         run_dir: plan.run_dir.clone(),
         config: plan.configs[i].clone(),
     };
-    let path = crate::part::plan_file(&plan.run_dir, &p.name);
+    let path = crate::rundir::plan_file(&plan.run_dir, &p.name);
     crate::rundir::docs::write(&path, &pp).map_err(|e| (format!("write {}", path.display()), e))?;
     Ok(path)
 }

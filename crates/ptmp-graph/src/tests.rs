@@ -545,7 +545,8 @@ fn only_receivers_of_uniquely_numbered_streams_drop_repeats() {
 
 #[test]
 fn a_restarted_part_continues_its_sources_counts() {
-    use crate::part::{continue_counts, sequence_file, PartPlan};
+    use crate::part::{continue_counts, PartPlan};
+    use crate::rundir::sequence_file;
     let d = tempfile::tempdir().unwrap();
     let plan = PartPlan {
         graph: "t".into(),

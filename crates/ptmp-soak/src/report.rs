@@ -142,7 +142,7 @@ fn stream_report(
             })
             .max_by_key(|x| x.1);
         let seq: Sequence = ptmp_graph::rundir::docs::read(
-            &part::sequence_file(&plan.run_dir, process),
+            &ptmp_graph::rundir::sequence_file(&plan.run_dir, process),
             ptmp_graph::rundir::STATUS_LIMIT,
         )
         .ok()

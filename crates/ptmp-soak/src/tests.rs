@@ -95,7 +95,7 @@ fn accounts_from_dumps_split_restarts_and_find_duplicates_and_gaps() {
     // Its second life went on from 5 (where its part recorded it
     // started): 5, 6 twice, 7.
     let a2 = [(1, 5, 2000), (1, 6, 2010), (1, 6, 2010), (1, 7, 2020)];
-    let seq = part::sequence_file(d.path(), "a");
+    let seq = ptmp_graph::rundir::sequence_file(d.path(), "a");
     std::fs::create_dir_all(seq.parent().unwrap()).unwrap();
     std::fs::write(&seq, json!({"a": {"first": 5, "pid": 101}}).to_string()).unwrap();
     let b = [(0, 0, 5), (0, 1, 15), (0, 2, 1500), (0, 3, 2500)];

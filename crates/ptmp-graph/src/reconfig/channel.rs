@@ -4,18 +4,10 @@
 //! refused; the supervisor answers in `apply-reply-ID.json`.
 
 use crate::rundir::docs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The file through which `ptmp graph apply` hands the supervisor a graph.
-pub fn request_file(run_dir: &Path) -> PathBuf {
-    run_dir.join("apply-request.json")
-}
-
-/// The file where the supervisor answers request `id`.
-pub fn reply_file(run_dir: &Path, id: &str) -> PathBuf {
-    run_dir.join(format!("apply-reply-{id}.json"))
-}
+use crate::rundir::{reply_file, request_file};
 
 pub use crate::rundir::docs::{Refusal, Reply, Request};
 

@@ -332,8 +332,8 @@ impl Apply<'_> {
         let removed = d.processes_with(Change::Removed);
         for name in &removed {
             let _ = std::fs::remove_file(status::status_file(&self.plan.run_dir, name));
-            let _ = std::fs::remove_file(crate::part::sequence_file(&self.plan.run_dir, name));
-            let _ = std::fs::remove_file(crate::part::plan_file(&self.plan.run_dir, name));
+            let _ = std::fs::remove_file(crate::rundir::sequence_file(&self.plan.run_dir, name));
+            let _ = std::fs::remove_file(crate::rundir::plan_file(&self.plan.run_dir, name));
         }
     }
 
