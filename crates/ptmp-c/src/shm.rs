@@ -24,7 +24,7 @@ pub const PTMP_SHM_START_OLDEST: c_int = 2;
 impl From<ShmError> for Fail {
     fn from(e: ShmError) -> Self {
         let code = match &e {
-            ShmError::BadName(_) | ShmError::BadConfig { .. } => PTMP_ERR_CONFIG,
+            ShmError::BadName { .. } | ShmError::BadConfig { .. } => PTMP_ERR_CONFIG,
             ShmError::TooLarge { .. } => PTMP_ERR_ARG,
             _ => PTMP_ERR_TRANSPORT,
         };

@@ -1,15 +1,18 @@
 //! Why a channel could not be used: one error type for the whole crate.
 
-use crate::layout::MAX_READERS;
-use crate::name::NAME_RULE;
 use std::path::{Path, PathBuf};
 
 /// Why a channel could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ShmError {
     /// The name breaks the channel-name rule (see [`crate::ChannelName`]).
-    #[error("shm channel name {0:?} is invalid: use {rule}", rule = NAME_RULE)]
-    BadName(String),
+    #[error("shm channel name {name:?} is invalid: use {rule}")]
+    BadName {
+        /// The name as given.
+        name: String,
+        /// The rule it breaks, [`crate::NAME_RULE`].
+        rule: &'static str,
+    },
     /// The channel's shape is out of range, or differs from the existing
     /// segment's.
     #[error("shm channel {name}: {reason}")]
@@ -108,10 +111,12 @@ pub enum ShmError {
     },
     /// A [`crate::Policy::Block`] channel has no registry entry left for
     /// one more reader.
-    #[error("shm channel {name}: all {MAX_READERS} reader registry entries are taken")]
+    #[error("shm channel {name}: all {entries} reader registry entries are taken")]
     RegistryFull {
         /// The channel.
         name: String,
+        /// How many entries there are, [`crate::MAX_READERS`].
+        entries: usize,
     },
     /// The segment holds a state no ptmp process can have written: another
     /// program (or a bug, or a bad disk) changed it under the channel.

@@ -127,8 +127,10 @@
 //! - `writer`: [`Writer`] and [`Loan`]: taking a channel, writing in place,
 //!   committing, and a blocked writer's wait for slow readers.
 //! - `reader`: [`Reader`], [`View`] and [`OwnedView`]: attaching, the reader
-//!   registry, the seqlock read, overruns.
-//! - `wait`: futex sleeps and wake-ups, [`wait_any`], [`Deadline`].
+//!   registry, the seqlock read, overruns, a reader's wait (`reader/wait.rs`)
+//!   and [`wait_any`].
+//! - `wait`: the futex calls and wake-ups under readers and writers,
+//!   [`Deadline`].
 //! - `admin`: [`list`] and [`remove`].
 //! - `error`: [`ShmError`].
 //! - [`protocol`]: the synchronisation steps of invariants 3 to 6, generic
@@ -155,10 +157,10 @@ pub use layout::{
 };
 pub use name::{ChannelName, MAX_NAME_LEN, NAME_RULE};
 pub use reader::{
-    reader_ident, reader_lock, Durable, OwnedView, Reader, Received, StartAt, View,
-    DEFAULT_READER_GRACE, DEFAULT_SPIN, MAX_IDENT_LEN,
+    reader_ident, reader_lock, wait_any, Durable, OwnedView, Reader, Received, StartAt, View,
+    DEFAULT_READER_GRACE, DEFAULT_SPIN, MAX_IDENT_LEN, MAX_WAIT_CHANNELS,
 };
 pub use segment::{pid_alive, segment_path, shm_dir, shm_dir_free, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;
-pub use wait::{wait_any, Deadline, MAX_WAIT_CHANNELS};
+pub use wait::Deadline;
 pub use writer::{Loan, Writer, DEFAULT_BLOCK_TIMEOUT};

@@ -30,7 +30,10 @@ impl ChannelName {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
         if !ok {
-            return Err(ShmError::BadName(name.into()));
+            return Err(ShmError::BadName {
+                name: name.into(),
+                rule: NAME_RULE,
+            });
         }
         Ok(ChannelName(name.into()))
     }
@@ -70,7 +73,10 @@ mod tests {
             assert_eq!(ChannelName::new(good).unwrap().as_str(), good);
         }
         for bad in ["", "a/b", "a b", "é", "..\0", &"n".repeat(MAX_NAME_LEN + 1)] {
-            assert!(matches!(ChannelName::new(bad), Err(ShmError::BadName(_))));
+            assert!(matches!(
+                ChannelName::new(bad),
+                Err(ShmError::BadName { .. })
+            ));
             assert!(bad.parse::<ChannelName>().is_err());
         }
     }

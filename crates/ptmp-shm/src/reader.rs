@@ -2,6 +2,9 @@
 //! registry, the seqlock read, overruns and resynchronisation.
 
 mod registry;
+mod wait;
+
+pub use wait::{wait_any, MAX_WAIT_CHANNELS};
 
 pub use registry::{reader_ident, reader_lock, Durable, DEFAULT_READER_GRACE, MAX_IDENT_LEN};
 
@@ -216,7 +219,10 @@ impl Reader {
         };
         let entry = Self::register(&seg, pos);
         if entry.is_none() && seg.policy == Policy::Block {
-            return Err(ShmError::RegistryFull { name: name.into() });
+            return Err(ShmError::RegistryFull {
+                name: name.into(),
+                entries: crate::layout::MAX_READERS,
+            });
         }
         Ok(Reader {
             att: Arc::new(Attachment::new(seg, entry, pos, false)),

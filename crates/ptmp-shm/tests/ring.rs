@@ -334,7 +334,7 @@ fn bad_segments_are_refused_with_a_clear_error() {
     // Names and configs.
     assert!(matches!(
         Reader::attach("a/b", StartAt::Next),
-        Err(ShmError::BadName(_))
+        Err(ShmError::BadName { .. })
     ));
     assert!(matches!(
         Reader::attach("nope-does-not-exist-xyz", StartAt::Next),

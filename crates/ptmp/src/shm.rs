@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 fn shm_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 'a {
     move |e| {
         match e {
-        ShmError::BadConfig { .. } | ShmError::BadName(_) => {
+        ShmError::BadConfig { .. } | ShmError::BadName { .. } => {
             Error::config(key, format!("\"shm://{name}\""), e.to_string())
         }
         ShmError::NoSpace { .. } => Error::config(
@@ -74,7 +74,7 @@ fn shm_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 
 fn shm_io_err<'a>(key: &'a str, name: &'a str) -> impl FnOnce(ShmError) -> Error + 'a {
     move |e| match e {
         ShmError::BadConfig { .. }
-        | ShmError::BadName(_)
+        | ShmError::BadName { .. }
         | ShmError::NoSpace { .. }
         | ShmError::Timeout { .. } => shm_err(key, name)(e),
         source => Error::Shm {

@@ -123,7 +123,10 @@ impl Reader {
                     StartAt::Oldest => next.saturating_sub(seg.slots),
                 };
                 let Some(i) = Self::register_durable(&seg, pos, ident, lock, grace) else {
-                    return Err(ShmError::RegistryFull { name: name.into() });
+                    return Err(ShmError::RegistryFull {
+                        name: name.into(),
+                        entries: crate::layout::MAX_READERS,
+                    });
                 };
                 // Two readers of one identity attaching at once both got a
                 // fresh entry: each looks for the other after showing its
