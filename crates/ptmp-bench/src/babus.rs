@@ -9,6 +9,8 @@
 //! taken before copying the message out, "view+copy" after. A plain memcpy of
 //! an image is measured beside.
 
+mod redis;
+
 use crate::error::{BenchError, BenchResult};
 use crate::report::{Cell, Row};
 use crate::sys::mono_ns;
@@ -263,7 +265,7 @@ pub fn run(a: &BabusArgs) -> BenchResult<BabusRows> {
                     ("redis tcp", server.tcp_url()),
                     ("redis unix", server.unix_url()),
                 ] {
-                    runs.push((label.into(), crate::redis::run_babus(a, &url)?));
+                    runs.push((label.into(), redis::run_babus(a, &url)?));
                 }
             }
             Err(note) => eprintln!("note: Redis rows skipped: {note}"),

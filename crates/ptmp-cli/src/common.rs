@@ -2,7 +2,6 @@
 
 use clap::ValueEnum;
 use ptmp::{Attach, SocketConfig, SocketType};
-use ptmp_discovery::NameService;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -219,7 +218,7 @@ impl SockArgs {
     }
 
     /// The text of `--config` (read from the file for `@FILE`).
-    fn config_text(&self) -> CliResult<Option<String>> {
+    pub(crate) fn config_text(&self) -> CliResult<Option<String>> {
         let Some(c) = &self.config else {
             return Ok(None);
         };
@@ -262,48 +261,6 @@ impl SockArgs {
             cfg = cfg.to_builder().hwm(h).build()?;
         }
         Ok(cfg)
-    }
-
-    /// Presence for the names in `cfg`, when asked for with --discovery
-    /// or a top-level "discovery" key in the --config JSON (the keys of
-    /// `ptmp run`'s); `None` when not asked for. A name in `cfg` without
-    /// presence is a usage error naming it and the switch. Keep the
-    /// service while the socket lives, and withdraw its names at the end.
-    pub fn presence(&self, cfg: &SocketConfig) -> CliResult<Option<&'static NameService>> {
-        let in_config = match self.config_text()? {
-            Some(text) => serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v.get("discovery").cloned()),
-            None => None,
-        };
-        let (settings, origin) = match (&self.discovery, in_config) {
-            (Some(_), Some(_)) => return Err(CliError::usage(
-                "--discovery: the --config JSON has a \"discovery\" key already; give one of them",
-            )),
-            (Some(group), None) => {
-                let timeout = self.name_timeout.as_secs_f64();
-                let mut o = serde_json::json!({"group": group, "timeout": timeout});
-                if let Some(f) = &self.secret_file {
-                    o["secret_file"] = f.to_string_lossy().into();
-                }
-                (o, "--discovery")
-            }
-            (None, Some(v)) => (v, "--config"),
-            (None, None) => {
-                let named = cfg
-                    .endpoints()
-                    .find(|(_, e)| ptmp::names::parse(&e.address).is_some());
-                return match named {
-                    Some((_, e)) => Err(CliError::usage(format!(
-                        "{}: a name needs presence on the network, which is off: \
-                         turn it on with --discovery GROUP (or a \"discovery\" key in the --config JSON)",
-                        e.address
-                    ))),
-                    None => Ok(None),
-                };
-            }
-        };
-        crate::peers::presence_for(&serde_json::json!({ "discovery": settings }), origin)
     }
 }
 

@@ -5,6 +5,7 @@
 mod cat;
 mod common;
 mod graph;
+mod http;
 mod keys;
 mod log;
 #[cfg(not(feature = "bench"))]

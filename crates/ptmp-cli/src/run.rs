@@ -88,7 +88,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = ptmp::duration::secs_limit)]
     ttl: Option<ptmp::duration::Limit>,
     #[command(flatten)]
-    http: crate::graph::HttpArgs,
+    http: crate::http::HttpArgs,
 }
 
 pub fn run(a: &RunArgs) -> Result<(), CliError> {

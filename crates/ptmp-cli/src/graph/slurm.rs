@@ -1,8 +1,9 @@
 //! `ptmp graph sbatch` and `ptmp graph run --slurm`: a graph under Slurm,
 //! one job step per host on its own node (see `ptmp_graph::slurm`).
 
-use super::{load_value, GraphSource, HttpArgs, RunArgs};
+use super::{load_value, GraphSource, RunArgs};
 use crate::common::{out, stopping, CliError, CliResult};
+use crate::http::HttpArgs;
 use clap::Args;
 use ptmp_graph::plan::Plan;
 use ptmp_graph::slurm::{self, Allocation};
