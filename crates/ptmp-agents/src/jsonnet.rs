@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Deepest nesting of objects and arrays a configuration may have (127).
-pub use ptmp::config::MAX_DEPTH;
+pub use ptmp::MAX_DEPTH;
 /// Deepest nesting of brackets (`(`, `[`, `{`) in Jsonnet source.
 pub const MAX_SOURCE_DEPTH: usize = 512;
 /// Stack of the evaluation thread: deep enough for [`MAX_SOURCE_DEPTH`]

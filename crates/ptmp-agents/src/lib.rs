@@ -30,14 +30,14 @@
 //!   in topological order, each drained and flushed before the next.
 //!
 //! Module map:
-//! * [`agent`]: the [`Agent`] trait, run control ([`Ctl`]), live
+//! * `agent`: the [`Agent`] trait, run control ([`Ctl`]), live
 //!   [`Counts`] and the final [`Report`].
 //! * [`io`]: opening an agent's sockets; reads and writes that count and
 //!   honour stop.
-//! * [`spec`]: a proxy entry parsed and validated ([`Proxy`], [`Kind`],
+//! * `spec`: a proxy entry parsed and validated ([`Proxy`], [`Kind`],
 //!   [`Spec`]) and built into agents; [`mod@cfg`] reads the keys of its `data`.
-//! * [`run`]: agents running on their threads ([`Running`]).
-//! * [`stop_order`]: stopping upstream first ([`upstream_first`]).
+//! * `run`: agents running on their threads ([`Running`]).
+//! * `stop_order`: stopping upstream first ([`upstream_first`]).
 //! * [`merge`]: the merges, [`zipper`] and [`sorted`], and their shared loop.
 //! * [`filter`]: the filter agent, its built-in engines, and C [`plugin`]s.
 //! * The other agents, one module each: [`window`], [`replay`], [`czmqat`],
@@ -45,15 +45,19 @@
 //! * [`metrics`]: the periodic metric messages any agent sends when its
 //!   config has PTMP's `metrics` key.
 //! * [`ptmper`]: the runner of a whole configuration; [`jsonnet`]: loading
-//!   configurations written in Jsonnet; [`error`]: the crate's errors.
+//!   configurations written in Jsonnet; `error`: the crate's errors ([`Error`]).
 //! * `progress` (with the feature of that name): the terminal progress bar
 //!   the `ptmp` command and the benchmark suites share.
+//!
+//! The modules named in code above (`agent`, `spec`, `run`, `stop_order`,
+//! `error`, `seen`) are private: their public items are re-exported at the
+//! crate root. Each agent keeps a public module for its configuration.
 
-pub mod agent;
+mod agent;
 pub mod cfg;
 pub mod composer;
 pub mod czmqat;
-pub mod error;
+mod error;
 pub mod filter;
 pub mod graphite;
 pub mod io;
@@ -66,11 +70,11 @@ pub mod nodes;
 pub mod progress;
 pub mod ptmper;
 pub mod replay;
-pub mod run;
-pub mod seen;
-pub mod spec;
+mod run;
+mod seen;
+mod spec;
 pub mod stats;
-pub mod stop_order;
+mod stop_order;
 pub mod window;
 
 pub use agent::{Agent, Counts, Ctl, Report, DRAIN_MAX, POLL};

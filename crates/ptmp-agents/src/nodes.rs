@@ -21,7 +21,7 @@
 //!   have arrived it sends one TPSet there, its `count` the number
 //!   received: the butterfly's receive_replies.
 //!   With `dedup` true, a set whose (`detid`, `count`) already arrived is
-//!   dropped (see [`crate::seen`]), and the report says how many were
+//!   dropped (the seen-set of `seen.rs`), and the report says how many were
 //!   dropped and how many numbers are missing, unless `share` is true: the
 //!   node gets a share of its streams dealt out round-robin among several
 //!   receivers (a graph sets it), so numbers it never sees went to its

@@ -48,9 +48,9 @@
 //! several outputs to one input fans in; many to many is refused (put a
 //! proxy node between, as the butterfly's intermediate does).
 
-pub mod curve;
+mod curve;
 pub mod dot;
-pub mod named;
+mod named;
 pub mod part;
 pub mod plan;
 pub mod reconfig;

@@ -249,7 +249,7 @@ impl Plan {
                     .map_err(|x| err(format!("{label}: address: {x}")))?;
                 // Some port binds it: never over a file that is not a
                 // socket (the bind and the run's end would delete it).
-                ptmp::socket::check_ipc_bind("address", &p.address)
+                ptmp::check_ipc_bind("address", &p.address)
                     .map_err(|x| err(format!("{label}: {x}")))?;
                 Some(p)
             }
@@ -606,7 +606,7 @@ pub fn check_shm_space(g: &Graph, plan: &Plan, host: usize) -> Result<()> {
             "its {} shm ring(s) on this host need {need} bytes in {} together, but {free} are free: give it more room (a container: a larger --shm-size; Docker's default is 64 MiB), make the rings smaller (an edge's \"shm_slots\" or \"shm_max_message\"; a default ring takes {} bytes), or carry some edges over ipc (\"transport\": \"ipc\" on the edge)",
             rings.len(),
             ptmp_shm::shm_dir().display(),
-            ptmp::config::DEFAULT_SHM_RING_BYTES
+            ptmp::DEFAULT_SHM_RING_BYTES
         ),
     })
 }

@@ -433,10 +433,7 @@ fn an_edge_shapes_its_shm_ring_and_the_rings_are_counted() {
     // Two rings on the host: the shaped one and a default one.
     let rings = crate::plan::shm_rings_on(&g, &p, 0);
     let bytes: Vec<usize> = rings.iter().map(|r| r.1).collect();
-    assert_eq!(
-        bytes,
-        vec![8192 + 16 * 4160, ptmp::config::DEFAULT_SHM_RING_BYTES]
-    );
+    assert_eq!(bytes, vec![8192 + 16 * 4160, ptmp::DEFAULT_SHM_RING_BYTES]);
     let e = err_of(&edit(|v| v["edges"][1]["shm_slots"] = json!(12)));
     assert!(
         e.contains("edges[1].shm_slots = 12: must be a power of two"),

@@ -107,7 +107,7 @@ pub(crate) fn config_text(cfg: &Bound<'_, PyAny>) -> PyResult<String> {
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => {
             Err(ConfigError::new_err(format!(
                 "(config): nested deeper than {} levels, the limit for configurations",
-                ptmp::config::MAX_DEPTH
+                ptmp::MAX_DEPTH
             )))
         }
         Err(e) => Err(e),

@@ -185,7 +185,7 @@ fn loss_bound(g: &Graph, plan: &Plan, sh: &Shared, min_msg: usize) -> (u64, BTre
         let edge = &g.edges[e];
         let hwm = edge.hwm.unwrap_or(1000).max(0) as u64;
         match plan.links[e].transport {
-            Transport::Shm => ptmp::config::DEFAULT_SHM_SLOTS as u64,
+            Transport::Shm => ptmp::DEFAULT_SHM_SLOTS as u64,
             Transport::Inproc => 2 * hwm,
             Transport::Ipc => 2 * hwm + wmem / per_msg,
             Transport::Tcp => 2 * hwm + (wmem + rmem) / per_msg,

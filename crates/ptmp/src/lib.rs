@@ -9,12 +9,12 @@
 //! * `ptmp-data`: schema, codec, wire and dump formats (no transport);
 //! * [`fields`]: typed, path-aware reading of JSON configuration objects,
 //!   shared by the socket config, the agents and the graphs;
-//! * [`config`]: the socket configuration front, which names the transport of
+//! * `config`: the socket configuration front ([`SocketConfig`]), which names the transport of
 //!   each endpoint (`inproc`, `ipc`, `tcp`, and `shm` for the shared-memory
 //!   transport) so a configuration changes transport by changing an address;
 //! * [`curve`]: CURVE keys, certificate files and the ZAP handler that
 //!   admits a secured server's clients;
-//! * [`socket`]: turns a config into a zmq socket (context policy, HWMs,
+//! * `socket`: turns a config into a zmq socket (context policy, HWMs,
 //!   linger, XPUB for PUB senders), with `drain` making a dropped sender
 //!   deliver what it queued;
 //! * `shm`: the same front over `ptmp-shm` rings for `shm://` addresses;
@@ -24,6 +24,11 @@
 //! * [`Sender`] / [`Receiver`]: the typed API, plus raw-frame access for
 //!   schema-blind tools. Each holds either a zmq socket or an shm channel,
 //!   chosen by the address, so callers never see which.
+//!
+//! The public surface is what the crate root re-exports (the socket types,
+//! configuration, defaults and errors) and six subject modules whose items
+//! keep their module's name: [`curve`], [`duration`], [`fields`], [`files`],
+//! [`meter`] and [`names`]. Everything else is private.
 //!
 //! ```no_run
 //! use ptmp::{Receiver, Sender, SocketConfig, SocketType, TPSet};
@@ -41,27 +46,31 @@
 //! # Ok::<(), ptmp::Error>(())
 //! ```
 
-pub mod config;
+mod config;
 pub mod curve;
 mod drain;
 pub mod duration;
-pub mod error;
+mod error;
 pub mod fields;
 pub mod files;
 pub mod meter;
 pub mod names;
-pub mod receiver;
-pub mod sender;
+mod receiver;
+mod sender;
 mod shm;
-pub mod socket;
+mod socket;
 
 pub use config::{
     Attach, Endpoint, ShmSettings, SocketConfig, SocketConfigBuilder, SocketType, Transport,
+    DEFAULT_HWM, DEFAULT_LINGER, DEFAULT_NAME_HEARTBEAT, DEFAULT_SHM_BLOCK_TIMEOUT,
+    DEFAULT_SHM_MAX_MESSAGE, DEFAULT_SHM_RING_BYTES, DEFAULT_SHM_SLOTS,
+    DEFAULT_SUBSCRIBERS_TIMEOUT, MAX_DEPTH,
 };
 pub use error::{Error, Result};
 pub use ptmp_data::{self as data, Frames, TPSet, TrigPrim, WireError};
 pub use receiver::Receiver;
 pub use sender::{Delivery, Sender, Undelivered};
+pub use socket::check_ipc_bind;
 
 #[cfg(test)]
 mod tests {
