@@ -331,8 +331,8 @@ impl Writer {
     /// costs one wake-up per quarter ring instead of one per message, and
     /// the messages that follow find room from the cached floor without
     /// looking at the registry.
-    fn wait_for_space(&mut self, s: u64) -> Result<()> {
-        let (seg, floor, timeout) = (&self.seg, &mut self.floor, self.block_timeout);
+    fn wait_for_space(&mut self, s: u64, timeout: Duration) -> Result<()> {
+        let (seg, floor) = (&self.seg, &mut self.floor);
         let dead = &mut self.dead;
         if s < floor.min_pos + seg.slots || Self::room(seg, floor, s, None)?.is_ok() {
             return Ok(());
@@ -456,7 +456,16 @@ impl Writer {
 
     /// Borrow the next slot to write a message of `len` bytes in place
     /// (zero-copy); nothing is visible to readers until [`Loan::commit`].
+    /// On a full [`Policy::Block`] ring it waits up to the block timeout
+    /// ([`Self::set_block_timeout`]).
     pub fn loan(&mut self, len: usize) -> Result<Loan<'_>> {
+        self.loan_within(len, self.block_timeout)
+    }
+
+    /// [`Self::loan`] waiting at most `timeout` for room on a full
+    /// [`Policy::Block`] ring (then [`ShmError::Timeout`]), whatever the
+    /// block timeout: the wait is chosen per call.
+    pub fn loan_within(&mut self, len: usize, timeout: Duration) -> Result<Loan<'_>> {
         if len > self.seg.max_message {
             return Err(ShmError::TooLarge {
                 name: self.seg.name.clone(),
@@ -478,7 +487,7 @@ impl Writer {
             {
                 self.flush();
             }
-            self.wait_for_space(s)?;
+            self.wait_for_space(s, timeout)?;
         }
         let (sh, data) = self.seg.slot(s);
         protocol::begin_write(&sh.stamp, s);

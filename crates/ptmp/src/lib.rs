@@ -48,6 +48,7 @@
 
 mod config;
 pub mod curve;
+mod delivery;
 mod drain;
 pub mod duration;
 mod error;
@@ -59,6 +60,7 @@ mod receiver;
 mod sender;
 mod shm;
 mod socket;
+mod zmq_link;
 
 pub use config::{
     Attach, Endpoint, ShmSettings, SocketConfig, SocketConfigBuilder, SocketType, Transport,
@@ -66,10 +68,11 @@ pub use config::{
     DEFAULT_SHM_MAX_MESSAGE, DEFAULT_SHM_RING_BYTES, DEFAULT_SHM_SLOTS,
     DEFAULT_SUBSCRIBERS_TIMEOUT, MAX_DEPTH,
 };
+pub use delivery::{Delivery, Undelivered};
 pub use error::{Error, Result};
 pub use ptmp_data::{self as data, Frames, TPSet, TrigPrim, WireError};
 pub use receiver::Receiver;
-pub use sender::{Delivery, Sender, Undelivered};
+pub use sender::Sender;
 pub use socket::check_ipc_bind;
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
-//! Receiving TPSets (and raw frames).
+//! Receiving TPSets (and raw frames): one front over two transports, a
+//! zmq socket (`zmq_link.rs`) or `shm://` rings (`shm.rs`), which receive
+//! through the same two methods, one decoding a TPSet, one copying frames.
 
 use crate::config::SocketConfig;
 use crate::error::{Error, Result};
 use crate::shm::{self, ShmRx};
-use crate::socket::{build, timeout_ms, Role};
-use ptmp_data::wire::decode_pair;
-use ptmp_data::{Frames, TPSet, WireError};
+use crate::zmq_link::ZmqRx;
+use ptmp_data::{Frames, TPSet};
 use std::time::Duration;
 
 /// Receives PTMP messages on a PAIR, SUB or PULL socket.
@@ -31,17 +32,6 @@ enum Link {
     Shm(ShmRx),
 }
 
-struct ZmqRx {
-    sock: zmq::Socket,
-    m0: zmq::Message,
-    m1: zmq::Message,
-    timeout: i32,
-    /// A CURVE server's admissions; dropped after the socket.
-    _admission: Option<crate::curve::Admission>,
-    /// A CURVE client's connection monitor: hears of a refused handshake.
-    monitor: Option<Box<crate::drain::Drain>>,
-}
-
 impl Receiver {
     /// Open a receiver: bind and connect its endpoints (subscribing, for
     /// SUB). Fails with [`Error::Config`] when the type cannot receive
@@ -60,28 +50,16 @@ impl Receiver {
                 (Link::Shm(ShmRx::open(&cfg, &key, &name, policy)?), vec![])
             }
             None => {
-                let b = build(&cfg, Role::Recv)?;
-                let z = ZmqRx {
-                    sock: b.sock,
-                    m0: zmq::Message::new(),
-                    m1: zmq::Message::new(),
-                    timeout: -1,
-                    _admission: b.admission,
-                    monitor: b.drain.map(Box::new),
-                };
-                (Link::Zmq(z), b.bound)
+                let (rx, bound) = ZmqRx::open(&cfg)?;
+                (Link::Zmq(rx), bound)
             }
         };
         let meter = crate::meter::register(
             crate::meter::Dir::Recv,
             cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
         );
-        if let Link::Zmq(ZmqRx {
-            _admission: Some(a),
-            ..
-        }) = &link
-        {
-            meter.watch_curve(a.counts());
+        if let Link::Zmq(rx) = &link {
+            rx.watch_curve(&meter);
         }
         Ok(Receiver {
             meter,
@@ -99,10 +77,8 @@ impl Receiver {
     /// libzmq 4.3 does not retry. `None` for any other receiver.
     pub fn refused(&mut self) -> Option<String> {
         match &mut self.link {
-            Link::Zmq(ZmqRx {
-                monitor: Some(m), ..
-            }) => m.refusal(),
-            _ => None,
+            Link::Zmq(rx) => rx.refused(),
+            Link::Shm(_) => None,
         }
     }
 
@@ -228,27 +204,12 @@ impl Receiver {
     /// Receive one TPSet into `out`, reusing its storage. `Ok(false)` on
     /// timeout.
     pub fn recv_into(&mut self, out: &mut TPSet, timeout: Option<Duration>) -> Result<bool> {
-        let mut bytes = 0;
-        let r = match &mut self.link {
-            Link::Zmq(z) => {
-                let n = z.recv_two(timeout)?;
-                if n == 0 {
-                    return Ok(false);
-                }
-                if n != 2 {
-                    Err(WireError::FrameCount(n))
-                } else {
-                    bytes = z.m0.len() + z.m1.len();
-                    decode_pair(&z.m0, &z.m1, out)
-                }
-            }
-            Link::Shm(rx) => match rx.recv_tpset(out, timeout)? {
-                None => return Ok(false),
-                Some((r, n)) => {
-                    bytes = n;
-                    r
-                }
-            },
+        let got = match &mut self.link {
+            Link::Zmq(rx) => rx.recv_tpset(out, timeout)?,
+            Link::Shm(rx) => rx.recv_tpset(out, timeout)?,
+        };
+        let Some((r, bytes)) = got else {
+            return Ok(false);
         };
         match r {
             Ok(()) => {
@@ -301,7 +262,7 @@ impl Receiver {
         timeout: Option<Duration>,
     ) -> Result<bool> {
         let got = match &mut self.link {
-            Link::Zmq(z) => z.recv_raw_into(frames, timeout)?,
+            Link::Zmq(rx) => rx.recv_frames(frames, timeout)?,
             Link::Shm(rx) => rx.recv_frames(frames, timeout)?,
         };
         if got {
@@ -309,65 +270,5 @@ impl Receiver {
             self.meter.add(frames.iter().map(<[u8]>::len).sum());
         }
         Ok(got)
-    }
-}
-
-impl ZmqRx {
-    fn recv_raw_into(&mut self, frames: &mut Frames, timeout: Option<Duration>) -> Result<bool> {
-        self.set_timeout(timeout)?;
-        frames.clear();
-        loop {
-            match self.sock.recv(&mut self.m0, 0) {
-                Ok(()) => {}
-                Err(zmq::Error::EAGAIN) if frames.is_empty() => return Ok(false),
-                Err(e) => return Err(Error::zmq("recv")(e)),
-            }
-            frames.push(&self.m0);
-            if !self.m0.get_more() {
-                return Ok(true);
-            }
-        }
-    }
-
-    /// Receive the first two frames of a message into m0/m1 and drain any
-    /// more. Returns the frame count, 0 on timeout.
-    fn recv_two(&mut self, timeout: Option<Duration>) -> Result<usize> {
-        self.set_timeout(timeout)?;
-        match self.sock.recv(&mut self.m0, 0) {
-            Ok(()) => {}
-            Err(zmq::Error::EAGAIN) => return Ok(0),
-            Err(e) => return Err(Error::zmq("recv")(e)),
-        }
-        if !self.m0.get_more() {
-            return Ok(1);
-        }
-        // The rest of a multipart message is already here: zmq delivers
-        // messages atomically.
-        self.sock
-            .recv(&mut self.m1, 0)
-            .map_err(Error::zmq("recv"))?;
-        let mut n = 2;
-        if self.m1.get_more() {
-            let mut more = zmq::Message::new();
-            loop {
-                self.sock.recv(&mut more, 0).map_err(Error::zmq("recv"))?;
-                n += 1;
-                if !more.get_more() {
-                    break;
-                }
-            }
-        }
-        Ok(n)
-    }
-
-    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
-        let ms = timeout_ms(timeout);
-        if ms != self.timeout {
-            self.sock
-                .set_rcvtimeo(ms)
-                .map_err(Error::zmq("set rcvtimeo"))?;
-            self.timeout = ms;
-        }
-        Ok(())
     }
 }

@@ -1,23 +1,20 @@
-//! Sending TPSets (and raw frames).
+//! Sending TPSets (and raw frames): one front over two transports, a zmq
+//! socket (`zmq_link.rs`) or an `shm://` ring (`shm.rs`), each sending a
+//! message given as its frames with the wait the call chose.
 
 use crate::config::{SocketConfig, SocketType};
-use crate::drain::{Drain, Drained};
+use crate::delivery::{Delivery, Undelivered};
 use crate::error::{Error, Result};
 use crate::shm::{self, ShmTx};
-use crate::socket::{build, Role};
+use crate::zmq_link::{Wait, ZmqTx};
+use ptmp_data::{encode_tpset, Frames, TPSet, VERSION_FRAME};
+use std::time::Duration;
 
 /// What a sender sends through.
 enum Link {
-    Zmq {
-        sock: zmq::Socket,
-        drain: Option<Drain>,
-        /// A CURVE server's admissions; dropped after the socket.
-        _admission: Option<crate::curve::Admission>,
-    },
+    Zmq(ZmqTx),
     Shm(ShmTx),
 }
-use ptmp_data::{encode_tpset, Frames, TPSet, VERSION_FRAME};
-use std::time::{Duration, Instant};
 
 /// Sends PTMP messages on a PAIR, PUB or PUSH socket.
 ///
@@ -30,76 +27,15 @@ pub struct Sender {
     buf: Vec<u8>,
     sent: u64,
     bound: Vec<String>,
-    /// Subscribers seen so far (PUB only), net of unsubscriptions.
-    subscribers: usize,
+    /// The configured subscribers have been waited for (PUB), or none are.
     waited: bool,
     /// Set once [`Sender::finish`] has waited for delivery.
     finished: bool,
     /// shm:// only: `send_within` waits no longer than its timeout for a
     /// full ring (see [`Sender::wait_in_slices`]).
     slices: bool,
-    /// When a full ring first held back the message being sent.
-    held_since: Option<Instant>,
-    /// The message being sent was already counted as a stall (by a
-    /// `send_within` that found the queue full and gave up for now).
-    stalled: bool,
     /// Live counters, readable from other threads ([`crate::meter`]).
     meter: std::sync::Arc<crate::meter::SocketCounters>,
-}
-
-/// How many sent messages may not have reached a peer, as far as a sender
-/// can tell (see [`Sender::finish`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Undelivered {
-    /// Every message left this process for a connected peer.
-    None,
-    /// Exactly this many were lost: no peer ever connected, so nothing left
-    /// (a PUB drops what it sends then).
-    Exactly(u64),
-    /// Some were still queued when the linger ran out: up to this many.
-    AtMost(u64),
-    /// Not tracked: PUB drops what no subscriber wants without telling,
-    /// inproc:// peers are not watched, and linger 0 does not wait.
-    Unknown,
-}
-
-impl Undelivered {
-    /// The count, when known exactly (0 for `None`).
-    pub fn exact(self) -> Option<u64> {
-        match self {
-            Undelivered::None => Some(0),
-            Undelivered::Exactly(n) => Some(n),
-            _ => Option::None,
-        }
-    }
-
-    /// Whether some messages were, or may have been, lost.
-    pub fn any(self) -> bool {
-        matches!(self, Undelivered::Exactly(n) | Undelivered::AtMost(n) if n > 0)
-    }
-}
-
-impl std::fmt::Display for Undelivered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Undelivered::None => f.write_str("0"),
-            Undelivered::Exactly(n) => write!(f, "{n}"),
-            Undelivered::AtMost(n) => write!(f, "at most {n}"),
-            Undelivered::Unknown => f.write_str("unknown"),
-        }
-    }
-}
-
-/// What [`Sender::finish`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
-    /// Messages accepted by `send`.
-    pub sent: u64,
-    /// How many of them may not have reached a peer.
-    pub undelivered: Undelivered,
-    /// A CURVE client only: the first connection whose handshake failed
-    /// ("ENDPOINT: why"), so what was sent there never left.
-    pub refused: Option<String>,
 }
 
 impl Sender {
@@ -126,18 +62,8 @@ impl Sender {
                 vec![],
             ),
             None => {
-                let b = build(&cfg, Role::Send)?;
-                if let Some(a) = &b.admission {
-                    meter.watch_curve(a.counts());
-                }
-                (
-                    Link::Zmq {
-                        sock: b.sock,
-                        drain: b.drain,
-                        _admission: b.admission,
-                    },
-                    b.bound,
-                )
+                let (tx, bound) = ZmqTx::open(&cfg, meter.clone())?;
+                (Link::Zmq(tx), bound)
             }
         };
         Ok(Sender {
@@ -148,11 +74,8 @@ impl Sender {
             buf: Vec::with_capacity(256),
             sent: 0,
             bound,
-            subscribers: 0,
             finished: false,
             slices: false,
-            held_since: None,
-            stalled: false,
         })
     }
 
@@ -219,21 +142,17 @@ impl Sender {
     /// socket drops instead, as ZeroMQ does. The first send of a PUB configured
     /// with `subscribers: K` first waits for them (see [`Self::wait_for_subscribers`]).
     pub fn send(&mut self, tpset: &TPSet) -> Result<()> {
+        self.send_set(tpset, Wait::Block).map(|_| ())
+    }
+
+    /// Encode `tpset` into the kept buffer and send it as `[version 0,
+    /// payload]` with the wait `wait`.
+    fn send_set(&mut self, tpset: &TPSet, wait: Wait) -> Result<bool> {
         encode_tpset(tpset, &mut self.buf);
-        if !self.waited {
-            self.wait_configured()?;
-        }
-        match &mut self.link {
-            Link::Zmq { sock, .. } => {
-                send_first(sock, &self.meter, &VERSION_FRAME[..], zmq::SNDMORE)?;
-                sock.send(&self.buf[..], 0).map_err(Error::zmq("send"))?;
-            }
-            Link::Shm(tx) => tx.publish([&VERSION_FRAME[..], &self.buf[..]].into_iter())?,
-        }
-        self.sent += 1;
-        self.stalled = false;
-        self.meter.add(VERSION_FRAME.len() + self.buf.len());
-        Ok(())
+        let buf = std::mem::take(&mut self.buf);
+        let r = self.send_parts([&VERSION_FRAME[..], &buf[..]].into_iter(), wait);
+        self.buf = buf;
+        r
     }
 
     /// Send many TPSets in one call, in order, each as [`Self::send`]
@@ -261,7 +180,7 @@ impl Sender {
         let (buf, sent, meter) = (&mut self.buf, &mut self.sent, &self.meter);
         let r = tpsets.iter().try_for_each(|t| {
             encode_tpset(t, buf);
-            tx.publish_deferred([&VERSION_FRAME[..], &buf[..]].into_iter())?;
+            tx.send_deferred([&VERSION_FRAME[..], &buf[..]].into_iter())?;
             *sent += 1;
             meter.add(VERSION_FRAME.len() + buf.len());
             Ok(())
@@ -278,19 +197,20 @@ impl Sender {
     /// up to its [`ShmSettings::block_timeout`](crate::ShmSettings) instead,
     /// unless [`Self::wait_in_slices`] was called.)
     pub fn send_within(&mut self, tpset: &TPSet, timeout: Duration) -> Result<bool> {
-        encode_tpset(tpset, &mut self.buf);
-        let buf = std::mem::take(&mut self.buf);
-        let r = self.send_parts_within([&VERSION_FRAME[..], &buf[..]].into_iter(), timeout);
-        self.buf = buf;
-        r
+        self.send_set(tpset, Wait::Within(timeout))
     }
 
     /// [`Self::send_within`] for a message given as its frames.
     pub fn send_frames_within(&mut self, frames: &Frames, timeout: Duration) -> Result<bool> {
-        self.send_parts_within(frames.iter(), timeout)
+        self.send_parts(frames.iter(), Wait::Within(timeout))
     }
 
-    fn send_parts_within<'a, I>(&mut self, parts: I, timeout: Duration) -> Result<bool>
+    /// Send one message given as its frames through whichever transport
+    /// this sender has, waiting as `wait` says; `Ok(false)` when it gave
+    /// up, nothing sent. Over shm:// a timed wait is kept only after
+    /// [`Self::wait_in_slices`]; otherwise the ring's block timeout bounds
+    /// every send.
+    fn send_parts<'a, I>(&mut self, parts: I, wait: Wait) -> Result<bool>
     where
         I: ExactSizeIterator<Item = &'a [u8]> + Clone,
     {
@@ -298,62 +218,16 @@ impl Sender {
             self.wait_configured()?;
         }
         let bytes: usize = parts.clone().map(<[u8]>::len).sum();
-        match &mut self.link {
-            Link::Zmq { sock, .. } => {
-                let n = parts.len();
-                let mut first = true;
-                for (i, f) in parts.enumerate() {
-                    let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
-                    if first {
-                        first = false;
-                        match sock.send(f, more | zmq::DONTWAIT) {
-                            Ok(()) => continue,
-                            Err(zmq::Error::EAGAIN) => {
-                                // Once per message, however many calls
-                                // it takes to get it out.
-                                if !self.stalled {
-                                    self.stalled = true;
-                                    self.meter.add_stall();
-                                }
-                            }
-                            Err(e) => return Err(Error::zmq("send")(e)),
-                        }
-                        let ms = timeout.as_millis().min(i32::MAX as u128) as i64;
-                        // A signal ends the wait early: the caller checks
-                        // why and may try again.
-                        match sock.poll(zmq::POLLOUT, ms) {
-                            Ok(0) | Err(zmq::Error::EINTR) => return Ok(false),
-                            Ok(_) => {}
-                            Err(e) => return Err(Error::zmq("poll")(e)),
-                        }
-                        match sock.send(f, more | zmq::DONTWAIT) {
-                            Ok(()) => {}
-                            Err(zmq::Error::EAGAIN) => return Ok(false),
-                            Err(e) => return Err(Error::zmq("send")(e)),
-                        }
-                    } else {
-                        // The rest of a multipart message follows atomically.
-                        sock.send(f, more).map_err(Error::zmq("send"))?;
-                    }
-                }
-            }
-            Link::Shm(tx) if self.slices => {
-                let since = *self.held_since.get_or_insert_with(Instant::now);
-                let total = self.cfg.shm().block_timeout;
-                match tx.publish_sliced(parts, timeout, since, total) {
-                    Ok(false) => return Ok(false),
-                    r => {
-                        self.held_since = None;
-                        r?;
-                    }
-                }
-            }
-            Link::Shm(tx) => tx.publish(parts)?,
+        let sent = match &mut self.link {
+            Link::Zmq(tx) => tx.send(parts, wait)?,
+            Link::Shm(tx) if self.slices => tx.send(parts, wait)?,
+            Link::Shm(tx) => tx.send(parts, Wait::Block)?,
+        };
+        if sent {
+            self.sent += 1;
+            self.meter.add(bytes);
         }
-        self.sent += 1;
-        self.stalled = false;
-        self.meter.add(bytes);
-        Ok(true)
+        Ok(sent)
     }
 
     /// Make [`Self::send_within`] and [`Self::send_frames_within`] over
@@ -366,45 +240,20 @@ impl Sender {
     /// unfinished (a caller that gave up on a message).
     pub fn wait_in_slices(&mut self) {
         self.slices = true;
-        self.held_since = None;
+        if let Link::Shm(tx) = &mut self.link {
+            tx.forget_wait();
+        }
     }
 
     /// Send a message given as its frames, schema-blind (for cat and proxies).
     pub fn send_raw<F: AsRef<[u8]>>(&mut self, frames: &[F]) -> Result<()> {
-        self.send_parts(frames.iter().map(|f| f.as_ref()))
+        self.send_parts(frames.iter().map(|f| f.as_ref()), Wait::Block)
+            .map(|_| ())
     }
 
     /// Send a message held in a [`Frames`] buffer, schema-blind.
     pub fn send_frames(&mut self, frames: &Frames) -> Result<()> {
-        self.send_parts(frames.iter())
-    }
-
-    fn send_parts<'a, I>(&mut self, parts: I) -> Result<()>
-    where
-        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
-    {
-        if !self.waited {
-            self.wait_configured()?;
-        }
-        let bytes: usize = parts.clone().map(<[u8]>::len).sum();
-        match &mut self.link {
-            Link::Zmq { sock, .. } => {
-                let n = parts.len();
-                for (i, f) in parts.enumerate() {
-                    let flags = if i + 1 < n { zmq::SNDMORE } else { 0 };
-                    if i == 0 {
-                        send_first(sock, &self.meter, f, flags)?;
-                    } else {
-                        sock.send(f, flags).map_err(Error::zmq("send"))?;
-                    }
-                }
-            }
-            Link::Shm(tx) => tx.publish(parts)?,
-        }
-        self.sent += 1;
-        self.stalled = false;
-        self.meter.add(bytes);
-        Ok(())
+        self.send_parts(frames.iter(), Wait::Block).map(|_| ())
     }
 
     /// Wait for the config's `subscribers`, bounded by its
@@ -437,84 +286,15 @@ impl Sender {
                 ),
             ));
         }
-        let Link::Zmq { sock, .. } = &self.link else {
+        let Link::Zmq(tx) = &mut self.link else {
             return Err(Error::config(
                 "socket.subscribers",
                 k.to_string(),
                 "waiting for subscribers is not available over shm:// yet",
             ));
         };
-        let deadline = Instant::now() + timeout;
-        let mut msg = zmq::Message::new();
-        while self.subscribers < k {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::Timeout {
-                    what: format!(
-                        "{k} subscriber(s) on {} ({} subscribed)",
-                        self.cfg.describe(),
-                        self.subscribers
-                    ),
-                    ms: timeout.as_millis() as u64,
-                });
-            }
-            sock.set_rcvtimeo(left.as_millis().clamp(1, i32::MAX as u128) as i32)
-                .map_err(Error::zmq("set rcvtimeo"))?;
-            match sock.recv(&mut msg, 0) {
-                Ok(()) => self.subscribers = after_subscription(self.subscribers, &msg),
-                Err(zmq::Error::EAGAIN) => {}
-                Err(e) => return Err(Error::zmq("recv subscription")(e)),
-            }
-        }
-        Ok(self.subscribers)
-    }
-}
-
-/// Send the first frame of a message as a blocking send does, counting a
-/// stall when the socket cannot take it at once (a PUSH or PAIR at its
-/// high-water mark, or with no peer yet). The first try does not wait;
-/// only when it fails does the blocking send follow. Both start alike in
-/// libzmq (commands pending, then the pipe's room), so a socket with room
-/// makes no more system calls than one blocking send would; a PUB never
-/// says it is full (it drops), so it never counts. The frames after the
-/// first of a multipart message always follow without waiting.
-#[inline]
-fn send_first(
-    sock: &zmq::Socket,
-    meter: &crate::meter::SocketCounters,
-    frame: &[u8],
-    flags: i32,
-) -> Result<()> {
-    // Built without counters, a plain blocking send, as before stalls
-    // were counted: the cost of the first try is part of what the
-    // counters cost.
-    if !crate::meter::ENABLED {
-        return sock.send(frame, flags).map_err(Error::zmq("send"));
-    }
-    match sock.send(frame, flags | zmq::DONTWAIT) {
-        Ok(()) => Ok(()),
-        Err(zmq::Error::EAGAIN) => {
-            meter.add_stall();
-            sock.send(frame, flags).map_err(Error::zmq("send"))
-        }
-        Err(e) => Err(Error::zmq("send")(e)),
-    }
-}
-
-/// The subscriber count after an XPUB subscription message. A subscription
-/// delivers PTMP messages when its topic is a prefix of the version frame,
-/// with which every PTMP message starts.
-fn after_subscription(count: usize, msg: &[u8]) -> usize {
-    let Some((&kind, topic)) = msg.split_first() else {
-        return count;
-    };
-    if topic.len() > VERSION_FRAME.len() || topic != &VERSION_FRAME[..topic.len()] {
-        return count;
-    }
-    match kind {
-        1 => count + 1,
-        0 => count.saturating_sub(1),
-        _ => count,
+        let cfg = &self.cfg;
+        tx.wait_for_subscribers(k, timeout, || cfg.describe())
     }
 }
 
@@ -526,9 +306,7 @@ impl Sender {
     /// this should say so and stop. `None` for any other sender.
     pub fn refused(&mut self) -> Option<String> {
         match (&mut self.link, self.cfg.curve()) {
-            (Link::Zmq { drain: Some(d), .. }, Some(crate::curve::Curve::Client { .. })) => {
-                d.refusal()
-            }
+            (Link::Zmq(tx), Some(crate::curve::Curve::Client { .. })) => tx.refused(),
             _ => None,
         }
     }
@@ -547,28 +325,11 @@ impl Sender {
     fn settle(&mut self) -> Delivery {
         self.finished = true;
         let sent = self.sent;
-        let pubsub = matches!(self.cfg.socket_type(), SocketType::Pub | SocketType::XPub);
         let undelivered = match &mut self.link {
             _ if sent == 0 => Undelivered::None,
             // Written into the shared ring, which outlives this process.
             Link::Shm(_) => Undelivered::None,
-            Link::Zmq { drain: None, .. } => Undelivered::Unknown,
-            Link::Zmq { .. } if self.cfg.linger_ms() == 0 => Undelivered::Unknown,
-            Link::Zmq { drain: Some(d), .. } => {
-                match (d.wait(self.cfg.linger_ms(), !pubsub), pubsub) {
-                    (Drained::NeverConnected, _) => Undelivered::Exactly(sent),
-                    (Drained::Pending { .. }, _) => Undelivered::AtMost(sent),
-                    // A PUB drops what it sends while nobody is connected.
-                    (Drained::Yes, true) if !d.ever_connected() => Undelivered::Exactly(sent),
-                    (Drained::Yes, true) => Undelivered::Unknown,
-                    // A connect endpoint never reached keeps its share of a
-                    // PUSH's round robin queued in libzmq.
-                    (Drained::Yes, false) if d.connects() < self.cfg.connect().len() => {
-                        Undelivered::AtMost(sent)
-                    }
-                    (Drained::Yes, false) => Undelivered::None,
-                }
-            }
+            Link::Zmq(tx) => tx.undelivered(&self.cfg, sent),
         };
         let refused = self.refused();
         // A connection refused at its handshake counts as made, then lost:

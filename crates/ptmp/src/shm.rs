@@ -23,6 +23,7 @@
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
 use crate::meter::SocketCounters;
+use crate::zmq_link::Wait;
 use ptmp_data::wire::decode_pair;
 use ptmp_data::zmsg::{zmsg_frames, zmsg_len, zmsg_write};
 use ptmp_data::{Frames, TPSet, WireError};
@@ -180,9 +181,12 @@ impl crate::config::ShmSettings {
 pub(crate) struct ShmTx {
     w: Writer,
     name: String,
-    /// Whether the message being written belongs to a batch (published at
-    /// the batch's end).
-    defer: bool,
+    /// The longest wait for room for one message (the socket's
+    /// `shm_block_timeout_ms`), however many timed calls it takes.
+    block_timeout: Duration,
+    /// When a full ring first held back the message being sent by timed
+    /// calls ([`Wait::Within`]).
+    held_since: Option<Instant>,
     /// The sender's live counters (the writer counts its stalls into them
     /// itself, as each begins).
     meter: Arc<SocketCounters>,
@@ -212,7 +216,8 @@ impl ShmTx {
         Ok(ShmTx {
             w,
             name: name.to_string(),
-            defer: false,
+            block_timeout: cfg.shm().block_timeout,
+            held_since: None,
             meter,
             given_up: 0,
         })
@@ -230,58 +235,58 @@ impl ShmTx {
         }
     }
 
-    /// [`Self::publish`] waiting at most `slice` for room: `Ok(false)`, and
-    /// nothing written, while a full ring has held this message back for
-    /// less than the block timeout since `since`; the timeout error, naming
-    /// the whole wait, once it has held it back longer.
-    pub(crate) fn publish_sliced<'a, I>(
-        &mut self,
-        frames: I,
-        slice: Duration,
-        since: Instant,
-        total: Duration,
-    ) -> Result<bool>
+    /// Send one message given as its frames. [`Wait::Block`] waits for
+    /// room up to the block timeout (then the timeout error);
+    /// [`Wait::Within`] at most its time, `Ok(false)` and nothing written
+    /// while a full ring has held this message back for less than the
+    /// block timeout in all, counted from the first call that found it
+    /// full, and the timeout error, naming that whole wait, after.
+    pub(crate) fn send<'a, I>(&mut self, frames: I, wait: Wait) -> Result<bool>
     where
         I: Iterator<Item = &'a [u8]> + Clone,
     {
-        self.w
-            .set_block_timeout(total.saturating_sub(since.elapsed()).min(slice));
-        let r = self.publish_mapped(frames, |e| match e {
-            ShmError::Timeout { .. } if since.elapsed() < total => None,
-            ShmError::Timeout { name, pid, pos, .. } => Some(ShmError::Timeout {
-                name,
-                waited_ms: since.elapsed().as_millis() as u64,
-                pid,
-                pos,
-            }),
-            e => Some(e),
-        });
-        self.w.set_block_timeout(total);
+        let total = self.block_timeout;
+        let r = match wait {
+            Wait::Block => self.publish_mapped(frames, Commit::Now, total, Some),
+            Wait::Within(slice) => {
+                let since = *self.held_since.get_or_insert_with(Instant::now);
+                let left = total.saturating_sub(since.elapsed()).min(slice);
+                self.publish_mapped(frames, Commit::Now, left, |e| match e {
+                    ShmError::Timeout { .. } if since.elapsed() < total => None,
+                    ShmError::Timeout { name, pid, pos, .. } => Some(ShmError::Timeout {
+                        name,
+                        waited_ms: since.elapsed().as_millis() as u64,
+                        pid,
+                        pos,
+                    }),
+                    e => Some(e),
+                })
+            }
+        };
+        if !matches!(r, Ok(false)) {
+            self.held_since = None;
+        }
         r
     }
 
-    /// Publish one message given as its frames.
-    pub(crate) fn publish<'a, I>(&mut self, frames: I) -> Result<()>
-    where
-        I: Iterator<Item = &'a [u8]> + Clone,
-    {
-        self.publish_mapped(frames, Some).map(|_| ())
+    /// Forget a timed wait left unfinished (a caller gave up on its message).
+    pub(crate) fn forget_wait(&mut self) {
+        self.held_since = None;
     }
 
     /// Write one message of a batch: on a lossless (PUSH) channel readers
     /// see it at the next [`Self::flush`] (or sooner, if the ring fills);
     /// on a PUB channel at once.
-    pub(crate) fn publish_deferred<'a, I>(&mut self, frames: I) -> Result<()>
+    pub(crate) fn send_deferred<'a, I>(&mut self, frames: I) -> Result<()>
     where
         I: Iterator<Item = &'a [u8]> + Clone,
     {
-        self.defer = true;
-        let r = self.publish_mapped(frames, Some).map(|_| ());
-        self.defer = false;
-        r
+        let total = self.block_timeout;
+        self.publish_mapped(frames, Commit::Deferred, total, Some)
+            .map(|_| ())
     }
 
-    /// Publish what [`Self::publish_deferred`] wrote.
+    /// Publish what [`Self::send_deferred`] wrote.
     pub(crate) fn flush(&mut self) {
         self.w.flush();
     }
@@ -291,6 +296,8 @@ impl ShmTx {
     fn publish_mapped<'a, I>(
         &mut self,
         frames: I,
+        commit: Commit,
+        timeout: Duration,
         keep: impl FnOnce(ShmError) -> Option<ShmError>,
     ) -> Result<bool>
     where
@@ -307,13 +314,11 @@ impl ShmTx {
                 ),
             });
         }
-        let defer = self.defer;
-        let written = self.w.loan(len).map(|mut loan| {
+        let written = self.w.loan_within(len, timeout).map(|mut loan| {
             zmsg_write(frames, &mut loan);
-            if defer {
-                loan.commit_deferred();
-            } else {
-                loan.commit();
+            match commit {
+                Commit::Deferred => loan.commit_deferred(),
+                Commit::Now => loan.commit(),
             }
         });
         // Also after a loan that failed: it may have given readers up
@@ -332,6 +337,15 @@ impl ShmTx {
             .map_err(shm_io_err("socket.bind", &self.name))?;
         Ok(true)
     }
+}
+
+/// When readers may see a written message.
+#[derive(Clone, Copy)]
+enum Commit {
+    /// At once.
+    Now,
+    /// At the writer's next flush (the end of a batch).
+    Deferred,
 }
 
 fn describe(p: Policy) -> &'static str {

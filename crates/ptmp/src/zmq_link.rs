@@ -1,0 +1,351 @@
+//! The ZeroMQ transport, beside `shm.rs`'s rings and with the same method
+//! set: [`ZmqTx`] sends a message given as its frames with the wait its
+//! caller chose ([`Wait`]); [`ZmqRx`] receives one decoded as a TPSet or
+//! copied as frames. Each holds its socket, its connection monitor (the
+//! drain) and a CURVE server's admissions.
+
+use crate::config::{SocketConfig, SocketType};
+use crate::delivery::Undelivered;
+use crate::drain::{Drain, Drained};
+use crate::error::{Error, Result};
+use crate::meter::SocketCounters;
+use crate::socket::{build, timeout_ms, Role};
+use ptmp_data::wire::decode_pair;
+use ptmp_data::{Frames, TPSet, WireError, VERSION_FRAME};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long one send may wait for room, chosen by the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// As long as the transport's own bound: for ever on zmq, up to the
+    /// block timeout on an `shm://` ring.
+    Block,
+    /// At most this long; then `Ok(false)` and nothing sent.
+    Within(Duration),
+}
+
+/// A sending zmq socket.
+pub(crate) struct ZmqTx {
+    sock: zmq::Socket,
+    drain: Option<Drain>,
+    /// A CURVE server's admissions; dropped after the socket.
+    _admission: Option<crate::curve::Admission>,
+    /// Live counters ([`crate::meter`]).
+    meter: Arc<SocketCounters>,
+    /// The message being sent was already counted as a stall (by a
+    /// timed send that found the queue full and gave up for now).
+    stalled: bool,
+    /// Subscribers seen so far (PUB only), net of unsubscriptions.
+    subscribers: usize,
+}
+
+impl ZmqTx {
+    /// Make the socket, bind and connect it; also the endpoints bound.
+    pub(crate) fn open(
+        cfg: &SocketConfig,
+        meter: Arc<SocketCounters>,
+    ) -> Result<(ZmqTx, Vec<String>)> {
+        let b = build(cfg, Role::Send)?;
+        if let Some(a) = &b.admission {
+            meter.watch_curve(a.counts());
+        }
+        let tx = ZmqTx {
+            sock: b.sock,
+            drain: b.drain,
+            _admission: b.admission,
+            meter,
+            stalled: false,
+            subscribers: 0,
+        };
+        Ok((tx, b.bound))
+    }
+
+    /// Send one message given as its frames. [`Wait::Block`] waits while a
+    /// PAIR or PUSH socket is at its high-water mark (a PUB drops instead);
+    /// [`Wait::Within`] gives up after its time, `Ok(false)` and nothing
+    /// sent. A message held back is counted as one stall, however many
+    /// calls it takes.
+    pub(crate) fn send<'a, I>(&mut self, parts: I, wait: Wait) -> Result<bool>
+    where
+        I: ExactSizeIterator<Item = &'a [u8]>,
+    {
+        let n = parts.len();
+        for (i, f) in parts.enumerate() {
+            let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
+            if i > 0 {
+                // The rest of a multipart message follows atomically.
+                self.sock.send(f, more).map_err(Error::zmq("send"))?;
+                continue;
+            }
+            let sent = match wait {
+                Wait::Block => self.send_first(f, more).map(|()| true),
+                Wait::Within(t) => self.send_first_within(f, more, t),
+            }?;
+            if !sent {
+                return Ok(false);
+            }
+        }
+        self.stalled = false;
+        Ok(true)
+    }
+
+    /// The first frame as a blocking send sends it, counting a stall when
+    /// the socket cannot take it at once. The first try does not wait;
+    /// only when it fails does the blocking send follow. Both start alike
+    /// in libzmq (commands pending, then the pipe's room), so a socket with
+    /// room makes no more system calls than one blocking send would; a PUB
+    /// never says it is full (it drops), so it never counts.
+    #[inline]
+    fn send_first(&mut self, frame: &[u8], flags: i32) -> Result<()> {
+        // Built without counters, a plain blocking send, as before stalls
+        // were counted: the cost of the first try is part of what the
+        // counters cost.
+        if !crate::meter::ENABLED {
+            return self.sock.send(frame, flags).map_err(Error::zmq("send"));
+        }
+        match self.sock.send(frame, flags | zmq::DONTWAIT) {
+            Ok(()) => Ok(()),
+            Err(zmq::Error::EAGAIN) => {
+                self.meter.add_stall();
+                self.sock.send(frame, flags).map_err(Error::zmq("send"))
+            }
+            Err(e) => Err(Error::zmq("send")(e)),
+        }
+    }
+
+    /// The first frame, waiting at most `timeout` for room.
+    fn send_first_within(&mut self, frame: &[u8], flags: i32, timeout: Duration) -> Result<bool> {
+        match self.sock.send(frame, flags | zmq::DONTWAIT) {
+            Ok(()) => return Ok(true),
+            Err(zmq::Error::EAGAIN) => {
+                // Once per message, however many calls it takes to get it
+                // out.
+                if !self.stalled {
+                    self.stalled = true;
+                    self.meter.add_stall();
+                }
+            }
+            Err(e) => return Err(Error::zmq("send")(e)),
+        }
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i64;
+        // A signal ends the wait early: the caller checks why and may try
+        // again.
+        match self.sock.poll(zmq::POLLOUT, ms) {
+            Ok(0) | Err(zmq::Error::EINTR) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => return Err(Error::zmq("poll")(e)),
+        }
+        match self.sock.send(frame, flags | zmq::DONTWAIT) {
+            Ok(()) => Ok(true),
+            Err(zmq::Error::EAGAIN) => Ok(false),
+            Err(e) => Err(Error::zmq("send")(e)),
+        }
+    }
+
+    /// Wait until at least `k` subscriptions that match PTMP messages are
+    /// in place (see [`crate::Sender::wait_for_subscribers`]); `what`
+    /// describes the socket for the timeout's error.
+    pub(crate) fn wait_for_subscribers(
+        &mut self,
+        k: usize,
+        timeout: Duration,
+        what: impl Fn() -> String,
+    ) -> Result<usize> {
+        let deadline = Instant::now() + timeout;
+        let mut msg = zmq::Message::new();
+        while self.subscribers < k {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "{k} subscriber(s) on {} ({} subscribed)",
+                        what(),
+                        self.subscribers
+                    ),
+                    ms: timeout.as_millis() as u64,
+                });
+            }
+            self.sock
+                .set_rcvtimeo(left.as_millis().clamp(1, i32::MAX as u128) as i32)
+                .map_err(Error::zmq("set rcvtimeo"))?;
+            match self.sock.recv(&mut msg, 0) {
+                Ok(()) => self.subscribers = after_subscription(self.subscribers, &msg),
+                Err(zmq::Error::EAGAIN) => {}
+                Err(e) => return Err(Error::zmq("recv subscription")(e)),
+            }
+        }
+        Ok(self.subscribers)
+    }
+
+    /// A CURVE client's first refused connection, "ENDPOINT: why".
+    pub(crate) fn refused(&mut self) -> Option<String> {
+        self.drain.as_mut().and_then(Drain::refusal)
+    }
+
+    /// Wait, up to the config's linger, until what was sent has left this
+    /// process, and say how much may not have (`sent` messages in all).
+    pub(crate) fn undelivered(&mut self, cfg: &SocketConfig, sent: u64) -> Undelivered {
+        let pubsub = matches!(cfg.socket_type(), SocketType::Pub | SocketType::XPub);
+        let Some(d) = &mut self.drain else {
+            return Undelivered::Unknown;
+        };
+        if cfg.linger_ms() == 0 {
+            return Undelivered::Unknown;
+        }
+        match (d.wait(cfg.linger_ms(), !pubsub), pubsub) {
+            (Drained::NeverConnected, _) => Undelivered::Exactly(sent),
+            (Drained::Pending { .. }, _) => Undelivered::AtMost(sent),
+            // A PUB drops what it sends while nobody is connected.
+            (Drained::Yes, true) if !d.ever_connected() => Undelivered::Exactly(sent),
+            (Drained::Yes, true) => Undelivered::Unknown,
+            // A connect endpoint never reached keeps its share of a PUSH's
+            // round robin queued in libzmq.
+            (Drained::Yes, false) if d.connects() < cfg.connect().len() => {
+                Undelivered::AtMost(sent)
+            }
+            (Drained::Yes, false) => Undelivered::None,
+        }
+    }
+}
+
+/// A receiving zmq socket and the two messages it receives into.
+pub(crate) struct ZmqRx {
+    sock: zmq::Socket,
+    m0: zmq::Message,
+    m1: zmq::Message,
+    timeout: i32,
+    /// A CURVE server's admissions; dropped after the socket.
+    admission: Option<crate::curve::Admission>,
+    /// A CURVE client's connection monitor: hears of a refused handshake.
+    monitor: Option<Box<crate::drain::Drain>>,
+}
+
+impl ZmqRx {
+    /// Make the socket, bind and connect it (subscribing, for SUB); also
+    /// the endpoints bound.
+    pub(crate) fn open(cfg: &SocketConfig) -> Result<(ZmqRx, Vec<String>)> {
+        let b = build(cfg, Role::Recv)?;
+        let rx = ZmqRx {
+            sock: b.sock,
+            m0: zmq::Message::new(),
+            m1: zmq::Message::new(),
+            timeout: -1,
+            admission: b.admission,
+            monitor: b.drain.map(Box::new),
+        };
+        Ok((rx, b.bound))
+    }
+
+    /// Count a CURVE server's admissions in `meter`.
+    pub(crate) fn watch_curve(&self, meter: &SocketCounters) {
+        if let Some(a) = &self.admission {
+            meter.watch_curve(a.counts());
+        }
+    }
+
+    /// A CURVE client's first refused connection, "ENDPOINT: why".
+    pub(crate) fn refused(&mut self) -> Option<String> {
+        self.monitor.as_mut().and_then(|m| m.refusal())
+    }
+
+    /// Receive one message and decode it as a TPSet into `out`: `None` on
+    /// timeout, else whether it was a PTMP message and its bytes (both
+    /// frames), as `ShmRx::recv_tpset` answers.
+    pub(crate) fn recv_tpset(
+        &mut self,
+        out: &mut TPSet,
+        timeout: Option<Duration>,
+    ) -> Result<Option<(std::result::Result<(), WireError>, usize)>> {
+        let n = self.recv_two(timeout)?;
+        Ok(match n {
+            0 => None,
+            2 => Some((
+                decode_pair(&self.m0, &self.m1, out),
+                self.m0.len() + self.m1.len(),
+            )),
+            n => Some((Err(WireError::FrameCount(n)), 0)),
+        })
+    }
+
+    /// Receive one message's frames (copied into `frames`); `Ok(false)`
+    /// on timeout.
+    pub(crate) fn recv_frames(
+        &mut self,
+        frames: &mut Frames,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        self.set_timeout(timeout)?;
+        frames.clear();
+        loop {
+            match self.sock.recv(&mut self.m0, 0) {
+                Ok(()) => {}
+                Err(zmq::Error::EAGAIN) if frames.is_empty() => return Ok(false),
+                Err(e) => return Err(Error::zmq("recv")(e)),
+            }
+            frames.push(&self.m0);
+            if !self.m0.get_more() {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Receive the first two frames of a message into m0/m1 and drain any
+    /// more. Returns the frame count, 0 on timeout.
+    fn recv_two(&mut self, timeout: Option<Duration>) -> Result<usize> {
+        self.set_timeout(timeout)?;
+        match self.sock.recv(&mut self.m0, 0) {
+            Ok(()) => {}
+            Err(zmq::Error::EAGAIN) => return Ok(0),
+            Err(e) => return Err(Error::zmq("recv")(e)),
+        }
+        if !self.m0.get_more() {
+            return Ok(1);
+        }
+        // The rest of a multipart message is already here: zmq delivers
+        // messages atomically.
+        self.sock
+            .recv(&mut self.m1, 0)
+            .map_err(Error::zmq("recv"))?;
+        let mut n = 2;
+        if self.m1.get_more() {
+            let mut more = zmq::Message::new();
+            loop {
+                self.sock.recv(&mut more, 0).map_err(Error::zmq("recv"))?;
+                n += 1;
+                if !more.get_more() {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        let ms = timeout_ms(timeout);
+        if ms != self.timeout {
+            self.sock
+                .set_rcvtimeo(ms)
+                .map_err(Error::zmq("set rcvtimeo"))?;
+            self.timeout = ms;
+        }
+        Ok(())
+    }
+}
+
+/// The subscriber count after an XPUB subscription message. A subscription
+/// delivers PTMP messages when its topic is a prefix of the version frame,
+/// with which every PTMP message starts.
+fn after_subscription(count: usize, msg: &[u8]) -> usize {
+    let Some((&kind, topic)) = msg.split_first() else {
+        return count;
+    };
+    if topic.len() > VERSION_FRAME.len() || topic != &VERSION_FRAME[..topic.len()] {
+        return count;
+    }
+    match kind {
+        1 => count + 1,
+        0 => count.saturating_sub(1),
+        _ => count,
+    }
+}
