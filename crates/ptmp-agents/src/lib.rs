@@ -66,6 +66,7 @@ pub mod merge;
 pub mod metrics;
 pub mod monitor;
 pub mod nodes;
+mod ports;
 #[cfg(feature = "progress")]
 pub mod progress;
 pub mod ptmper;
@@ -82,6 +83,7 @@ pub use error::{Error, Result};
 pub use filter::plugin;
 pub use io::{open_io, recv_frames, recv_set, send_frames, send_set, Got};
 pub use merge::{sorted, zipper};
+pub use ports::{Dir, PortSpec};
 pub use run::Running;
 pub use spec::{Kind, Proxy, Spec};
 pub use stop_order::{upstream_first, upstream_order};
