@@ -367,8 +367,9 @@ pub fn run(c: &GraphCmd) -> CliResult {
             let sup = status::read_processes(&p.run_dir);
             if a.json {
                 let states = status::node_states(&all, sup.as_ref());
+                let process_states = status::process_states(&all, sup.as_ref());
                 let v = serde_json::json!({"graph": g.name, "run_dir": p.run_dir, "parts": all,
-                                           "states": states});
+                                           "states": states, "process_states": process_states});
                 outln!("{v}")?;
             } else {
                 out!("{}", status::table(&all, sup.as_ref()))?;

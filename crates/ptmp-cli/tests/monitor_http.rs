@@ -749,6 +749,42 @@ fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
     ]
 }
 
+/// Each process's state as `graph status --json` and the monitor's
+/// `/api/state` say it, sorted by process.
+fn process_views(r: &Run) -> [Vec<(String, String)>; 2] {
+    let dir = r.dir.path();
+    let (rd, g) = (dir.join("run"), dir.join("mon.json"));
+    let o = Command::new(PTMP)
+        .args(["graph", "status"])
+        .arg(&g)
+        .arg("--run-dir")
+        .arg(&rd)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let status = v["process_states"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    let mut api: Vec<(String, String)> = state(r.addr)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().into(),
+                p["state"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    api.sort();
+    [status, api]
+}
+
 /// The terminal view, `graph status` and the monitor work a node's state
 /// out in one place, so on one run they say the same of every node: all
 /// running, then one process stopped (SIGSTOP) until its status is stale.
@@ -762,6 +798,9 @@ fn top_graph_status_and_the_monitor_agree_on_every_node() {
     assert_eq!(top.len(), 3, "{top:?}");
     assert!(top.iter().all(|(_, s)| s == "running"), "{top:?}");
     assert_eq!((&top, &status), (&api, &api));
+    let [status, api] = process_views(&r);
+    assert_eq!(status, api);
+    assert!(api.iter().all(|(_, s)| s == "running"), "{api:?}");
     let pid = state(r.addr)["processes"]
         .as_array()
         .unwrap()
@@ -782,8 +821,6 @@ fn top_graph_status_and_the_monitor_agree_on_every_node() {
                 .any(|(n, s)| n == "sink" && s.starts_with("stale"))
         },
     );
-    // SAFETY: as above; the process is let go on again.
-    unsafe { libc::kill(pid, libc::SIGCONT) };
     // The three were read one after the other: a stale age may have
     // gone on by a second between them.
     let word = |v: &[(String, String)]| -> Vec<(String, String, u64)> {
@@ -795,6 +832,24 @@ fn top_graph_status_and_the_monitor_agree_on_every_node() {
             })
             .collect()
     };
+    // A process's state, as the monitor and `graph status` say it: the
+    // stopped one stale too (before, the monitor said "running").
+    let procs = process_views(&r);
+    // SAFETY: as above; the process is let go on again.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let [status, api] = procs.clone().map(|v| word(&v));
+    for (a, b) in status.iter().zip(&api) {
+        assert_eq!((&a.0, &a.1), (&b.0, &b.1), "{procs:?}");
+        assert!(a.2.abs_diff(b.2) <= 1, "{procs:?}");
+    }
+    assert_eq!(status.len(), api.len(), "{procs:?}");
+    for (n, w, _) in &api {
+        assert_eq!(
+            w,
+            if n == "sink" { "stale" } else { "running" },
+            "{procs:?}"
+        );
+    }
     let [top, status, api] = views.clone().map(|v| word(&v));
     for other in [&top, &status] {
         for (a, b) in other.iter().zip(&api) {

@@ -27,7 +27,7 @@ pub use crate::rundir::docs::{
 };
 use ptmp::meter::{self, Snapshot};
 use serde_json::Value;
-pub use state::{node_state, now_us, runs_here, this_node, NodeState, STALE};
+pub use state::{node_state, now_us, process_state, runs_here, this_node, NodeState, STALE};
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Mutex;
@@ -141,6 +141,33 @@ pub fn node_states(
         }
     }
     out
+}
+
+/// Every process's state ([`process_state`]) by name: each that wrote a
+/// status, and each the supervisor names.
+pub fn process_states(
+    statuses: &[ProcessStatus],
+    sup: Option<&Supervised>,
+) -> std::collections::BTreeMap<String, String> {
+    let local = runs_here(sup, this_node().as_deref());
+    let now = now_us();
+    let mut names: std::collections::BTreeSet<&str> =
+        statuses.iter().map(|s| s.process.as_str()).collect();
+    names.extend(
+        sup.iter()
+            .flat_map(|s| s.processes.iter().map(|p| p.name.as_str())),
+    );
+    names
+        .into_iter()
+        .map(|name| {
+            let st = statuses.iter().find(|s| s.process == name);
+            let said = sup.and_then(|s| s.process(name));
+            (
+                name.to_string(),
+                process_state(said, st, local, now).to_string(),
+            )
+        })
+        .collect()
 }
 
 /// A table of every node's counts, rates and state ([`node_state`]), the

@@ -469,9 +469,21 @@ impl Collector {
             }
         }
         let t = self.started.elapsed().as_secs_f64();
+        // A process's state, as every view works it out (see
+        // `ptmp_graph::status::process_state`).
+        let process_state = |host: usize, process: &str| -> String {
+            let Some(sup) = procs.get(&host) else {
+                return "elsewhere".into();
+            };
+            let st = statuses.iter().find(|s| s.process == process);
+            let local = status::runs_here(sup.as_ref(), here.as_deref());
+            let said = sup.as_ref().and_then(|s| s.process(process));
+            status::process_state(said, st, local, now).to_string()
+        };
         let mut processes = Vec::new();
         for p in &g.processes {
-            let (state, restarts, pid) = proc_state(p.host, &p.name);
+            let (_, restarts, pid) = proc_state(p.host, &p.name);
+            let state = process_state(p.host, &p.name);
             processes.push(json!({"name": p.name, "host": g.hosts[p.host].name,
                 "node": node_of(p.host), "step": said(p.host, |d| &d.step),
                 "state": state, "restarts": restarts, "pid": pid}));

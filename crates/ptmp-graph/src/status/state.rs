@@ -1,8 +1,10 @@
-//! A node's state: worked out here, once, from what the run directory
-//! says, so that `ptmp top`, the monitor's page, `/api/state`, `/metrics`
-//! and `ptmp graph status` show the same word for the same node.
+//! A process's and a node's state: worked out here, once, from what the
+//! run directory says, so that `ptmp top`, the monitor's page,
+//! `/api/state`, `/metrics` and `ptmp graph status` show the same word for
+//! the same process and node.
 //!
-//! In order, the first that holds:
+//! A node's state, in order, the first that holds (a process's is the
+//! same without rule 4):
 //! 1. the supervisor says its process is not running: its word
 //!    (`starting`, `restarting`, `failed`, `finished`, `stopped`);
 //! 2. the process has written no status: the supervisor's word
@@ -66,14 +68,14 @@ impl fmt::Display for NodeState {
     }
 }
 
-/// The state of node `node`, whose process the supervisor describes as
-/// `sup` and whose last status is `st`; `local` when the process runs on
-/// this machine (so its pid can be checked); `now_us` the wall clock in
-/// microseconds since the Unix epoch.
-pub fn node_state(
+/// The state of a process the supervisor describes as `sup` and whose
+/// last status is `st`; `local` when it runs on this machine (so its pid
+/// can be checked); `now_us` the wall clock in microseconds since the
+/// Unix epoch. A node's state is its process's unless the node ended
+/// first ([`node_state`]).
+pub fn process_state(
     sup: Option<&SupervisedProcess>,
     st: Option<&ProcessStatus>,
-    node: &str,
     local: bool,
     now_us: u64,
 ) -> NodeState {
@@ -87,9 +89,6 @@ pub fn node_state(
     if st.ended {
         return NodeState::Exited;
     }
-    if st.node(node).is_some_and(|n| n.ended) {
-        return NodeState::Ended;
-    }
     if local && st.pid > 0 && !ptmp_shm::pid_alive(st.pid) {
         return NodeState::Gone;
     }
@@ -98,6 +97,24 @@ pub fn node_state(
         return NodeState::Stale(age.as_secs());
     }
     NodeState::Running
+}
+
+/// The state of node `node`, whose process the supervisor describes as
+/// `sup` and whose last status is `st`: its process's state
+/// ([`process_state`]), except `ended` for a node that ended while its
+/// process still runs (or is gone, or stale).
+pub fn node_state(
+    sup: Option<&SupervisedProcess>,
+    st: Option<&ProcessStatus>,
+    node: &str,
+    local: bool,
+    now_us: u64,
+) -> NodeState {
+    match process_state(sup, st, local, now_us) {
+        s @ (NodeState::Supervisor(_) | NodeState::NoStatus | NodeState::Exited) => s,
+        _ if st.and_then(|st| st.node(node)).is_some_and(|n| n.ended) => NodeState::Ended,
+        s => s,
+    }
 }
 
 /// This machine's name, to tell a part running here (whose pids can be
@@ -175,5 +192,18 @@ mod tests {
         assert_eq!(s(None, Some(&st(false, false, me, 9)), true), "stale 9s");
         assert_eq!(s(Some(&sup("running")), Some(&live), true), "running");
         assert!(node_state(None, Some(&live), "a", true, now).is_running());
+        // An ended node of a process that then died or stalled is ended;
+        // its process is gone, or stale.
+        let dead_ended = st(false, true, 1 << 30, 0);
+        assert_eq!(s(None, Some(&dead_ended), true), "ended");
+        let p = |sp: Option<&SupervisedProcess>, ps: Option<&ProcessStatus>, local: bool| {
+            process_state(sp, ps, local, now).to_string()
+        };
+        assert_eq!(p(None, Some(&dead_ended), true), "gone");
+        assert_eq!(p(None, Some(&st(false, true, me, 9)), true), "stale 9s");
+        assert_eq!(p(None, Some(&st(false, true, me, 0)), true), "running");
+        assert_eq!(p(Some(&sup("failed")), Some(&live), true), "failed");
+        assert_eq!(p(None, Some(&st(true, true, me, 0)), true), "exited");
+        assert_eq!(p(None, None, true), "no status");
     }
 }
