@@ -21,10 +21,12 @@
 
 use crate::rundir::docs;
 pub use crate::rundir::{processes_file, status_dir, status_file};
+mod edge;
 mod state;
 pub use crate::rundir::docs::{
     Latency, NodeCounts, ProcessStatus, SocketStatus, Supervised, SupervisedProcess,
 };
+pub use edge::EdgeFigures;
 use ptmp::meter::{self, Snapshot};
 use serde_json::Value;
 pub use state::{node_state, now_us, process_state, runs_here, this_node, NodeState, STALE};

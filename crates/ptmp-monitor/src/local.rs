@@ -5,8 +5,8 @@
 //! an address: its senders are the sockets that send to it, its receivers
 //! those that receive from it.
 
-use crate::state::{Gather, SocketRow};
-use ptmp_graph::status::SocketStatus;
+use crate::state::{add_figures, Gather, SocketRow};
+use ptmp_graph::status::{EdgeFigures, SocketStatus};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -205,57 +205,32 @@ impl Gather for Local {
         for (addr, n) in by_index {
             let mut from = vec![];
             let mut to = vec![];
-            let mut senders = vec![];
-            let mut receivers = vec![];
             // The pattern, from the socket types of either side: an
             // address fed (or read) from outside this process has one
             // side only.
             let mut pattern: Option<String> = None;
-            for (ai, a) in self.agents.iter().enumerate() {
-                for (pi, p) in a.ports.iter().enumerate() {
+            for a in &self.agents {
+                for p in &a.ports {
                     if !p.endpoints.iter().any(|e| e == addr) {
                         continue;
                     }
                     let r = json!({"node": a.name, "port": p.key});
-                    let ks = owned.get(&(ai, pi)).cloned().unwrap_or_default();
                     if pattern.is_none() || p.send {
                         pattern = Some(pattern_of(&p.stype));
                     }
                     if p.send {
                         from.push(r);
-                        senders.extend(ks);
                     } else {
                         to.push(r);
-                        receivers.extend(ks);
                     }
                 }
             }
-            let lat = |q: &str| -> Value {
-                receivers
-                    .iter()
-                    .filter_map(|&k| docs[k].latency_us.and_then(|l| l.get(q)))
-                    .max()
-                    .map_or(Value::Null, Value::from)
-            };
-            let rate = if senders.is_empty() {
-                fsum(&receivers, |d| d.rate)
-            } else {
-                fsum(&senders, |d| d.rate)
-            };
-            edges.push(json!({
+            let mut edge = json!({
                 "id": format!("e{n}"), "pattern": pattern.unwrap_or_default(), "transport": scheme(addr),
                 "addresses": [addr], "from": from, "to": to,
-                "sent": fsum(&senders, |d| d.messages as f64) as u64,
-                "received": fsum(&receivers, |d| d.messages as f64) as u64,
-                "bytes": fsum(&senders, |d| d.bytes as f64) as u64,
-                "rate": (rate * 10.0).round() / 10.0,
-                "byte_rate": fsum(&senders, |d| d.byte_rate).round(),
-                "lost": fsum(&receivers, |d| d.lost as f64) as u64,
-                "errors": fsum(&receivers, |d| d.errors as f64) as u64,
-                "stalls": fsum(&senders, |d| d.stalls as f64) as u64,
-                "readers_given_up": fsum(&senders, |d| d.readers_given_up as f64) as u64,
-                "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
-            }));
+            });
+            add_figures(&mut edge, &EdgeFigures::of(&[addr.to_string()], &docs));
+            edges.push(edge);
         }
         let t = self.started.elapsed().as_secs_f64();
         let state = json!({

@@ -6,7 +6,7 @@
 //! files anyway, and this reads them on the monitor's own thread.
 
 use ptmp_graph::plan::Plan;
-use ptmp_graph::status::{self, NodeCounts, ProcessStatus, SocketStatus, Supervised};
+use ptmp_graph::status::{self, EdgeFigures, NodeCounts, ProcessStatus, SocketStatus, Supervised};
 use ptmp_graph::Graph;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -347,56 +347,26 @@ impl Collector {
         rows
     }
 
-    /// Every edge's figures, summed over the sockets matched to it.
+    /// Every edge's figures, by the rule every view uses
+    /// ([`EdgeFigures::of`]): the sockets on the edge's addresses alone.
     fn edges(&self, rows: &[SocketRow]) -> Vec<Value> {
         let g = &self.graph;
         let mut edges = Vec::new();
         for (i, e) in g.edges.iter().enumerate() {
-            let id = format!("e{i}");
-            let mine: Vec<&SocketRow> = rows.iter().filter(|r| r.edge == id).collect();
-            let sum = |dir: &str, figure: fn(&SocketStatus) -> f64| -> f64 {
-                mine.iter()
-                    .filter(|r| r.direction == dir)
-                    .map(|r| figure(&r.doc))
-                    .sum()
-            };
-            let lat = |q: &str| -> Value {
-                mine.iter()
-                    .filter(|r| r.direction == "recv")
-                    .filter_map(|r| r.doc.latency_us.and_then(|l| l.get(q)))
-                    .max()
-                    .map_or(Value::Null, Value::from)
-            };
-            let has_send = mine.iter().any(|r| r.direction == "send");
-            let rate = if has_send {
-                sum("send", |d| d.rate)
-            } else {
-                sum("recv", |d| d.rate)
-            };
-            let lost = sum("recv", |d| d.lost as f64);
-            let errors = sum("recv", |d| d.errors as f64);
+            let f = EdgeFigures::of(&self.edge_addrs[i], rows.iter().map(|r| &r.doc));
             let side = |v: &[ptmp_graph::PortRef]| -> Vec<Value> {
                 v.iter()
                     .map(|r| json!({"node": g.nodes[r.node].name, "port": r.port}))
                     .collect()
             };
             let l = &self.plan.links[i];
-            edges.push(json!({
-                "id": id, "pattern": e.pattern.name(), "transport": l.transport.scheme(),
+            let mut edge = json!({
+                "id": format!("e{i}"), "pattern": e.pattern.name(), "transport": l.transport.scheme(),
                 "addresses": self.edge_addrs[i],
                 "from": side(&e.from), "to": side(&e.to),
-                "sent": sum("send", |d| d.messages as f64) as u64,
-                "received": sum("recv", |d| d.messages as f64) as u64,
-                "bytes": sum("send", |d| d.bytes as f64) as u64,
-                "rate": (rate * 10.0).round() / 10.0,
-                "byte_rate": sum("send", |d| d.byte_rate).round(),
-                "lost": lost as u64, "errors": errors as u64,
-                "stalls": sum("send", |d| d.stalls as f64) as u64,
-                "readers_given_up": sum("send", |d| d.readers_given_up as f64) as u64,
-                // Clients its CURVE server (either end) refused.
-                "curve_refused": (sum("send", |d| d.curve_refused.unwrap_or(0) as f64) + sum("recv", |d| d.curve_refused.unwrap_or(0) as f64)) as u64,
-                "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
-            }));
+            });
+            add_figures(&mut edge, &f);
+            edges.push(edge);
         }
         edges
     }
@@ -526,6 +496,25 @@ impl Collector {
             "hosts": hosts, "processes": processes, "nodes": nodes, "edges": edges,
         });
         (state, rows)
+    }
+}
+
+/// An edge's figures into its JSON object, named as the page, the API and
+/// the metrics read them.
+pub(crate) fn add_figures(edge: &mut Value, f: &EdgeFigures) {
+    let lat = |q: &str| f.latency_us.and_then(|l| l.get(q));
+    let figures = json!({
+        "sent": f.sent, "received": f.received, "bytes": f.bytes,
+        "rate": (f.rate.unwrap_or(0.0) * 10.0).round() / 10.0,
+        "byte_rate": f.byte_rate.round(),
+        "lost": f.lost, "errors": f.errors, "stalls": f.stalls,
+        "readers_given_up": f.readers_given_up,
+        // Clients its CURVE server (either end) refused.
+        "curve_refused": f.curve_refused,
+        "latency_us": {"p50": lat("p50"), "p99": lat("p99"), "max": lat("max")},
+    });
+    if let (Some(e), Value::Object(m)) = (edge.as_object_mut(), figures) {
+        e.extend(m);
     }
 }
 

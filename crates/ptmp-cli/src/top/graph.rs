@@ -8,7 +8,7 @@ use super::{
 mod hosts;
 mod wiring;
 
-use ptmp_graph::status::{self, Supervised, SupervisedProcess};
+use ptmp_graph::status::{self, EdgeFigures, SocketStatus, Supervised, SupervisedProcess};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -176,16 +176,10 @@ struct SockFig {
     /// The plan's node it belongs to, when that can be told.
     node: Option<String>,
     recv: bool,
-    endpoints: Vec<String>,
-    rate: Option<f64>,
     lost: Option<u64>,
-    /// Sends that found the queue full and had to wait (senders only).
-    stalls: Option<u64>,
-    /// Durable shm readers the sender's ring gave up (senders only).
-    given_up: Option<u64>,
-    /// Clients a CURVE server socket refused.
-    refused: Option<u64>,
     p99_us: Option<f64>,
+    /// The socket as its process reported it.
+    doc: SocketStatus,
 }
 
 /// A node's row as the frame shows it.
@@ -407,8 +401,8 @@ impl GraphView {
         (figs, node_proc)
     }
 
-    /// One edge's row: its rate (the receivers' figures, else the senders',
-    /// else the shm channel's or the nodes' counts), how far behind its
+    /// One edge's row: its rate ([`EdgeFigures::of`], else the shm
+    /// channel's or the nodes' counts), how far behind its
     /// readers are, what was lost, stalls and latency; and whether its ring
     /// gave a durable reader up (said in `msgs`).
     fn edge_row(
@@ -432,32 +426,15 @@ impl GraphView {
                 .join(",")
         };
         let transport = addr.split("://").next().unwrap_or("?").to_string();
-        // The receiving sockets on this address alone (a socket on
-        // several addresses mixes their figures), else the sending ones.
-        let on = |recv: bool| {
-            look.sock_figs
-                .iter()
-                .filter(move |x| x.recv == recv && x.endpoints.len() == 1 && x.endpoints[0] == addr)
-        };
-        let sum_rate = |recv: bool| {
-            on(recv)
-                .map(|x| x.rate)
-                .reduce(|a, b| Some(a? + b?))
-                .flatten()
-        };
-        let mut r = sum_rate(true).or_else(|| sum_rate(false));
-        let lost = on(true)
-            .map(|x| x.lost)
-            .reduce(|a, b| Some(a? + b?))
-            .flatten();
-        let p99 = on(true).filter_map(|x| x.p99_us).reduce(f64::max);
-        let stalls = on(false)
-            .map(|x| x.stalls)
-            .reduce(|a, b| Some(a? + b?))
-            .flatten();
+        // The edge's figures, by the rule the monitor uses too.
+        let f = EdgeFigures::of(&[addr.to_string()], look.sock_figs.iter().map(|x| &x.doc));
+        let mut r = f.rate;
+        let lost = (f.sockets.1 > 0).then_some(f.lost);
+        let p99 = f.latency_us.map(|l| l.p99 as f64);
+        let stalls = (f.sockets.0 > 0).then_some(f.stalls);
         // Rare, and about readers rather than messages: a line under
         // the tables, and the row marked, rather than a column.
-        let given_up: u64 = on(false).filter_map(|x| x.given_up).sum();
+        let given_up = f.readers_given_up;
         if given_up > 0 {
             given_up_any = true;
             msgs.push(format!(
@@ -467,7 +444,7 @@ impl GraphView {
             ));
         }
         // Strangers knocking at a secured edge: said the same way.
-        let refused: u64 = on(true).chain(on(false)).filter_map(|x| x.refused).sum();
+        let refused = f.curve_refused;
         if refused > 0 {
             given_up_any = true;
             msgs.push(format!(

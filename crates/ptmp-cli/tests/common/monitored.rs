@@ -102,3 +102,32 @@ pub fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Two sources in one process, fanned in to a zipper that shares a
+/// process with a filter, and a sink: three processes, transports of
+/// several kinds, for the page's picture.
+pub fn merge_graph(dir: &Path) -> PathBuf {
+    let g = json!({
+        "name": format!("mon-merge-{}", std::process::id()),
+        "nodes": [
+            {"name": "link1", "type": "source", "data": {"rate": 200, "tps": 4, "detid": 1}},
+            {"name": "link2", "type": "source", "data": {"rate": 300, "tps": 4, "detid": 2}},
+            {"name": "zip", "type": "zipper", "data": {"sync_time": 1000}},
+            {"name": "pass", "type": "filter", "data": {"engine": "pass", "keep_detid": true}},
+            {"name": "sink", "type": "sink", "data": {}}
+        ],
+        "edges": [
+            {"from": ["link1.out", "link2.out"], "to": "zip.in", "pattern": "pushpull"},
+            {"from": "zip.out", "to": "pass.in", "pattern": "pushpull"},
+            {"from": "pass.out", "to": "sink.in", "pattern": "pushpull"}
+        ],
+        "processes": [
+            {"name": "sources", "nodes": ["link1", "link2"]},
+            {"name": "merge", "nodes": ["zip", "pass"]},
+            {"name": "sink", "nodes": ["sink"]}
+        ]
+    });
+    let f = dir.join("merge.json");
+    std::fs::write(&f, g.to_string()).unwrap();
+    f
+}

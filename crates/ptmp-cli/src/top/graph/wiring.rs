@@ -15,7 +15,7 @@ pub(super) fn sock_figs(
     let mut sock_figs: Vec<SockFig> = Vec::new();
     for st in stats {
         for x in &st.doc.sockets {
-            let endpoints = x.endpoints.clone();
+            let endpoints = &x.endpoints;
             let recv = !x.sends();
             let node = plan_nodes
                 .iter()
@@ -31,13 +31,9 @@ pub(super) fn sock_figs(
             sock_figs.push(SockFig {
                 node,
                 recv,
-                endpoints,
-                rate: Some(x.rate),
                 lost: Some(x.lost),
-                stalls: Some(x.stalls),
-                given_up: Some(x.readers_given_up),
-                refused: x.curve_refused,
                 p99_us: x.latency_us.map(|l| l.p99 as f64),
+                doc: x.clone(),
             });
         }
     }
