@@ -338,6 +338,19 @@ def test_run_graph_from_python(tmp_path):
     reports = {rep["name"]: rep for p in r["processes"] for rep in p["reports"]}
     assert reports["snk"]["counters"]["received"] == 300
     assert reports["w"]["counters"]["forwarded"] == 300
+    # The graph's state by the rules `ptmp graph status --json`, `ptmp top`
+    # and the monitor use: every node and process ended by itself or was
+    # stopped when its inputs ended, and each edge carried every set once,
+    # counted by the sockets at both ends (kept past their close).
+    st = r["status"]
+    assert st["graph"] == "pyrun"
+    assert st["states"] == {"src": "finished", "w": "stopped", "snk": "finished"}, st
+    assert st["process_states"] == st["states"], st
+    edges = {e["id"]: e for e in st["edges"]}
+    assert [(e["from"], e["to"]) for e in edges.values()] == [(["src.out"], ["w.in"]), (["w.out"], ["snk.in"])]
+    for e in edges.values():
+        assert (e["sent"], e["received"], e["lost"], e["sockets"]) == (300, 300, 0, [1, 1]), e
+        assert e["rate"] == 0.0 and e["transport"] == "shm", e
     sets = list(ptmp.read_tpsets(str(out)))
     assert [s.count for s in sets] == list(range(300))
     assert all(len(s.tps) == 2 for s in sets)

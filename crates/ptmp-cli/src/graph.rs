@@ -354,25 +354,22 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 ptmp_graph::rundir::check_private(&p.run_dir)
                     .map_err(|e| CliError::fail(e.to_string()))?;
             }
-            let (all, bad) = status::read_all_noting(&p.run_dir);
-            for b in &bad {
+            let report = status::Report::read(&g, &p);
+            for b in &report.unreadable {
                 tracing::warn!("ptmp graph status: skipped {b}");
             }
-            if all.is_empty() {
+            if report.parts.is_empty() {
                 return Err(CliError::fail(format!(
                     "no status files in {}: is the graph running (with this --run-dir)?",
                     p.run_dir.display()
                 )));
             }
-            let sup = status::read_processes(&p.run_dir);
             if a.json {
-                let states = status::node_states(&all, sup.as_ref());
-                let process_states = status::process_states(&all, sup.as_ref());
-                let v = serde_json::json!({"graph": g.name, "run_dir": p.run_dir, "parts": all,
-                                           "states": states, "process_states": process_states});
+                let v = serde_json::to_value(&report).map_err(|e| CliError::fail(e.to_string()))?;
                 outln!("{v}")?;
             } else {
-                out!("{}", status::table(&all, sup.as_ref()))?;
+                let sup = status::read_processes(&p.run_dir);
+                out!("{}", status::table(&report.parts, sup.as_ref()))?;
             }
             Ok(())
         }

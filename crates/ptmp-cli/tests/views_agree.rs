@@ -4,7 +4,7 @@
 //! edge's figures), so on the same run they say the same of every node,
 //! process and edge.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
@@ -195,11 +195,20 @@ fn top_graph_status_and_the_monitor_agree_on_every_node() {
 /// stalls, p99 latency.
 type EdgeFigs = BTreeMap<String, [Value; 4]>;
 
-/// Every edge of `ptmp top --once --json` and of `/api/state`, in that
-/// order.
-fn edge_views(r: &Run) -> [EdgeFigs; 2] {
+/// Every edge of `ptmp top --once --json`, `ptmp graph status --json`
+/// and `/api/state`, in that order.
+fn edge_views(r: &Run) -> [EdgeFigs; 3] {
     let rd = r.dir.path().join("run");
+    let g = r.dir.path().join("merge.json");
     let top = ptmp_json(&["top", rd.to_str().unwrap(), "--once", "--json"]);
+    let status = ptmp_json(&[
+        "graph",
+        "status",
+        g.to_str().unwrap(),
+        "--run-dir",
+        rd.to_str().unwrap(),
+        "--json",
+    ]);
     let top: EdgeFigs = top["tables"]["edges"]
         .as_array()
         .unwrap()
@@ -213,6 +222,30 @@ fn edge_views(r: &Run) -> [EdgeFigs; 2] {
                     e["lost"].clone(),
                     e["stalls"].clone(),
                     e["p99_us"].clone(),
+                ],
+            )
+        })
+        .collect();
+    // `graph status` gives the rate as the status files hold it: rounded
+    // to a tenth as the other two show it.
+    let tenth = |v: &Value| -> Value {
+        v.as_f64()
+            .map_or(Value::Null, |r| json!((r * 10.0).round() / 10.0))
+    };
+    let status: EdgeFigs = status["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let a = e["addresses"][0].as_str().unwrap().to_string();
+            let p99 = e["latency_us"]["p99"].clone();
+            (
+                a,
+                [
+                    tenth(&e["rate"]),
+                    e["lost"].clone(),
+                    e["stalls"].clone(),
+                    p99,
                 ],
             )
         })
@@ -235,10 +268,11 @@ fn edge_views(r: &Run) -> [EdgeFigs; 2] {
             )
         })
         .collect();
-    [top, api]
+    [top, status, api]
 }
 
-/// The terminal view and the monitor count an edge's sockets by one rule
+/// The terminal view, `graph status` and the monitor count an edge's
+/// sockets by one rule
 /// (`EdgeFigures` of the graph library), so with every part held still
 /// (SIGSTOP: their status files stop changing) they give every edge the
 /// same rate, loss, stalls and latency, the fan-in to the zipper (two
@@ -279,7 +313,7 @@ fn top_and_the_monitor_agree_on_every_edge() {
         || {
             std::thread::sleep(Duration::from_millis(1500));
             let again = edge_views(&r);
-            let still = again[1] == views[1];
+            let still = again[2] == views[2];
             views = again;
             still
         },
@@ -288,8 +322,9 @@ fn top_and_the_monitor_agree_on_every_edge() {
         // SAFETY: as above; the processes are let go on again.
         unsafe { libc::kill(p, libc::SIGCONT) };
     }
-    let [top, api] = views;
+    let [top, status, api] = views;
     assert_eq!(top.len(), 3, "{top:?}");
     assert_eq!(top, api);
+    assert_eq!(status, api);
     assert!(top.values().all(|f| f[0].as_f64() > Some(0.0)), "{top:?}");
 }

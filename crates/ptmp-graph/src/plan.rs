@@ -47,6 +47,14 @@ pub struct Link {
     pub auto: bool,
 }
 
+impl Link {
+    /// The addresses the edge's binding ports bind (and its other ports
+    /// connect to).
+    pub fn addresses(&self) -> Vec<String> {
+        self.binds.iter().map(|(_, a)| a.clone()).collect()
+    }
+}
+
 /// The wiring of a whole graph and each process's agent configuration.
 #[derive(Debug, Clone)]
 pub struct Plan {

@@ -22,12 +22,14 @@
 use crate::rundir::docs;
 pub use crate::rundir::{processes_file, status_dir, status_file};
 mod edge;
+mod report;
 mod state;
 pub use crate::rundir::docs::{
     Latency, NodeCounts, ProcessStatus, SocketStatus, Supervised, SupervisedProcess,
 };
 pub use edge::EdgeFigures;
 use ptmp::meter::{self, Snapshot};
+pub use report::{EdgeReport, Report};
 use serde_json::Value;
 pub use state::{node_state, now_us, process_state, runs_here, this_node, NodeState, STALE};
 use std::collections::VecDeque;
@@ -215,10 +217,24 @@ pub fn document(
             out_rate: round1(*ro),
         })
         .collect();
+    let mut sockets = sockets();
+    if final_reports.is_some() {
+        // The agents have ended and closed their sockets: the final
+        // document gives each socket's last counts, totals (nothing flows
+        // any more).
+        sockets.extend(
+            meter::take_closed()
+                .iter()
+                .map(|s| socket_status(s, None, 0.0, 0, true)),
+        );
+        for s in &mut sockets {
+            (s.rate, s.byte_rate) = (0.0, 0.0);
+        }
+    }
     ProcessStatus {
         graph: graph.to_string(),
         process: process.to_string(),
-        sockets: sockets(),
+        sockets,
         pid: std::process::id(),
         time_us: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -257,17 +273,6 @@ pub fn sockets() -> Vec<SocketStatus> {
     cur.iter()
         .map(|s| {
             let prev = old.iter().find(|o| same_socket(o, s));
-            let d = |a: u64, b: Option<u64>| a.saturating_sub(b.unwrap_or(a));
-            let rate = |a: u64, b: Option<u64>| {
-                if dt > 0.0 && prev.is_some() {
-                    round1(d(a, b) as f64 / dt)
-                } else {
-                    0.0
-                }
-            };
-            let hist: Vec<u64> = (0..s.latency.len())
-                .map(|k| d(s.latency[k], prev.map(|p| p.latency[k])))
-                .collect();
             let max = snaps
                 .iter()
                 .skip(1)
@@ -275,38 +280,65 @@ pub fn sockets() -> Vec<SocketStatus> {
                 .map(|o| o.latency_max_us)
                 .max()
                 .unwrap_or(0);
-            let latency = match (
-                meter::quantile_us(&hist, 0.5),
-                meter::quantile_us(&hist, 0.99),
-            ) {
-                // A quantile is its bucket's upper edge, so it may
-                // exceed the true maximum: cap it there.
-                (Some(p50), Some(p99)) if max > 0 => Some(Latency {
-                    p50: p50.min(max),
-                    p99: p99.min(max),
-                    max,
-                }),
-                (Some(p50), Some(p99)) => Some(Latency { p50, p99, max: p99 }),
-                _ => None,
-            };
-            SocketStatus {
-                dir: s.dir.name().to_string(),
-                endpoints: s.endpoints.clone(),
-                messages: s.messages,
-                bytes: s.bytes,
-                errors: s.errors,
-                lost: s.lost,
-                stalls: s.stalls,
-                readers_given_up: s.readers_given_up,
-                rate: rate(s.messages, prev.map(|p| p.messages)),
-                byte_rate: rate(s.bytes, prev.map(|p| p.bytes)),
-                latency_us: latency,
-                // A CURVE server: the clients its allow-list let in and refused.
-                curve_admitted: s.curve.map(|c| c.0),
-                curve_refused: s.curve.map(|c| c.1),
-            }
+            socket_status(s, prev, dt, max, false)
         })
         .collect()
+}
+
+/// One socket's status from its counts now (`s`), about a second ago
+/// (`prev`, `dt` seconds before) and its largest latency over that time;
+/// its latency over its whole life instead with `whole_life`.
+fn socket_status(
+    s: &Snapshot,
+    prev: Option<&Snapshot>,
+    dt: f64,
+    max: u64,
+    whole_life: bool,
+) -> SocketStatus {
+    let d = |a: u64, b: Option<u64>| a.saturating_sub(b.unwrap_or(a));
+    let rate = |a: u64, b: Option<u64>| {
+        if dt > 0.0 && prev.is_some() {
+            round1(d(a, b) as f64 / dt)
+        } else {
+            0.0
+        }
+    };
+    let hist: Vec<u64> = (0..s.latency.len())
+        .map(|k| match whole_life {
+            true => s.latency[k],
+            false => d(s.latency[k], prev.map(|p| p.latency[k])),
+        })
+        .collect();
+    let latency = match (
+        meter::quantile_us(&hist, 0.5),
+        meter::quantile_us(&hist, 0.99),
+    ) {
+        // A quantile is its bucket's upper edge, so it may
+        // exceed the true maximum: cap it there.
+        (Some(p50), Some(p99)) if max > 0 => Some(Latency {
+            p50: p50.min(max),
+            p99: p99.min(max),
+            max,
+        }),
+        (Some(p50), Some(p99)) => Some(Latency { p50, p99, max: p99 }),
+        _ => None,
+    };
+    SocketStatus {
+        dir: s.dir.name().to_string(),
+        endpoints: s.endpoints.clone(),
+        messages: s.messages,
+        bytes: s.bytes,
+        errors: s.errors,
+        lost: s.lost,
+        stalls: s.stalls,
+        readers_given_up: s.readers_given_up,
+        rate: rate(s.messages, prev.map(|p| p.messages)),
+        byte_rate: rate(s.bytes, prev.map(|p| p.bytes)),
+        latency_us: latency,
+        // A CURVE server: the clients its allow-list let in and refused.
+        curve_admitted: s.curve.map(|c| c.0),
+        curve_refused: s.curve.map(|c| c.1),
+    }
 }
 
 /// One process of a graph as the supervisor sees it.

@@ -51,7 +51,9 @@ pub(crate) fn graph_check(
 /// graph finishes (every process that ends by itself has), after `ttl`
 /// seconds, or on Ctrl-C (which stops the parts cleanly, then raises):
 /// `{"reason", "ok", "restarts": {process: n}, "processes": [final status
-/// of each process, with its nodes' counts and reports]}`.
+/// of each process, with its nodes' counts and reports], "status": the
+/// graph's state as `ptmp graph status --json` gives it (each node's and
+/// process's state, each edge's figures)}`.
 #[pyfunction]
 #[pyo3(signature = (config, host=None, ttl=None, run_dir=None, config_timeout=None, *, tla_str=None, tla_code=None, ext_str=None, jpath=None))]
 #[allow(clippy::too_many_arguments)]
@@ -77,16 +79,18 @@ pub(crate) fn run_graph<'py>(
         ..Default::default()
     };
     let run_dir = p.run_dir.clone();
-    let out = interruptible(py, "the supervisor", move |stop| {
+    let (out, report) = interruptible(py, "the supervisor", move |stop| {
         let mut log = std::io::stderr();
-        ptmp_graph::supervise::run(
+        let out = ptmp_graph::supervise::run(
             &g,
             &p,
             &opts,
             &|| stop.load(Ordering::Relaxed),
             &|| false,
             &mut log,
-        )
+        );
+        // The state the parts left, by the rules `ptmp graph status` uses.
+        out.map(|o| (o, ptmp_graph::status::Report::read(&g, &p)))
     })?
     .map_err(|e| PtmpError::new_err(e.to_string()))?;
     let restarts: serde_json::Map<String, serde_json::Value> = out
@@ -99,6 +103,7 @@ pub(crate) fn run_graph<'py>(
         "ok": out.ok,
         "restarts": restarts,
         "processes": ptmp_graph::status::read_all(&run_dir),
+        "status": report,
     });
     py.import("json")?.call_method1("loads", (v.to_string(),))
 }

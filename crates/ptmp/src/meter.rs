@@ -26,6 +26,7 @@
 //! monitors see them, but their figures stay zero. It exists so the cost
 //! of the counters can be measured against a build without them.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -253,25 +254,59 @@ pub fn snapshot(reset_max: bool) -> Vec<Snapshot> {
     let r = registry().lock().unwrap_or_else(|p| p.into_inner());
     r.iter()
         .filter_map(Weak::upgrade)
-        .map(|c| Snapshot {
-            id: c.id,
-            dir: c.dir,
-            endpoints: c.endpoints.clone(),
-            messages: c.messages.load(Ordering::Relaxed),
-            bytes: c.bytes.load(Ordering::Relaxed),
-            errors: c.errors.load(Ordering::Relaxed),
-            lost: c.lost.load(Ordering::Relaxed),
-            stalls: c.stalls.load(Ordering::Relaxed),
-            readers_given_up: c.readers_given_up.load(Ordering::Relaxed),
-            latency: std::array::from_fn(|k| c.lat[k].load(Ordering::Relaxed)),
-            latency_max_us: if reset_max {
-                c.lat_max.swap(0, Ordering::Relaxed)
-            } else {
-                c.lat_max.load(Ordering::Relaxed)
-            },
-            curve: c.curve.get().map(|a| a.counts()),
-        })
+        .map(|c| c.snapshot(reset_max))
         .collect()
+}
+
+/// How many closed sockets' last counts [`take_closed`] can give back; the
+/// oldest are forgotten first.
+pub const CLOSED_KEPT: usize = 256;
+
+fn closed() -> &'static Mutex<VecDeque<Snapshot>> {
+    static C: Mutex<VecDeque<Snapshot>> = Mutex::new(VecDeque::new());
+    &C
+}
+
+/// The last counts of the sockets closed in this process since the last
+/// call (at most [`CLOSED_KEPT`], in the order they closed): a process
+/// whose agents have ended still says what each socket carried.
+pub fn take_closed() -> Vec<Snapshot> {
+    let mut c = closed().lock().unwrap_or_else(|p| p.into_inner());
+    c.drain(..).collect()
+}
+
+impl SocketCounters {
+    fn snapshot(&self, reset_max: bool) -> Snapshot {
+        Snapshot {
+            id: self.id,
+            dir: self.dir,
+            endpoints: self.endpoints.clone(),
+            messages: self.messages.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
+            stalls: self.stalls.load(Ordering::Relaxed),
+            readers_given_up: self.readers_given_up.load(Ordering::Relaxed),
+            latency: std::array::from_fn(|k| self.lat[k].load(Ordering::Relaxed)),
+            latency_max_us: if reset_max {
+                self.lat_max.swap(0, Ordering::Relaxed)
+            } else {
+                self.lat_max.load(Ordering::Relaxed)
+            },
+            curve: self.curve.get().map(|a| a.counts()),
+        }
+    }
+}
+
+impl Drop for SocketCounters {
+    fn drop(&mut self) {
+        let last = self.snapshot(false);
+        let mut c = closed().lock().unwrap_or_else(|p| p.into_inner());
+        if c.len() == CLOSED_KEPT {
+            c.pop_front();
+        }
+        c.push_back(last);
+    }
 }
 
 /// The latency below which fraction `q` of the samples in `hist` fall,
@@ -295,6 +330,26 @@ pub fn quantile_us(hist: &[u64], q: f64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A closed socket leaves the live list and its last counts are given
+    /// back once by `take_closed`.
+    #[test]
+    fn a_closed_socket_keeps_its_last_counts() {
+        let ep = vec!["inproc://meter-closed-test".to_string()];
+        let c = register(Dir::Send, ep.clone());
+        c.add(7);
+        c.add(5);
+        let id = c.id;
+        drop(c);
+        assert!(!snapshot(false).iter().any(|s| s.id == id));
+        let mine = |v: Vec<Snapshot>| v.into_iter().filter(|s| s.id == id).collect::<Vec<_>>();
+        let last = mine(take_closed());
+        assert_eq!(last.len(), 1);
+        assert_eq!(last[0].endpoints, ep);
+        let want = if ENABLED { (2, 12) } else { (0, 0) };
+        assert_eq!((last[0].messages, last[0].bytes), want);
+        assert!(mine(take_closed()).is_empty());
+    }
 
     #[test]
     fn counts_and_quantiles() {
