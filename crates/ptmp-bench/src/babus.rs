@@ -111,6 +111,40 @@ pub(crate) struct Outcome {
     pub producers: Vec<(String, Histogram<u64>, u64)>,
 }
 
+/// A consumer thread: its name, what it reads and its figures per source.
+type ConsumerThread = std::thread::JoinHandle<(&'static str, &'static [&'static str], Vec<Stats>)>;
+
+impl Outcome {
+    /// Wait for the producers, give the consumers `settle` to take what is
+    /// still on its way, then stop and wait for them.
+    pub(crate) fn join(
+        producers: Vec<std::thread::JoinHandle<(String, Histogram<u64>, u64)>>,
+        consumers: Vec<ConsumerThread>,
+        stop: &AtomicBool,
+        settle: Duration,
+    ) -> BenchResult<Outcome> {
+        let mut out = Outcome {
+            consumers: Vec::new(),
+            producers: Vec::new(),
+        };
+        for h in producers {
+            let p = h
+                .join()
+                .map_err(|_| BenchError::fail("producer panicked"))?;
+            out.producers.push(p);
+        }
+        std::thread::sleep(settle);
+        stop.store(true, Ordering::Relaxed);
+        for h in consumers {
+            let c = h
+                .join()
+                .map_err(|_| BenchError::fail("consumer panicked"))?;
+            out.consumers.push(c);
+        }
+        Ok(out)
+    }
+}
+
 /// Run each producer in a thread for `secs`, paced by sleeping. `publish`
 /// gets the producer's index, size and message number and returns when the
 /// message is out (it writes the stamp last).
@@ -339,24 +373,7 @@ fn run_shm(a: &BabusArgs) -> BenchResult<Outcome> {
             true
         }
     });
-    let mut out = Outcome {
-        consumers: Vec::new(),
-        producers: Vec::new(),
-    };
-    for h in prod {
-        out.producers.push(
-            h.join()
-                .map_err(|_| BenchError::fail("producer panicked"))?,
-        );
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    stop.store(true, Ordering::Relaxed);
-    for h in consumers {
-        out.consumers.push(
-            h.join()
-                .map_err(|_| BenchError::fail("consumer panicked"))?,
-        );
-    }
+    let out = Outcome::join(prod, consumers, &stop, Duration::from_millis(200))?;
     for p in ["imu", "image", "med01", "med02", "med03", "med04", "med05"] {
         let _ = ptmp_shm::remove(&chan(p));
     }

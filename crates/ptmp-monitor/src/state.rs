@@ -403,14 +403,13 @@ impl Collector {
                 .get(&host)
                 .map_or_else(|| said(host, |d| &d.node), |n| Value::from(n.as_str()))
         };
-        let proc_state = |host: usize, name: &str| -> (String, u64, Option<u64>) {
-            let Some(doc) = procs.get(&host) else {
-                return ("elsewhere".into(), 0, None);
-            };
-            doc.as_ref()
-                .and_then(|v| v.process(name))
-                .map(|p| (p.state.clone(), u64::from(p.restarts), p.pid.map(u64::from)))
-                .unwrap_or_else(|| ("no status".into(), 0, None))
+        // What the supervisor of `host` says of a process: its restarts and
+        // pid (its state is `process_state`'s, below).
+        let supervised = |host: usize, name: &str| -> (u64, Option<u64>) {
+            procs
+                .get(&host)
+                .and_then(|doc| doc.as_ref()?.process(name))
+                .map_or((0, None), |p| (u64::from(p.restarts), p.pid.map(u64::from)))
         };
         let here = status::this_node();
         let now = status::now_us();
@@ -452,7 +451,7 @@ impl Collector {
         };
         let mut processes = Vec::new();
         for p in &g.processes {
-            let (_, restarts, pid) = proc_state(p.host, &p.name);
+            let (restarts, pid) = supervised(p.host, &p.name);
             let state = process_state(p.host, &p.name);
             processes.push(json!({"name": p.name, "host": g.hosts[p.host].name,
                 "node": node_of(p.host), "step": said(p.host, |d| &d.step),
@@ -461,7 +460,7 @@ impl Collector {
         let mut nodes = Vec::new();
         for n in &g.nodes {
             let p = &g.processes[n.process];
-            let (_, restarts, _) = proc_state(p.host, &p.name);
+            let (restarts, _) = supervised(p.host, &p.name);
             let state = node_state(p.host, &p.name, &n.name);
             let d = node_docs.get(&n.name).cloned().unwrap_or_default();
             let (in_rate, out_rate) = (d.in_rate, d.out_rate);

@@ -95,23 +95,5 @@ pub fn run_babus(a: &BabusArgs, url: &str) -> BenchResult<Outcome> {
                 .is_ok()
         }
     });
-    let mut out = Outcome {
-        consumers: Vec::new(),
-        producers: Vec::new(),
-    };
-    for h in prod {
-        out.producers.push(
-            h.join()
-                .map_err(|_| BenchError::fail("producer panicked"))?,
-        );
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    stop.store(true, Ordering::Relaxed);
-    for h in consumers {
-        out.consumers.push(
-            h.join()
-                .map_err(|_| BenchError::fail("consumer panicked"))?,
-        );
-    }
-    Ok(out)
+    Outcome::join(prod, consumers, &stop, Duration::from_millis(300))
 }
