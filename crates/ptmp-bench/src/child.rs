@@ -14,6 +14,9 @@ pub enum ChildCmd {
     /// One side of a `bench baseline` run (internal).
     #[command(hide = true, name = "bench-child")]
     BenchChild(crate::baseline::ChildArgs),
+    /// The echo of a `bench latency --round-trip --processes` row (internal).
+    #[command(hide = true, name = "lat-echo")]
+    LatEcho(crate::latency::EchoArgs),
 }
 
 /// Run one side, printing its result line on stdout for the parent.
@@ -21,5 +24,6 @@ pub fn run(c: &ChildCmd) -> BenchResult {
     match c {
         ChildCmd::TputChild(a) => crate::throughput::child(a),
         ChildCmd::BenchChild(a) => crate::baseline::child(a),
+        ChildCmd::LatEcho(a) => crate::latency::echo_child(a),
     }
 }

@@ -6,7 +6,9 @@
 //! histogram. Both ends are in one process, so they share the clock.
 //! `--round-trip` instead has the receiver echo each message back on a
 //! second channel and the sender record the round trip (one message in
-//! flight). `--sizes` sweeps the message size.
+//! flight); with `--processes` the echo is a second process, so the
+//! round trip crosses processes both ways and still reads one clock.
+//! `--sizes` sweeps the message size.
 
 use crate::error::{BenchError, BenchResult};
 use crate::report::{Cell, Row};
@@ -16,6 +18,9 @@ use crate::tpset::pace_until;
 use clap::ValueEnum;
 use hdrhistogram::Histogram;
 use ptmp::{Frames, Receiver, Sender, SocketConfig};
+
+mod echo;
+pub use echo::{child as echo_child, EchoArgs};
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -85,6 +90,10 @@ pub struct LatencyArgs {
     /// Receiver on both legs; shm rows use PUSH/PULL channels).
     #[arg(long)]
     pub round_trip: bool,
+    /// With --round-trip: the echo runs in a second process (this program
+    /// started again), not a thread; not for inproc.
+    #[arg(long, requires = "round_trip")]
+    pub processes: bool,
     /// Message sizes to sweep, e.g. 64,1024,65536 (instead of -m).
     #[arg(long, value_delimiter = ',', value_name = "B,B,...")]
     pub sizes: Vec<usize>,
@@ -100,7 +109,6 @@ fn round_trip(
     let total = a.count + a.warmup;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
         .map_err(|e| BenchError::fail(format!("histogram: {e}")))?;
-    let shm = matches!(t, LatTransport::ShmSpin | LatTransport::ShmFutex);
     let leg = |tag: &str| -> BenchResult<String> {
         Ok(match t {
             LatTransport::ShmSpin | LatTransport::ShmFutex => format!("shm://{}", unique(tag)),
@@ -117,20 +125,6 @@ fn round_trip(
         })
     };
     let (go, back) = (leg("rt-go")?, leg("rt-back")?);
-    // zmq: the PULL binds, the PUSH connects; shm: the PUSH makes the channel.
-    let (push_attach, pull_attach) = if shm {
-        ("bind", "connect")
-    } else {
-        ("connect", "bind")
-    };
-    let cfg = |ty: &str, attach: &str, ep: &str| {
-        SocketConfig::from_value(&json!({"socket": {"type": ty, attach: [ep],
-            "linger_ms": a.linger_ms, "shm_max_message": size + 16, "shm_slots": 64}}))
-    };
-    let c_rx = cfg("PULL", pull_attach, &back)?;
-    let c_tx = cfg("PUSH", push_attach, &go)?;
-    let e_rx = cfg("PULL", pull_attach, &go)?;
-    let e_tx = cfg("PUSH", push_attach, &back)?;
     let (send_cpu, recv_cpu) = cpus;
     // Both legs' receivers poll as the row says: shm-spin never sleeps,
     // shm-futex sleeps after -s polls (0: at once), as in one-way rows.
@@ -138,22 +132,15 @@ fn round_trip(
         LatTransport::ShmSpin => u32::MAX,
         _ => a.spin.unwrap_or(0),
     };
-    let mut rx = Receiver::new(c_rx)?;
-    rx.set_shm_spin(spin);
-    let mut tx = Sender::new(c_tx)?;
-    let echo = std::thread::spawn(move || -> BenchResult<u64> {
-        crate::sys::pin(recv_cpu)?;
-        let mut rx = Receiver::new(e_rx)?;
-        rx.set_shm_spin(spin);
-        let mut tx = Sender::new(e_tx)?;
-        let mut f = Frames::new();
-        let mut n = 0;
-        while n < total && rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
-            tx.send_frames(&f)?;
-            n += 1;
-        }
-        Ok(n)
-    });
+    let legs = echo::Legs {
+        go: go.clone(),
+        back: back.clone(),
+        size,
+        linger_ms: a.linger_ms,
+        spin,
+    };
+    let (mut rx, mut tx) = legs.measuring_ends()?;
+    let echo = echo::Echo::start(&legs, total, recv_cpu, a.processes)?;
     crate::sys::pin(send_cpu)?;
     let mut msg = vec![0u8; size];
     let mut f = Frames::new();
@@ -174,8 +161,7 @@ fn round_trip(
         record(&mut hist, f.get(0).unwrap_or(&[0; 8]), a.warmup, &mut seen);
     }
     drop(tx);
-    echo.join()
-        .map_err(|_| BenchError::fail("echo thread panicked"))??;
+    echo.finish()?;
     for ep in [&go, &back] {
         if let Some(p) = ep.strip_prefix("shm://") {
             let _ = ptmp_shm::remove(p);
@@ -418,6 +404,10 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
     let mut out = Vec::new();
     for &size in &sizes {
         for &t in &a.transports {
+            if a.processes && t == LatTransport::Inproc {
+                eprintln!("note: zmq inproc row skipped: inproc joins threads of one process, and --processes asks for two");
+                continue;
+            }
             let r = measure(t, a, size, cpus)?;
             let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
             let row = LatencyRow {
@@ -437,7 +427,7 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
     }
     let sizes_s: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
     crate::report::note(format!(
-        "\n{} messages of {} bytes at {} per second after {} warmup, {}, sender and receiver threads in one process{}{}.",
+        "\n{} messages of {} bytes at {} per second after {} warmup, {}, {}{}{}.",
         a.count,
         sizes_s.join("/"),
         a.rate,
@@ -446,6 +436,11 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
             "round trip (echoed)"
         } else {
             "one-way"
+        },
+        if a.processes {
+            "the echo in a second process"
+        } else {
+            "sender and receiver threads in one process"
         },
         a.affinity
             .as_ref()
@@ -458,6 +453,7 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
             .iter()
             .map(|r| {
                 json!({"transport": r.transport, "size": r.size, "round_trip": a.round_trip,
+                "processes": a.processes,
                 "p50_us": r.p50_us, "p90_us": r.p90_us, "p99_us": r.p99_us,
                 "p999_us": r.p999_us, "max_us": r.max_us,
                 "samples": r.samples, "lost": r.lost})

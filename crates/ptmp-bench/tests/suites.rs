@@ -137,6 +137,45 @@ fn bench_latency_affinity_and_spin() {
             .unwrap_or_else(|| panic!("{row}: {s}"));
         assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
     }
+    // The echo in a second process: shm (busy-polling both ends) and tcp
+    // cross processes and every message comes back; inproc cannot.
+    let out = run(&[
+        "bench",
+        "latency",
+        "--round-trip",
+        "--processes",
+        "-n",
+        "300",
+        "-w",
+        "10",
+        "-r",
+        "5000",
+        "--transports",
+        "shm-spin",
+        "inproc",
+        "tcp",
+    ]);
+    let (s, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{s}{e}");
+    assert!(s.contains("the echo in a second process"), "{s}");
+    assert!(e.contains("zmq inproc row skipped"), "{e}");
+    assert!(!s.contains("| zmq inproc |"), "{s}");
+    for row in ["| shm (busy-poll) | 64 |", "| zmq tcp | 64 |"] {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("{row}: {s}"));
+        assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
+    }
+    let out = run(&["bench", "latency", "--processes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--processes goes with --round-trip"
+    );
     let out = run(&["bench", "latency", "--sizes", "64,4"]);
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["bench", "latency", "--affinity", "0,4096"]);
