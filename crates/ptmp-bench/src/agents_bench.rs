@@ -123,9 +123,7 @@ fn sock(t: &str, attach: &str, eps: &[String], hwm: i32) -> serde_json::Value {
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    crate::report::median(v.to_vec())
 }
 
 fn spread(v: &[f64]) -> String {

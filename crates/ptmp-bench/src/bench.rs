@@ -4,7 +4,7 @@
 //! identical frames, alternating, repeated, medians reported.
 
 use crate::error::{BenchError, BenchResult};
-use crate::report::progress;
+use crate::report::{median, progress};
 use crate::report::{Cell, Row};
 use crate::sendrecv::{run_ptmp, run_raw, Outcome, Pattern, TransportArg};
 use crate::sys::stopping;
@@ -41,6 +41,11 @@ pub enum BenchCmd {
     Latency(crate::latency::LatencyArgs),
     /// The shared-memory ring's own throughput, writer and readers contending.
     Ring(crate::ring::RingArgs),
+    /// ptmp's shared memory beside Aeron's IPC, with the machine's limits.
+    ///
+    /// Aeron (https://github.com/real-logic/aeron) runs its own sample
+    /// programs from its aeron-all jar, when Java and the jar are here.
+    Peers(crate::peers::PeersArgs),
     /// The Babus profile: imu, 6 MB images and medium messages to five consumers.
     ///
     /// Babus is a shared-memory message bus in C++ whose benchmark sends this
@@ -180,25 +185,13 @@ pub fn run(b: &BenchArgs) -> BenchResult {
         BenchCmd::Throughput(a) => suite("throughput", || crate::throughput::run(a)),
         BenchCmd::Latency(a) => suite("latency", || crate::latency::run(a)),
         BenchCmd::Ring(a) => suite("ring", || crate::ring::run(a)),
+        BenchCmd::Peers(a) => suite("peers", || crate::peers::run(a)),
         BenchCmd::Babus(a) => suite("babus", || crate::babus::run(a)),
         BenchCmd::Baseline(a) => suite("baseline", || crate::baseline::run(a)),
         BenchCmd::Jitter(a) => suite("jitter", || crate::latency::jitter(a)),
         BenchCmd::Fanout(a) => suite("fanout", || crate::fanout::run(a)),
         BenchCmd::Agents(a) => suite("agents", || crate::agents_bench::run(a)),
         BenchCmd::All(a) => all(a),
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
     }
 }
 

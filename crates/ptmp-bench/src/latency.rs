@@ -219,6 +219,36 @@ fn record(hist: &mut Histogram<u64>, bytes: &[u8], warmup: u64, seen: &mut u64) 
     }
 }
 
+/// One shm busy-poll round-trip run of `count` messages of `size` bytes
+/// (after 1,000 warmup) at `rate` a second, the echo in a second process
+/// with `processes`: (p50, p99.9) of the round trip in microseconds, and
+/// the messages that did not come back.
+pub(crate) fn shm_round_trip(
+    count: u64,
+    size: usize,
+    rate: f64,
+    cpus: (Option<usize>, Option<usize>),
+    processes: bool,
+) -> BenchResult<(f64, f64, u64)> {
+    let a = LatencyArgs {
+        count,
+        size,
+        rate,
+        warmup: 1000,
+        transports: vec![LatTransport::ShmSpin],
+        json_out: None,
+        affinity: None,
+        spin: None,
+        linger_ms: 2000,
+        round_trip: true,
+        processes,
+        sizes: Vec::new(),
+    };
+    let m = round_trip(LatTransport::ShmSpin, &a, size, cpus)?;
+    let q = |p: f64| m.hist.value_at_quantile(p) as f64 / 1000.0;
+    Ok((q(0.5), q(0.999), m.lost))
+}
+
 fn measure(
     t: LatTransport,
     a: &LatencyArgs,

@@ -458,6 +458,21 @@ pub fn end() -> std::io::Result<Option<(PathBuf, PathBuf)>> {
     Ok(Some((jp, sp)))
 }
 
+/// The median of `v` (the mean of the middle two for an even count; 0 for
+/// none).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

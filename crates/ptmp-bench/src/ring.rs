@@ -88,101 +88,11 @@ impl Row for RingRow {
 
 /// Run the ring suite: every size with every reader count.
 pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
-    let fail = |e: ptmp_shm::ShmError| BenchError::fail(e.to_string());
     crate::report::table::<RingRow>();
     let mut out = Vec::new();
     for &size in &a.sizes {
         for &nr in &a.readers {
-            if size == 0 || nr == 0 {
-                return Err(BenchError::usage(
-                    "sizes and reader counts must be at least 1",
-                ));
-            }
-            let name = format!("bench-ring-{}-{size}-{nr}", std::process::id());
-            let policy = if a.block {
-                Policy::Block
-            } else {
-                Policy::Overwrite
-            };
-            let cfg = ChannelConfig {
-                slots: a.slots,
-                max_message: size,
-                policy,
-            };
-            let mut w = Writer::create(&name, cfg).map_err(fail)?;
-            let n = a.count;
-            let readers: Vec<_> = (0..nr)
-                .map(|_| {
-                    let mut r = Reader::attach(&name, StartAt::Next).map_err(fail)?;
-                    Ok(std::thread::spawn(move || {
-                        let ctr = crate::sys::Syscalls::open(false);
-                        let k0 = crate::sys::kernel(&ctr, true);
-                        let t0 = Instant::now();
-                        let mut buf = Vec::with_capacity(size);
-                        let mut got = 0u64;
-                        let mut first: Option<Instant> = None;
-                        while r.position() < n {
-                            match r.recv_into(&mut buf, Some(Duration::from_secs(2))) {
-                                Some(_) => {
-                                    first.get_or_insert_with(Instant::now);
-                                    got += 1;
-                                }
-                                None => break,
-                            }
-                        }
-                        let secs = first.map_or(0.0, |f| f.elapsed().as_secs_f64());
-                        let k = k0.since(crate::sys::kernel(&ctr, true));
-                        (got, r.lost(), secs, k, t0.elapsed().as_secs_f64())
-                    }))
-                })
-                .collect::<BenchResult<_>>()?;
-            let msg = vec![0x5au8; size];
-            let ctr = crate::sys::Syscalls::open(false);
-            let k0 = crate::sys::kernel(&ctr, true);
-            let t0 = Instant::now();
-            for _ in 0..n {
-                w.publish(&msg).map_err(fail)?;
-            }
-            let wsecs = t0.elapsed().as_secs_f64();
-            let wk = k0.since(crate::sys::kernel(&ctr, true));
-            let per_msg =
-                |k: &crate::sys::Kernel| k.syscalls.map_or(f64::NAN, |c| c as f64 / n as f64);
-            let per_s = |k: &crate::sys::Kernel, secs: f64| {
-                if secs > 0.0 {
-                    k.switches() as f64 / secs
-                } else {
-                    f64::NAN
-                }
-            };
-            let (mut rsys, mut rcsw) = (Vec::new(), Vec::new());
-            let mut rates = Vec::new();
-            let mut lost = Vec::new();
-            for h in readers {
-                let (got, l, secs, k, loop_s) =
-                    h.join().map_err(|_| BenchError::fail("reader panicked"))?;
-                rsys.push(per_msg(&k));
-                rcsw.push(per_s(&k, loop_s));
-                rates.push(if secs > 0.0 {
-                    got as f64 / secs / 1e6
-                } else {
-                    0.0
-                });
-                lost.push(100.0 * l as f64 / n as f64);
-            }
-            drop(w);
-            let _ = ptmp_shm::remove(&name);
-            let row = RingRow {
-                size,
-                readers: nr,
-                block: a.block,
-                writer_mps: n as f64 / wsecs / 1e6,
-                reader_mps: rates,
-                lost_pct: lost,
-                writer_syscalls: per_msg(&wk),
-                reader_syscalls: rsys,
-                writer_csw_s: per_s(&wk, wsecs),
-                reader_csw_s: rcsw,
-            };
+            let row = one_run(size, nr, a.slots, a.block, a.count, None)?;
             crate::report::row(&row);
             out.push(row);
         }
@@ -192,4 +102,111 @@ pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
         a.count, a.slots
     ));
     Ok(out)
+}
+
+/// One run: `n` messages of `size` bytes through a ring of `slots` slots to
+/// `nr` readers, each copying every message out, the writer as fast as it
+/// can (waiting for the slowest reader with `block`); the readers pinned
+/// to `reader_cpu` when given.
+pub(crate) fn one_run(
+    size: usize,
+    nr: usize,
+    slots: usize,
+    block: bool,
+    n: u64,
+    reader_cpu: Option<usize>,
+) -> BenchResult<RingRow> {
+    let fail = |e: ptmp_shm::ShmError| BenchError::fail(e.to_string());
+    if size == 0 || nr == 0 {
+        return Err(BenchError::usage(
+            "sizes and reader counts must be at least 1",
+        ));
+    }
+    let name = format!("bench-ring-{}-{size}-{nr}", std::process::id());
+    let policy = if block {
+        Policy::Block
+    } else {
+        Policy::Overwrite
+    };
+    let cfg = ChannelConfig {
+        slots,
+        max_message: size,
+        policy,
+    };
+    let mut w = Writer::create(&name, cfg).map_err(fail)?;
+
+    let readers: Vec<_> = (0..nr)
+        .map(|_| {
+            let mut r = Reader::attach(&name, StartAt::Next).map_err(fail)?;
+            Ok(std::thread::spawn(move || -> BenchResult<_> {
+                crate::sys::pin(reader_cpu)?;
+                let ctr = crate::sys::Syscalls::open(false);
+                let k0 = crate::sys::kernel(&ctr, true);
+                let t0 = Instant::now();
+                let mut buf = Vec::with_capacity(size);
+                let mut got = 0u64;
+                let mut first: Option<Instant> = None;
+                while r.position() < n {
+                    match r.recv_into(&mut buf, Some(Duration::from_secs(2))) {
+                        Some(_) => {
+                            first.get_or_insert_with(Instant::now);
+                            got += 1;
+                        }
+                        None => break,
+                    }
+                }
+                let secs = first.map_or(0.0, |f| f.elapsed().as_secs_f64());
+                let k = k0.since(crate::sys::kernel(&ctr, true));
+                Ok((got, r.lost(), secs, k, t0.elapsed().as_secs_f64()))
+            }))
+        })
+        .collect::<BenchResult<_>>()?;
+    let msg = vec![0x5au8; size];
+    let ctr = crate::sys::Syscalls::open(false);
+    let k0 = crate::sys::kernel(&ctr, true);
+    let t0 = Instant::now();
+    for _ in 0..n {
+        w.publish(&msg).map_err(fail)?;
+    }
+    let wsecs = t0.elapsed().as_secs_f64();
+    let wk = k0.since(crate::sys::kernel(&ctr, true));
+    let per_msg = |k: &crate::sys::Kernel| k.syscalls.map_or(f64::NAN, |c| c as f64 / n as f64);
+    let per_s = |k: &crate::sys::Kernel, secs: f64| {
+        if secs > 0.0 {
+            k.switches() as f64 / secs
+        } else {
+            f64::NAN
+        }
+    };
+    let (mut rsys, mut rcsw) = (Vec::new(), Vec::new());
+    let mut rates = Vec::new();
+    let mut lost = Vec::new();
+    for h in readers {
+        let (got, l, secs, k, loop_s) = h
+            .join()
+            .map_err(|_| BenchError::fail("reader panicked"))??;
+        rsys.push(per_msg(&k));
+        rcsw.push(per_s(&k, loop_s));
+        rates.push(if secs > 0.0 {
+            got as f64 / secs / 1e6
+        } else {
+            0.0
+        });
+        lost.push(100.0 * l as f64 / n as f64);
+    }
+    drop(w);
+    let _ = ptmp_shm::remove(&name);
+    let row = RingRow {
+        size,
+        readers: nr,
+        block,
+        writer_mps: n as f64 / wsecs / 1e6,
+        reader_mps: rates,
+        lost_pct: lost,
+        writer_syscalls: per_msg(&wk),
+        reader_syscalls: rsys,
+        writer_csw_s: per_s(&wk, wsecs),
+        reader_csw_s: rcsw,
+    };
+    Ok(row)
 }

@@ -568,3 +568,56 @@ fn bench_ring_smoke() {
         );
     }
 }
+
+/// `bench peers` without Aeron's jar: the limits and ptmp's rows, each
+/// with one value per run, and a note saying why Aeron is left out.
+#[test]
+fn bench_peers_smoke() {
+    let out = run(&[
+        "bench",
+        "peers",
+        "--runs",
+        "2",
+        "--seconds",
+        "1",
+        "-n",
+        "2000",
+        "--sizes",
+        "64",
+        "--aeron-jar",
+        "/nonexistent/aeron-all.jar",
+    ]);
+    let (s, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{s}{e}");
+    assert!(
+        e.contains("Aeron rows left out") && e.contains("/nonexistent/aeron-all.jar"),
+        "{e}"
+    );
+    for row in [
+        "| cache-line hand-over, two CPUs | limit | ns |",
+        "| memcpy of 6.2 MB | limit | us |",
+        "| 64 B messages, threads | ptmp | M msg/s |",
+        "| 64 B round trip p50, processes | ptmp | us |",
+        "| 64 B round trip p99.9, processes | ptmp | us |",
+    ] {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("{row}: {s}"));
+        // Two runs, then their median, each a positive number.
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let runs: Vec<f64> = cells[3]
+            .split(',')
+            .map(|x| x.trim().parse().unwrap())
+            .collect();
+        assert_eq!(runs.len(), 2, "{line}");
+        assert!(runs.iter().all(|x| *x > 0.0), "{line}");
+        assert!(cells[4].parse::<f64>().unwrap() > 0.0, "{line}");
+    }
+    assert!(!s.contains("| Aeron |"), "{s}");
+    let out = run(&["bench", "peers", "--runs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}

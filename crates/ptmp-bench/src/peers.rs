@@ -1,0 +1,231 @@
+//! `ptmp bench peers`: ptmp's shared-memory ring beside Aeron's IPC
+//! (<https://github.com/real-logic/aeron>, measured with its own sample
+//! programs), with the machine's physical limits measured in the same run.
+//! Every measure runs `--runs` times, the peers alternating which goes
+//! first; each run's value and the median are reported.
+//!
+//! What each row measures:
+//! - hand-over of one cache line between the two CPUs (threads pinned):
+//!   the least any message between two cores can take;
+//! - memcpy of a 6.2 MB frame (one core): what a copying transport pays
+//!   twice per frame (in and out);
+//! - 64 B messages a second between a writer and a reader thread of one
+//!   process: ptmp's ring (lossless, the reader copying each message out)
+//!   and Aeron's EmbeddedExclusiveIpcThroughput (an exclusive publication
+//!   and a subscription polling fragments in place, media driver embedded);
+//! - 64 B and 4 KiB round trips between two processes, both ends
+//!   busy-polling: ptmp `latency --round-trip --processes` over shm
+//!   (PUSH/PULL channels, each message copied in and out at both ends) and
+//!   Aeron's Ping and Pong over `aeron:ipc` with a media driver.
+
+use crate::error::{BenchError, BenchResult};
+use crate::report::{Cell, Row};
+use std::path::PathBuf;
+
+mod aeron;
+mod limits;
+
+#[derive(Debug, clap::Args)]
+pub struct PeersArgs {
+    /// Runs of each measure (the peers alternate which goes first).
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Seconds of each throughput run (after Aeron's 2 s of warmup).
+    #[arg(long, default_value_t = 5)]
+    pub seconds: u32,
+    /// Round trips per latency run.
+    #[arg(short = 'n', long, default_value_t = 100_000)]
+    pub count: u64,
+    /// Message sizes of the round trips, bytes.
+    #[arg(long, value_delimiter = ',', default_values = ["64", "4096"])]
+    pub sizes: Vec<usize>,
+    /// Aeron's `aeron-all` jar (else $PTMP_AERON_JAR, else the newest in
+    /// ~/.m2; fetch it with `mvn dependency:get
+    /// -Dartifact=io.aeron:aeron-all:1.51.0`). Without Java or the jar the
+    /// Aeron rows are left out with a note.
+    #[arg(long)]
+    pub aeron_jar: Option<PathBuf>,
+    /// The two CPUs the two sides run on, A,B.
+    #[arg(long = "affinity", value_name = "A,B", default_value = "0,1")]
+    pub affinity: String,
+}
+
+/// One measure of one peer: each run's value and their median.
+#[derive(Debug, Clone)]
+pub struct PeersRow {
+    pub measure: &'static str,
+    pub peer: &'static str,
+    pub unit: &'static str,
+    pub runs: Vec<f64>,
+    pub median: f64,
+}
+
+impl Row for PeersRow {
+    fn headers() -> &'static [&'static str] {
+        &["measure", "peer", "unit", "runs", "median"]
+    }
+    fn cells(&self) -> Vec<Cell> {
+        let f = |x: f64| {
+            if x >= 100.0 {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.2}")
+            }
+        };
+        vec![
+            Cell::label(self.measure),
+            Cell::label(self.peer),
+            Cell::label(self.unit),
+            Cell::list(&self.runs, f),
+            Cell::measure(self.median, f(self.median)),
+        ]
+    }
+}
+
+/// A measure taken once per run of one peer: one value per figure.
+type Take<'a> = Box<dyn FnMut() -> BenchResult<Vec<f64>> + 'a>;
+
+/// Take each peer's figures (`figures`: name and unit) `runs` times, the
+/// peers alternating which goes first, and report a row per figure and
+/// peer.
+fn measure(
+    out: &mut Vec<PeersRow>,
+    runs: u32,
+    figures: &[(&'static str, &'static str)],
+    mut peers: Vec<(&'static str, Take)>,
+) -> BenchResult {
+    let n = peers.len();
+    let mut got: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); figures.len()]; n];
+    for r in 0..runs as usize {
+        for k in 0..n {
+            // Odd runs take the peers in reverse order.
+            let i = if r % 2 == 0 { k } else { n - 1 - k };
+            let v = (peers[i].1)()?;
+            for (f, x) in v.into_iter().enumerate().take(figures.len()) {
+                got[i][f].push(x);
+            }
+        }
+    }
+    for (f, (measure, unit)) in figures.iter().enumerate() {
+        for (i, (peer, _)) in peers.iter().enumerate() {
+            let v = got[i][f].clone();
+            let row = PeersRow {
+                measure,
+                peer,
+                unit,
+                median: crate::report::median(v.clone()),
+                runs: v,
+            };
+            crate::report::row(&row);
+            out.push(row);
+        }
+    }
+    Ok(())
+}
+
+/// Run the suite.
+pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
+    if a.runs == 0 || a.seconds == 0 || a.count == 0 {
+        return Err(BenchError::usage(
+            "--runs, --seconds and -n must be at least 1",
+        ));
+    }
+    if let Some(bad) = a.sizes.iter().find(|s| **s < 16 || **s > 1 << 20) {
+        return Err(BenchError::usage(format!(
+            "--sizes {bad}: from 16 bytes to 1 MiB"
+        )));
+    }
+    let cpus = crate::sys::parse_affinity(&Some(a.affinity.clone()))?;
+    let jar = aeron::find_jar(a.aeron_jar.as_deref());
+    if let Err(why) = &jar {
+        eprintln!("note: Aeron rows left out: {why}");
+    }
+    let list = a.affinity.as_str();
+    crate::report::table::<PeersRow>();
+    let mut out = Vec::new();
+    let (runs, secs, count) = (a.runs, a.seconds, a.count);
+    measure(
+        &mut out,
+        runs,
+        &[("cache-line hand-over, two CPUs", "ns")],
+        vec![(
+            "limit",
+            Box::new(|| Ok(vec![limits::cache_line_handover_ns(1_000_000, cpus)?])),
+        )],
+    )?;
+    measure(
+        &mut out,
+        runs,
+        &[("memcpy of 6.2 MB", "us")],
+        vec![(
+            "limit",
+            Box::new(|| Ok(vec![limits::memcpy_us(6_200_000, 20)])),
+        )],
+    )?;
+    let mut tput: Vec<(&'static str, Take)> = vec![(
+        "ptmp",
+        Box::new(|| {
+            crate::sys::pin(cpus.0)?;
+            let n = 4_000_000 * u64::from(secs);
+            Ok(vec![
+                crate::ring::one_run(64, 1, 4096, true, n, cpus.1)?.reader_mps[0],
+            ])
+        }),
+    )];
+    if let Ok(j) = &jar {
+        tput.push((
+            "Aeron",
+            Box::new(move || Ok(vec![aeron::ipc_throughput(j, Some(list), 64, secs)? / 1e6])),
+        ));
+    }
+    measure(
+        &mut out,
+        runs,
+        &[("64 B messages, threads", "M msg/s")],
+        tput,
+    )?;
+    for &size in &a.sizes {
+        let (p50, p999): (&'static str, &'static str) = match size {
+            64 => (
+                "64 B round trip p50, processes",
+                "64 B round trip p99.9, processes",
+            ),
+            4096 => (
+                "4 KiB round trip p50, processes",
+                "4 KiB round trip p99.9, processes",
+            ),
+            _ => ("round trip p50, processes", "round trip p99.9, processes"),
+        };
+        let mut rt: Vec<(&'static str, Take)> = vec![(
+            "ptmp",
+            Box::new(move || {
+                let (p50, p999, lost) =
+                    crate::latency::shm_round_trip(count, size, 1e9, cpus, true)?;
+                if lost > 0 {
+                    return Err(BenchError::fail(format!(
+                        "ptmp round trip of {size} B: {lost} message(s) did not come back"
+                    )));
+                }
+                Ok(vec![p50, p999])
+            }),
+        )];
+        if let Ok(j) = &jar {
+            rt.push((
+                "Aeron",
+                Box::new(move || {
+                    let (p50, p999) = aeron::ping_pong(j, Some(list), size, count)?;
+                    Ok(vec![p50, p999])
+                }),
+            ));
+        }
+        measure(&mut out, runs, &[(p50, "us"), (p999, "us")], rt)?;
+    }
+    crate::report::note(format!(
+        "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}.",
+        match &jar {
+            Ok(j) => format!("from {}", j.display()),
+            Err(why) => format!("left out ({why})"),
+        }
+    ));
+    Ok(out)
+}
