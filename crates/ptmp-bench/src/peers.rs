@@ -14,7 +14,8 @@
 //!   and Aeron's EmbeddedExclusiveIpcThroughput (an exclusive publication
 //!   and a subscription polling fragments in place, media driver embedded);
 //! - 64 B and 4 KiB round trips between two processes, both ends
-//!   busy-polling: ptmp `latency --round-trip --processes` over shm
+//!   busy-polling, beside the cache line's own round trip taken in the same
+//!   run (the "limit" row of the p50): ptmp `latency --round-trip --processes` over shm
 //!   (PUSH/PULL channels, each message copied in and out at both ends) and
 //!   Aeron's Ping and Pong over `aeron:ipc` with a media driver.
 
@@ -109,6 +110,10 @@ fn measure(
     for (f, (measure, unit)) in figures.iter().enumerate() {
         for (i, (peer, _)) in peers.iter().enumerate() {
             let v = got[i][f].clone();
+            // A figure a peer does not have (NaN) makes no row.
+            if v.iter().all(|x| x.is_nan()) {
+                continue;
+            }
             let row = PeersRow {
                 measure,
                 peer,
@@ -196,19 +201,31 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
             ),
             _ => ("round trip p50, processes", "round trip p99.9, processes"),
         };
-        let mut rt: Vec<(&'static str, Take)> = vec![(
-            "ptmp",
-            Box::new(move || {
-                let (p50, p999, lost) =
-                    crate::latency::shm_round_trip(count, size, 1e9, cpus, true)?;
-                if lost > 0 {
-                    return Err(BenchError::fail(format!(
-                        "ptmp round trip of {size} B: {lost} message(s) did not come back"
-                    )));
-                }
-                Ok(vec![p50, p999])
-            }),
-        )];
+        let mut rt: Vec<(&'static str, Take)> = vec![
+            (
+                // The same hand-over as the first row, both ways, taken beside
+                // each round trip: when a run is slow for every peer, the
+                // machine was too.
+                "limit",
+                Box::new(move || {
+                    let ns = limits::cache_line_handover_ns(100_000, cpus)?;
+                    Ok(vec![2.0 * ns / 1000.0, f64::NAN])
+                }),
+            ),
+            (
+                "ptmp",
+                Box::new(move || {
+                    let (p50, p999, lost) =
+                        crate::latency::shm_round_trip(count, size, 1e9, cpus, true)?;
+                    if lost > 0 {
+                        return Err(BenchError::fail(format!(
+                            "ptmp round trip of {size} B: {lost} message(s) did not come back"
+                        )));
+                    }
+                    Ok(vec![p50, p999])
+                }),
+            ),
+        ];
         if let Ok(j) = &jar {
             rt.push((
                 "Aeron",
