@@ -42,6 +42,7 @@ fn no_internal_shorthand_in_help() {
         &["bench", "tuning"],
         &["bench", "latency"],
         &["bench", "ring"],
+        &["bench", "peers"],
         &["bench", "babus"],
         &["bench", "baseline"],
         &["bench", "jitter"],
