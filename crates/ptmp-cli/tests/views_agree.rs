@@ -28,15 +28,7 @@ fn ptmp_json(args: &[&str]) -> Value {
 /// --json` and `/api/state` give it, in that order.
 fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
     let dir = r.dir.path();
-    let run = |args: &[&str]| -> Value {
-        let o = Command::new(PTMP).args(args).output().unwrap();
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        serde_json::from_slice(&o.stdout).unwrap()
-    };
+    let run = ptmp_json;
     let rd = dir.join("run");
     let rd = rd.to_str().unwrap();
     let g = dir.join("mon.json");
@@ -76,16 +68,14 @@ fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
 fn process_views(r: &Run) -> [Vec<(String, String)>; 2] {
     let dir = r.dir.path();
     let (rd, g) = (dir.join("run"), dir.join("mon.json"));
-    let o = Command::new(PTMP)
-        .args(["graph", "status"])
-        .arg(&g)
-        .arg("--run-dir")
-        .arg(&rd)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = ptmp_json(&[
+        "graph",
+        "status",
+        g.to_str().unwrap(),
+        "--run-dir",
+        rd.to_str().unwrap(),
+        "--json",
+    ]);
     let status = v["process_states"]
         .as_object()
         .unwrap()
