@@ -368,8 +368,10 @@ pub fn run(c: &GraphCmd) -> CliResult {
                 let v = serde_json::to_value(&report).map_err(|e| CliError::fail(e.to_string()))?;
                 outln!("{v}")?;
             } else {
-                let sup = status::read_processes(&p.run_dir);
-                out!("{}", status::table(&report.parts, sup.as_ref()))?;
+                out!(
+                    "{}",
+                    status::table(&report.parts, report.supervised.as_ref())
+                )?;
             }
             Ok(())
         }

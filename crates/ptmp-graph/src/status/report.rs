@@ -49,6 +49,9 @@ pub struct Report {
     /// Status files that could not be read, each with why.
     #[serde(skip)]
     pub unreadable: Vec<String>,
+    /// The supervisor's `processes.json`, when there is one.
+    #[serde(skip)]
+    pub supervised: Option<Supervised>,
 }
 
 impl Report {
@@ -84,6 +87,7 @@ impl Report {
             parts,
             edges,
             unreadable,
+            supervised: sup,
         }
     }
 }
