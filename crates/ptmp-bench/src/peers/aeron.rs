@@ -96,6 +96,21 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
+/// A directory of its own for one run's Aeron files (its default,
+/// `/dev/shm/aeron-USER`, would be shared with any other Aeron here and
+/// left behind): in memory, as its driver expects on Linux.
+fn aeron_dir() -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = Some(PathBuf::from("/dev/shm"))
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    base.join(format!(
+        "ptmp-aeron-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ))
+}
+
 /// One line of EmbeddedExclusiveIpcThroughput's report: messages a second,
 /// from `Duration 1006ms - 19,412,578 messages - ...`.
 pub fn rate_of_line(line: &str) -> Option<f64> {
@@ -117,7 +132,12 @@ pub fn ipc_throughput(
     size: usize,
     seconds: u32,
 ) -> BenchResult<f64> {
-    let props = [format!("-Daeron.sample.messageLength={size}")];
+    let dir = aeron_dir();
+    let props = [
+        format!("-Daeron.sample.messageLength={size}"),
+        format!("-Daeron.dir={}", dir.display()),
+        "-Daeron.dir.delete.on.shutdown=true".to_string(),
+    ];
     let mut child = java(
         jar,
         cpus,
@@ -142,6 +162,7 @@ pub fn ipc_throughput(
         }
     }
     stop(child);
+    let _ = std::fs::remove_dir_all(&dir);
     if rates.is_empty() {
         return Err(BenchError::fail(
             "Aeron's EmbeddedExclusiveIpcThroughput printed no rate",
@@ -176,16 +197,7 @@ pub fn ping_pong(
         Some((a, b)) => (Some(a), Some(b)),
         None => (None, None),
     };
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    // Aeron's files in memory, as its driver expects on Linux.
-    let base = Some(PathBuf::from("/dev/shm"))
-        .filter(|d| d.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = base.join(format!(
-        "ptmp-aeron-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
+    let dir = aeron_dir();
     let common = [
         format!("-Daeron.dir={}", dir.display()),
         "-Daeron.sample.ping.channel=aeron:ipc".to_string(),
