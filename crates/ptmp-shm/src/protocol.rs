@@ -187,6 +187,17 @@ pub fn read<W: Word<Value = u64>, R>(
     }
 }
 
+/// Reader waiting for message `seq`: whether its slot shows something to
+/// look at (the message complete, or a later one). A hint only, for a
+/// reader that polls: what it finds is then read with [`read`]. Polling
+/// the slot instead of `next_seq` keeps a busy reader off the header line
+/// the writer stores for every message; the slot's line must travel to
+/// the reader anyway.
+#[inline]
+pub fn slot_ready<W: Word<Value = u64>>(stamp: &W, seq: u64) -> bool {
+    stamp.load(Ordering::Acquire) >= done_stamp(seq)
+}
+
 /// Reader, after reading message `seq`'s payload: whether its slot still
 /// holds it (its stamp, if not). The acquire fence orders the payload reads
 /// before the stamp load, so a rewrite that began during them shows.

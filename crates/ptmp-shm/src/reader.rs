@@ -459,6 +459,16 @@ impl Reader {
     /// Copy the next message into `buf` without waiting. `Ok(None)` when
     /// there is nothing new; an error if the segment is corrupt.
     pub fn try_recv(&mut self, buf: &mut Vec<u8>) -> Result<Option<Received>> {
+        self.recv_once(buf, false)
+    }
+
+    /// One look at the ring for [`Self::try_recv`] and [`Self::recv`]. A
+    /// `lazy` look that finds the next message not there yet returns
+    /// without checking the slot against `next_seq`: a receive about to
+    /// wait makes that check after its wait (a corrupt slot then shows at
+    /// once), and leaving `next_seq` alone here keeps the reader off the
+    /// header line the writer stores for every message.
+    fn recv_once(&mut self, buf: &mut Vec<u8>, lazy: bool) -> Result<Option<Received>> {
         let lost0 = self.lost_total;
         // Each round either delivers, stops, or moves `pos` forward after a
         // checked overrun; the bound keeps an adversary who rewrites the ring
@@ -478,6 +488,7 @@ impl Reader {
                         lost: self.lost_total - lost0,
                     }));
                 }
+                Try::NotYet if lazy => return Ok(None),
                 Try::NotYet => match self.check_not_yet(self.pos)? {
                     Try::Overrun(s) => self.resync(s)?,
                     _ => return Ok(None),
@@ -504,7 +515,10 @@ impl Reader {
         let mut deadline = Deadline::new(timeout);
         let mut empty = 0u32;
         loop {
-            if let Some(r) = self.try_recv(buf)? {
+            // Only the first look of a receive that may wait is lazy:
+            // every look after a wait checks, and so does a zero timeout's.
+            let lazy = empty == 0 && !timeout.is_some_and(|t| t.is_zero());
+            if let Some(r) = self.recv_once(buf, lazy)? {
                 return Ok(Some(r));
             }
             // Woken with nothing to read more than once: whatever the ring
@@ -549,6 +563,8 @@ impl Reader {
             rounds += 1;
             let (t, _) = self.try_read(self.pos, |_| ());
             let t = match t {
+                // The first look is lazy, as in `recv`.
+                Try::NotYet if rounds == 1 && !timeout.is_some_and(|t| t.is_zero()) => Try::NotYet,
                 Try::NotYet => self.check_not_yet(self.pos)?,
                 t => t,
             };

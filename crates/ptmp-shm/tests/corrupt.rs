@@ -124,6 +124,30 @@ fn next_seq_beyond_the_stamps_is_corruption_not_a_spin() {
 }
 
 #[test]
+fn a_busy_polling_reader_reports_corruption_too() {
+    // A busy-polling reader watches the slot of its next message, not
+    // `next_seq`: it must still learn that `next_seq` claims messages the
+    // slots do not hold, on both paths, well within the timeout.
+    let c = Chan::new("busy");
+    let mut w = Writer::create(&c.0, cfg(8, Policy::Overwrite)).unwrap();
+    publish(&mut w, 3);
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    r.set_spin(u32::MAX);
+    let mut v = Reader::attach(&c.0, StartAt::Next).unwrap();
+    v.set_spin(u32::MAX);
+    c.poke_u64(NEXT_SEQ, 1000);
+    expect_corrupt(&c, r, "stamp");
+    let e = bounded("busy view", move || {
+        let t0 = std::time::Instant::now();
+        let e = v.view_checked(Some(Duration::from_secs(10))).err();
+        (e.map(|e| e.to_string()), t0.elapsed())
+    });
+    let (e, took) = (e.0.expect("an error"), e.1);
+    assert!(e.contains("corrupt") && e.contains("stamp"), "{e}");
+    assert!(took < Duration::from_secs(5), "reported after {took:?}");
+}
+
+#[test]
 fn next_seq_going_back_is_corruption() {
     let c = Chan::new("back");
     let mut w = Writer::create(&c.0, cfg(8, Policy::Overwrite)).unwrap();

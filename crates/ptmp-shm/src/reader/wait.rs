@@ -29,18 +29,29 @@ impl Reader {
         // Nothing to read: a writer must not wait on a position this
         // reader has passed but not yet shown.
         self.flush_release();
+        // Poll the slot the next message goes to, not `next_seq`: the
+        // slot's line travels to this reader once the message is in it,
+        // while `next_seq`'s line would travel back and forth with every
+        // message the writer publishes.
+        let stamp = &seg.slot(pos).0.stamp;
         let mut i = 0u32;
         while i < spin {
-            if h.next_seq.load(Ordering::Acquire) > pos {
+            if protocol::slot_ready(stamp, pos) {
                 return Ok(true);
             }
             std::hint::spin_loop();
             i = i.wrapping_add(1);
             if spin == u32::MAX && i.is_multiple_of(1 << 16) {
-                // Busy-poll forever, but still honour the deadline.
+                // Busy-poll forever, but still honour the deadline, and
+                // look at `next_seq` too: a slot that stays behind a
+                // published message is corruption, which the caller's
+                // next look reports.
                 seg.check_layout()?;
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Ok(false);
+                }
+                if h.next_seq.load(Ordering::Acquire) > pos {
+                    return Ok(true);
                 }
                 i = 0;
             }
