@@ -24,7 +24,14 @@ use crate::report::{Cell, Row};
 use std::path::PathBuf;
 
 mod aeron;
+mod frames;
 mod limits;
+
+/// The large frame: one 1920x1080 image of 3 bytes a pixel, 6.2 MB.
+const FRAME: usize = 1920 * 1080 * 3;
+/// Round trips of the large frame per run, copying (each costs four
+/// copies of the frame), after a tenth as many more.
+const FRAME_COPIES: u64 = 200;
 
 #[derive(Debug, clap::Args)]
 pub struct PeersArgs {
@@ -162,10 +169,7 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
         &mut out,
         runs,
         &[("memcpy of 6.2 MB", "us")],
-        vec![(
-            "limit",
-            Box::new(|| Ok(vec![limits::memcpy_us(6_200_000, 20)])),
-        )],
+        vec![("limit", Box::new(|| Ok(vec![limits::memcpy_us(FRAME, 20)])))],
     )?;
     let mut tput: Vec<(&'static str, Take)> = vec![(
         "ptmp",
@@ -237,6 +241,7 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
         }
         measure(&mut out, runs, &[(p50, "us"), (p999, "us")], rt)?;
     }
+    frame_round_trips(&mut out, runs, count, cpus)?;
     crate::report::note(format!(
         "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}.",
         match &jar {
@@ -245,4 +250,72 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
         }
     ));
     Ok(out)
+}
+
+/// The 6.2 MB frame's round trips over ptmp's rings, zero-copy and
+/// copying, beside four copies of the frame (what copying costs at least).
+/// Aeron has no row: a frame this large needs a term buffer of over 48 MB
+/// per publication, which its sample programs do not set up.
+fn frame_round_trips(
+    out: &mut Vec<PeersRow>,
+    runs: u32,
+    count: u64,
+    cpus: (Option<usize>, Option<usize>),
+) -> BenchResult {
+    let zc_count = count.min(20_000);
+    measure(
+        out,
+        runs,
+        &[
+            ("6.2 MB round trip p50, zero-copy, threads", "us"),
+            ("6.2 MB round trip p99.9, zero-copy, threads", "us"),
+        ],
+        vec![(
+            "ptmp",
+            Box::new(move || {
+                let (p50, p999) = frames::round_trip(
+                    FRAME,
+                    zc_count,
+                    zc_count / 10,
+                    frames::Mode::ZeroCopy,
+                    cpus,
+                )?;
+                Ok(vec![p50, p999])
+            }),
+        )],
+    )?;
+    measure(
+        out,
+        runs,
+        &[
+            ("6.2 MB round trip p50, copying, threads", "us"),
+            ("6.2 MB round trip p99.9, copying, threads", "us"),
+        ],
+        vec![
+            (
+                "limit",
+                Box::new(|| Ok(vec![4.0 * limits::memcpy_us(FRAME, 20), f64::NAN])),
+            ),
+            (
+                "handed copies",
+                Box::new(move || {
+                    let one_way = limits::handed_copy_us(FRAME, 50, cpus)?;
+                    Ok(vec![2.0 * one_way, f64::NAN])
+                }),
+            ),
+            (
+                "ptmp",
+                Box::new(move || {
+                    let (p50, p999) = frames::round_trip(
+                        FRAME,
+                        FRAME_COPIES,
+                        FRAME_COPIES / 10,
+                        frames::Mode::Copying,
+                        cpus,
+                    )?;
+                    Ok(vec![p50, p999])
+                }),
+            ),
+        ],
+    )
 }

@@ -602,6 +602,10 @@ fn bench_peers_smoke() {
         "| 64 B messages, threads | ptmp | M msg/s |",
         "| 64 B round trip p50, processes | ptmp | us |",
         "| 64 B round trip p99.9, processes | ptmp | us |",
+        "| 6.2 MB round trip p50, zero-copy, threads | ptmp | us |",
+        "| 6.2 MB round trip p50, copying, threads | limit | us |",
+        "| 6.2 MB round trip p50, copying, threads | handed copies | us |",
+        "| 6.2 MB round trip p50, copying, threads | ptmp | us |",
     ] {
         let line = s
             .lines()
@@ -618,6 +622,14 @@ fn bench_peers_smoke() {
         assert!(cells[4].parse::<f64>().unwrap() > 0.0, "{line}");
     }
     assert!(!s.contains("| Aeron |"), "{s}");
+    // The large frame's rings are gone once the run is over.
+    let left: Vec<_> = std::fs::read_dir(ptmp_shm::shm_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("bench-frames-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     let out = run(&["bench", "peers", "--runs", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }

@@ -57,6 +57,58 @@ pub fn memcpy_us(bytes: usize, reps: u32) -> f64 {
     best
 }
 
+/// A frame of `bytes` copied into a shared buffer on `cpus.0` and out of
+/// it on `cpus.1`, `reps` times: the median microseconds of one copy in and
+/// out, the least a copying transport pays for one way of a round trip
+/// (the lines copied out come from the other core's cache, not this one's).
+pub fn handed_copy_us(
+    bytes: usize,
+    reps: u32,
+    cpus: (Option<usize>, Option<usize>),
+) -> BenchResult<f64> {
+    use std::sync::Mutex;
+    let reps = u64::from(reps.max(1));
+    let shared = Arc::new((Mutex::new(vec![0u8; bytes]), Line(AtomicU64::new(0))));
+    let other = shared.clone();
+    let out = std::thread::spawn(move || -> BenchResult {
+        crate::sys::pin(cpus.1)?;
+        let mut dst = vec![0u8; bytes];
+        for i in 0..reps {
+            while other.1 .0.load(Ordering::Acquire) != 2 * i + 1 {
+                std::hint::spin_loop();
+            }
+            let buf = other
+                .0
+                .lock()
+                .map_err(|_| crate::error::BenchError::fail("copy lock"))?;
+            dst.copy_from_slice(&buf);
+            drop(buf);
+            std::hint::black_box(&dst);
+            other.1 .0.store(2 * i + 2, Ordering::Release);
+        }
+        Ok(())
+    });
+    crate::sys::pin(cpus.0)?;
+    let src = vec![0x5au8; bytes];
+    let mut took = Vec::new();
+    for i in 0..reps {
+        let t0 = Instant::now();
+        shared
+            .0
+            .lock()
+            .map_err(|_| crate::error::BenchError::fail("copy lock"))?
+            .copy_from_slice(std::hint::black_box(&src));
+        shared.1 .0.store(2 * i + 1, Ordering::Release);
+        while shared.1 .0.load(Ordering::Acquire) != 2 * i + 2 {
+            std::hint::spin_loop();
+        }
+        took.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    out.join()
+        .map_err(|_| crate::error::BenchError::fail("copying thread panicked"))??;
+    Ok(crate::report::median(took))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +120,7 @@ mod tests {
         let ns = cache_line_handover_ns(200, (None, None)).unwrap();
         assert!(ns > 0.0 && ns.is_finite(), "{ns}");
         assert!(memcpy_us(1 << 20, 5) > memcpy_us(1 << 10, 5));
+        let handed = handed_copy_us(1 << 20, 5, (None, None)).unwrap();
+        assert!(handed > memcpy_us(1 << 10, 5), "{handed}");
     }
 }
