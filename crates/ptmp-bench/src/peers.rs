@@ -11,13 +11,19 @@
 //!   twice per frame (in and out);
 //! - 64 B messages a second between a writer and a reader thread of one
 //!   process: ptmp's ring (lossless, the reader copying each message out)
-//!   and Aeron's EmbeddedExclusiveIpcThroughput (an exclusive publication
+//!   (each message published on its own, and in batches of 64, one
+//!   store of `next_seq` per batch) and Aeron's EmbeddedExclusiveIpcThroughput (an exclusive publication
 //!   and a subscription polling fragments in place, media driver embedded);
 //! - 64 B and 4 KiB round trips between two processes, both ends
 //!   busy-polling, beside the cache line's own round trip taken in the same
 //!   run (the "limit" row of the p50): ptmp `latency --round-trip --processes` over shm
 //!   (PUSH/PULL channels, each message copied in and out at both ends) and
-//!   Aeron's Ping and Pong over `aeron:ipc` with a media driver.
+//!   Aeron's Ping and Pong over `aeron:ipc` with a media driver;
+//! - a 6.2 MB frame's round trip between two threads over two rings,
+//!   zero-copy (the writer fills only the frame's first bytes in its loan,
+//!   the reader reads them from its view) and copying (four copies),
+//!   beside four copies on one core and two copies handed between the
+//!   cores, twice.
 
 use crate::error::{BenchError, BenchResult};
 use crate::report::{Cell, Row};
@@ -177,10 +183,20 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
             crate::sys::pin(cpus.0)?;
             let n = 4_000_000 * u64::from(secs);
             Ok(vec![
-                crate::ring::one_run(64, 1, 4096, true, n, cpus.1)?.reader_mps[0],
+                crate::ring::one_run(64, 1, 4096, true, n, cpus.1, 1)?.reader_mps[0],
             ])
         }),
     )];
+    tput.push((
+        "ptmp, batches of 64",
+        Box::new(|| {
+            crate::sys::pin(cpus.0)?;
+            let n = 4_000_000 * u64::from(secs);
+            Ok(vec![
+                crate::ring::one_run(64, 1, 4096, true, n, cpus.1, 64)?.reader_mps[0],
+            ])
+        }),
+    ));
     if let Ok(j) = &jar {
         tput.push((
             "Aeron",

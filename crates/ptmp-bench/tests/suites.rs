@@ -600,6 +600,7 @@ fn bench_peers_smoke() {
         "| cache-line hand-over, two CPUs | limit | ns |",
         "| memcpy of 6.2 MB | limit | us |",
         "| 64 B messages, threads | ptmp | M msg/s |",
+        "| 64 B messages, threads | ptmp, batches of 64 | M msg/s |",
         "| 64 B round trip p50, processes | ptmp | us |",
         "| 64 B round trip p99.9, processes | ptmp | us |",
         "| 6.2 MB round trip p50, zero-copy, threads | ptmp | us |",
