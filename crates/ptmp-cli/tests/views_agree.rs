@@ -24,15 +24,25 @@ fn ptmp_json(args: &[&str]) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `ptmp graph status GRAPH --run-dir RUN --json` of run `r`, `graph`
+/// being the graph file's name in the run's directory.
+fn graph_status(r: &Run, graph: &str) -> Value {
+    let (rd, g) = (r.dir.path().join("run"), r.dir.path().join(graph));
+    ptmp_json(&[
+        "graph",
+        "status",
+        g.to_str().unwrap(),
+        "--run-dir",
+        rd.to_str().unwrap(),
+        "--json",
+    ])
+}
+
 /// Each node's state as `ptmp top --once --json`, `ptmp graph status
 /// --json` and `/api/state` give it, in that order.
 fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
-    let dir = r.dir.path();
-    let run = ptmp_json;
-    let rd = dir.join("run");
+    let rd = r.dir.path().join("run");
     let rd = rd.to_str().unwrap();
-    let g = dir.join("mon.json");
-    let g = g.to_str().unwrap();
     let pairs = |v: &Value, name: &str| -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = v
             .as_array()
@@ -48,8 +58,8 @@ fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
         out.sort();
         out
     };
-    let top = run(&["top", rd, "--once", "--json"]);
-    let status = run(&["graph", "status", g, "--run-dir", rd, "--json"]);
+    let top = ptmp_json(&["top", rd, "--once", "--json"]);
+    let status = graph_status(r, "mon.json");
     let status: Vec<(String, String)> = status["states"]
         .as_object()
         .unwrap()
@@ -66,16 +76,7 @@ fn three_views(r: &Run) -> [Vec<(String, String)>; 3] {
 /// Each process's state as `graph status --json` and the monitor's
 /// `/api/state` say it, sorted by process.
 fn process_views(r: &Run) -> [Vec<(String, String)>; 2] {
-    let dir = r.dir.path();
-    let (rd, g) = (dir.join("run"), dir.join("mon.json"));
-    let v = ptmp_json(&[
-        "graph",
-        "status",
-        g.to_str().unwrap(),
-        "--run-dir",
-        rd.to_str().unwrap(),
-        "--json",
-    ]);
+    let v = graph_status(r, "mon.json");
     let status = v["process_states"]
         .as_object()
         .unwrap()
@@ -189,16 +190,8 @@ type EdgeFigs = BTreeMap<String, [Value; 4]>;
 /// and `/api/state`, in that order.
 fn edge_views(r: &Run) -> [EdgeFigs; 3] {
     let rd = r.dir.path().join("run");
-    let g = r.dir.path().join("merge.json");
     let top = ptmp_json(&["top", rd.to_str().unwrap(), "--once", "--json"]);
-    let status = ptmp_json(&[
-        "graph",
-        "status",
-        g.to_str().unwrap(),
-        "--run-dir",
-        rd.to_str().unwrap(),
-        "--json",
-    ]);
+    let status = graph_status(r, "merge.json");
     let top: EdgeFigs = top["tables"]["edges"]
         .as_array()
         .unwrap()
