@@ -19,6 +19,10 @@
 //!   run (the "limit" row of the p50): ptmp `latency --round-trip --processes` over shm
 //!   (PUSH/PULL channels, each message copied in and out at both ends) and
 //!   Aeron's Ping and Pong over `aeron:ipc` with a media driver;
+//! - empty TPSets a second between two processes over shm PUSH/PULL, as
+//!   TPSets (encoded, sent, received, decoded) and as the same bytes in
+//!   raw frames (`send_raw`, `recv_raw_into`), both reading the clock once
+//!   per message as a TPSet's `created` needs;
 //! - a 6.2 MB frame's round trip between two threads over two rings,
 //!   zero-copy (the writer fills only the frame's first bytes in its loan,
 //!   the reader reads them from its view) and copying (four copies),
@@ -208,6 +212,23 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
         runs,
         &[("64 B messages, threads", "M msg/s")],
         tput,
+    )?;
+    // The TPSet path beside raw frames of the same bytes, between two
+    // processes.
+    let pair = |im| -> Take {
+        Box::new(move || {
+            let n = 1_000_000 * u64::from(secs);
+            Ok(vec![crate::throughput::shm_pair_rate(im, n, cpus)? / 1e6])
+        })
+    };
+    measure(
+        &mut out,
+        runs,
+        &[("empty TPSets, processes", "M msg/s")],
+        vec![
+            ("ptmp, raw frames", pair(crate::throughput::Impl::Frames)),
+            ("ptmp, TPSets", pair(crate::throughput::Impl::Ptmp)),
+        ],
     )?;
     for &size in &a.sizes {
         let (p50, p999): (&'static str, &'static str) = match size {

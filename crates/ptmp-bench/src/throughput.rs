@@ -28,6 +28,10 @@ use std::time::{Duration, Instant};
 pub enum Impl {
     Ptmp,
     Raw,
+    /// ptmp's sockets moving the bytes of an encoded TPSet as raw frames
+    /// (`send_raw`, `recv_raw_into`): the TPSet path without its encoding
+    /// and decoding.
+    Frames,
 }
 
 #[derive(Debug, clap::Args)]
@@ -213,6 +217,32 @@ fn receive(c: &ChildArgs, ctx: Option<&zmq::Context>, ready: impl FnOnce()) -> B
                 }
             }
         }
+        Impl::Frames => {
+            let cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
+                "shm_slots": 4096, "shm_max_message": 4096}});
+            let mut rx = Receiver::new(SocketConfig::from_value(&cfg)?)?;
+            ready();
+            k0 = crate::sys::kernel(&ctr, !procs);
+            t0 = Instant::now();
+            let mut f = ptmp::Frames::new();
+            // Raw frames carry no count: number them as they come (only
+            // PUB/SUB may drop, and these rows are lossless).
+            let mut seq = 0u32;
+            while got < c.count {
+                let mut ok = false;
+                for _ in 0..c.spin {
+                    if rx.recv_raw_into(&mut f, Some(Duration::ZERO))? {
+                        ok = true;
+                        break;
+                    }
+                }
+                if !ok && !rx.recv_raw_into(&mut f, Some(idle))? {
+                    break;
+                }
+                note(seq, &mut got, Instant::now());
+                seq = seq.wrapping_add(1);
+            }
+        }
         Impl::Raw => {
             let own = zmq::Context::new();
             let ctx = ctx.unwrap_or(&own);
@@ -320,6 +350,22 @@ fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Value> {
                 }
                 tx.send_batch(&sets[..k])?;
                 i += k as u64;
+            }
+        }
+        Impl::Frames => {
+            let cfg = json!({"socket": {"type": st, attach: [c.addr], "sndhwm": c.hwm,
+                "linger_ms": c.linger_ms, "shm_slots": 4096, "shm_max_message": 4096}});
+            let mut tx = Sender::new(SocketConfig::from_value(&cfg)?)?;
+            let mut buf = Vec::new();
+            ptmp::data::encode_tpset(&t, &mut buf);
+            k0 = crate::sys::kernel(&ctr, !procs);
+            t0 = Instant::now();
+            for i in 0..c.count {
+                pace(i);
+                // The clock read a TPSet's `created` costs, so the two
+                // rows differ only by encoding and decoding.
+                std::hint::black_box(ptmp::data::now_us());
+                tx.send_raw(&[&ptmp::data::VERSION_FRAME[..], &buf[..]])?;
             }
         }
         Impl::Raw => {
@@ -523,6 +569,7 @@ fn one_row(
             .arg(match im {
                 Impl::Ptmp => "ptmp",
                 Impl::Raw => "raw",
+                Impl::Frames => "frames",
             })
             .args(["--pattern", p.name(), "--addr", &addr])
             .args(["-n", &a.count.to_string(), "--ntps", &ntps.to_string()])
@@ -597,6 +644,48 @@ fn one_row(
         procs: true,
         send_k: SideKernel::from_json(&sj),
         recv_k: SideKernel::from_json(&j),
+    })
+}
+
+/// Empty TPSets a second over shm PUSH/PULL between two processes pinned
+/// to `cpus`: as TPSets (`Impl::Ptmp`) or as the same bytes in raw frames
+/// (`Impl::Frames`), one per call, `count` after a tenth as many of warmup.
+pub(crate) fn shm_pair_rate(
+    im: Impl,
+    count: u64,
+    cpus: (Option<usize>, Option<usize>),
+) -> BenchResult<f64> {
+    #[derive(clap::Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        a: ThroughputArgs,
+    }
+    let mut a = <Defaults as clap::Parser>::try_parse_from(["throughput"])
+        .map_err(|e| BenchError::fail(e.to_string()))?
+        .a;
+    a.count = count + count / 10;
+    a.warmup = count / 10;
+    let tag = format!("pair-{}", std::process::id());
+    let r = one_row(
+        &a,
+        im,
+        Pattern::Pushpull,
+        TransportArg::Shm,
+        0,
+        &tag,
+        cpus,
+        None,
+    )?;
+    if r.received < a.count {
+        return Err(BenchError::fail(format!(
+            "empty TPSets over shm: {} of {} arrived",
+            r.received, a.count
+        )));
+    }
+    Ok(if r.span_s > 0.0 {
+        r.timed as f64 / r.span_s
+    } else {
+        0.0
     })
 }
 

@@ -601,6 +601,8 @@ fn bench_peers_smoke() {
         "| memcpy of 6.2 MB | limit | us |",
         "| 64 B messages, threads | ptmp | M msg/s |",
         "| 64 B messages, threads | ptmp, batches of 64 | M msg/s |",
+        "| empty TPSets, processes | ptmp, raw frames | M msg/s |",
+        "| empty TPSets, processes | ptmp, TPSets | M msg/s |",
         "| 64 B round trip p50, processes | ptmp | us |",
         "| 64 B round trip p99.9, processes | ptmp | us |",
         "| 6.2 MB round trip p50, zero-copy, threads | ptmp | us |",
