@@ -111,10 +111,13 @@ fn ep(t: &str, tag: &str, i: usize) -> String {
             "ipc:///tmp/ptmp-bench-{}-{tag}-{i}-{g}.ipc",
             std::process::id()
         ),
-        _ => format!(
-            "tcp://127.0.0.1:{}",
-            29000 + (std::process::id() % 1000) as usize * 20 + i + if tag == "z" { 0 } else { 12 }
-        ),
+        // A port the kernel reports free now (the bench binds it at once);
+        // should the kernel hand none out, a fixed one whose bind then
+        // reports the trouble by its number.
+        _ => match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+            Ok(a) => format!("tcp://127.0.0.1:{}", a.port()),
+            Err(_) => format!("tcp://127.0.0.1:{}", 29000 + g % 3000),
+        },
     }
 }
 

@@ -473,7 +473,7 @@ ptmp.ptmper([
 fn ptmp_generated_pdsp_config_runs_unmodified() {
     use ptmp::{Receiver, Sender};
     let d = tempfile::tempdir().unwrap();
-    let base = 31000 + (std::process::id() % 500) as u16 * 4;
+    let base = common::free_ports(3);
     let (p1, p2, pout) = (base, base + 1, base + 2);
     let window = |link: u16, port: u16| {
         json!({

@@ -120,7 +120,7 @@ fn replay_paces_and_stats_reports() {
 fn stopping_the_documented_pipeline_loses_no_window() {
     use ptmp::Sender;
     let d = tempfile::tempdir().unwrap();
-    let base = 33000 + (std::process::id() % 500) as u16 * 4;
+    let base = common::free_ports(2);
     let (p1, p2) = (base, base + 1);
     let p = d.path().join("pipeline.jsonnet");
     std::fs::write(
@@ -273,9 +273,8 @@ fn ttl_and_sigint_are_honoured_under_a_flood() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let d = tempfile::tempdir().unwrap();
-    let base = 35000 + (std::process::id() % 500) as u16 * 4;
     for (k, ttl) in [(0u16, 1.0), (1, -1.0)] {
-        let port = base + k;
+        let port = common::free_port();
         let cfg = json!({
             "name": "flood", "ttl": ttl, "snooze": 100,
             "proxies": [
