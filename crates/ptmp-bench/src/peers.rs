@@ -289,6 +289,19 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
     Ok(out)
 }
 
+/// One measure of `count` frame round trips (and a tenth as many first to
+/// warm up) in `mode`: its median and 99.9th percentile.
+fn frame_take<'a>(
+    mode: frames::Mode,
+    count: u64,
+    cpus: (Option<usize>, Option<usize>),
+) -> Take<'a> {
+    Box::new(move || {
+        let (p50, p999) = frames::round_trip(FRAME, count, count / 10, mode, cpus)?;
+        Ok(vec![p50, p999])
+    })
+}
+
 /// The 6.2 MB frame's round trips over ptmp's rings, zero-copy and
 /// copying, beside four copies of the frame (what copying costs at least).
 /// Aeron has no row: a frame this large needs a term buffer of over 48 MB
@@ -307,19 +320,7 @@ fn frame_round_trips(
             ("6.2 MB round trip p50, zero-copy, threads", "us"),
             ("6.2 MB round trip p99.9, zero-copy, threads", "us"),
         ],
-        vec![(
-            "ptmp",
-            Box::new(move || {
-                let (p50, p999) = frames::round_trip(
-                    FRAME,
-                    zc_count,
-                    zc_count / 10,
-                    frames::Mode::ZeroCopy,
-                    cpus,
-                )?;
-                Ok(vec![p50, p999])
-            }),
-        )],
+        vec![("ptmp", frame_take(frames::Mode::ZeroCopy, zc_count, cpus))],
     )?;
     measure(
         out,
@@ -342,16 +343,7 @@ fn frame_round_trips(
             ),
             (
                 "ptmp",
-                Box::new(move || {
-                    let (p50, p999) = frames::round_trip(
-                        FRAME,
-                        FRAME_COPIES,
-                        FRAME_COPIES / 10,
-                        frames::Mode::Copying,
-                        cpus,
-                    )?;
-                    Ok(vec![p50, p999])
-                }),
+                frame_take(frames::Mode::Copying, FRAME_COPIES, cpus),
             ),
         ],
     )

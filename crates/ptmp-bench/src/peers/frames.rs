@@ -81,8 +81,10 @@ fn recv(r: &mut Reader, dst: &mut [u8], mode: Mode) -> BenchResult<u64> {
         if mode == Mode::Copying {
             dst.copy_from_slice(b);
         }
-        // A frame overwritten while read is read again (a lossless ring of
-        // one frame in flight never does this).
+        // A frame overwritten while it was read is passed over and the next
+        // one taken, so the round trip then fails by its number ("sent frame
+        // i, got j back"); a lossless ring with one frame in flight never
+        // overwrites one.
         if v.valid() {
             return Ok(i);
         }
