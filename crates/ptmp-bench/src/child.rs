@@ -17,6 +17,9 @@ pub enum ChildCmd {
     /// The echo of a `bench latency --round-trip --processes` row (internal).
     #[command(hide = true, name = "lat-echo")]
     LatEcho(crate::latency::EchoArgs),
+    /// The reader of a two-process ring run of `bench peers` (internal).
+    #[command(hide = true, name = "ring-reader")]
+    RingReader(crate::ring::processes::ReaderArgs),
 }
 
 /// Run one side, printing its result line on stdout for the parent.
@@ -25,5 +28,6 @@ pub fn run(c: &ChildCmd) -> BenchResult {
         ChildCmd::TputChild(a) => crate::throughput::child(a),
         ChildCmd::BenchChild(a) => crate::baseline::child(a),
         ChildCmd::LatEcho(a) => crate::latency::echo_child(a),
+        ChildCmd::RingReader(a) => crate::ring::processes::reader_child(a),
     }
 }

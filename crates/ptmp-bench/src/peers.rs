@@ -14,6 +14,10 @@
 //!   (each message published on its own, and in batches of 64, one
 //!   store of `next_seq` per batch) and Aeron's EmbeddedExclusiveIpcThroughput (an exclusive publication
 //!   and a subscription polling fragments in place, media driver embedded);
+//! - the same between a writer process and a reader process (the
+//!   reader this binary again, attached to the ring by name), and Aeron's
+//!   StreamingPublisher and RateSubscriber processes (the media driver
+//!   embedded in the subscriber's);
 //! - 64 B and 4 KiB round trips between two processes, both ends
 //!   busy-polling, beside the cache line's own round trip taken in the same
 //!   run (the "limit" row of the p50): ptmp `latency --round-trip --processes` over shm
@@ -181,54 +185,12 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
         &[("memcpy of 6.2 MB", "us")],
         vec![("limit", Box::new(|| Ok(vec![limits::memcpy_us(FRAME, 20)])))],
     )?;
-    let mut tput: Vec<(&'static str, Take)> = vec![(
-        "ptmp",
-        Box::new(|| {
-            crate::sys::pin(cpus.0)?;
-            let n = 4_000_000 * u64::from(secs);
-            Ok(vec![
-                crate::ring::one_run(64, 1, 4096, true, n, cpus.1, 1)?.reader_mps[0],
-            ])
-        }),
-    )];
-    tput.push((
-        "ptmp, batches of 64",
-        Box::new(|| {
-            crate::sys::pin(cpus.0)?;
-            let n = 4_000_000 * u64::from(secs);
-            Ok(vec![
-                crate::ring::one_run(64, 1, 4096, true, n, cpus.1, 64)?.reader_mps[0],
-            ])
-        }),
-    ));
-    if let Ok(j) = &jar {
-        tput.push((
-            "Aeron",
-            Box::new(move || Ok(vec![aeron::ipc_throughput(j, Some(list), 64, secs)? / 1e6])),
-        ));
-    }
-    measure(
+    rates(
         &mut out,
         runs,
-        &[("64 B messages, threads", "M msg/s")],
-        tput,
-    )?;
-    // The TPSet path beside raw frames of the same bytes, between two
-    // processes.
-    let pair = |im| -> Take {
-        Box::new(move || {
-            let n = 1_000_000 * u64::from(secs);
-            Ok(vec![crate::throughput::shm_pair_rate(im, n, cpus)? / 1e6])
-        })
-    };
-    measure(
-        &mut out,
-        runs,
-        &[("empty TPSets, processes", "M msg/s")],
-        vec![
-            ("ptmp, raw frames", pair(crate::throughput::Impl::Frames)),
-            ("ptmp, TPSets", pair(crate::throughput::Impl::Ptmp)),
-        ],
+        secs,
+        cpus,
+        jar.as_ref().ok().map(|j| (j.as_path(), list)),
     )?;
     for &size in &a.sizes {
         let (p50, p999): (&'static str, &'static str) = match size {
@@ -287,6 +249,77 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
         }
     ));
     Ok(out)
+}
+
+/// The rate measures: 64 B messages between threads and between
+/// processes, and empty TPSets beside raw frames between processes, with
+/// Aeron's where `aeron` gives its jar and CPU list.
+fn rates(
+    out: &mut Vec<PeersRow>,
+    runs: u32,
+    secs: u32,
+    cpus: (Option<usize>, Option<usize>),
+    aeron: Option<(&std::path::Path, &str)>,
+) -> BenchResult {
+    let n = 4_000_000 * u64::from(secs);
+    // A writer thread and a reader thread, publishing one by one or in
+    // batches (one store of `next_seq` per batch).
+    let ring = |batch: u64| -> Take {
+        Box::new(move || {
+            crate::sys::pin(cpus.0)?;
+            Ok(vec![
+                crate::ring::one_run(64, 1, 4096, true, n, cpus.1, batch)?.reader_mps[0],
+            ])
+        })
+    };
+    let mut tput: Vec<(&'static str, Take)> =
+        vec![("ptmp", ring(1)), ("ptmp, batches of 64", ring(64))];
+    if let Some((j, list)) = aeron {
+        tput.push((
+            "Aeron",
+            Box::new(move || Ok(vec![aeron::ipc_throughput(j, Some(list), 64, secs)? / 1e6])),
+        ));
+    }
+    measure(out, runs, &[("64 B messages, threads", "M msg/s")], tput)?;
+    // The same between a writer process and a reader process.
+    let ring2 = |batch: u64| -> Take {
+        Box::new(move || {
+            crate::sys::pin(cpus.0)?;
+            Ok(vec![crate::ring::processes::rate(
+                64, 4096, n, cpus.1, batch,
+            )?])
+        })
+    };
+    let mut tput: Vec<(&'static str, Take)> =
+        vec![("ptmp", ring2(1)), ("ptmp, batches of 64", ring2(64))];
+    if let Some((j, list)) = aeron {
+        tput.push((
+            "Aeron",
+            Box::new(move || {
+                let r = aeron::ipc_two_process_throughput(j, Some(list), 64, secs)?;
+                Ok(vec![r / 1e6])
+            }),
+        ));
+    }
+    measure(out, runs, &[("64 B messages, processes", "M msg/s")], tput)?;
+    // The TPSet path beside raw frames of the same bytes, between two
+    // processes.
+    let pair = |im| -> Take {
+        Box::new(move || {
+            let n = 1_000_000 * u64::from(secs);
+            Ok(vec![crate::throughput::shm_pair_rate(im, n, cpus)? / 1e6])
+        })
+    };
+    measure(
+        out,
+        runs,
+        &[("empty TPSets, processes", "M msg/s")],
+        vec![
+            ("ptmp, raw frames", pair(crate::throughput::Impl::Frames)),
+            ("ptmp, TPSets", pair(crate::throughput::Impl::Ptmp)),
+        ],
+    )?;
+    Ok(())
 }
 
 /// One measure of `count` frame round trips (and a tenth as many first to

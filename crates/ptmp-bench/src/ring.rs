@@ -9,6 +9,8 @@ use crate::report::{Cell, Row};
 use ptmp_shm::{ChannelConfig, Policy, Reader, StartAt, Writer};
 use std::time::{Duration, Instant};
 
+pub(crate) mod processes;
+
 #[derive(Debug, clap::Args)]
 pub struct RingArgs {
     /// Messages to publish per run.

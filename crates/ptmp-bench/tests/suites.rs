@@ -601,6 +601,8 @@ fn bench_peers_smoke() {
         "| memcpy of 6.2 MB | limit | us |",
         "| 64 B messages, threads | ptmp | M msg/s |",
         "| 64 B messages, threads | ptmp, batches of 64 | M msg/s |",
+        "| 64 B messages, processes | ptmp | M msg/s |",
+        "| 64 B messages, processes | ptmp, batches of 64 | M msg/s |",
         "| empty TPSets, processes | ptmp, raw frames | M msg/s |",
         "| empty TPSets, processes | ptmp, TPSets | M msg/s |",
         "| 64 B round trip p50, processes | ptmp | us |",
@@ -625,12 +627,13 @@ fn bench_peers_smoke() {
         assert!(cells[4].parse::<f64>().unwrap() > 0.0, "{line}");
     }
     assert!(!s.contains("| Aeron |"), "{s}");
-    // The large frame's rings are gone once the run is over.
+    // The large frame's rings and the two-process ring are gone once the
+    // run is over.
     let left: Vec<_> = std::fs::read_dir(ptmp_shm::shm_dir())
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("bench-frames-"))
+        .filter(|n| n.contains("bench-frames-") || n.contains("bench-ring2-"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
     let out = run(&["bench", "peers", "--runs", "0"]);

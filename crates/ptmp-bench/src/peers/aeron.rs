@@ -171,6 +171,94 @@ pub fn ipc_throughput(
     Ok(crate::report::median(rates))
 }
 
+/// One line of RateSubscriber's report: messages a second, from
+/// `2.103e+07 msgs/sec, 1.346e+09 payload bytes/sec, totals ...`.
+pub fn subscriber_rate_of_line(line: &str) -> Option<f64> {
+    let (rate, rest) = line.split_once(" msgs/sec, ")?;
+    rest.contains("totals").then_some(())?;
+    rate.trim().parse().ok()
+}
+
+/// Messages a second of `size` bytes from a publishing process to a
+/// subscribing one over `aeron:ipc`: StreamingPublisher on the first CPU of
+/// `cpus` (`A,B`) offering flat out, RateSubscriber on the second (the media
+/// driver embedded in it, sharing one thread) polling fragments in place.
+/// The median of the subscriber's per-second reports over `seconds`, after
+/// 2 seconds of warmup.
+pub fn ipc_two_process_throughput(
+    jar: &Path,
+    cpus: Option<&str>,
+    size: usize,
+    seconds: u32,
+) -> BenchResult<f64> {
+    let (pub_cpu, sub_cpu) = match cpus.and_then(|c| c.split_once(',')) {
+        Some((a, b)) => (Some(a), Some(b)),
+        None => (None, None),
+    };
+    let dir = aeron_dir();
+    let common = [
+        format!("-Daeron.dir={}", dir.display()),
+        "-Daeron.sample.channel=aeron:ipc".to_string(),
+    ];
+    let mut sub_props = common.to_vec();
+    sub_props.extend([
+        "-Daeron.sample.embeddedMediaDriver=true".to_string(),
+        "-Daeron.threading.mode=SHARED".to_string(),
+        "-Daeron.dir.delete.on.shutdown=true".to_string(),
+    ]);
+    let mut sub = java(jar, sub_cpu, &sub_props, "io.aeron.samples.RateSubscriber")
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let out = sub.stdout.take().expect("piped");
+    let ready = Instant::now() + Duration::from_secs(30);
+    while !dir.join("cnc.dat").exists() {
+        if Instant::now() > ready {
+            stop(sub);
+            return Err(BenchError::fail(
+                "Aeron's RateSubscriber made no media driver in 30 s",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut pub_props = common.to_vec();
+    // Enough messages to outlast the reports asked for at 100 M/s.
+    let messages = 100_000_000 * (u64::from(seconds) + 10);
+    pub_props.extend([
+        format!("-Daeron.sample.messageLength={size}"),
+        format!("-Daeron.sample.messages={messages}"),
+    ]);
+    let publisher = java(
+        jar,
+        pub_cpu,
+        &pub_props,
+        "io.aeron.samples.StreamingPublisher",
+    )
+    .stdout(Stdio::null())
+    .spawn()?;
+    let mut rates = Vec::new();
+    let mut seen = 0;
+    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds) + 30);
+    for line in BufReader::new(out).lines().map_while(Result::ok) {
+        // Reports of nothing come before the publisher has connected.
+        if let Some(r) = subscriber_rate_of_line(&line).filter(|r| *r > 0.0) {
+            seen += 1;
+            if seen > 2 {
+                rates.push(r);
+            }
+        }
+        if rates.len() >= seconds as usize || Instant::now() > deadline {
+            break;
+        }
+    }
+    stop(publisher);
+    stop(sub);
+    let _ = std::fs::remove_dir_all(&dir);
+    if rates.is_empty() {
+        return Err(BenchError::fail("Aeron's RateSubscriber printed no rate"));
+    }
+    Ok(crate::report::median(rates))
+}
+
 /// The value at the first row of an HdrHistogram percentile distribution
 /// (as Ping prints it: value, percentile, count, 1/(1-percentile)) whose
 /// percentile is at least `q`.
@@ -271,6 +359,17 @@ mod tests {
             None
         );
         assert_eq!(rate_of_line("Duration 0ms - 5 messages"), None);
+    }
+
+    #[test]
+    fn reads_the_subscriber_line() {
+        let l = "2.103e+07 msgs/sec, 1.346e+09 payload bytes/sec, totals 63089024 messages 3850 MB";
+        assert_eq!(subscriber_rate_of_line(l), Some(2.103e7));
+        assert_eq!(
+            subscriber_rate_of_line("Subscribing to aeron:ipc on stream id 1001"),
+            None
+        );
+        assert_eq!(subscriber_rate_of_line("x msgs/sec, totals"), None);
     }
 
     #[test]
