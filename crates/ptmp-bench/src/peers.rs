@@ -10,10 +10,10 @@
 //! - memcpy of a 6.2 MB frame (one core): what a copying transport pays
 //!   twice per frame (in and out);
 //! - 64 B messages a second between a writer and a reader thread of one
-//!   process: ptmp's ring (lossless, the reader copying each message out)
-//!   (each message published on its own, and in batches of 64, one
-//!   store of `next_seq` per batch) and Aeron's EmbeddedExclusiveIpcThroughput (an exclusive publication
-//!   and a subscription polling fragments in place, media driver embedded);
+//!   process: ptmp's ring (lossless, the reader copying each message out),
+//!   of 4,096 slots and of 64 MiB (the size of one of Aeron's terms), and
+//!   Aeron's EmbeddedExclusiveIpcThroughput (an exclusive publication and
+//!   a subscription polling fragments in place, media driver embedded);
 //! - the same between a writer process and a reader process (the
 //!   reader this binary again, attached to the ring by name), and Aeron's
 //!   StreamingPublisher and RateSubscriber processes (the media driver
@@ -43,6 +43,13 @@ mod limits;
 
 /// The large frame: one 1920x1080 image of 3 bytes a pixel, 6.2 MB.
 const FRAME: usize = 1920 * 1080 * 3;
+/// The ring's slots in the rows beside Aeron's own buffer size: 64 MiB of
+/// 128-byte slots, the length of one of the three terms an `aeron:ipc`
+/// publication maps by default. A ring of 4,096 such slots (512 KiB) stays
+/// in the reader's caches; one this size streams through memory.
+const BIG_RING_SLOTS: usize = 512 * 1024;
+/// The name of those rows.
+const BIG_RING: &str = "ptmp, 64 MiB ring";
 /// Round trips of the large frame per run, copying (each costs four
 /// copies of the frame), after a tenth as many more.
 const FRAME_COPIES: u64 = 200;
@@ -262,18 +269,18 @@ fn rates(
     aeron: Option<(&std::path::Path, &str)>,
 ) -> BenchResult {
     let n = 4_000_000 * u64::from(secs);
-    // A writer thread and a reader thread, publishing one by one or in
-    // batches (one store of `next_seq` per batch).
-    let ring = |batch: u64| -> Take {
+    // A writer thread and a reader thread, through a ring of `slots`
+    // slots of 128 bytes.
+    let ring = |slots: usize| -> Take {
         Box::new(move || {
             crate::sys::pin(cpus.0)?;
             Ok(vec![
-                crate::ring::one_run(64, 1, 4096, true, n, cpus.1, batch)?.reader_mps[0],
+                crate::ring::one_run(64, 1, slots, true, n, cpus.1)?.reader_mps[0],
             ])
         })
     };
     let mut tput: Vec<(&'static str, Take)> =
-        vec![("ptmp", ring(1)), ("ptmp, batches of 64", ring(64))];
+        vec![("ptmp", ring(4096)), (BIG_RING, ring(BIG_RING_SLOTS))];
     if let Some((j, list)) = aeron {
         tput.push((
             "Aeron",
@@ -282,16 +289,14 @@ fn rates(
     }
     measure(out, runs, &[("64 B messages, threads", "M msg/s")], tput)?;
     // The same between a writer process and a reader process.
-    let ring2 = |batch: u64| -> Take {
+    let ring2 = |slots: usize| -> Take {
         Box::new(move || {
             crate::sys::pin(cpus.0)?;
-            Ok(vec![crate::ring::processes::rate(
-                64, 4096, n, cpus.1, batch,
-            )?])
+            Ok(vec![crate::ring::processes::rate(64, slots, n, cpus.1)?])
         })
     };
     let mut tput: Vec<(&'static str, Take)> =
-        vec![("ptmp", ring2(1)), ("ptmp, batches of 64", ring2(64))];
+        vec![("ptmp", ring2(4096)), (BIG_RING, ring2(BIG_RING_SLOTS))];
     if let Some((j, list)) = aeron {
         tput.push((
             "Aeron",

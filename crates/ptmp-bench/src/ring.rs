@@ -94,7 +94,7 @@ pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
     let mut out = Vec::new();
     for &size in &a.sizes {
         for &nr in &a.readers {
-            let row = one_run(size, nr, a.slots, a.block, a.count, None, 1)?;
+            let row = one_run(size, nr, a.slots, a.block, a.count, None)?;
             crate::report::row(&row);
             out.push(row);
         }
@@ -109,9 +109,7 @@ pub fn run(a: &RingArgs) -> BenchResult<Vec<RingRow>> {
 /// One run: `n` messages of `size` bytes through a ring of `slots` slots to
 /// `nr` readers, each copying every message out, the writer as fast as it
 /// can (waiting for the slowest reader with `block`); the readers pinned
-/// to `reader_cpu` when given. With a `batch` above 1 the writer publishes
-/// `batch` messages at a time (`Loan::commit_deferred`, then
-/// `Writer::flush`), as a lossless sender's batch does.
+/// to `reader_cpu` when given.
 pub(crate) fn one_run(
     size: usize,
     nr: usize,
@@ -119,7 +117,6 @@ pub(crate) fn one_run(
     block: bool,
     n: u64,
     reader_cpu: Option<usize>,
-    batch: u64,
 ) -> BenchResult<RingRow> {
     let fail = |e: ptmp_shm::ShmError| BenchError::fail(e.to_string());
     if size == 0 || nr == 0 {
@@ -170,19 +167,8 @@ pub(crate) fn one_run(
     let ctr = crate::sys::Syscalls::open(false);
     let k0 = crate::sys::kernel(&ctr, true);
     let t0 = Instant::now();
-    for i in 0..n {
-        if batch > 1 {
-            // A lossless writer's batch: messages complete in their slots
-            // at once, `next_seq` stored (a full barrier) once per batch.
-            let mut loan = w.loan(msg.len()).map_err(fail)?;
-            loan.copy_from_slice(&msg);
-            loan.commit_deferred();
-            if (i + 1) % batch == 0 {
-                w.flush();
-            }
-        } else {
-            w.publish(&msg).map_err(fail)?;
-        }
+    for _ in 0..n {
+        w.publish(&msg).map_err(fail)?;
     }
     w.flush();
     let wsecs = t0.elapsed().as_secs_f64();

@@ -70,14 +70,12 @@ impl Drop for ReaderProcess {
 
 /// Messages a second (millions) of `size` bytes from this thread (pin it
 /// first) to a reader process on `reader_cpu`, through a lossless ring of
-/// `slots` slots: `n` messages, published one by one or, with a `batch`
-/// above 1, `batch` at a time.
+/// `slots` slots: `n` messages, published one by one.
 pub(crate) fn rate(
     size: usize,
     slots: usize,
     n: u64,
     reader_cpu: Option<usize>,
-    batch: u64,
 ) -> BenchResult<f64> {
     if size == 0 || n == 0 {
         return Err(BenchError::usage("size and count must be at least 1"));
@@ -89,7 +87,7 @@ pub(crate) fn rate(
         policy: Policy::Block,
     };
     let mut w = Writer::create(&name, cfg).map_err(shm)?;
-    let r = run(&mut w, &name, size, n, reader_cpu, batch);
+    let r = run(&mut w, &name, size, n, reader_cpu);
     drop(w);
     let _ = ptmp_shm::remove(&name);
     r
@@ -101,7 +99,6 @@ fn run(
     size: usize,
     n: u64,
     reader_cpu: Option<usize>,
-    batch: u64,
 ) -> BenchResult<f64> {
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.args(["ring-reader", "--name", name, "-n", &n.to_string()]);
@@ -125,17 +122,8 @@ fn run(
         }
     }
     let msg = vec![0x5au8; size];
-    for i in 0..n {
-        if batch > 1 {
-            let mut loan = w.loan(size).map_err(shm)?;
-            loan.copy_from_slice(&msg);
-            loan.commit_deferred();
-            if (i + 1) % batch == 0 {
-                w.flush();
-            }
-        } else {
-            w.publish(&msg).map_err(shm)?;
-        }
+    for _ in 0..n {
+        w.publish(&msg).map_err(shm)?;
     }
     w.flush();
     let line = lines.next().and_then(Result::ok).unwrap_or_default();
