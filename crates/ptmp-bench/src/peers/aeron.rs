@@ -171,6 +171,46 @@ pub fn ipc_throughput(
     Ok(crate::report::median(rates))
 }
 
+/// The two CPUs of `cpus` (`A,B`), each side's pin.
+fn two_cpus(cpus: Option<&str>) -> (Option<&str>, Option<&str>) {
+    match cpus.and_then(|c| c.split_once(',')) {
+        Some((a, b)) => (Some(a), Some(b)),
+        None => (None, None),
+    }
+}
+
+/// Start sample `main` with a media driver embedded in it (shared
+/// threading, its files in `dir`, removed when it stops), its stdout as
+/// `stdout` says, and wait for the driver to be up.
+fn with_driver(
+    jar: &Path,
+    cpu: Option<&str>,
+    dir: &Path,
+    common: &[String],
+    main: &str,
+    stdout: Stdio,
+) -> BenchResult<Child> {
+    let mut props = common.to_vec();
+    props.extend([
+        "-Daeron.sample.embeddedMediaDriver=true".to_string(),
+        "-Daeron.threading.mode=SHARED".to_string(),
+        "-Daeron.dir.delete.on.shutdown=true".to_string(),
+    ]);
+    let child = java(jar, cpu, &props, main).stdout(stdout).spawn()?;
+    let ready = Instant::now() + Duration::from_secs(30);
+    while !dir.join("cnc.dat").exists() {
+        if Instant::now() > ready {
+            stop(child);
+            let name = main.rsplit('.').next().unwrap_or(main);
+            return Err(BenchError::fail(format!(
+                "Aeron's {name} made no media driver in 30 s"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(child)
+}
+
 /// One line of RateSubscriber's report: messages a second, from
 /// `2.103e+07 msgs/sec, 1.346e+09 payload bytes/sec, totals ...`.
 pub fn subscriber_rate_of_line(line: &str) -> Option<f64> {
@@ -191,35 +231,15 @@ pub fn ipc_two_process_throughput(
     size: usize,
     seconds: u32,
 ) -> BenchResult<f64> {
-    let (pub_cpu, sub_cpu) = match cpus.and_then(|c| c.split_once(',')) {
-        Some((a, b)) => (Some(a), Some(b)),
-        None => (None, None),
-    };
+    let (pub_cpu, sub_cpu) = two_cpus(cpus);
     let dir = aeron_dir();
     let common = [
         format!("-Daeron.dir={}", dir.display()),
         "-Daeron.sample.channel=aeron:ipc".to_string(),
     ];
-    let mut sub_props = common.to_vec();
-    sub_props.extend([
-        "-Daeron.sample.embeddedMediaDriver=true".to_string(),
-        "-Daeron.threading.mode=SHARED".to_string(),
-        "-Daeron.dir.delete.on.shutdown=true".to_string(),
-    ]);
-    let mut sub = java(jar, sub_cpu, &sub_props, "io.aeron.samples.RateSubscriber")
-        .stdout(Stdio::piped())
-        .spawn()?;
+    let main = "io.aeron.samples.RateSubscriber";
+    let mut sub = with_driver(jar, sub_cpu, &dir, &common, main, Stdio::piped())?;
     let out = sub.stdout.take().expect("piped");
-    let ready = Instant::now() + Duration::from_secs(30);
-    while !dir.join("cnc.dat").exists() {
-        if Instant::now() > ready {
-            stop(sub);
-            return Err(BenchError::fail(
-                "Aeron's RateSubscriber made no media driver in 30 s",
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let mut pub_props = common.to_vec();
     // Enough messages to outlast the reports asked for at 100 M/s.
     let messages = 100_000_000 * (u64::from(seconds) + 10);
@@ -281,35 +301,15 @@ pub fn ping_pong(
     size: usize,
     count: u64,
 ) -> BenchResult<(f64, f64)> {
-    let (ping_cpu, pong_cpu) = match cpus.and_then(|c| c.split_once(',')) {
-        Some((a, b)) => (Some(a), Some(b)),
-        None => (None, None),
-    };
+    let (ping_cpu, pong_cpu) = two_cpus(cpus);
     let dir = aeron_dir();
     let common = [
         format!("-Daeron.dir={}", dir.display()),
         "-Daeron.sample.ping.channel=aeron:ipc".to_string(),
         "-Daeron.sample.pong.channel=aeron:ipc".to_string(),
     ];
-    let mut pong_props = common.to_vec();
-    pong_props.extend([
-        "-Daeron.sample.embeddedMediaDriver=true".to_string(),
-        "-Daeron.threading.mode=SHARED".to_string(),
-        "-Daeron.dir.delete.on.shutdown=true".to_string(),
-    ]);
-    let pong = java(jar, pong_cpu, &pong_props, "io.aeron.samples.Pong")
-        .stdout(Stdio::null())
-        .spawn()?;
-    let ready = Instant::now() + Duration::from_secs(30);
-    while !dir.join("cnc.dat").exists() {
-        if Instant::now() > ready {
-            stop(pong);
-            return Err(BenchError::fail(
-                "Aeron's Pong made no media driver in 30 s",
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let main = "io.aeron.samples.Pong";
+    let pong = with_driver(jar, pong_cpu, &dir, &common, main, Stdio::null())?;
     let mut ping_props = common.to_vec();
     ping_props.extend([
         format!("-Daeron.sample.messageLength={size}"),
