@@ -652,8 +652,14 @@ fn across_two_namespaces() -> Result<(), String> {
         "announce",
         &[("NODE", "far"), ("PORTS", "out=tcp://*:7010")],
     );
-    let j = watch.expect("joined far/out", JOIN_LIMIT);
-    println!("{j}");
+    // Over a veth pair made a moment ago the first announcement can be
+    // lost; a later announcement or query then brings the join, seconds
+    // on: here it takes 5.8-5.9 s, against the 6 s of JOIN_LIMIT, which a
+    // loaded machine overran once. The test is about the address and the
+    // leave; this bound leaves room.
+    let t = Instant::now();
+    let j = watch.expect("joined far/out", JOIN_LIMIT * 3);
+    println!("{j} (after {:?})", t.elapsed());
     assert!(j.contains("tcp://10.77.0.2:7010"), "the veth address: {j}");
     let t = Instant::now();
     ann.kill9();
