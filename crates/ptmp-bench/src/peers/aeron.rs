@@ -122,6 +122,31 @@ pub fn rate_of_line(line: &str) -> Option<f64> {
     (ms > 0.0).then_some(msgs / ms * 1000.0)
 }
 
+/// The rates `parse` finds in a sample's per-second reports on `out`: the
+/// first two (warmup) left out, then up to `seconds` of them, reading for
+/// at most `seconds` + 30 s.
+fn per_second_rates(
+    out: impl std::io::Read,
+    seconds: u32,
+    parse: impl Fn(&str) -> Option<f64>,
+) -> Vec<f64> {
+    let mut rates = Vec::new();
+    let mut seen = 0;
+    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds) + 30);
+    for line in BufReader::new(out).lines().map_while(Result::ok) {
+        if let Some(r) = parse(&line) {
+            seen += 1;
+            if seen > 2 {
+                rates.push(r);
+            }
+        }
+        if rates.len() >= seconds as usize || Instant::now() > deadline {
+            break;
+        }
+    }
+    rates
+}
+
 /// Messages a second of `size` bytes between a publishing and a
 /// subscribing thread of one process (EmbeddedExclusiveIpcThroughput,
 /// its media driver embedded), over `seconds` after 2 seconds of warmup:
@@ -147,20 +172,7 @@ pub fn ipc_throughput(
     .stdout(Stdio::piped())
     .spawn()?;
     let out = child.stdout.take().expect("piped");
-    let mut rates = Vec::new();
-    let mut seen = 0;
-    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds) + 30);
-    for line in BufReader::new(out).lines().map_while(Result::ok) {
-        if let Some(r) = rate_of_line(&line) {
-            seen += 1;
-            if seen > 2 {
-                rates.push(r);
-            }
-        }
-        if rates.len() >= seconds as usize || Instant::now() > deadline {
-            break;
-        }
-    }
+    let rates = per_second_rates(out, seconds, rate_of_line);
     stop(child);
     let _ = std::fs::remove_dir_all(&dir);
     if rates.is_empty() {
@@ -255,21 +267,10 @@ pub fn ipc_two_process_throughput(
     )
     .stdout(Stdio::null())
     .spawn()?;
-    let mut rates = Vec::new();
-    let mut seen = 0;
-    let deadline = Instant::now() + Duration::from_secs(u64::from(seconds) + 30);
-    for line in BufReader::new(out).lines().map_while(Result::ok) {
-        // Reports of nothing come before the publisher has connected.
-        if let Some(r) = subscriber_rate_of_line(&line).filter(|r| *r > 0.0) {
-            seen += 1;
-            if seen > 2 {
-                rates.push(r);
-            }
-        }
-        if rates.len() >= seconds as usize || Instant::now() > deadline {
-            break;
-        }
-    }
+    // Reports of nothing come before the publisher has connected.
+    let rates = per_second_rates(out, seconds, |l| {
+        subscriber_rate_of_line(l).filter(|r| *r > 0.0)
+    });
     stop(publisher);
     stop(sub);
     let _ = std::fs::remove_dir_all(&dir);
