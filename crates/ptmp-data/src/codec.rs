@@ -137,17 +137,29 @@ pub enum DecodeError {
 /// byte: that byte is left open, the TrigPrim written after it, and the
 /// length filled in, instead of measuring the fields first.
 pub fn encode_tpset(tpset: &TPSet, buf: &mut Vec<u8>) {
-    let head = SetHead {
-        count: tpset.count,
-        detid: tpset.detid,
-        created: tpset.created,
-        tstart: tpset.tstart,
-        tspan: tpset.tspan,
-        chanbeg: tpset.chanbeg,
-        chanend: tpset.chanend,
-        totaladc: tpset.totaladc,
-    };
-    encode_tpset_parts(&head, &tpset.tps, |t| t, buf);
+    encode_tpset_parts(&SetHead::of(tpset), &tpset.tps, |t| t, buf);
+}
+
+/// The most bytes [`encode_tpset`] can write for a set of `ntps`
+/// TrigPrims, whatever their values; `None` past `usize`.
+pub fn tpset_max_len(ntps: usize) -> Option<usize> {
+    ntps.checked_mul(MAX_TP)?.checked_add(MAX_SET_HEAD)
+}
+
+/// Serialize `tpset` at the start of `out` (a slot of shared memory being
+/// written, say) and return how many bytes it took: the bytes
+/// [`encode_tpset`] gives. `None`, and nothing written, when `out` is
+/// shorter than [`tpset_max_len`] of the set's TrigPrims, even if the set
+/// itself would have fitted: the encoder writes without a bounds check per
+/// byte, trusting that bound.
+pub fn encode_tpset_into(tpset: &TPSet, out: &mut [u8]) -> Option<usize> {
+    let max = tpset_max_len(tpset.tps.len())?;
+    if out.len() < max {
+        return None;
+    }
+    // SAFETY: `out` holds at least `max` bytes, the bound `write_set` needs
+    // for a set of this many TrigPrims.
+    Some(unsafe { write_set(out.as_mut_ptr(), &SetHead::of(tpset), &tpset.tps, |t| t) })
 }
 
 /// A TPSet's own fields, all but its TrigPrims, for [`encode_tpset_parts`].
@@ -171,6 +183,23 @@ pub struct SetHead {
     pub totaladc: Option<u32>,
 }
 
+impl SetHead {
+    /// The own fields of `tpset`.
+    #[inline(always)]
+    fn of(tpset: &TPSet) -> SetHead {
+        SetHead {
+            count: tpset.count,
+            detid: tpset.detid,
+            created: tpset.created,
+            tstart: tpset.tstart,
+            tspan: tpset.tspan,
+            chanbeg: tpset.chanbeg,
+            chanend: tpset.chanend,
+            totaladc: tpset.totaladc,
+        }
+    }
+}
+
 /// Serialize a TPSet given as its own fields and a slice of TrigPrims in
 /// any form, each turned into a [`TrigPrim`] (or a reference to one) by
 /// `tp` as it is written:
@@ -187,21 +216,37 @@ pub fn encode_tpset_parts<'a, T, P: Borrow<TrigPrim>>(
 ) {
     buf.clear();
     // A set that large could not be held in memory: refused as `Vec` does.
-    let max = tps
-        .len()
-        .checked_mul(MAX_TP)
-        .and_then(|n| n.checked_add(MAX_SET_HEAD))
-        .expect("capacity overflow");
+    let max = tpset_max_len(tps.len()).expect("capacity overflow");
     buf.reserve(max);
-    let start = buf.as_mut_ptr();
-    // SAFETY: `buf` has room for `max` bytes from `start` (reserved above,
-    // and empty). `MAX_SET_HEAD` bounds what the eight fields of the set
-    // write (the largest key and varint of each, added up) and `MAX_TP`
-    // bounds each of the `tps.len()` TrigPrims with its key and length
-    // byte, so no write below reaches `start + max`: each helper writes at
-    // most its key and a varint of its value's width (`put` documents it)
-    // and returns the pointer just past what it wrote.
-    let end = unsafe {
+    // SAFETY: `buf` has room for `max` bytes from its start (reserved
+    // above, and empty); `write_set` writes at most that many and all the
+    // bytes up to the length it returns.
+    unsafe {
+        let n = write_set(buf.as_mut_ptr(), head, tps, tp);
+        buf.set_len(n);
+    }
+}
+
+/// Write the set's fields and TrigPrims from `start`; return how many bytes
+/// were written.
+///
+/// # Safety
+/// `start` is valid for writing [`tpset_max_len`]`(tps.len())` bytes.
+/// `MAX_SET_HEAD` bounds what the eight fields of the set write (the
+/// largest key and varint of each, added up) and `MAX_TP` bounds each
+/// TrigPrim with its key and length byte, so no write below reaches past
+/// that: each helper writes at most its key and a varint of its value's
+/// width (`put` documents it) and returns the pointer just past what it
+/// wrote.
+#[inline(always)]
+unsafe fn write_set<'a, T, P: Borrow<TrigPrim>>(
+    start: *mut u8,
+    head: &SetHead,
+    tps: &'a [T],
+    tp: impl Fn(&'a T) -> P,
+) -> usize {
+    // SAFETY: as the function's contract says.
+    unsafe {
         let mut p = start;
         p = put(p, 0x08, u64::from(head.count));
         p = put(p, 0x10, u64::from(head.detid));
@@ -227,11 +272,8 @@ pub fn encode_tpset_parts<'a, T, P: Borrow<TrigPrim>>(
             p.add(1).write(q.offset_from(body) as u8);
             p = q;
         }
-        p
-    };
-    // SAFETY: the bytes from `start` to `end` were all written above, and
-    // `end` is at most `max` bytes past `start`, within the capacity.
-    unsafe { buf.set_len(end.offset_from(start) as usize) };
+        p.offset_from(start) as usize
+    }
 }
 
 /// The key of the set's repeated `tps` field (9, length-delimited).

@@ -35,7 +35,9 @@ pub type TPSet = pb::TpSet;
 /// One trigger primitive (`ptmp.data.TrigPrim`).
 pub use pb::TrigPrim;
 
-pub use codec::{decode_tpset, decode_tpset_into, encode_tpset, DecodeError};
+pub use codec::{
+    decode_tpset, decode_tpset_into, encode_tpset, encode_tpset_into, tpset_max_len, DecodeError,
+};
 pub use frames::Frames;
 pub use wire::{WireError, VERSION_FRAME};
 

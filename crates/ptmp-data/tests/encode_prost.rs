@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use prost::Message;
-use ptmp_data::{decode_tpset, encode_tpset, TPSet, TrigPrim};
+use ptmp_data::{decode_tpset, encode_tpset, encode_tpset_into, tpset_max_len, TPSet, TrigPrim};
 
 /// Any u32, with the varint length boundaries and the extremes often.
 fn u32s() -> impl Strategy<Value = u32> {
@@ -104,6 +104,24 @@ proptest! {
             encode_tpset(t, &mut buf);
             prop_assert_eq!(&buf, &t.encode_to_vec());
         }
+    }
+
+    /// Into a slice (a loaned ring slot): the same bytes, the length
+    /// returned, and nothing touched past them; a slice shorter than the
+    /// bound is refused untouched.
+    #[test]
+    fn into_a_slice_gives_the_same_bytes(t in tpset(), fill in any::<u8>(), extra in 0usize..40) {
+        let want = t.encode_to_vec();
+        let max = tpset_max_len(t.tps.len()).unwrap();
+        prop_assert!(want.len() <= max);
+        let mut out = vec![fill; max + extra];
+        let n = encode_tpset_into(&t, &mut out);
+        prop_assert_eq!(n, Some(want.len()));
+        prop_assert_eq!(&out[..want.len()], &want[..]);
+        prop_assert!(out[want.len()..].iter().all(|b| *b == fill));
+        let mut short = vec![fill; max - 1];
+        prop_assert_eq!(encode_tpset_into(&t, &mut short), None);
+        prop_assert!(short.iter().all(|b| *b == fill));
     }
 }
 

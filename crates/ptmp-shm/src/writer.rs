@@ -536,6 +536,13 @@ pub struct Loan<'a> {
 }
 
 impl Loan<'_> {
+    /// Shorten the message to its first `len` bytes, as `Vec::truncate`
+    /// does (nothing when it is no longer): for a writer that loaned room
+    /// for the most it could write, an encoder's bound, and wrote less.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     /// Publish the message; returns its sequence number.
     pub fn commit(self) -> u64 {
         let s = self.w.seq;

@@ -149,6 +149,24 @@ fn loaned_slot_is_written_in_place_and_invisible_until_commit() {
 }
 
 #[test]
+fn a_loan_shortened_before_commit_delivers_only_what_was_kept() {
+    let c = Chan::new("trunc");
+    let mut w = Writer::create(&c.0, small(4)).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    let mut buf = Vec::new();
+    let mut l = w.loan(200).unwrap();
+    l[..5].copy_from_slice(b"short");
+    l.truncate(5);
+    assert_eq!(l.len(), 5);
+    // Longer than it now is: no change, as `Vec::truncate`.
+    l.truncate(100);
+    assert_eq!(l.len(), 5);
+    l.commit();
+    r.try_recv_into(&mut buf).unwrap();
+    assert_eq!(buf, b"short");
+}
+
+#[test]
 fn a_view_overwritten_while_held_is_reported_invalid() {
     let c = Chan::new("view");
     let mut w = Writer::create(&c.0, small(4)).unwrap();

@@ -145,9 +145,22 @@ impl Sender {
         self.send_set(tpset, Wait::Block).map(|_| ())
     }
 
-    /// Encode `tpset` into the kept buffer and send it as `[version 0,
-    /// payload]` with the wait `wait`.
+    /// Send `tpset` as `[version 0, payload]` with the wait `wait`: over
+    /// shm:// encoded straight into the ring's slot, otherwise into the
+    /// kept buffer first.
     fn send_set(&mut self, tpset: &TPSet, wait: Wait) -> Result<bool> {
+        if let Link::Shm(tx) = &mut self.link {
+            if self.waited {
+                let wait = if self.slices { wait } else { Wait::Block };
+                if let Some((sent, bytes)) = tx.send_tpset(tpset, wait)? {
+                    if sent {
+                        self.sent += 1;
+                        self.meter.add(bytes);
+                    }
+                    return Ok(sent);
+                }
+            }
+        }
         encode_tpset(tpset, &mut self.buf);
         let buf = std::mem::take(&mut self.buf);
         let r = self.send_parts([&VERSION_FRAME[..], &buf[..]].into_iter(), wait);
@@ -179,10 +192,18 @@ impl Sender {
         // most one wake-up (a PUSH channel; a PUB publishes each at once).
         let (buf, sent, meter) = (&mut self.buf, &mut self.sent, &self.meter);
         let r = tpsets.iter().try_for_each(|t| {
-            encode_tpset(t, buf);
-            tx.send_deferred([&VERSION_FRAME[..], &buf[..]].into_iter())?;
+            // Encoded in its slot, or, when a slot may be too small for
+            // the most it could take, first into the buffer.
+            let bytes = match tx.send_tpset_deferred(t)? {
+                Some(bytes) => bytes,
+                None => {
+                    encode_tpset(t, buf);
+                    tx.send_deferred([&VERSION_FRAME[..], &buf[..]].into_iter())?;
+                    VERSION_FRAME.len() + buf.len()
+                }
+            };
             *sent += 1;
-            meter.add(VERSION_FRAME.len() + buf.len());
+            meter.add(bytes);
             Ok(())
         });
         // What was written before an error is sent too.

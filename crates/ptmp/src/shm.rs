@@ -26,7 +26,7 @@ use crate::meter::SocketCounters;
 use crate::zmq_link::Wait;
 use ptmp_data::wire::decode_pair;
 use ptmp_data::zmsg::{zmsg_frames, zmsg_len, zmsg_write};
-use ptmp_data::{Frames, TPSet, WireError};
+use ptmp_data::{encode_tpset_into, tpset_max_len, Frames, TPSet, WireError, VERSION_FRAME};
 use ptmp_shm::{
     ChannelConfig, ChannelName, Deadline, Durable, Policy, Reader, ShmError, StartAt, Writer,
 };
@@ -245,13 +245,64 @@ impl ShmTx {
     where
         I: Iterator<Item = &'a [u8]> + Clone,
     {
+        let len = zmsg_len(frames.clone());
+        self.send_msg(len, |out| zmsg_write(frames, out), wait)
+    }
+
+    /// Send `tpset` as `[version 0, payload]`, encoded straight into the
+    /// loaned slot, waiting as [`Self::send`] does; with the bytes of its
+    /// two frames, as a zmq sender counts them. `Ok(None)`, nothing sent,
+    /// when the most a set of this many TrigPrims can take does not fit
+    /// the channel's slots: the caller encodes it first and sends the
+    /// frames, which fails with the exact size if the set is too large.
+    pub(crate) fn send_tpset(
+        &mut self,
+        tpset: &TPSet,
+        wait: Wait,
+    ) -> Result<Option<(bool, usize)>> {
+        let Some(len) = self.tpset_room(tpset) else {
+            return Ok(None);
+        };
+        let mut bytes = 0;
+        let sent = self.send_msg(len, |out| zmsg_tpset(tpset, out, &mut bytes), wait)?;
+        Ok(Some((sent, bytes)))
+    }
+
+    /// [`Self::send_tpset`] for one set of a batch, published as
+    /// [`Self::send_deferred`] publishes.
+    pub(crate) fn send_tpset_deferred(&mut self, tpset: &TPSet) -> Result<Option<usize>> {
+        let Some(len) = self.tpset_room(tpset) else {
+            return Ok(None);
+        };
+        let mut bytes = 0;
+        let total = self.block_timeout;
+        let write = |out: &mut [u8]| zmsg_tpset(tpset, out, &mut bytes);
+        self.publish_mapped(len, write, Commit::Deferred, total, Some)?;
+        Ok(Some(bytes))
+    }
+
+    /// The room to loan for `tpset` in zmsg form, if it fits a slot.
+    #[inline]
+    fn tpset_room(&self, tpset: &TPSet) -> Option<usize> {
+        tpset_zmsg_bound(tpset.tps.len()).filter(|n| *n <= self.w.max_message())
+    }
+
+    /// Send one message of at most `len` bytes, written into its slot by
+    /// `write` (which returns how many it wrote), waiting as [`Self::send`]
+    /// says.
+    fn send_msg(
+        &mut self,
+        len: usize,
+        write: impl FnOnce(&mut [u8]) -> usize,
+        wait: Wait,
+    ) -> Result<bool> {
         let total = self.block_timeout;
         let r = match wait {
-            Wait::Block => self.publish_mapped(frames, Commit::Now, total, Some),
+            Wait::Block => self.publish_mapped(len, write, Commit::Now, total, Some),
             Wait::Within(slice) => {
                 let since = *self.held_since.get_or_insert_with(Instant::now);
                 let left = total.saturating_sub(since.elapsed()).min(slice);
-                self.publish_mapped(frames, Commit::Now, left, |e| match e {
+                self.publish_mapped(len, write, Commit::Now, left, |e| match e {
                     ShmError::Timeout { .. } if since.elapsed() < total => None,
                     ShmError::Timeout { name, pid, pos, .. } => Some(ShmError::Timeout {
                         name,
@@ -282,7 +333,9 @@ impl ShmTx {
         I: Iterator<Item = &'a [u8]> + Clone,
     {
         let total = self.block_timeout;
-        self.publish_mapped(frames, Commit::Deferred, total, Some)
+        let len = zmsg_len(frames.clone());
+        let write = |out: &mut [u8]| zmsg_write(frames, out);
+        self.publish_mapped(len, write, Commit::Deferred, total, Some)
             .map(|_| ())
     }
 
@@ -291,19 +344,18 @@ impl ShmTx {
         self.w.flush();
     }
 
-    /// Publish one message; `Ok(false)` when `keep` turns the loan's error
-    /// into None (nothing was written then).
-    fn publish_mapped<'a, I>(
+    /// Publish one message of at most `len` bytes, written by `write`
+    /// into the loaned slot (the slot is then shortened to what it wrote);
+    /// `Ok(false)` when `keep` turns the loan's error into None (nothing
+    /// was written then).
+    fn publish_mapped(
         &mut self,
-        frames: I,
+        len: usize,
+        write: impl FnOnce(&mut [u8]) -> usize,
         commit: Commit,
         timeout: Duration,
         keep: impl FnOnce(ShmError) -> Option<ShmError>,
-    ) -> Result<bool>
-    where
-        I: Iterator<Item = &'a [u8]> + Clone,
-    {
-        let len = zmsg_len(frames.clone());
+    ) -> Result<bool> {
         if len > self.w.max_message() {
             return Err(Error::Config {
                 key: "socket.shm_max_message".into(),
@@ -315,7 +367,8 @@ impl ShmTx {
             });
         }
         let written = self.w.loan_within(len, timeout).map(|mut loan| {
-            zmsg_write(frames, &mut loan);
+            let n = write(&mut loan);
+            loan.truncate(n);
             match commit {
                 Commit::Deferred => loan.commit_deferred(),
                 Commit::Now => loan.commit(),
@@ -336,6 +389,46 @@ impl ShmTx {
             .check()
             .map_err(shm_io_err("socket.bind", &self.name))?;
         Ok(true)
+    }
+}
+
+/// The most bytes [`zmsg_tpset`] writes for a set of `ntps` TrigPrims.
+fn tpset_zmsg_bound(ntps: usize) -> Option<usize> {
+    // The version frame and its length byte, then the payload's length
+    // (one byte, or 0xFF and four) before the payload.
+    tpset_max_len(ntps)?.checked_add(1 + VERSION_FRAME.len() + 5)
+}
+
+/// Write `[version 0, tpset]` in `zmsg_encode` form at the start of `out`,
+/// which holds [`tpset_zmsg_bound`] bytes, encoding the set in place; set
+/// `bytes` to the two frames' length and return the bytes written (0, a
+/// message readers refuse, if `out` were short).
+#[inline]
+fn zmsg_tpset(tpset: &TPSet, out: &mut [u8], bytes: &mut usize) -> usize {
+    const V: usize = VERSION_FRAME.len();
+    let Some(max) = tpset_max_len(tpset.tps.len()) else {
+        return 0;
+    };
+    if out.len() < V + 6 {
+        return 0;
+    }
+    out[0] = V as u8;
+    out[1..=V].copy_from_slice(&VERSION_FRAME);
+    // A payload that may reach 255 bytes gets room for the long length
+    // form, and moves back if it turned out shorter.
+    let at = if max < 255 { V + 2 } else { V + 6 };
+    let Some(n) = encode_tpset_into(tpset, &mut out[at..]) else {
+        return 0;
+    };
+    *bytes = V + n;
+    if n < 255 {
+        out[V + 1] = n as u8;
+        out.copy_within(at..at + n, V + 2);
+        V + 2 + n
+    } else {
+        out[V + 1] = 0xff;
+        out[V + 2..V + 6].copy_from_slice(&(n as u32).to_be_bytes());
+        V + 6 + n
     }
 }
 
@@ -364,6 +457,31 @@ fn for_frames<'a>(b: &'a [u8], mut f: impl FnMut(usize, &'a [u8])) -> Option<usi
         n += 1;
     }
     Some(n)
+}
+
+/// The number of frames of a `zmsg_encode` buffer (`None` if it is not
+/// one) and its first two: a message of two short frames, a TPSet's form
+/// up to 254 bytes, is split without walking the frames one by one.
+#[inline]
+fn two_frames(b: &[u8]) -> (Option<usize>, &[u8], &[u8]) {
+    if let Some((&l0, rest)) = b.split_first() {
+        let l0 = usize::from(l0);
+        if l0 < 255 && rest.len() > l0 {
+            let (f0, rest) = rest.split_at(l0);
+            if let Some((&l1, f1)) = rest.split_first() {
+                if l1 < 255 && f1.len() == usize::from(l1) {
+                    return (Some(2), f0, f1);
+                }
+            }
+        }
+    }
+    let (mut f0, mut f1): (&[u8], &[u8]) = (&[], &[]);
+    let n = for_frames(b, |i, f| match i {
+        0 => f0 = f,
+        1 => f1 = f,
+        _ => {}
+    });
+    (n, f0, f1)
 }
 
 /// A receiver of one or more shm channels.
@@ -599,7 +717,11 @@ impl Chan {
     }
 
     /// Wait for the channel to exist; false on timeout.
+    #[inline]
     fn wait_attached(&mut self, deadline: &mut Deadline) -> Result<bool> {
+        if self.reader.is_some() {
+            return Ok(true);
+        }
         while !self.attach()? {
             if deadline.instant().is_some_and(|d| Instant::now() >= d) {
                 return Ok(false);
@@ -630,12 +752,7 @@ impl Chan {
             let Some(view) = view else {
                 return Ok(None);
             };
-            let (mut f0, mut f1): (&[u8], &[u8]) = (&[], &[]);
-            let n = for_frames(view.bytes(), |i, f| match i {
-                0 => f0 = f,
-                1 => f1 = f,
-                _ => {}
-            });
+            let (n, f0, f1) = two_frames(view.bytes());
             let r = match n {
                 Some(2) => decode_pair(f0, f1, out),
                 Some(n) => Err(WireError::FrameCount(n)),

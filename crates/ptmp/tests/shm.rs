@@ -381,3 +381,45 @@ fn a_corrupt_channel_is_a_receive_error_not_a_spin() {
     assert!(e.contains("corrupt") && e.contains(&c.0), "{e}");
     assert!(!e.contains("cannot connect"), "{e}");
 }
+
+/// A set is encoded straight into its ring slot when the most a set of its
+/// size can take fits a slot, and through a buffer when not; either way
+/// the slot holds the same frames a zmq socket would carry: the version
+/// frame and the set's bytes, the payload's length in one byte below 255
+/// bytes and in five from 255 up. Sent one at a time and in a batch.
+#[test]
+fn sets_of_every_size_reach_the_slot_in_the_same_form() {
+    let c = Chan::new("inslot");
+    let mut tx = Sender::from_json(
+        &json!({"socket": {"type": "PUSH", "bind": [c.ep()], "shm_slots": 256, "shm_max_message": 4096}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut rx =
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    // 6 bytes a TrigPrim here: 42 and more make a payload of 255 bytes or
+    // more; from 94 on the bound (58 + 43 a TrigPrim) passes 4096.
+    let sets: Vec<TPSet> = (0..=120).map(|n| tpset(n, n)).collect();
+    let expect = sets.clone();
+    let h = std::thread::spawn(move || {
+        for t in &sets {
+            tx.send(t).unwrap();
+        }
+        tx.send_batch(&sets).unwrap();
+        assert_eq!(tx.sent(), 2 * sets.len() as u64);
+    });
+    let mut f = Frames::new();
+    let mut want = Vec::new();
+    for t in expect.iter().chain(&expect) {
+        assert!(rx.recv_raw_into(&mut f, T).unwrap(), "set of {}", t.count);
+        ptmp::data::encode_tpset(t, &mut want);
+        assert_eq!(
+            f.to_vecs(),
+            vec![ptmp::data::VERSION_FRAME.to_vec(), want.clone()],
+            "set of {} TrigPrims",
+            t.count
+        );
+    }
+    h.join().unwrap();
+}

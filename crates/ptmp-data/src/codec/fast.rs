@@ -119,6 +119,30 @@ pub(super) fn decode(buf: &[u8], out: &mut TPSet) -> Option<()> {
     out.tps.clear();
     let mut seen = 0u8;
     let mut pos = 0;
+    // The four required fields in field-number order, as every encoder
+    // writes them, are taken in turn without looking each key up; anything
+    // else (another order, repeats, unknown fields) is left to the loop,
+    // which gives the same result for them.
+    if buf.first() == Some(&0x08) {
+        pos = 1;
+        out.count = varint(buf, &mut pos)? as u32;
+        seen = 1;
+        if buf.get(pos) == Some(&0x10) {
+            pos += 1;
+            out.detid = varint(buf, &mut pos)? as u32;
+            seen = 3;
+            if buf.get(pos) == Some(&0x18) {
+                pos += 1;
+                out.created = varint(buf, &mut pos)? as i64;
+                seen = 7;
+                if buf.get(pos) == Some(&0x20) {
+                    pos += 1;
+                    out.tstart = varint(buf, &mut pos)?;
+                    seen = 15;
+                }
+            }
+        }
+    }
     while pos < buf.len() {
         let key = key(buf, &mut pos)?;
         match key {
