@@ -20,6 +20,15 @@ pub enum ChildCmd {
     /// The reader of a two-process ring run of `bench peers` (internal).
     #[command(hide = true, name = "ring-reader")]
     RingReader(crate::ring::processes::ReaderArgs),
+    /// The subscriber of the iceoryx2 two-process rate row of `bench peers`
+    /// (internal).
+    #[cfg(feature = "iceoryx2")]
+    #[command(hide = true, name = "iox2-sub")]
+    Iox2Sub(crate::peers::iceoryx2::SubArgs),
+    /// The echo of the iceoryx2 round trips of `bench peers` (internal).
+    #[cfg(feature = "iceoryx2")]
+    #[command(hide = true, name = "iox2-echo")]
+    Iox2Echo(crate::peers::iceoryx2::EchoArgs),
 }
 
 /// Run one side, printing its result line on stdout for the parent.
@@ -29,5 +38,9 @@ pub fn run(c: &ChildCmd) -> BenchResult {
         ChildCmd::BenchChild(a) => crate::baseline::child(a),
         ChildCmd::LatEcho(a) => crate::latency::echo_child(a),
         ChildCmd::RingReader(a) => crate::ring::processes::reader_child(a),
+        #[cfg(feature = "iceoryx2")]
+        ChildCmd::Iox2Sub(a) => crate::peers::iceoryx2::sub_child(a),
+        #[cfg(feature = "iceoryx2")]
+        ChildCmd::Iox2Echo(a) => crate::peers::iceoryx2::echo_child(a),
     }
 }

@@ -23,6 +23,15 @@
 //!   run (the "limit" row of the p50): ptmp `latency --round-trip --processes` over shm
 //!   (PUSH/PULL channels, each message copied in and out at both ends) and
 //!   Aeron's Ping and Pong over `aeron:ipc` with a media driver;
+//! - with the cargo feature `iceoryx2`, iceoryx2's publish-subscribe over
+//!   its zero-copy shared memory in the 64 B rate rows and the round trips:
+//!   a publisher thread and a subscriber thread of one process, then a
+//!   subscriber process (this binary again), and for the round trips an
+//!   echo process on two services (there and back). The services are
+//!   lossless (a publisher retries while the subscriber's buffer of 4,096
+//!   messages is full), the publisher loans a sample and writes the message
+//!   into it, the subscriber busy-polls and copies each message out, as
+//!   ptmp's readers do; the echo copies out and back in, as ptmp's does;
 //! - empty TPSets a second between two processes over shm PUSH/PULL, as
 //!   TPSets (encoded, sent, received, decoded) and as the same bytes in
 //!   raw frames (`send_raw`, `recv_raw_into`), both reading the clock once
@@ -39,6 +48,8 @@ use std::path::PathBuf;
 
 mod aeron;
 mod frames;
+#[cfg(feature = "iceoryx2")]
+pub(crate) mod iceoryx2;
 mod limits;
 
 /// The large frame: one 1920x1080 image of 3 bytes a pixel, 6.2 MB.
@@ -50,6 +61,11 @@ const FRAME: usize = 1920 * 1080 * 3;
 const BIG_RING_SLOTS: usize = 512 * 1024;
 /// The name of those rows.
 const BIG_RING: &str = "ptmp, 64 MiB ring";
+/// What the closing note says of iceoryx2.
+#[cfg(feature = "iceoryx2")]
+const ICEORYX2: &str = "0.10 (publish-subscribe, ipc service)";
+#[cfg(not(feature = "iceoryx2"))]
+const ICEORYX2: &str = "left out (built without the cargo feature iceoryx2)";
 /// Round trips of the large frame per run, copying (each costs four
 /// copies of the frame), after a tenth as many more.
 const FRAME_COPIES: u64 = 200;
@@ -173,6 +189,10 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
     if let Err(why) = &jar {
         eprintln!("note: Aeron rows left out: {why}");
     }
+    #[cfg(not(feature = "iceoryx2"))]
+    eprintln!(
+        "note: iceoryx2 rows left out: built without the cargo feature iceoryx2 (cargo build --release -p ptmp-cli --features iceoryx2)"
+    );
     let list = a.affinity.as_str();
     crate::report::table::<PeersRow>();
     let mut out = Vec::new();
@@ -245,11 +265,19 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
                 }),
             ));
         }
+        #[cfg(feature = "iceoryx2")]
+        rt.push((
+            "iceoryx2",
+            Box::new(move || {
+                let (p50, p999) = iceoryx2::round_trip(size, count, cpus)?;
+                Ok(vec![p50, p999])
+            }),
+        ));
         measure(&mut out, runs, &[(p50, "us"), (p999, "us")], rt)?;
     }
     frame_round_trips(&mut out, runs, count, cpus)?;
     crate::report::note(format!(
-        "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}.",
+        "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}; iceoryx2 {ICEORYX2}.",
         match &jar {
             Ok(j) => format!("from {}", j.display()),
             Err(why) => format!("left out ({why})"),
@@ -287,6 +315,11 @@ fn rates(
             Box::new(move || Ok(vec![aeron::ipc_throughput(j, Some(list), 64, secs)? / 1e6])),
         ));
     }
+    #[cfg(feature = "iceoryx2")]
+    tput.push((
+        "iceoryx2",
+        Box::new(move || Ok(vec![iceoryx2::thread_rate(n, cpus)?])),
+    ));
     measure(out, runs, &[("64 B messages, threads", "M msg/s")], tput)?;
     // The same between a writer process and a reader process.
     let ring2 = |slots: usize| -> Take {
@@ -306,22 +339,35 @@ fn rates(
             }),
         ));
     }
+    #[cfg(feature = "iceoryx2")]
+    tput.push((
+        "iceoryx2",
+        Box::new(move || Ok(vec![iceoryx2::process_rate(n, cpus)?])),
+    ));
     measure(out, runs, &[("64 B messages, processes", "M msg/s")], tput)?;
     // The TPSet path beside raw frames of the same bytes, between two
     // processes.
-    let pair = |im| -> Take {
+    let pair = |im, ring| -> Take {
         Box::new(move || {
             let n = 1_000_000 * u64::from(secs);
-            Ok(vec![crate::throughput::shm_pair_rate(im, n, cpus)? / 1e6])
+            Ok(vec![
+                crate::throughput::shm_pair_rate(im, n, cpus, ring)? / 1e6,
+            ])
         })
     };
+    // The throughput suite's rings (4,096 slots of 4 KiB), and 64 MiB of
+    // 128-byte slots.
+    let (small, big) = ((4096, 4096), (BIG_RING_SLOTS, 112));
+    use crate::throughput::Impl::{Frames, Ptmp};
     measure(
         out,
         runs,
         &[("empty TPSets, processes", "M msg/s")],
         vec![
-            ("ptmp, raw frames", pair(crate::throughput::Impl::Frames)),
-            ("ptmp, TPSets", pair(crate::throughput::Impl::Ptmp)),
+            ("ptmp, raw frames", pair(Frames, small)),
+            ("ptmp, TPSets", pair(Ptmp, small)),
+            ("ptmp, raw frames, 64 MiB ring", pair(Frames, big)),
+            ("ptmp, TPSets, 64 MiB ring", pair(Ptmp, big)),
         ],
     )?;
     Ok(())

@@ -314,18 +314,9 @@ fn one_row(
 
 /// Empty TPSets a second over shm PUSH/PULL between two processes pinned
 /// to `cpus`: as TPSets (`Impl::Ptmp`) or as the same bytes in raw frames
-/// (`Impl::Frames`), one per call, `count` after a tenth as many of warmup.
+/// (`Impl::Frames`), one per call, `count` after a tenth as many of warmup,
+/// through rings of `ring.0` slots holding messages of up to `ring.1` bytes.
 pub(crate) fn shm_pair_rate(
-    im: Impl,
-    count: u64,
-    cpus: (Option<usize>, Option<usize>),
-) -> BenchResult<f64> {
-    shm_pair_rate_in(im, count, cpus, (4096, 4096))
-}
-
-/// [`shm_pair_rate`] through rings of `ring.0` slots holding messages of up
-/// to `ring.1` bytes.
-pub(crate) fn shm_pair_rate_in(
     im: Impl,
     count: u64,
     cpus: (Option<usize>, Option<usize>),

@@ -596,6 +596,11 @@ fn bench_peers_smoke() {
         e.contains("Aeron rows left out") && e.contains("/nonexistent/aeron-all.jar"),
         "{e}"
     );
+    #[cfg(not(feature = "iceoryx2"))]
+    assert!(
+        e.contains("iceoryx2 rows left out") && e.contains("--features iceoryx2"),
+        "{e}"
+    );
     for row in [
         "| cache-line hand-over, two CPUs | limit | ns |",
         "| memcpy of 6.2 MB | limit | us |",
@@ -605,6 +610,8 @@ fn bench_peers_smoke() {
         "| 64 B messages, processes | ptmp, 64 MiB ring | M msg/s |",
         "| empty TPSets, processes | ptmp, raw frames | M msg/s |",
         "| empty TPSets, processes | ptmp, TPSets | M msg/s |",
+        "| empty TPSets, processes | ptmp, raw frames, 64 MiB ring | M msg/s |",
+        "| empty TPSets, processes | ptmp, TPSets, 64 MiB ring | M msg/s |",
         "| 64 B round trip p50, processes | ptmp | us |",
         "| 64 B round trip p99.9, processes | ptmp | us |",
         "| 6.2 MB round trip p50, zero-copy, threads | ptmp | us |",
