@@ -423,7 +423,9 @@ fn zmsg_tpset(tpset: &TPSet, out: &mut [u8], bytes: &mut usize) -> usize {
     *bytes = V + n;
     if n < 255 {
         out[V + 1] = n as u8;
-        out.copy_within(at..at + n, V + 2);
+        if at != V + 2 {
+            out.copy_within(at..at + n, V + 2);
+        }
         V + 2 + n
     } else {
         out[V + 1] = 0xff;
