@@ -8,36 +8,16 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
-const BENCH: &str = env!("CARGO_BIN_EXE_ptmp-bench");
+mod common;
+use common::row_values as values;
 
 /// Run the binary (killed after three minutes), returning what it printed
 /// and its process id.
 fn run(args: &[&str]) -> (Output, u32) {
-    let mut c = Command::new(BENCH)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ptmp-bench");
-    let pid = c.id();
-    let limit = Duration::from_secs(180);
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let out = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp-bench did not finish within {limit:?}\nstdout: {}\nstderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    (c.wait_with_output().unwrap(), pid)
+    common::run_within(args, Duration::from_secs(180))
 }
 
 /// The iceoryx2 files anywhere they could be: shared memory, iceoryx2's
@@ -59,20 +39,6 @@ fn iceoryx2_files() -> BTreeSet<PathBuf> {
         }
     }
     all
-}
-
-/// The values of the row that starts with `row`: its runs and its median.
-fn values(s: &str, row: &str) -> (Vec<f64>, f64) {
-    let line = s
-        .lines()
-        .find(|l| l.starts_with(row))
-        .unwrap_or_else(|| panic!("no row {row}: {s}"));
-    let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-    let runs = cells[3]
-        .split(',')
-        .map(|x| x.trim().parse().unwrap())
-        .collect();
-    (runs, cells[4].parse().unwrap())
 }
 
 /// Short versions of the three iceoryx2 measures: both rates (each run

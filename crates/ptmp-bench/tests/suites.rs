@@ -3,38 +3,18 @@
 //! the files `--out` writes, and the argument errors.
 
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 #[path = "../../../tests/support/missing_part.rs"]
 mod missing;
 use missing::missing_part;
 
-const BENCH: &str = env!("CARGO_BIN_EXE_ptmp-bench");
+mod common;
 
 /// Run the binary (killed after a minute), returning what it printed.
 fn run(args: &[&str]) -> Output {
-    let mut c = Command::new(BENCH)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ptmp-bench");
-    let limit = Duration::from_secs(60);
-    let t0 = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = c.kill();
-            let out = c.wait_with_output().unwrap();
-            panic!(
-                "ptmp-bench did not finish within {limit:?}\nstdout: {}\nstderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    c.wait_with_output().unwrap()
+    common::run_within(args, Duration::from_secs(60)).0
 }
 
 #[test]
@@ -619,19 +599,11 @@ fn bench_peers_smoke() {
         "| 6.2 MB round trip p50, copying, threads | handed copies | us |",
         "| 6.2 MB round trip p50, copying, threads | ptmp | us |",
     ] {
-        let line = s
-            .lines()
-            .find(|l| l.starts_with(row))
-            .unwrap_or_else(|| panic!("{row}: {s}"));
         // Two runs, then their median, each a positive number.
-        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-        let runs: Vec<f64> = cells[3]
-            .split(',')
-            .map(|x| x.trim().parse().unwrap())
-            .collect();
-        assert_eq!(runs.len(), 2, "{line}");
-        assert!(runs.iter().all(|x| *x > 0.0), "{line}");
-        assert!(cells[4].parse::<f64>().unwrap() > 0.0, "{line}");
+        let (runs, median) = common::row_values(&s, row);
+        assert_eq!(runs.len(), 2, "{row}: {s}");
+        assert!(runs.iter().all(|x| *x > 0.0), "{row}: {s}");
+        assert!(median > 0.0, "{row}: {s}");
     }
     assert!(!s.contains("| Aeron |"), "{s}");
     // The large frame's rings and the two-process ring are gone once the
