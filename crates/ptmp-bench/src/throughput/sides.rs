@@ -94,6 +94,66 @@ fn zerr(op: &'static str) -> impl FnOnce(zmq::Error) -> BenchError {
     move |e| BenchError::fail(format!("zmq {op}: {e}"))
 }
 
+/// What a receiver has counted. The clock is read where timing starts and
+/// where it ends, not per message: one read costs as much as a third of a
+/// small message's whole path through shm.
+struct Tally {
+    got: u64,
+    gaps: u64,
+    next: u32,
+    warmup: u64,
+    count: u64,
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl Tally {
+    fn new(warmup: u64, count: u64) -> Self {
+        let (first, last) = (None, None);
+        Tally {
+            got: 0,
+            gaps: 0,
+            next: 0,
+            warmup,
+            count,
+            first,
+            last,
+        }
+    }
+
+    /// One message with this count came in.
+    #[inline]
+    fn note(&mut self, count: u32) {
+        self.got += 1;
+        if count != self.next {
+            self.gaps += 1;
+        }
+        self.next = count.wrapping_add(1);
+        // Timing starts at the first message after the warmup and ends at
+        // the last one asked for.
+        if self.got == self.warmup + 1 {
+            self.first = Some(Instant::now());
+        }
+        if self.got == self.count {
+            self.last = Some(Instant::now());
+        }
+    }
+
+    /// The sender fell silent for `idle`: the last message came in then.
+    fn silent(&mut self, idle: Duration) {
+        let now = Instant::now();
+        self.last = Some(now.checked_sub(idle).unwrap_or(now));
+    }
+
+    /// Seconds from the first timed message to the last.
+    fn span_s(&self) -> f64 {
+        match (self.first, self.last) {
+            (Some(f), Some(l)) => l.saturating_duration_since(f).as_secs_f64(),
+            _ => 0.0,
+        }
+    }
+}
+
 /// Receiver side: counts by the TPSet count. `ready` is called once the
 /// socket is bound; `ctx` is the zmq context to share for raw inproc.
 pub(super) fn receive(
@@ -108,23 +168,9 @@ pub(super) fn receive(
     let shm = c.addr.starts_with("shm://");
     let attach = if shm { "connect" } else { "bind" };
     crate::sys::pin(c.cpu)?;
-    let (mut got, mut gaps, mut next) = (0u64, 0u64, 0u32);
-    let (mut first, mut last) = (None, Instant::now());
+    let mut tally = Tally::new(c.warmup, c.count);
     let idle = Duration::from_secs(3);
-    let warmup = c.warmup;
     let (k0, t0);
-    let mut note = |count: u32, got: &mut u64, now: Instant| {
-        *got += 1;
-        if count != next {
-            gaps += 1;
-        }
-        next = count.wrapping_add(1);
-        // Timing starts at the first message after the warmup.
-        if *got > warmup {
-            first.get_or_insert(now);
-        }
-        last = now;
-    };
     match c.implementation {
         Impl::Ptmp => {
             let mut cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
@@ -137,8 +183,8 @@ pub(super) fn receive(
             k0 = crate::sys::kernel(&ctr, !procs);
             t0 = Instant::now();
             let mut sets = vec![TPSet::default(); c.batch.max(1) as usize];
-            while got < c.count {
-                let want = ((c.count - got) as usize).min(sets.len());
+            while tally.got < c.count {
+                let want = ((c.count - tally.got) as usize).min(sets.len());
                 let mut n = 0;
                 for _ in 0..c.spin {
                     n = rx.recv_batch(&mut sets[..want], Some(Duration::ZERO))?;
@@ -149,13 +195,12 @@ pub(super) fn receive(
                 if n == 0 {
                     n = rx.recv_batch(&mut sets[..want], Some(idle))?;
                     if n == 0 {
+                        tally.silent(idle);
                         break;
                     }
                 }
-                // One clock read per call: per set with --batch 1.
-                let now = Instant::now();
                 for t in &sets[..n] {
-                    note(t.count, &mut got, now);
+                    tally.note(t.count);
                 }
             }
         }
@@ -170,7 +215,7 @@ pub(super) fn receive(
             // Raw frames carry no count: number them as they come (only
             // PUB/SUB may drop, and these rows are lossless).
             let mut seq = 0u32;
-            while got < c.count {
+            while tally.got < c.count {
                 let mut ok = false;
                 for _ in 0..c.spin {
                     if rx.recv_raw_into(&mut f, Some(Duration::ZERO))? {
@@ -179,9 +224,10 @@ pub(super) fn receive(
                     }
                 }
                 if !ok && !rx.recv_raw_into(&mut f, Some(idle))? {
+                    tally.silent(idle);
                     break;
                 }
-                note(seq, &mut got, Instant::now());
+                tally.note(seq);
                 seq = seq.wrapping_add(1);
             }
         }
@@ -213,7 +259,7 @@ pub(super) fn receive(
             t0 = Instant::now();
             let (mut m0, mut m1) = (zmq::Message::new(), zmq::Message::new());
             let mut t = TPSet::default();
-            while got < c.count {
+            while tally.got < c.count {
                 let mut ok = false;
                 for _ in 0..c.spin {
                     if rx.recv(&mut m0, zmq::DONTWAIT).is_ok() {
@@ -224,7 +270,10 @@ pub(super) fn receive(
                 if !ok {
                     match rx.recv(&mut m0, 0) {
                         Ok(()) => {}
-                        Err(zmq::Error::EAGAIN) => break,
+                        Err(zmq::Error::EAGAIN) => {
+                            tally.silent(idle);
+                            break;
+                        }
                         Err(e) => return Err(zerr("recv")(e)),
                     }
                 }
@@ -232,16 +281,16 @@ pub(super) fn receive(
                 // Decode as ptmp does, so both sides do the same work.
                 ptmp::data::decode_tpset_into(&m1, &mut t)
                     .map_err(|e| BenchError::fail(format!("raw payload: {e}")))?;
-                note(t.count, &mut got, Instant::now());
+                tally.note(t.count);
             }
         }
     }
-    let span = first.map_or(0.0, |f| (last - f).as_secs_f64());
+    let (got, gaps, span) = (tally.got, tally.gaps, tally.span_s());
     // The socket is gone (its threads joined) before this snapshot.
     let loop_s = t0.elapsed().as_secs_f64();
     let k = k0.since(crate::sys::kernel(&ctr, !procs));
     Ok(
-        json!({"received": got, "timed": got.saturating_sub(warmup), "gaps": gaps,
+        json!({"received": got, "timed": got.saturating_sub(c.warmup), "gaps": gaps,
         "span_s": span, "hwm_mb": crate::sys::peak_rss_mb(),
         "syscalls": k.syscalls, "switches": k.switches(), "loop_s": loop_s}),
     )
@@ -367,4 +416,39 @@ pub fn child(c: &ChildArgs) -> BenchResult {
         println!("{j}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timing_runs_from_the_first_message_after_the_warmup_to_the_last() {
+        let mut t = Tally::new(2, 5);
+        t.note(0);
+        t.note(1);
+        assert!(t.first.is_none(), "the warmup is not timed");
+        t.note(2);
+        assert!(t.first.is_some());
+        std::thread::sleep(Duration::from_millis(30));
+        t.note(3);
+        assert!(t.last.is_none(), "timing ends at the last message");
+        t.note(5);
+        assert!(t.span_s() >= 0.03, "{}", t.span_s());
+        assert_eq!((t.got, t.gaps), (5, 1));
+    }
+
+    #[test]
+    fn a_silent_sender_ends_the_timing_one_idle_wait_back() {
+        let mut t = Tally::new(0, 10);
+        t.note(0);
+        assert_eq!(t.span_s(), 0.0, "no end yet");
+        std::thread::sleep(Duration::from_millis(60));
+        t.silent(Duration::from_millis(20));
+        let s = t.span_s();
+        assert!((0.035..0.5).contains(&s), "{s}");
+        // An idle wait longer than the run gives an empty span, not a panic.
+        t.silent(Duration::from_millis(500));
+        assert_eq!(t.span_s(), 0.0);
+    }
 }
