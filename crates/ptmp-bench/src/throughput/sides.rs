@@ -109,15 +109,14 @@ struct Tally {
 
 impl Tally {
     fn new(warmup: u64, count: u64) -> Self {
-        let (first, last) = (None, None);
         Tally {
             got: 0,
             gaps: 0,
             next: 0,
             warmup,
             count,
-            first,
-            last,
+            first: None,
+            last: None,
         }
     }
 
