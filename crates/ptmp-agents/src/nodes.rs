@@ -316,6 +316,7 @@ impl Agent for SourceAgent {
         // `count` numbers the whole sequence: a source going on from
         // `first_count` sends what is left of it.
         let todo = self.c.count.saturating_sub(self.c.first_count);
+        let mut clock = ptmp_data::Clock::new();
         while (self.c.count == 0 || sent < todo) && !ctl.stopped() {
             if let Some(p) = period {
                 let due = Duration::try_from_secs_f64(p.as_secs_f64() * sent as f64)
@@ -328,7 +329,7 @@ impl Agent for SourceAgent {
             }
             // Wraps, as PTMP's 32-bit count.
             set.count = self.c.first_count.wrapping_add(sent) as u32;
-            set.created = ptmp_data::now_us();
+            set.created = clock.now_us();
             set.tstart = (set.created.max(0) as u64).saturating_mul(50);
             for tp in &mut set.tps {
                 tp.tstart = set.tstart;

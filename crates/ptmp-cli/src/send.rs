@@ -78,11 +78,11 @@ pub struct SendArgs {
 }
 
 /// Fill `t` for message `i` with the given set tstart (TrigPrims' tstarts
-/// are within `tspan` of it), reusing its storage.
+/// are within `tspan` of it), reusing its storage. `created` is left to the
+/// caller, who stamps it from its own [`ptmp::data::Clock`].
 pub fn fill_at(t: &mut TPSet, i: u64, tstart: u64, detid: u32, ntps: u32, tspan: u32) {
     t.count = i as u32;
     t.detid = detid;
-    t.created = ptmp::data::now_us();
     t.tstart = tstart;
     t.tspan = Some(tspan);
     if ntps > 0 {
@@ -167,6 +167,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     // corresponds to (wall-clock ticks are turned into Instants once).
     let grid = clock.map(Clock::start);
     let mut sent = 0u64;
+    let mut clock = ptmp::data::Clock::new();
     'sending: for i in 0..a.count {
         let tstart = if let Some((c, t0, at)) = grid {
             let tstart = t0 + i * c.step;
@@ -186,6 +187,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
             pb.set_position(i);
         }
         fill_at(&mut t, i, tstart, a.detid, a.ntps, a.tspan);
+        t.created = clock.now_us();
         // Bounded waits, so that a PUSH nobody connects to still stops on
         // SIGINT/SIGTERM instead of blocking forever.
         let mut waited = 0u32;

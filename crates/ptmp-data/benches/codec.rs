@@ -1,9 +1,10 @@
 //! Codec cost per TPSet: `cargo bench -p ptmp-data --bench codec`.
-//! The encoder is compared with prost's generated one on the same sets.
+//! The encoder is compared with prost's generated one on the same sets, and
+//! the system clock with [`Clock`], which stamps a set's `created`.
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use prost::Message;
-use ptmp_data::{decode_tpset_into, encode_tpset, now_us, TPSet, TrigPrim};
+use ptmp_data::{decode_tpset_into, encode_tpset, now_us, Clock, TPSet, TrigPrim};
 use std::hint::black_box;
 
 fn set(ntps: usize) -> TPSet {
@@ -55,6 +56,13 @@ fn codec(c: &mut Criterion) {
         });
     }
     g.bench_function("now_us", |b| b.iter(now_us));
+    let mut clock = Clock::new();
+    let name = if clock.uses_counter() {
+        "clock_counter"
+    } else {
+        "clock_system"
+    };
+    g.bench_function(name, |b| b.iter(|| clock.now_us()));
     g.finish();
 }
 

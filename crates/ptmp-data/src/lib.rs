@@ -18,6 +18,7 @@
 //!   one buffer, as a dump record and a `shm://` ring slot both carry it;
 //! * [`dump`]: the czmqat dump-file format (8-byte length + a [`zmsg`] body).
 
+pub mod clock;
 pub mod codec;
 pub mod dump;
 pub mod frames;
@@ -35,6 +36,7 @@ pub type TPSet = pb::TpSet;
 /// One trigger primitive (`ptmp.data.TrigPrim`).
 pub use pb::TrigPrim;
 
+pub use clock::Clock;
 pub use codec::{
     decode_tpset, decode_tpset_into, encode_tpset, encode_tpset_into, tpset_max_len, DecodeError,
 };
@@ -44,7 +46,8 @@ pub use wire::{WireError, VERSION_FRAME};
 /// Microseconds since the Unix epoch, as PTMP's `created` field holds.
 ///
 /// Read with `clock_gettime(CLOCK_REALTIME)` directly: a third cheaper than
-/// going through `SystemTime`, and this runs once per message sent.
+/// going through `SystemTime`. A loop that stamps every message it sends
+/// keeps a [`Clock`] instead, which reads the processor's counter.
 #[inline]
 pub fn now_us() -> i64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);

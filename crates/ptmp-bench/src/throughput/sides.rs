@@ -328,12 +328,13 @@ pub(super) fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Val
             k0 = crate::sys::kernel(&ctr, !procs);
             t0 = Instant::now();
             let mut sets = vec![t.clone(); c.batch.max(1) as usize];
+            let mut clock = ptmp::data::Clock::new();
             let mut i = 0;
             while i < c.count {
                 let k = ((c.count - i) as usize).min(sets.len());
                 pace(i);
                 // One clock read per call: per set with --batch 1.
-                let now = ptmp::data::now_us();
+                let now = clock.now_us();
                 for (j, s) in sets[..k].iter_mut().enumerate() {
                     s.count = (i + j as u64) as u32;
                     s.created = now;
@@ -350,11 +351,12 @@ pub(super) fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Val
             ptmp::data::encode_tpset(&t, &mut buf);
             k0 = crate::sys::kernel(&ctr, !procs);
             t0 = Instant::now();
+            let mut clock = ptmp::data::Clock::new();
             for i in 0..c.count {
                 pace(i);
                 // The clock read a TPSet's `created` costs, so the two
                 // rows differ only by encoding and decoding.
-                std::hint::black_box(ptmp::data::now_us());
+                std::hint::black_box(clock.now_us());
                 tx.send_raw(&[&ptmp::data::VERSION_FRAME[..], &buf[..]])?;
             }
         }
@@ -384,12 +386,13 @@ pub(super) fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Val
                 tx.recv_bytes(0).map_err(zerr("wait for subscriber"))?;
             }
             let mut buf = Vec::new();
+            let mut clock = ptmp::data::Clock::new();
             k0 = crate::sys::kernel(&ctr, !procs);
             t0 = Instant::now();
             for i in 0..c.count {
                 pace(i);
                 t.count = i as u32;
-                t.created = ptmp::data::now_us();
+                t.created = clock.now_us();
                 ptmp::data::encode_tpset(&t, &mut buf);
                 tx.send(&ptmp::data::VERSION_FRAME[..], zmq::SNDMORE)
                     .map_err(zerr("send"))?;
