@@ -15,6 +15,7 @@ mod child;
 pub mod error;
 mod fanout;
 mod latency;
+mod limits;
 mod peers;
 mod redis;
 mod report;

@@ -50,7 +50,7 @@ mod aeron;
 mod frames;
 #[cfg(feature = "iceoryx2")]
 pub(crate) mod iceoryx2;
-mod limits;
+use crate::limits;
 
 /// The large frame: one 1920x1080 image of 3 bytes a pixel, 6.2 MB.
 const FRAME: usize = 1920 * 1080 * 3;

@@ -395,6 +395,10 @@ pub struct ThroughputRow {
     pub send_csw_s: f64,
     /// The receiver's, likewise.
     pub recv_csw_s: f64,
+    /// One cache line handed between the two pinned CPUs just before the
+    /// row and just after it, ns (NaN: not pinned to two CPUs). On a
+    /// virtual machine the host may move the two apart during a run.
+    pub handover_ns: [f64; 2],
 }
 
 impl Row for ThroughputRow {
@@ -416,6 +420,7 @@ impl Row for ThroughputRow {
             "receiver syscalls/msg",
             "sender csw/s",
             "receiver csw/s",
+            "CPUs' hand-over ns, before/after",
         ]
     }
     fn cells(&self) -> Vec<Cell> {
@@ -442,7 +447,20 @@ impl Row for ThroughputRow {
             Cell::maybe(self.recv_syscalls, |x| format!("{x:.4}")),
             Cell::maybe(self.send_csw_s, f0),
             Cell::maybe(self.recv_csw_s, f0),
+            match self.handover_ns {
+                [b, a] if b.is_nan() || a.is_nan() => Cell::label("-"),
+                [b, a] => Cell::label(format!("{b:.0}/{a:.0}")),
+            },
         ]
+    }
+}
+
+/// The hand-over between the two pinned CPUs, ns: 20,000 round trips,
+/// a few milliseconds. NaN unless pinned to two different CPUs.
+fn handover(cpus: (Option<usize>, Option<usize>)) -> BenchResult<f64> {
+    match cpus {
+        (Some(s), Some(r)) if s != r => crate::limits::handover_apart_ns(20_000, cpus),
+        _ => Ok(f64::NAN),
     }
 }
 
@@ -497,7 +515,9 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
     let pb = progress(rows.len() as u64 * 100_000, "throughput");
     for (k, &(p, tr, ntps, im, curve)) in rows.iter().enumerate() {
         let dir = keys.as_ref().filter(|_| curve).map(|d| d.path());
+        let before = handover(cpus)?;
         let r = one_row(a, im, p, tr, ntps, &k.to_string(), cpus, dir)?;
+        let handover_ns = [before, handover(cpus)?];
         pb.inc(100_000);
         let (_, bytes) = payload(ntps);
         let rate = if r.span_s > 0.0 {
@@ -534,13 +554,14 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
             recv_syscalls,
             send_csw_s,
             recv_csw_s,
+            handover_ns,
         };
         pb.suspend(|| crate::report::row(&row));
         out.push(row);
     }
     pb.finish_and_clear();
     crate::report::note(format!(
-        "\n{} TPSets per row{}{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop); system calls per TPSet and context switches per second cover each side's whole loop and the closing of its socket, libzmq's threads included (system calls are counted with perf_event_open on the raw_syscalls:sys_enter tracepoint, \"-\" where the kernel does not allow it; inproc rows count each side's own thread only).",
+        "\n{} TPSets per row{}{}{}{}{}; msg/s from the receiver's first message after the warmup to its last; inproc rows are one process (CPU % and RSS of the whole process in the sender columns); lost counted from sequence numbers (only PUB/SUB may drop); system calls per TPSet and context switches per second cover each side's whole loop and the closing of its socket, libzmq's threads included (system calls are counted with perf_event_open on the raw_syscalls:sys_enter tracepoint, \"-\" where the kernel does not allow it; inproc rows count each side's own thread only); with --affinity on two CPUs, the CPUs' hand-over is one cache line passed between them, 20,000 times just before and just after the row: on a virtual machine a figure several times the usual one means the host had placed the two CPUs apart, where rings that fit in the caches run several times slower (docs/benchmarks.md).",
         a.count,
         if a.warmup > 0 { format!(", {} warmup", a.warmup) } else { String::new() },
         a.rate.map_or(String::new(), |r| format!(", paced at {r}/s")),

@@ -209,6 +209,8 @@ fn bench_throughput_two_processes_smoke() {
         assert_eq!(r[8], "0", "lossless patterns lose nothing: {r:?}");
         let procs = if r[2] == "inproc" { "1" } else { "2" };
         assert_eq!(r[5], procs, "{r:?}");
+        // Not pinned: no hand-over between two CPUs to measure.
+        assert_eq!(r[r.len() - 2], "-", "{r:?}");
         if procs == "2" {
             let rss: f64 = r[12].parse().unwrap();
             assert!(rss > 1.0, "receiver peak RSS measured: {r:?}");
@@ -264,7 +266,19 @@ fn bench_throughput_two_processes_smoke() {
     for l in rows {
         let c: Vec<&str> = l.split('|').map(str::trim).collect();
         assert_eq!(c[8], "0", "{l}");
+        // Pinned to CPUs 0 and 1: the hand-over between them, before and
+        // after the row (a cache line takes some nanoseconds, never 0, and
+        // less than the whole run).
+        let (before, after) = c[c.len() - 2].split_once('/').expect(l);
+        for ns in [before, after] {
+            let ns: f64 = ns.parse().expect(l);
+            assert!(ns > 0.0 && ns < 100_000.0, "{l}");
+        }
     }
+    assert!(
+        s.contains("the CPUs' hand-over is one cache line passed between them"),
+        "{s}"
+    );
     assert!(
         took >= std::time::Duration::from_millis(2390),
         "four rows of 300 sets paced at 500/s took only {took:?}: {s}"

@@ -1,6 +1,6 @@
 //! The machine's physical limits for moving messages between two cores,
-//! measured in the same run as the peers: the time to hand one cache line
-//! from one core to the other and back, and memcpy's bandwidth.
+//! measured in the same run as what they bound: the time to hand one cache
+//! line from one core to the other and back, and memcpy's bandwidth.
 
 use crate::error::BenchResult;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +13,8 @@ struct Line(AtomicU64);
 
 /// Two threads (pinned to `cpus`) pass a counter in one cache line back and
 /// forth `n` times: nanoseconds for one hand-over (half a round trip), the
-/// least any message between the two cores can take.
+/// least any message between the two cores can take. Pins the calling
+/// thread to `cpus.0` (see [`handover_apart_ns`]).
 pub fn cache_line_handover_ns(n: u64, cpus: (Option<usize>, Option<usize>)) -> BenchResult<f64> {
     let line = Arc::new(Line(AtomicU64::new(0)));
     let other = line.clone();
@@ -39,6 +40,14 @@ pub fn cache_line_handover_ns(n: u64, cpus: (Option<usize>, Option<usize>)) -> B
     echo.join()
         .map_err(|_| crate::error::BenchError::fail("hand-over thread panicked"))??;
     Ok(ns / n as f64 / 2.0)
+}
+
+/// [`cache_line_handover_ns`] from two threads of its own, leaving the
+/// caller's CPUs as they were.
+pub fn handover_apart_ns(n: u64, cpus: (Option<usize>, Option<usize>)) -> BenchResult<f64> {
+    std::thread::spawn(move || cache_line_handover_ns(n, cpus))
+        .join()
+        .map_err(|_| crate::error::BenchError::fail("hand-over thread panicked"))?
 }
 
 /// memcpy of `bytes` from one buffer to another, `reps` times: microseconds
