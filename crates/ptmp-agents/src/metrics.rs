@@ -228,6 +228,21 @@ struct Period {
     window: bool,
     /// The last input `count` of each detid (kept across periods).
     last_count: BTreeMap<u32, u32>,
+    /// What "now" is read from for every set noted (kept across periods).
+    clock: ptmp_data::Clock,
+}
+
+impl Period {
+    fn took_in(&mut self, set: Option<&TPSet>, now_us: i64, tickperus: f64) {
+        self.iss.add(set, now_us, tickperus);
+        if let Some(s) = set {
+            if let Some(prev) = self.last_count.insert(s.detid, s.count) {
+                if s.count > prev {
+                    self.lost += u64::from(s.count - prev - 1);
+                }
+            }
+        }
+    }
 }
 
 /// What an agent took in and sent out in the current period, noted by its
@@ -255,25 +270,21 @@ impl Meter {
 
     /// A set (or, `None`, a message that is not parsed) taken in now.
     pub fn note_in(&self, set: Option<&TPSet>) {
-        self.note_in_at(set, ptmp_data::now_us());
+        let mut p = self.period();
+        let now = p.clock.now_us();
+        p.took_in(set, now, self.tickperus);
     }
 
     /// [`Meter::note_in`] at `now_us`.
     pub fn note_in_at(&self, set: Option<&TPSet>, now_us: i64) {
-        let mut p = self.period();
-        p.iss.add(set, now_us, self.tickperus);
-        if let Some(s) = set {
-            if let Some(prev) = p.last_count.insert(s.detid, s.count) {
-                if s.count > prev {
-                    p.lost += u64::from(s.count - prev - 1);
-                }
-            }
-        }
+        self.period().took_in(set, now_us, self.tickperus);
     }
 
     /// A set (or another message) sent out now.
     pub fn note_out(&self, set: Option<&TPSet>) {
-        self.note_out_at(set, ptmp_data::now_us());
+        let mut p = self.period();
+        let now = p.clock.now_us();
+        p.oss.add(set, now, self.tickperus);
     }
 
     /// [`Meter::note_out`] at `now_us`.
@@ -305,6 +316,7 @@ impl Meter {
         let last_count = std::mem::take(&mut p.last_count);
         let done = std::mem::take(&mut *p);
         p.last_count = last_count;
+        p.clock = done.clock.clone();
         p.window = done.window;
         drop(p);
         let mut v = json!({
