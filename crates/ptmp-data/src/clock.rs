@@ -187,12 +187,9 @@ fn realtime_ns() -> i64 {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn ticks() -> u64 {
-    // SAFETY: RDTSC exists on every x86-64 processor and has no effects
-    // beyond returning the counter.
-    #[allow(unused_unsafe)]
-    unsafe {
-        core::arch::x86_64::_rdtsc()
-    }
+    // SAFETY: RDTSC exists on every x86-64 processor; it reads the counter
+    // and touches no memory.
+    unsafe { core::arch::x86_64::_rdtsc() }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -217,12 +214,8 @@ fn counter_trusted() -> bool {
 #[cfg(target_arch = "x86_64")]
 fn invariant_tsc() -> bool {
     use core::arch::x86_64::__cpuid;
-    // SAFETY: CPUID exists on every x86-64 processor; leaf 0x8000_0007 is
-    // read only when leaf 0x8000_0000 says it exists.
-    #[allow(unused_unsafe)]
-    unsafe {
-        __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
-    }
+    // Leaf 0x8000_0007 is read only when leaf 0x8000_0000 says it exists.
+    __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
 }
 
 #[cfg(not(target_arch = "x86_64"))]
