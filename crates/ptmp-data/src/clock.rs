@@ -214,8 +214,13 @@ fn counter_trusted() -> bool {
 #[cfg(target_arch = "x86_64")]
 fn invariant_tsc() -> bool {
     use core::arch::x86_64::__cpuid;
-    // Leaf 0x8000_0007 is read only when leaf 0x8000_0000 says it exists.
-    __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+    // SAFETY: CPUID exists on every x86-64 processor, and leaf 0x8000_0007
+    // is read only when leaf 0x8000_0000 says it exists. (The block is for
+    // the toolchains before `__cpuid` became a safe function.)
+    #[allow(unused_unsafe)]
+    unsafe {
+        __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
