@@ -54,7 +54,7 @@ struct Tsc {
     tick: u64,
     ns: i64,
     /// Nanoseconds per tick, fixed point with 32 fractional bits; 0 until
-    /// the first millisecond has been measured.
+    /// the first half millisecond has been measured.
     mult: u64,
     /// Ticks after `tick` before the next return to the system clock.
     span: u64,
@@ -121,7 +121,7 @@ impl Clock {
             }
             None => realtime_ns(),
         } / 1000;
-        if us >= self.last_us || us <= self.last_us - SPAN_NS / 1000 {
+        if us >= self.last_us || us <= self.last_us.saturating_sub(SPAN_NS / 1000) {
             self.last_us = us;
         }
         self.last_us
@@ -297,6 +297,22 @@ mod tests {
             let now = clock.now_us();
             assert!(now >= last, "{now} after {last}");
             last = now;
+        }
+    }
+
+    #[test]
+    fn a_small_step_back_is_held_and_a_large_one_followed() {
+        for mut clock in [Clock::new(), Clock::system()] {
+            let now = clock.now_us();
+            // As if the last reading had been 0.5 ms ahead (the rate's
+            // error, truncation): held there.
+            clock.last_us = now + 500;
+            assert_eq!(clock.now_us(), now + 500);
+            // As if the system clock had been set back by 10 ms since:
+            // followed.
+            clock.last_us = now + 10_000;
+            let got = clock.now_us();
+            assert!((now..now + 5_000).contains(&got), "{got} after {now}");
         }
     }
 
