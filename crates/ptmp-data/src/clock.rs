@@ -27,9 +27,12 @@ use std::sync::OnceLock;
 /// extrapolation.
 const SPAN_NS: i64 = 1_000_000;
 /// A reading whose two counter reads lie further apart than this many
-/// nanoseconds (measured with the rate known so far) was interrupted and is
-/// taken again, up to three times.
+/// nanoseconds (measured with the rate known so far) was interrupted: it
+/// neither moves the anchor nor measures the rate.
 const PAIR_NS: u64 = 2_000;
+/// The same bound in ticks, before any rate is known: 2 us at 25 GHz, 20 us
+/// at 2.5 GHz (a clean reading takes some 100 ticks).
+const PAIR_TICKS: u64 = 50_000;
 /// A measured rate that differs from the one in use by more than this
 /// fraction (1/2^7, under 1 %) is taken only when the next measurement
 /// agrees with it: once alone it comes from a step of the system clock,
@@ -73,7 +76,9 @@ impl Clock {
     /// the system clock.
     pub fn new() -> Self {
         if counter_trusted() {
-            let (tick, ns) = pair(0);
+            // An interrupted first reading only makes the first rate
+            // measured less exact, which the next ones put right.
+            let (tick, ns, _) = pair(0);
             Clock {
                 tsc: Some(Tsc {
                     tick,
@@ -134,7 +139,12 @@ impl Tsc {
     /// return the realtime nanoseconds read.
     #[cold]
     fn resync(&mut self) -> i64 {
-        let (tick, ns) = pair(self.mult);
+        let (tick, ns, sound) = pair(self.mult);
+        if !sound {
+            // The system's time is right for this read; the next read
+            // tries again.
+            return ns;
+        }
         let (dt, dn) = (tick.wrapping_sub(self.tick), ns - self.ns);
         // The counter moved forward (a wrapped difference means it went
         // back, which a trusted counter does not do).
@@ -161,22 +171,27 @@ impl Tsc {
 }
 
 /// The counter and the realtime nanoseconds at one moment: the system clock
-/// read between two counter reads, and their midpoint taken. With a known
-/// rate (`mult` not 0), a reading whose counter reads are more than
-/// [`PAIR_NS`] apart is taken again, up to three times.
-fn pair(mult: u64) -> (u64, i64) {
-    let mut best = (0, 0);
+/// read between two counter reads, three times, and the midpoint of the
+/// closest two taken. Also whether that reading is sound: its counter reads
+/// at most [`PAIR_NS`] apart by the rate `mult` (or [`PAIR_TICKS`] while
+/// no rate is known). A reading that is not was interrupted.
+fn pair(mult: u64) -> (u64, i64, bool) {
+    let mut best = (0, 0, u64::MAX);
     for _ in 0..3 {
         let a = ticks();
         let ns = realtime_ns();
-        let b = ticks();
-        let gap = b.wrapping_sub(a);
-        best = (a.wrapping_add(gap / 2), ns);
-        if mult == 0 || ((u128::from(gap) * u128::from(mult)) >> 32) as u64 <= PAIR_NS {
-            break;
+        let gap = ticks().wrapping_sub(a);
+        if gap < best.2 {
+            best = (a.wrapping_add(gap / 2), ns, gap);
         }
     }
-    best
+    let (tick, ns, gap) = best;
+    let sound = if mult == 0 {
+        gap <= PAIR_TICKS
+    } else {
+        ((u128::from(gap) * u128::from(mult)) >> 32) as u64 <= PAIR_NS
+    };
+    (tick, ns, sound)
 }
 
 fn realtime_ns() -> i64 {
@@ -327,7 +342,7 @@ mod tests {
             span: SPAN_NS as u64,
             doubt: 0,
         };
-        let (tick, ns) = pair(0);
+        let (tick, ns, _) = pair(0);
         t.tick = tick.wrapping_sub(SPAN_NS as u64);
         t.ns = realtime_ns() - SPAN_NS - 1_000_000_000;
         let got = t.resync();
@@ -346,8 +361,7 @@ mod tests {
         agrees_for(&mut clock, 2);
         let right = clock.tsc.as_ref().unwrap().mult;
         let t = clock.tsc.as_mut().unwrap();
-        t.mult = right * 3 / 2;
-        t.span = 0;
+        (t.mult, t.doubt, t.span) = (right * 3 / 2, 0, 0);
         std::thread::sleep(std::time::Duration::from_millis(2));
         t.resync();
         assert_eq!(t.mult, right * 3 / 2, "taken at once");
