@@ -205,6 +205,7 @@ impl Agent for ReplayAgent {
     }
 
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut clock = ptmp_data::Clock::new();
         let mut set = TPSet::default();
         let (mut nin, mut bad, mut late, mut unsent) = (0u64, 0u64, 0u64, 0u64);
         while !ctl.done(false) {
@@ -235,7 +236,7 @@ impl Agent for ReplayAgent {
                 let left = when.map_or(POLL, |w| w.saturating_duration_since(now));
                 std::thread::sleep(left.min(POLL));
             }
-            self.pacer.rewrite(&mut set, ptmp_data::now_us());
+            self.pacer.rewrite(&mut set, clock.now_us());
             if !crate::send_set(&mut self.tx, &set, ctl, &self.name)? {
                 unsent += 1;
             }

@@ -360,6 +360,7 @@ impl Agent for StatsAgent {
 
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
         let mut st = Stats::new(&self.cfg.topkey, self.cfg.tick_per_us, self.cfg.tick_off_us);
+        let mut clock = ptmp_data::Clock::new();
         let (lw, cw) = (self.cfg.link_ms, self.cfg.chan_ms);
         let start = Instant::now();
         let mut next_link = (lw > 0).then(|| start + Duration::from_millis(lw));
@@ -388,7 +389,7 @@ impl Agent for StatsAgent {
                     nin += 1;
                     buf.clear();
                     ptmp_data::encode_tpset(&set, &mut buf);
-                    st.add(&set, ptmp_data::now_us(), buf.len());
+                    st.add(&set, clock.now_us(), buf.len());
                 }
                 crate::Got::Nothing => {}
                 crate::Got::Done => break,

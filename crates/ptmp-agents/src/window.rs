@@ -194,6 +194,8 @@ pub struct Windower {
     cur: Option<u64>,
     max_seen: u64,
     count: u32,
+    /// Stamps each window's `created`.
+    clock: ptmp_data::Clock,
     /// TrigPrims dropped for starting before the current window.
     pub tardy: u64,
     /// Input sets with no TrigPrims (ignored).
@@ -220,6 +222,7 @@ impl Windower {
             cur: None,
             max_seen: 0,
             count: 0,
+            clock: ptmp_data::Clock::new(),
             tardy: 0,
             empty_inputs: 0,
             tps_in: 0,
@@ -311,7 +314,7 @@ impl Windower {
             out.count = self.count;
             self.count = self.count.wrapping_add(1);
             out.detid = self.detid.unwrap_or(0);
-            out.created = ptmp_data::now_us();
+            out.created = self.clock.now_us();
             out.tstart = begin;
             out.tspan = Some(self.tspan.min(u32::MAX as u64) as u32);
             out.chanbeg = out.tps.iter().map(|t| t.channel).min();

@@ -138,6 +138,7 @@ impl Agent for FilterAgent {
     }
 
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
+        let mut clock = ptmp_data::Clock::new();
         let c = &self.config;
         let mut engine: Box<dyn Engine> = c.plugins.create(&self.name, &c.engine, &c.data)?;
         let mut input = TPSet::default();
@@ -172,7 +173,7 @@ impl Agent for FilterAgent {
                 if !self.config.keep_detid {
                     s.detid = detid;
                 }
-                s.created = ptmp_data::now_us();
+                s.created = clock.now_us();
                 if crate::send_set(&mut self.tx, s, ctl, &self.name)? {
                     nout += 1;
                 } else {

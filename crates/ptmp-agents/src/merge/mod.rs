@@ -324,8 +324,9 @@ impl<M: Merge> Agent for MergeAgent<M> {
             Inputs::PerSocket(rxs) => Some(Fanin::start(std::mem::take(rxs), ctl, &self.name)?),
             Inputs::Shared(_) => None,
         };
+        let mut clock = ptmp_data::Clock::new();
         loop {
-            let now = ptmp_data::now_us();
+            let now = clock.now_us();
             let hold = ctl.holding();
             loop {
                 let next = if hold {
@@ -368,7 +369,7 @@ impl<M: Merge> Agent for MergeAgent<M> {
                 (None, Inputs::PerSocket(_)) => break,
             };
             n.nin += 1;
-            if let Pushed::Tardy { set, send } = self.core.push(input, set, ptmp_data::now_us()) {
+            if let Pushed::Tardy { set, send } = self.core.push(input, set, clock.now_us()) {
                 if send {
                     self.send(&set, ctl, &mut n)?;
                 } else {
@@ -380,7 +381,7 @@ impl<M: Merge> Agent for MergeAgent<M> {
         // Readers end within one read of the stop; wait for them before the
         // final flush so the sockets close with the agent.
         drop(fanin);
-        let now = ptmp_data::now_us();
+        let now = clock.now_us();
         while let Some(s) = self.core.flush_one(now) {
             self.send(&s, ctl, &mut n)?;
             n.flushed += 1;
