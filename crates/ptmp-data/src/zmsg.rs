@@ -74,40 +74,55 @@ pub fn zmsg_frames(buf: &[u8]) -> ZmsgFrames<'_> {
 impl<'a> Iterator for ZmsgFrames<'a> {
     type Item = Result<&'a [u8], ZmsgError>;
 
+    // Inlined into every walk over a message's frames (a receiver's, per
+    // message); what a malformed buffer costs is kept out of line.
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.pos >= self.buf.len() {
             return None;
         }
         let (at, buf) = (self.pos, self.buf);
-        let err = |what: String| ZmsgError {
-            pos: at,
-            frame: self.frame,
-            what,
-        };
         let mut pos = at + 1;
         let mut len = buf[at] as usize;
         if len == 0xff {
             let Some(b) = buf.get(pos..pos + 4) else {
-                self.failed = true;
-                return Some(Err(err(format!(
-                    "frame {} has a long-length marker but the buffer ends before its 4 length bytes",
-                    self.frame
-                ))));
+                return Some(Err(self.fail(at, None)));
             };
             len = u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize;
             pos += 4;
         }
         let Some(data) = buf.get(pos..pos.saturating_add(len)) else {
-            self.failed = true;
-            return Some(Err(err(format!(
-                "frame {} claims {len} bytes but only {} remain",
-                self.frame,
-                buf.len() - pos
-            ))));
+            return Some(Err(self.fail(at, Some((pos, len)))));
         };
         self.pos = pos + len;
         self.frame += 1;
         Some(Ok(data))
+    }
+}
+
+impl ZmsgFrames<'_> {
+    /// End the walk at the frame whose length byte is at `at`: its long
+    /// length is cut off (`None`), or it claims `len` bytes from `pos`.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, at: usize, claim: Option<(usize, usize)>) -> ZmsgError {
+        self.failed = true;
+        let what = match claim {
+            None => format!(
+                "frame {} has a long-length marker but the buffer ends before its 4 length bytes",
+                self.frame
+            ),
+            Some((pos, len)) => format!(
+                "frame {} claims {len} bytes but only {} remain",
+                self.frame,
+                self.buf.len() - pos
+            ),
+        };
+        ZmsgError {
+            pos: at,
+            frame: self.frame,
+            what,
+        }
     }
 }
 
@@ -144,5 +159,13 @@ mod tests {
             .unwrap();
         assert_eq!((e.frame, e.pos), (1, 3));
         assert!(e.what.contains("claims 300 bytes"), "{}", e.what);
+        // A long-length marker cut off before its four bytes, after a good
+        // frame: the good frame, then the error naming it, then nothing.
+        let mut walk = zmsg_frames(&[1, b'x', 0xff, 0, 0]);
+        assert_eq!(walk.next(), Some(Ok(&b"x"[..])));
+        let e = walk.next().unwrap().unwrap_err();
+        assert_eq!((e.frame, e.pos), (1, 2));
+        assert!(e.what.contains("long-length marker"), "{}", e.what);
+        assert_eq!(walk.next(), None);
     }
 }

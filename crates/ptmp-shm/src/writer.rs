@@ -465,7 +465,25 @@ impl Writer {
     /// [`Self::loan`] waiting at most `timeout` for room on a full
     /// [`Policy::Block`] ring (then [`ShmError::Timeout`]), whatever the
     /// block timeout: the wait is chosen per call.
+    #[inline]
     pub fn loan_within(&mut self, len: usize, timeout: Duration) -> Result<Loan<'_>> {
+        let s = self.claim(len, timeout)?;
+        // The slot is marked being written here, in a function small
+        // enough to be inlined, so that the caller's writes follow at
+        // once: a reader polling for this message watches the stamp's
+        // line, and each store made after it has looked must fetch the
+        // line back.
+        let (sh, data) = self.seg.slot(s);
+        protocol::begin_write(&sh.stamp, s);
+        Ok(Loan { w: self, data, len })
+    }
+
+    /// All that comes before a message of `len` bytes may be written into
+    /// the next slot: its size checked against the channel's, the segment
+    /// found intact, and (under [`Policy::Block`]) room waited for, up to
+    /// `timeout`. Returns the message's sequence number; the slot is not
+    /// touched.
+    fn claim(&mut self, len: usize, timeout: Duration) -> Result<u64> {
         if len > self.seg.max_message {
             return Err(ShmError::TooLarge {
                 name: self.seg.name.clone(),
@@ -489,9 +507,7 @@ impl Writer {
             }
             self.wait_for_space(s, timeout)?;
         }
-        let (sh, data) = self.seg.slot(s);
-        protocol::begin_write(&sh.stamp, s);
-        Ok(Loan { w: self, data, len })
+        Ok(s)
     }
 }
 

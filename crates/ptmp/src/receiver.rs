@@ -267,7 +267,7 @@ impl Receiver {
         };
         if got {
             self.received += 1;
-            self.meter.add(frames.iter().map(<[u8]>::len).sum());
+            self.meter.add(frames.total_bytes());
         }
         Ok(got)
     }

@@ -245,8 +245,37 @@ impl ShmTx {
     where
         I: Iterator<Item = &'a [u8]> + Clone,
     {
+        let mut first = frames.clone();
+        if let (Some(f), None) = (first.next(), first.next()) {
+            if f.len() < 255 {
+                return self.send_short(f, wait);
+            }
+        }
         let len = zmsg_len(frames.clone());
         self.send_msg(len, |out| zmsg_write(frames, out), wait)
+    }
+
+    /// [`Self::send`] of a message of one frame shorter than 255 bytes:
+    /// its length byte and its bytes, written into the slot with nothing
+    /// else in between.
+    ///
+    /// A reader busy-polling for the next message watches the first line
+    /// of the slot it goes to, the line on which the writer marks the
+    /// slot being written and then complete. When the writer takes longer
+    /// between the two than the reader between two looks, the reader takes
+    /// the line away mid-message and each store after that fetches it
+    /// back. Walking the frames in general in that time made an echoed
+    /// 64-byte round trip 0.34-0.35 us at the median; written this way it
+    /// is 0.29-0.30 us (`ptmp bench latency --round-trip --processes`,
+    /// cores sharing an L3).
+    fn send_short(&mut self, frame: &[u8], wait: Wait) -> Result<bool> {
+        let len = frame.len() + 1;
+        let write = |out: &mut [u8]| {
+            out[0] = frame.len() as u8;
+            out[1..len].copy_from_slice(frame);
+            len
+        };
+        self.send_msg(len, write, wait)
     }
 
     /// Send `tpset` as `[version 0, payload]`, encoded straight into the

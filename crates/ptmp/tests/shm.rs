@@ -108,6 +108,37 @@ fn overrun_is_counted_as_lost() {
     assert!(e.contains("shm_max_message") && e.contains("512"), "{e}");
 }
 
+/// One frame is written into its slot by a path of its own when it is
+/// shorter than 255 bytes (its length then takes one byte): either side of
+/// that bound, and a frame too large for the channel, over a lossless ring.
+#[test]
+fn single_frames_either_side_of_the_short_length() {
+    let c = Chan::new("one");
+    let sock = json!({"type": "PUSH", "bind": [c.ep()], "shm_max_message": 600});
+    let mut tx = Sender::from_json(&json!({ "socket": sock }).to_string()).unwrap();
+    let mut rx =
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    let sizes = [0usize, 1, 64, 253, 254, 255, 256, 595];
+    for n in sizes {
+        let frame: Vec<u8> = (0..n).map(|i| (i * 7 + n) as u8).collect();
+        tx.send_raw(&[&frame[..]]).unwrap();
+    }
+    let mut f = Frames::new();
+    for n in sizes {
+        assert!(rx.recv_raw_into(&mut f, T).unwrap(), "frame of {n} bytes");
+        let want: Vec<u8> = (0..n).map(|i| (i * 7 + n) as u8).collect();
+        assert_eq!(f.to_vecs(), vec![want], "frame of {n} bytes");
+    }
+    // 596 bytes take 601 in the slot (0xFF and four length bytes): refused,
+    // naming the limit, and nothing is written.
+    let e = tx.send_raw(&[&[1u8; 596][..]]).unwrap_err().to_string();
+    assert!(e.contains("shm_max_message") && e.contains("600"), "{e}");
+    tx.send_raw(&[&b"after"[..]]).unwrap();
+    assert!(rx.recv_raw_into(&mut f, T).unwrap());
+    assert_eq!(f.to_vecs(), vec![b"after".to_vec()]);
+}
+
 #[test]
 fn raw_frames_and_bad_messages_over_shm() {
     let c = Chan::new("raw");
