@@ -137,6 +137,42 @@ fn single_frames_either_side_of_the_short_length() {
     tx.send_raw(&[&b"after"[..]]).unwrap();
     assert!(rx.recv_raw_into(&mut f, T).unwrap());
     assert_eq!(f.to_vecs(), vec![b"after".to_vec()]);
+
+    // A timed send of one short frame into a full ring gives up with
+    // nothing written, and goes through once the reader makes room.
+    let c = Chan::new("one-full");
+    let sock = json!({"type": "PUSH", "bind": [c.ep()], "shm_slots": 4});
+    let mut tx = Sender::from_json(&json!({ "socket": sock }).to_string()).unwrap();
+    let mut rx =
+        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
+            .unwrap();
+    tx.send_raw(&[&b"0"[..]]).unwrap();
+    assert!(
+        rx.recv_raw_into(&mut f, T).unwrap(),
+        "the reader is attached"
+    );
+    tx.wait_in_slices();
+    let one = |i: u8| Frames::from_slices(&[[i]]);
+    for i in 1..5 {
+        assert!(tx.send_frames_within(&one(i), Duration::ZERO).unwrap());
+    }
+    assert!(!tx.send_frames_within(&one(5), Duration::ZERO).unwrap());
+    assert!(rx.recv_raw_into(&mut f, T).unwrap());
+    assert_eq!(f.to_vecs(), vec![vec![1u8]]);
+    let t0 = std::time::Instant::now();
+    while !tx
+        .send_frames_within(&one(5), Duration::from_millis(10))
+        .unwrap()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no room after a read"
+        );
+    }
+    for i in 2..6 {
+        assert!(rx.recv_raw_into(&mut f, T).unwrap());
+        assert_eq!(f.to_vecs(), vec![vec![i]], "message {i}");
+    }
 }
 
 #[test]
