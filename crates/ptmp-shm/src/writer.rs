@@ -478,11 +478,10 @@ impl Writer {
         Ok(Loan { w: self, data, len })
     }
 
-    /// All that comes before a message of `len` bytes may be written into
-    /// the next slot: its size checked against the channel's, the segment
-    /// found intact, and (under [`Policy::Block`]) room waited for, up to
-    /// `timeout`. Returns the message's sequence number; the slot is not
-    /// touched.
+    /// What must hold before a message of `len` bytes is written into the
+    /// next slot: its size within the channel's, the segment intact, and
+    /// (under [`Policy::Block`]) room, waited for up to `timeout`. Returns
+    /// the message's sequence number; the slot is not touched.
     fn claim(&mut self, len: usize, timeout: Duration) -> Result<u64> {
         if len > self.seg.max_message {
             return Err(ShmError::TooLarge {
