@@ -113,12 +113,16 @@ fn overrun_is_counted_as_lost() {
 /// that bound, and a frame too large for the channel, over a lossless ring.
 #[test]
 fn single_frames_either_side_of_the_short_length() {
+    // A PUSH with `key` set to `value`, and a PULL, on channel `c`.
+    let pair = |c: &Chan, key: &str, value: usize| {
+        let mut sock = json!({"type": "PUSH", "bind": [c.ep()]});
+        sock[key] = json!(value);
+        let tx = Sender::from_json(&json!({ "socket": sock }).to_string()).unwrap();
+        let pull = json!({"socket": {"type": "PULL", "connect": [c.ep()]}});
+        (tx, Receiver::from_json(&pull.to_string()).unwrap())
+    };
     let c = Chan::new("one");
-    let sock = json!({"type": "PUSH", "bind": [c.ep()], "shm_max_message": 600});
-    let mut tx = Sender::from_json(&json!({ "socket": sock }).to_string()).unwrap();
-    let mut rx =
-        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
-            .unwrap();
+    let (mut tx, mut rx) = pair(&c, "shm_max_message", 600);
     let sizes = [0usize, 1, 64, 253, 254, 255, 256, 595];
     for n in sizes {
         let frame: Vec<u8> = (0..n).map(|i| (i * 7 + n) as u8).collect();
@@ -141,11 +145,7 @@ fn single_frames_either_side_of_the_short_length() {
     // A timed send of one short frame into a full ring gives up with
     // nothing written, and goes through once the reader makes room.
     let c = Chan::new("one-full");
-    let sock = json!({"type": "PUSH", "bind": [c.ep()], "shm_slots": 4});
-    let mut tx = Sender::from_json(&json!({ "socket": sock }).to_string()).unwrap();
-    let mut rx =
-        Receiver::from_json(&json!({"socket": {"type": "PULL", "connect": [c.ep()]}}).to_string())
-            .unwrap();
+    let (mut tx, mut rx) = pair(&c, "shm_slots", 4);
     tx.send_raw(&[&b"0"[..]]).unwrap();
     assert!(
         rx.recv_raw_into(&mut f, T).unwrap(),
