@@ -94,6 +94,13 @@ pub struct LatencyArgs {
     /// started again), not a thread; not for inproc.
     #[arg(long, requires = "round_trip")]
     pub processes: bool,
+    /// With --round-trip: the echo passes each message on with
+    /// `Receiver::forward` and the measuring side reads its stamp where it
+    /// lies (`Receiver::recv_raw_with`): over shm two copies a round trip,
+    /// one per send, as Aeron's Ping/Pong makes. Without it both ends copy
+    /// each message out of its ring and back in: four.
+    #[arg(long, requires = "round_trip")]
+    pub in_place: bool,
     /// Message sizes to sweep, e.g. 64,1024,65536 (instead of -m).
     #[arg(long, value_delimiter = ',', value_name = "B,B,...")]
     pub sizes: Vec<usize>,
@@ -138,6 +145,7 @@ fn round_trip(
         size,
         linger_ms: a.linger_ms,
         spin,
+        in_place: a.in_place,
     };
     let (mut rx, mut tx) = legs.measuring_ends()?;
     let echo = echo::Echo::start(&legs, total, recv_cpu, a.processes)?;
@@ -154,11 +162,20 @@ fn round_trip(
         pace_until(start + period.mul_f64(i as f64));
         msg[..8].copy_from_slice(&mono_ns().to_le_bytes());
         tx.send_raw(&[&msg[..]])?;
-        if !rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
-            break;
-        }
+        let wait = Some(Duration::from_secs(2));
+        let sent = if a.in_place {
+            let Some(sent) = rx.recv_raw_with(wait, |v| stamp(v.get(0).unwrap_or(&[])))? else {
+                break;
+            };
+            sent
+        } else {
+            if !rx.recv_raw_into(&mut f, wait)? {
+                break;
+            }
+            stamp(f.get(0).unwrap_or(&[]))
+        };
         got += 1;
-        record(&mut hist, f.get(0).unwrap_or(&[0; 8]), a.warmup, &mut seen);
+        record(&mut hist, sent, a.warmup, &mut seen);
     }
     drop(tx);
     echo.finish()?;
@@ -210,9 +227,15 @@ fn sender_loop(
     Ok(())
 }
 
-fn record(hist: &mut Histogram<u64>, bytes: &[u8], warmup: u64, seen: &mut u64) {
+/// The send time in a message's first 8 bytes (0 if it is shorter).
+fn stamp(bytes: &[u8]) -> u64 {
+    bytes
+        .get(..8)
+        .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+}
+
+fn record(hist: &mut Histogram<u64>, sent: u64, warmup: u64, seen: &mut u64) {
     let now = mono_ns();
-    let sent = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
     *seen += 1;
     if *seen > warmup {
         let _ = hist.record(now.saturating_sub(sent).max(1));
@@ -221,14 +244,16 @@ fn record(hist: &mut Histogram<u64>, bytes: &[u8], warmup: u64, seen: &mut u64) 
 
 /// One shm busy-poll round-trip run of `count` messages of `size` bytes
 /// (after 1,000 warmup) at `rate` a second, the echo in a second process
-/// with `processes`: (p50, p99.9) of the round trip in microseconds, and
-/// the messages that did not come back.
+/// with `processes`, copying each message once per leg with `in_place`
+/// (see [`LatencyArgs::in_place`]): (p50, p99.9) of the round trip in
+/// microseconds, and the messages that did not come back.
 pub(crate) fn shm_round_trip(
     count: u64,
     size: usize,
     rate: f64,
     cpus: (Option<usize>, Option<usize>),
     processes: bool,
+    in_place: bool,
 ) -> BenchResult<(f64, f64, u64)> {
     let a = LatencyArgs {
         count,
@@ -242,6 +267,7 @@ pub(crate) fn shm_round_trip(
         linger_ms: 2000,
         round_trip: true,
         processes,
+        in_place,
         sizes: Vec::new(),
     };
     let m = round_trip(LatTransport::ShmSpin, &a, size, cpus)?;
@@ -292,9 +318,9 @@ fn measure(
             while seen < total && !stopping() {
                 match r.view(Some(Duration::from_secs(2))) {
                     Some(v) => {
-                        let stamp = v.bytes()[..8].to_vec();
+                        let sent = stamp(v.bytes());
                         if v.valid() {
-                            record(&mut hist, &stamp, a.warmup, &mut seen);
+                            record(&mut hist, sent, a.warmup, &mut seen);
                         }
                     }
                     None => break,
@@ -344,7 +370,7 @@ fn measure(
                 }
                 let b = f.get(0).unwrap_or(&[]);
                 if b.len() >= 8 {
-                    record(&mut hist, b, a.warmup, &mut seen);
+                    record(&mut hist, stamp(b), a.warmup, &mut seen);
                 }
             }
             h.join()
@@ -462,7 +488,9 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
         sizes_s.join("/"),
         a.rate,
         a.warmup,
-        if a.round_trip {
+        if a.in_place {
+            "round trip (echoed, forwarded in place: one copy per send)"
+        } else if a.round_trip {
             "round trip (echoed)"
         } else {
             "one-way"
@@ -483,7 +511,7 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
             .iter()
             .map(|r| {
                 json!({"transport": r.transport, "size": r.size, "round_trip": a.round_trip,
-                "processes": a.processes,
+                "processes": a.processes, "in_place": a.in_place,
                 "p50_us": r.p50_us, "p90_us": r.p90_us, "p99_us": r.p99_us,
                 "p999_us": r.p999_us, "max_us": r.max_us,
                 "samples": r.samples, "lost": r.lost})

@@ -21,8 +21,13 @@
 //! - 64 B and 4 KiB round trips between two processes, both ends
 //!   busy-polling, beside the cache line's own round trip taken in the same
 //!   run (the "limit" row of the p50): ptmp `latency --round-trip --processes` over shm
-//!   (PUSH/PULL channels, each message copied in and out at both ends) and
-//!   Aeron's Ping and Pong over `aeron:ipc` with a media driver;
+//!   (PUSH/PULL channels, each message copied in and out at both ends: four
+//!   copies a round trip), the same with `--in-place` ("ptmp, in place":
+//!   the echo forwards each message from ring to ring and the measuring
+//!   side reads the stamp in its slot, two copies, one per send), and
+//!   Aeron's Ping and Pong over `aeron:ipc` with a media driver (two
+//!   copies: Ping offers its buffer, Pong offers the fragment it was
+//!   handed, Ping reads the stamp in place);
 //! - with the cargo feature `iceoryx2`, iceoryx2's publish-subscribe over
 //!   its zero-copy shared memory in the 64 B rate rows and the round trips:
 //!   a publisher thread and a subscriber thread of one process, then a
@@ -242,19 +247,8 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
                     Ok(vec![2.0 * ns / 1000.0, f64::NAN])
                 }),
             ),
-            (
-                "ptmp",
-                Box::new(move || {
-                    let (p50, p999, lost) =
-                        crate::latency::shm_round_trip(count, size, 1e9, cpus, true)?;
-                    if lost > 0 {
-                        return Err(BenchError::fail(format!(
-                            "ptmp round trip of {size} B: {lost} message(s) did not come back"
-                        )));
-                    }
-                    Ok(vec![p50, p999])
-                }),
-            ),
+            ("ptmp", ptmp_round_trip(count, size, cpus, false)),
+            ("ptmp, in place", ptmp_round_trip(count, size, cpus, true)),
         ];
         if let Ok(j) = &jar {
             rt.push((
@@ -284,6 +278,27 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
         }
     ));
     Ok(out)
+}
+
+/// One ptmp round trip of `count` messages of `size` bytes between two
+/// processes: four copies, or two `in_place` (see
+/// [`crate::latency::LatencyArgs::in_place`]).
+fn ptmp_round_trip<'a>(
+    count: u64,
+    size: usize,
+    cpus: (Option<usize>, Option<usize>),
+    in_place: bool,
+) -> Take<'a> {
+    Box::new(move || {
+        let (p50, p999, lost) =
+            crate::latency::shm_round_trip(count, size, 1e9, cpus, true, in_place)?;
+        if lost > 0 {
+            return Err(BenchError::fail(format!(
+                "ptmp round trip of {size} B: {lost} message(s) did not come back"
+            )));
+        }
+        Ok(vec![p50, p999])
+    })
 }
 
 /// The rate measures: 64 B messages between threads and between

@@ -166,6 +166,49 @@ fn bench_latency_affinity_and_spin() {
 }
 
 #[test]
+fn bench_latency_round_trip_in_place() {
+    // Forwarded in place: the echo copies each message ring to ring, the
+    // measuring side reads its stamp in the slot; over tcp the same calls
+    // go through the receiver's buffer. Every message comes back.
+    let out = run(&[
+        "bench",
+        "latency",
+        "--round-trip",
+        "--processes",
+        "--in-place",
+        "-n",
+        "300",
+        "-w",
+        "10",
+        "-r",
+        "5000",
+        "--sizes",
+        "16,5000",
+        "--transports",
+        "shm-spin",
+        "tcp",
+    ]);
+    let (s, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{s}{e}");
+    assert!(s.contains("forwarded in place"), "{s}");
+    for row in [
+        "| shm (busy-poll) | 16 |",
+        "| shm (busy-poll) | 5000 |",
+        "| zmq tcp | 16 |",
+        "| zmq tcp | 5000 |",
+    ] {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("{row}: {s}"));
+        assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
+    }
+}
+
+#[test]
 fn bench_throughput_two_processes_smoke() {
     let out = run(&[
         "bench",

@@ -54,6 +54,7 @@ pub struct ZmsgError {
 }
 
 /// The frames of a `zmsg_encode` buffer, borrowed from it, without copying.
+#[derive(Clone)]
 pub struct ZmsgFrames<'a> {
     buf: &'a [u8],
     pos: usize,

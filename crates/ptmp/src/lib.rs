@@ -54,6 +54,7 @@ pub mod duration;
 mod error;
 pub mod fields;
 pub mod files;
+mod frames_view;
 pub mod meter;
 pub mod names;
 mod receiver;
@@ -70,6 +71,7 @@ pub use config::{
 };
 pub use delivery::{Delivery, Undelivered};
 pub use error::{Error, Result};
+pub use frames_view::FramesView;
 pub use ptmp_data::{self as data, Frames, TPSet, TrigPrim, WireError};
 pub use receiver::Receiver;
 pub use sender::Sender;

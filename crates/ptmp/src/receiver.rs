@@ -9,6 +9,8 @@ use crate::zmq_link::ZmqRx;
 use ptmp_data::{Frames, TPSet};
 use std::time::Duration;
 
+mod forward;
+
 /// Receives PTMP messages on a PAIR, SUB or PULL socket.
 ///
 /// `recv_into` decodes into the caller's [`TPSet`]: over zmq through two
@@ -25,6 +27,12 @@ pub struct Receiver {
     bound: Vec<String>,
     /// Live counters, readable from other threads ([`crate::meter`]).
     meter: std::sync::Arc<crate::meter::SocketCounters>,
+    /// A message taken by [`Self::forward`] whose send failed: the next
+    /// forward sends it first.
+    held: Option<Frames>,
+    /// Where a zmq message is received for [`Self::recv_raw_with`] and
+    /// [`Self::forward`].
+    scratch: Frames,
 }
 
 enum Link {
@@ -68,6 +76,8 @@ impl Receiver {
             received: 0,
             errors: 0,
             bound,
+            held: None,
+            scratch: Frames::new(),
         })
     }
 

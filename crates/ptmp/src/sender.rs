@@ -277,6 +277,25 @@ impl Sender {
         self.send_parts(frames.iter(), Wait::Block).map(|_| ())
     }
 
+    /// This sender's ring, once any wait for subscribers the config asks
+    /// for is done; `None` over zmq. For [`crate::Receiver::forward`],
+    /// which then reports what it sent with [`Self::count_sent`].
+    pub(crate) fn shm_ring(&mut self) -> Result<Option<&mut ShmTx>> {
+        if !self.waited {
+            self.wait_configured()?;
+        }
+        Ok(match &mut self.link {
+            Link::Shm(tx) => Some(tx),
+            Link::Zmq(_) => None,
+        })
+    }
+
+    /// Count a message of `bytes` sent through [`Self::shm_ring`].
+    pub(crate) fn count_sent(&mut self, bytes: usize) {
+        self.sent += 1;
+        self.meter.add(bytes);
+    }
+
     /// Wait for the config's `subscribers`, bounded by its
     /// subscribers timeout; the first send does this by itself, call it
     /// earlier to keep the wait out of a timed or paced loop. Returns the

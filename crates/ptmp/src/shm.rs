@@ -33,6 +33,9 @@ use ptmp_shm::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod forward;
+pub(crate) use forward::Forwarded;
+
 /// Turn a ring error into ours, naming the key and channel: a writer's
 /// (key `socket.bind`) failures are `cannot bind`, a reader's (key
 /// `socket.connect`) `cannot connect`. A ring that does not fit in the shm
@@ -252,7 +255,7 @@ impl ShmTx {
             }
         }
         let len = zmsg_len(frames.clone());
-        self.send_msg(len, |out| zmsg_write(frames, out), wait)
+        self.send_msg(len, |out| Some(zmsg_write(frames, out)), wait)
     }
 
     /// [`Self::send`] of a message of one frame shorter than 255 bytes:
@@ -273,7 +276,7 @@ impl ShmTx {
         let write = |out: &mut [u8]| {
             out[0] = frame.len() as u8;
             out[1..len].copy_from_slice(frame);
-            len
+            Some(len)
         };
         self.send_msg(len, write, wait)
     }
@@ -293,7 +296,7 @@ impl ShmTx {
             return Ok(None);
         };
         let mut bytes = 0;
-        let sent = self.send_msg(len, |out| zmsg_tpset(tpset, out, &mut bytes), wait)?;
+        let sent = self.send_msg(len, |out| Some(zmsg_tpset(tpset, out, &mut bytes)), wait)?;
         Ok(Some((sent, bytes)))
     }
 
@@ -305,7 +308,7 @@ impl ShmTx {
         };
         let mut bytes = 0;
         let total = self.block_timeout;
-        let write = |out: &mut [u8]| zmsg_tpset(tpset, out, &mut bytes);
+        let write = |out: &mut [u8]| Some(zmsg_tpset(tpset, out, &mut bytes));
         self.publish_mapped(len, write, Commit::Deferred, total, Some)?;
         Ok(Some(bytes))
     }
@@ -317,12 +320,12 @@ impl ShmTx {
     }
 
     /// Send one message of at most `len` bytes, written into its slot by
-    /// `write` (which returns how many it wrote), waiting as [`Self::send`]
-    /// says.
+    /// `write` (which returns how many it wrote, or `None` to publish
+    /// nothing), waiting as [`Self::send`] says.
     fn send_msg(
         &mut self,
         len: usize,
-        write: impl FnOnce(&mut [u8]) -> usize,
+        write: impl FnOnce(&mut [u8]) -> Option<usize>,
         wait: Wait,
     ) -> Result<bool> {
         let total = self.block_timeout;
@@ -363,7 +366,7 @@ impl ShmTx {
     {
         let total = self.block_timeout;
         let len = zmsg_len(frames.clone());
-        let write = |out: &mut [u8]| zmsg_write(frames, out);
+        let write = |out: &mut [u8]| Some(zmsg_write(frames, out));
         self.publish_mapped(len, write, Commit::Deferred, total, Some)
             .map(|_| ())
     }
@@ -375,12 +378,13 @@ impl ShmTx {
 
     /// Publish one message of at most `len` bytes, written by `write`
     /// into the loaned slot (the slot is then shortened to what it wrote);
-    /// `Ok(false)` when `keep` turns the loan's error into None (nothing
-    /// was written then).
+    /// `Ok(false)`, nothing published, when `keep` turns the loan's error
+    /// into None or when `write` returns None (the loan is then dropped:
+    /// the slot is taken by the next message).
     fn publish_mapped(
         &mut self,
         len: usize,
-        write: impl FnOnce(&mut [u8]) -> usize,
+        write: impl FnOnce(&mut [u8]) -> Option<usize>,
         commit: Commit,
         timeout: Duration,
         keep: impl FnOnce(ShmError) -> Option<ShmError>,
@@ -396,21 +400,25 @@ impl ShmTx {
             });
         }
         let written = self.w.loan_within(len, timeout).map(|mut loan| {
-            let n = write(&mut loan);
+            let n = write(&mut loan)?;
             loan.truncate(n);
-            match commit {
+            Some(match commit {
                 Commit::Deferred => loan.commit_deferred(),
                 Commit::Now => loan.commit(),
-            }
+            })
         });
         // Also after a loan that failed: it may have given readers up
         // before it did.
         self.carry();
-        if let Err(e) = written {
-            return match keep(e) {
-                Some(e) => Err(shm_io_err("socket.bind", &self.name)(e)),
-                None => Ok(false),
-            };
+        match written {
+            Err(e) => {
+                return match keep(e) {
+                    Some(e) => Err(shm_io_err("socket.bind", &self.name)(e)),
+                    None => Ok(false),
+                }
+            }
+            Ok(None) => return Ok(false),
+            Ok(Some(_)) => {}
         }
         // A segment truncated under the writer: what was committed went
         // nowhere, so say so (one relaxed load).

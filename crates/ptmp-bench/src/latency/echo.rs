@@ -29,6 +29,10 @@ pub struct Legs {
     /// Receiver polls before sleeping (u32::MAX: never sleeps).
     #[arg(long, default_value_t = 0)]
     pub spin: u32,
+    /// Echo with `Receiver::forward` (one copy, ring to ring) instead of
+    /// copying each message out and sending the copy.
+    #[arg(long)]
+    pub in_place: bool,
 }
 
 impl Legs {
@@ -84,7 +88,14 @@ fn echo(legs: &Legs, total: u64, cpu: Option<usize>, ready: impl FnOnce()) -> Be
     ready();
     let mut f = Frames::new();
     let mut n = 0;
-    while n < total && rx.recv_raw_into(&mut f, Some(Duration::from_secs(2)))? {
+    let wait = Some(Duration::from_secs(2));
+    if legs.in_place {
+        while n < total && rx.forward(&mut tx, wait)? {
+            n += 1;
+        }
+        return Ok(n);
+    }
+    while n < total && rx.recv_raw_into(&mut f, wait)? {
         tx.send_frames(&f)?;
         n += 1;
     }
@@ -131,6 +142,9 @@ impl Echo {
             .args(["--spin", &legs.spin.to_string(), "-n", &total.to_string()]);
         if let Some(c) = cpu {
             cmd.args(["--cpu", &c.to_string()]);
+        }
+        if legs.in_place {
+            cmd.arg("--in-place");
         }
         let mut child = cmd
             .stdout(Stdio::piped())

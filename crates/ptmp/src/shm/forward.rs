@@ -1,0 +1,183 @@
+//! Reading a message where it lies in its slot, and forwarding it to
+//! another ring in one copy, slot to slot.
+//!
+//! Both read the slot while its writer may rewrite it (on a PUB/SUB ring
+//! that laps the reader): what was read counts only if the slot's stamp is
+//! unchanged after, as every receive here checks. A forward copies into its
+//! own loaned slot first and checks before it publishes, so a message
+//! overwritten mid-copy is never sent on; a view's closure may have run on
+//! such a message, and its result is thrown away.
+
+use super::{for_frames, shm_io_err, wants, Chan, ShmRx, ShmTx};
+use crate::error::Result;
+use crate::frames_view::FramesView;
+use crate::zmq_link::Wait;
+use ptmp_data::zmsg::{zmsg_len, zmsg_write};
+use ptmp_data::Frames;
+use ptmp_shm::Deadline;
+use std::time::Duration;
+
+/// What a forward did with the message it took from the ring.
+pub(crate) enum Forwarded {
+    /// Sent on; its frames' bytes.
+    Sent(usize),
+    /// Taken from the ring but not sent: the send failed with this error,
+    /// and the message waits in the caller's `held` frames.
+    Held(crate::Error),
+}
+
+impl ShmRx {
+    /// Take the next wanted message and send it on through `tx`, copied
+    /// from slot to slot; `Ok(None)` on timeout. A message whose send fails
+    /// is copied into `held`.
+    pub(crate) fn forward(
+        &mut self,
+        tx: &mut ShmTx,
+        held: &mut Frames,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Forwarded>> {
+        self.serve(timeout, |c, t| c.forward(tx, held, t))
+    }
+
+    /// Call `f` on the next wanted message's frames where they lie; its
+    /// result and the frames' bytes. `Ok(None)` on timeout.
+    pub(crate) fn recv_with<R>(
+        &mut self,
+        timeout: Option<Duration>,
+        f: &mut impl FnMut(FramesView<'_>) -> R,
+    ) -> Result<Option<(R, usize)>> {
+        self.serve(timeout, |c, t| c.recv_with(t, f))
+    }
+}
+
+/// The frame count, first frame and bytes of a message's slot contents:
+/// `None` for the count when it is not in `zmsg_encode` form (a writer
+/// outside ptmp), which is then taken as one frame.
+fn shape(b: &[u8]) -> (Option<usize>, &[u8], usize) {
+    let (mut first, mut total): (&[u8], usize) = (&[], 0);
+    let n = for_frames(b, |i, f| {
+        if i == 0 {
+            first = f;
+        }
+        total += f.len();
+    });
+    match n {
+        Some(n) => (Some(n), first, total),
+        None => (None, b, b.len()),
+    }
+}
+
+impl Chan {
+    /// [`ShmRx::forward`] on this channel.
+    fn forward(
+        &mut self,
+        tx: &mut ShmTx,
+        held: &mut Frames,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Forwarded>> {
+        let mut deadline = Deadline::new(timeout);
+        if !self.wait_attached(&mut deadline)? {
+            return Ok(None);
+        }
+        let mut left = timeout;
+        loop {
+            let reader = self.reader.as_mut().expect("attached");
+            let view = reader
+                .view_checked(left)
+                .map_err(shm_io_err(&self.key, &self.name))?;
+            let Some(view) = view else {
+                return Ok(None);
+            };
+            let bytes = view.bytes();
+            let (n, first, total) = shape(bytes);
+            let wanted = wants(self.everything, &self.subscribe, first);
+            if wanted && view.valid() {
+                let still = || view.valid();
+                let sent = match n {
+                    Some(_) => tx.send_copy(bytes.len(), |out| out.copy_from_slice(bytes), still),
+                    None => {
+                        let one = std::iter::once(bytes);
+                        let write = |out: &mut [u8]| {
+                            zmsg_write(one.clone(), out);
+                        };
+                        tx.send_copy(zmsg_len(one.clone()), write, still)
+                    }
+                };
+                match sent {
+                    Ok(true) => return Ok(Some(Forwarded::Sent(total))),
+                    Ok(false) => {}
+                    Err(e) => {
+                        match n {
+                            Some(n) => FramesView::zmsg(bytes, n).copy_to(held),
+                            None => FramesView::one(bytes).copy_to(held),
+                        }
+                        if view.valid() {
+                            return Ok(Some(Forwarded::Held(e)));
+                        }
+                        held.clear();
+                    }
+                }
+            }
+            if !view.valid() {
+                self.torn += 1;
+            }
+            left = deadline.remaining();
+        }
+    }
+
+    /// [`ShmRx::recv_with`] on this channel.
+    fn recv_with<R>(
+        &mut self,
+        timeout: Option<Duration>,
+        f: &mut impl FnMut(FramesView<'_>) -> R,
+    ) -> Result<Option<(R, usize)>> {
+        let mut deadline = Deadline::new(timeout);
+        if !self.wait_attached(&mut deadline)? {
+            return Ok(None);
+        }
+        let mut left = timeout;
+        loop {
+            let reader = self.reader.as_mut().expect("attached");
+            let view = reader
+                .view_checked(left)
+                .map_err(shm_io_err(&self.key, &self.name))?;
+            let Some(view) = view else {
+                return Ok(None);
+            };
+            let bytes = view.bytes();
+            let (n, first, total) = shape(bytes);
+            if wants(self.everything, &self.subscribe, first) {
+                let r = match n {
+                    Some(n) => f(FramesView::zmsg(bytes, n)),
+                    None => f(FramesView::one(bytes)),
+                };
+                if view.valid() {
+                    return Ok(Some((r, total)));
+                }
+            }
+            if !view.valid() {
+                self.torn += 1;
+            }
+            left = deadline.remaining();
+        }
+    }
+}
+
+impl ShmTx {
+    /// Send a message of `len` bytes in `zmsg_encode` form, written into
+    /// the loaned slot by `write`, waiting for room up to the block
+    /// timeout; published only if `still` then says what was copied is
+    /// whole. `Ok(false)`, nothing sent, when it does not.
+    pub(crate) fn send_copy(
+        &mut self,
+        len: usize,
+        write: impl FnOnce(&mut [u8]),
+        still: impl FnOnce() -> bool,
+    ) -> Result<bool> {
+        let write = |out: &mut [u8]| {
+            write(&mut out[..len]);
+            still().then_some(len)
+        };
+        self.send_msg(len, write, Wait::Block)
+    }
+}
