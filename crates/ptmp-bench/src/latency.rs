@@ -17,7 +17,7 @@ use crate::sys::stopping;
 use crate::tpset::pace_until;
 use clap::ValueEnum;
 use hdrhistogram::Histogram;
-use ptmp::{Frames, Receiver, Sender, SocketConfig};
+use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet};
 
 mod echo;
 pub use echo::{child as echo_child, EchoArgs};
@@ -101,6 +101,13 @@ pub struct LatencyArgs {
     /// each message out of its ring and back in: four.
     #[arg(long, requires = "round_trip")]
     pub in_place: bool,
+    /// With --round-trip: send TPSets of N TrigPrims instead of raw
+    /// frames, the send time in each set's `tstart`; both ends decode what
+    /// they receive and encode what they send, as an agent does (with
+    /// --in-place the echo forwards each set undecoded and the measuring
+    /// side still decodes). The size column gives the set's bytes.
+    #[arg(long, value_name = "N", requires = "round_trip", conflicts_with_all = ["sizes", "size"])]
+    pub tpsets: Option<u32>,
     /// Message sizes to sweep, e.g. 64,1024,65536 (instead of -m).
     #[arg(long, value_delimiter = ',', value_name = "B,B,...")]
     pub sizes: Vec<usize>,
@@ -146,6 +153,7 @@ fn round_trip(
         linger_ms: a.linger_ms,
         spin,
         in_place: a.in_place,
+        tpsets: a.tpsets.is_some(),
     };
     let (mut rx, mut tx) = legs.measuring_ends()?;
     let echo = echo::Echo::start(&legs, total, recv_cpu, a.processes)?;
@@ -155,11 +163,23 @@ fn round_trip(
     let (mut seen, mut got) = (0u64, 0u64);
     let period = Duration::from_secs_f64(1.0 / a.rate);
     let start = Instant::now();
+    let (mut set, mut echoed) = (crate::tpset::tpset(a.tpsets.unwrap_or(0)), TPSet::default());
     for i in 0..total {
         if stopping() {
             break;
         }
         pace_until(start + period.mul_f64(i as f64));
+        if a.tpsets.is_some() {
+            set.count = i as u32;
+            set.tstart = mono_ns();
+            tx.send(&set)?;
+            if !rx.recv_into(&mut echoed, Some(Duration::from_secs(2)))? {
+                break;
+            }
+            got += 1;
+            record(&mut hist, echoed.tstart, a.warmup, &mut seen);
+            continue;
+        }
         msg[..8].copy_from_slice(&mono_ns().to_le_bytes());
         tx.send_raw(&[&msg[..]])?;
         let wait = Some(Duration::from_secs(2));
@@ -227,6 +247,17 @@ fn sender_loop(
     Ok(())
 }
 
+/// The bytes of a round trip's TPSet of `ntps` TrigPrims, both frames, as
+/// a zmq receiver counts them.
+fn tpset_bytes(ntps: u32) -> usize {
+    let mut set = crate::tpset::tpset(ntps);
+    set.count = 1 << 20;
+    set.tstart = mono_ns();
+    let mut buf = Vec::new();
+    ptmp::data::encode_tpset(&set, &mut buf);
+    ptmp::data::VERSION_FRAME.len() + buf.len()
+}
+
 /// The send time in a message's first 8 bytes (0 if it is shorter).
 fn stamp(bytes: &[u8]) -> u64 {
     bytes
@@ -268,6 +299,7 @@ pub(crate) fn shm_round_trip(
         round_trip: true,
         processes,
         in_place,
+        tpsets: None,
         sizes: Vec::new(),
     };
     let m = round_trip(LatTransport::ShmSpin, &a, size, cpus)?;
@@ -439,7 +471,13 @@ impl Row for LatencyRow {
 
 /// Run the latency suite: every transport at every size.
 pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
-    let sizes = if a.sizes.is_empty() {
+    let sizes = if let Some(n) = a.tpsets {
+        // Room for the set in its slot; the rows give what it takes.
+        let max = ptmp::data::tpset_max_len(n as usize)
+            .filter(|m| *m <= 64 << 20)
+            .ok_or_else(|| BenchError::usage(format!("--tpsets {n}: too many TrigPrims")))?;
+        vec![max + 8]
+    } else if a.sizes.is_empty() {
         vec![a.size]
     } else {
         a.sizes.clone()
@@ -468,7 +506,7 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
             let q = |p: f64| r.hist.value_at_quantile(p) as f64 / 1000.0;
             let row = LatencyRow {
                 transport: t.name(),
-                size,
+                size: a.tpsets.map_or(size, tpset_bytes),
                 p50_us: q(0.5),
                 p90_us: q(0.9),
                 p99_us: q(0.99),
@@ -481,7 +519,10 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
             out.push(row);
         }
     }
-    let sizes_s: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    let sizes_s: Vec<String> = match a.tpsets {
+        Some(n) => vec![format!("{} (TPSets of {n} TrigPrims)", tpset_bytes(n))],
+        None => sizes.iter().map(|s| s.to_string()).collect(),
+    };
     crate::report::note(format!(
         "\n{} messages of {} bytes at {} per second after {} warmup, {}, {}{}{}.",
         a.count,

@@ -209,6 +209,60 @@ fn bench_latency_round_trip_in_place() {
 }
 
 #[test]
+fn bench_latency_round_trip_of_tpsets() {
+    // TPSets both ways, decoded and encoded at both ends, then forwarded
+    // in place by the echo; the size column gives the set's bytes (two
+    // frames: the version and 3 TrigPrims' payload).
+    for extra in [&[][..], &["--in-place"][..]] {
+        let mut args = vec![
+            "bench",
+            "latency",
+            "--round-trip",
+            "--processes",
+            "--tpsets",
+            "3",
+            "-n",
+            "300",
+            "-w",
+            "10",
+            "-r",
+            "5000",
+            "--transports",
+            "shm-spin",
+            "tcp",
+        ];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        let (s, e) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{extra:?}: {s}{e}");
+        assert!(s.contains("(TPSets of 3 TrigPrims)"), "{s}");
+        for t in ["shm (busy-poll)", "zmq tcp"] {
+            let line = s
+                .lines()
+                .find(|l| l.starts_with(&format!("| {t} |")))
+                .unwrap_or_else(|| panic!("{t}: {s}"));
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let bytes: usize = cells[2].parse().unwrap();
+            assert!((50..200).contains(&bytes), "a set's bytes: {line}");
+            assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
+        }
+    }
+    let out = run(&[
+        "bench",
+        "latency",
+        "--round-trip",
+        "--tpsets",
+        "1",
+        "--sizes",
+        "64",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "--tpsets gives the size");
+}
+
+#[test]
 fn bench_throughput_two_processes_smoke() {
     let out = run(&[
         "bench",

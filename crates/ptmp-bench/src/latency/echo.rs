@@ -33,6 +33,10 @@ pub struct Legs {
     /// copying each message out and sending the copy.
     #[arg(long)]
     pub in_place: bool,
+    /// The messages are TPSets: echo each decoded and encoded again, as
+    /// an agent passes a set on (unless `in_place`).
+    #[arg(long)]
+    pub tpsets: bool,
 }
 
 impl Legs {
@@ -95,6 +99,14 @@ fn echo(legs: &Legs, total: u64, cpu: Option<usize>, ready: impl FnOnce()) -> Be
         }
         return Ok(n);
     }
+    if legs.tpsets {
+        let mut set = ptmp::TPSet::default();
+        while n < total && rx.recv_into(&mut set, wait)? {
+            tx.send(&set)?;
+            n += 1;
+        }
+        return Ok(n);
+    }
     while n < total && rx.recv_raw_into(&mut f, wait)? {
         tx.send_frames(&f)?;
         n += 1;
@@ -145,6 +157,9 @@ impl Echo {
         }
         if legs.in_place {
             cmd.arg("--in-place");
+        }
+        if legs.tpsets {
+            cmd.arg("--tpsets");
         }
         let mut child = cmd
             .stdout(Stdio::piped())
