@@ -303,6 +303,39 @@ impl PyReceiver {
         Ok(got.map(|()| f.iter().map(|b| PyBytes::new(py, b)).collect()))
     }
 
+    /// Pass the next message on to `sender` without bringing it into
+    /// Python, frames as they came: over shm:// from ring to ring in one
+    /// copy. True when one was passed on, False when `timeout` seconds
+    /// passed first (None: wait for ever). A message taken but not yet sent
+    /// (no room at the sender within the wait) is kept, and the next call
+    /// sends it first; a send that fails raises PtmpError, the message
+    /// kept the same way.
+    #[pyo3(signature = (sender, timeout=None))]
+    fn forward(
+        &self,
+        py: Python<'_>,
+        sender: PyRef<'_, PySender>,
+        timeout: Option<f64>,
+    ) -> PyResult<bool> {
+        let (m, t) = (&self.rx, &sender.tx);
+        slices(py, t);
+        let got = blocking(py, timeout, |slice| {
+            with(m, "receiver", |rx| {
+                with(t, "sender", |tx| {
+                    let sent = intr(rx.forward(tx, Some(slice)))?;
+                    if !sent {
+                        quiet(rx)?;
+                        if rx.holding() {
+                            stalled(tx)?;
+                        }
+                    }
+                    Ok(sent.then_some(()))
+                })
+            })
+        })?;
+        Ok(got.is_some())
+    }
+
     /// Say that every TPSet returned so far has been handed on. A receiver
     /// with an identity in its shm:// rings (`shm_reader_id`) opened after
     /// a crash then resumes after them; what was returned but not committed

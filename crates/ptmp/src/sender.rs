@@ -290,6 +290,22 @@ impl Sender {
         })
     }
 
+    /// How a send with at most `timeout` of waiting waits for room: in
+    /// slices of it after [`Self::wait_in_slices`], else for as long as
+    /// the block timeout allows.
+    pub(crate) fn wait_for(&self, timeout: Option<Duration>) -> Wait {
+        match timeout {
+            Some(t) if self.slices => Wait::Within(t),
+            _ => Wait::Block,
+        }
+    }
+
+    /// Send `frames` waiting as [`Self::wait_for`] says; `Ok(false)` when
+    /// no room came within the slice, nothing sent.
+    pub(crate) fn send_frames_waiting(&mut self, frames: &Frames, wait: Wait) -> Result<bool> {
+        self.send_parts(frames.iter(), wait)
+    }
+
     /// Count a message of `bytes` sent through [`Self::shm_ring`].
     pub(crate) fn count_sent(&mut self, bytes: usize) {
         self.sent += 1;

@@ -163,6 +163,34 @@ fn a_forward_that_cannot_send_keeps_the_message() {
     }
     assert_eq!(got, msgs, "every message once, in order");
 
+    // A sender that waits in slices: no room within the slice returns
+    // false, and the message is kept for the next call.
+    let c = Chan::new("fwd-slices");
+    let mut on = sender(json!({"type": "PUSH", "bind": [c.ep()], "shm_slots": 4}));
+    let mut end = receiver(json!({"type": "PULL", "connect": [c.ep()]}));
+    on.wait_in_slices();
+    let more: Vec<Vec<Vec<u8>>> = (8u8..14).map(|i| vec![vec![i; 10]]).collect();
+    send_all(&mut tx, &more);
+    for i in 0..4 {
+        assert!(mid.forward(&mut on, T).unwrap(), "message {i}");
+    }
+    assert!(!mid.forward(&mut on, SHORT).unwrap(), "no room");
+    assert!(!mid.forward(&mut on, SHORT).unwrap(), "still none");
+    assert_eq!((mid.received(), on.sent()), (13, 4));
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        assert!(end.recv_raw_into(&mut f, T).unwrap());
+        got.push(f.to_vecs());
+    }
+    assert!(mid.forward(&mut on, T).unwrap(), "the kept one");
+    assert!(mid.forward(&mut on, T).unwrap(), "the last");
+    assert!(!mid.forward(&mut on, SHORT).unwrap(), "nothing more came");
+    for _ in 0..4 {
+        assert!(end.recv_raw_into(&mut f, T).unwrap());
+        got.push(f.to_vecs());
+    }
+    assert_eq!(got, more, "every message once, in order");
+
     // A message larger than the next ring's slots is refused by name, and
     // kept: each try says so again.
     let c = Chan::new("fwd-small");
@@ -172,7 +200,7 @@ fn a_forward_that_cannot_send_keeps_the_message() {
         let e = mid.forward(&mut small, T).unwrap_err().to_string();
         assert!(e.contains("shm_max_message") && e.contains("64"), "{e}");
     }
-    assert_eq!(mid.received(), 9);
+    assert_eq!(mid.received(), 15);
 }
 
 #[test]

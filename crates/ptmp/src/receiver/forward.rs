@@ -44,8 +44,14 @@ impl Receiver {
         Ok(Some(r))
     }
 
+    /// Whether a message taken by [`Self::forward`] waits to be sent: its
+    /// send failed, or found no room within its slice.
+    pub fn holding(&self) -> bool {
+        self.held.is_some()
+    }
+
     /// Receive one message and send it on through `to`, frames as they
-    /// came; `Ok(false)` when nothing came within `timeout`.
+    /// came; `Ok(false)` when nothing was passed on within `timeout`.
     ///
     /// From an shm:// ring to another the message is copied once, from slot
     /// to slot, and published only if its slot was not overwritten while
@@ -54,44 +60,45 @@ impl Receiver {
     /// pair of transports receives into a buffer the receiver keeps and
     /// sends from it.
     ///
-    /// A send that fails (a full ring past its block timeout, a message
-    /// larger than `to`'s slots, a peer gone) returns its error and keeps
-    /// the message: the next call sends it before it receives anything, so
-    /// nothing taken from this receiver is lost.
+    /// A message taken but not sent is kept, and the next call sends it
+    /// before it receives anything, so nothing taken from this receiver is
+    /// lost: when the send fails (a full ring past its block timeout, a
+    /// message larger than `to`'s slots, a peer gone) the call returns the
+    /// error; when `to` waits in slices ([`Sender::wait_in_slices`]) and no
+    /// room came within `timeout`, it returns `Ok(false)`, as a send would.
     pub fn forward(&mut self, to: &mut Sender, timeout: Option<Duration>) -> Result<bool> {
+        let wait = to.wait_for(timeout);
         if let Some(f) = self.held.take() {
-            if let Err(e) = to.send_frames(&f) {
-                self.held = Some(f);
-                return Err(e);
-            }
-            return Ok(true);
+            return match to.send_frames_waiting(&f, wait) {
+                Ok(true) => Ok(true),
+                other => {
+                    self.held = Some(f);
+                    other
+                }
+            };
         }
         if let (Link::Shm(rx), Some(tx)) = (&mut self.link, to.shm_ring()?) {
-            let (bytes, err) = match rx.forward(tx, &mut self.scratch, timeout)? {
+            let (bytes, kept) = match rx.forward(tx, &mut self.scratch, timeout, wait)? {
                 None => return Ok(false),
                 Some(Forwarded::Sent(bytes)) => (bytes, None),
-                Some(Forwarded::Held(e)) => (self.scratch.total_bytes(), Some(e)),
+                Some(Forwarded::Held(why)) => (self.scratch.total_bytes(), Some(why)),
             };
             self.received += 1;
             self.meter.add(bytes);
-            return match err {
-                None => {
-                    to.count_sent(bytes);
-                    Ok(true)
-                }
-                Some(e) => {
-                    self.held = Some(std::mem::take(&mut self.scratch));
-                    Err(e)
-                }
+            let Some(why) = kept else {
+                to.count_sent(bytes);
+                return Ok(true);
             };
+            self.held = Some(std::mem::take(&mut self.scratch));
+            return why.map_or(Ok(false), Err);
         }
         let mut f = std::mem::take(&mut self.scratch);
         let r = match self.recv_raw_into(&mut f, timeout) {
-            Ok(true) => match to.send_frames(&f) {
-                Ok(()) => Ok(true),
-                Err(e) => {
+            Ok(true) => match to.send_frames_waiting(&f, wait) {
+                Ok(true) => Ok(true),
+                other => {
                     self.held = Some(f);
-                    return Err(e);
+                    return other;
                 }
             },
             other => other,

@@ -21,9 +21,20 @@ use std::time::Duration;
 pub(crate) enum Forwarded {
     /// Sent on; its frames' bytes.
     Sent(usize),
-    /// Taken from the ring but not sent: the send failed with this error,
-    /// and the message waits in the caller's `held` frames.
-    Held(crate::Error),
+    /// Taken from the ring but not sent, and copied into the caller's
+    /// `held` frames: no room came within the slice (`None`), or the send
+    /// failed with this error.
+    Held(Option<crate::Error>),
+}
+
+/// What [`ShmTx::send_copy`] did.
+pub(crate) enum Copied {
+    /// Published.
+    Sent,
+    /// The source changed while it was copied: nothing published.
+    Torn,
+    /// No room within the wait: nothing written.
+    NoRoom,
 }
 
 impl ShmRx {
@@ -35,8 +46,9 @@ impl ShmRx {
         tx: &mut ShmTx,
         held: &mut Frames,
         timeout: Option<Duration>,
+        wait: Wait,
     ) -> Result<Option<Forwarded>> {
-        self.serve(timeout, |c, t| c.forward(tx, held, t))
+        self.serve(timeout, |c, t| c.forward(tx, held, t, wait))
     }
 
     /// Call `f` on the next wanted message's frames where they lie; its
@@ -74,6 +86,7 @@ impl Chan {
         tx: &mut ShmTx,
         held: &mut Frames,
         timeout: Option<Duration>,
+        wait: Wait,
     ) -> Result<Option<Forwarded>> {
         let mut deadline = Deadline::new(timeout);
         if !self.wait_attached(&mut deadline)? {
@@ -94,28 +107,33 @@ impl Chan {
             if wanted && view.valid() {
                 let still = || view.valid();
                 let sent = match n {
-                    Some(_) => tx.send_copy(bytes.len(), |out| out.copy_from_slice(bytes), still),
+                    Some(_) => {
+                        let write = |out: &mut [u8]| out.copy_from_slice(bytes);
+                        tx.send_copy(bytes.len(), write, still, wait)
+                    }
                     None => {
                         let one = std::iter::once(bytes);
                         let write = |out: &mut [u8]| {
                             zmsg_write(one.clone(), out);
                         };
-                        tx.send_copy(zmsg_len(one.clone()), write, still)
+                        tx.send_copy(zmsg_len(one.clone()), write, still, wait)
                     }
                 };
-                match sent {
-                    Ok(true) => return Ok(Some(Forwarded::Sent(total))),
-                    Ok(false) => {}
-                    Err(e) => {
-                        match n {
-                            Some(n) => FramesView::zmsg(bytes, n).copy_to(held),
-                            None => FramesView::one(bytes).copy_to(held),
-                        }
-                        if view.valid() {
-                            return Ok(Some(Forwarded::Held(e)));
-                        }
-                        held.clear();
+                let kept = match sent {
+                    Ok(Copied::Sent) => return Ok(Some(Forwarded::Sent(total))),
+                    Ok(Copied::Torn) => None,
+                    Ok(Copied::NoRoom) => Some(None),
+                    Err(e) => Some(Some(e)),
+                };
+                if let Some(why) = kept {
+                    match n {
+                        Some(n) => FramesView::zmsg(bytes, n).copy_to(held),
+                        None => FramesView::one(bytes).copy_to(held),
                     }
+                    if view.valid() {
+                        return Ok(Some(Forwarded::Held(why)));
+                    }
+                    held.clear();
                 }
             }
             if !view.valid() {
@@ -165,19 +183,26 @@ impl Chan {
 
 impl ShmTx {
     /// Send a message of `len` bytes in `zmsg_encode` form, written into
-    /// the loaned slot by `write`, waiting for room up to the block
-    /// timeout; published only if `still` then says what was copied is
-    /// whole. `Ok(false)`, nothing sent, when it does not.
+    /// the loaned slot by `write`, waiting for room as `wait` says (see
+    /// [`ShmTx::send`]); published only if `still` then says what was
+    /// copied is whole.
     pub(crate) fn send_copy(
         &mut self,
         len: usize,
         write: impl FnOnce(&mut [u8]),
         still: impl FnOnce() -> bool,
-    ) -> Result<bool> {
+        wait: Wait,
+    ) -> Result<Copied> {
+        let mut torn = false;
         let write = |out: &mut [u8]| {
             write(&mut out[..len]);
-            still().then_some(len)
+            torn = !still();
+            (!torn).then_some(len)
         };
-        self.send_msg(len, write, Wait::Block)
+        Ok(match self.send_msg(len, write, wait)? {
+            true => Copied::Sent,
+            false if torn => Copied::Torn,
+            false => Copied::NoRoom,
+        })
     }
 }
