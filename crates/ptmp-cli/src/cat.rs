@@ -1,5 +1,6 @@
 //! `ptmp cat`: PTMP's czmqat. Copies messages, schema-blind, between a
-//! socket or a dump file and a socket, a dump file or text on stdout.
+//! socket or a dump file and a socket, a dump file or text on stdout;
+//! from a socket to a socket through `Receiver::forward`.
 
 use crate::common::{parse_socket_type, progress, stopping, CliError, CliResult};
 use ptmp::duration as units;
@@ -43,6 +44,8 @@ pub struct CatArgs {
     #[arg(long)]
     pub ofile: Option<PathBuf>,
     /// Send messages to a socket: JSON config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...].
+    /// From --isock each message is passed on as it came; between two
+    /// shm:// channels it is copied once, from slot to slot.
     #[arg(long)]
     pub osock: Option<String>,
     /// In text output, also print each TrigPrim.
@@ -127,7 +130,12 @@ fn open(a: &CatArgs) -> CliResult<(Input, Output)> {
                 .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display())))?;
             Output::File(DumpWriter::new(BufWriter::new(f)), p.clone())
         }
-        (None, Some(c)) => Output::Sock(Box::new(Sender::new(c)?)),
+        (None, Some(c)) => {
+            let mut tx = Sender::new(c)?;
+            // Every wait for room in slices, so a stop request ends it.
+            tx.wait_in_slices();
+            Output::Sock(Box::new(tx))
+        }
         (None, None) => Output::Text(BufWriter::new(std::io::stdout().lock())),
     };
     Ok((input, output))
@@ -152,6 +160,28 @@ pub fn run(a: &CatArgs) -> CliResult {
     // reader wanted no more, so stop quietly, as a success.
     let mut closed = false;
     while copied < limit && !stopping() {
+        let wait = a.timeout.map_or(slice, |t| slice.min(t));
+        if let (Input::Sock(rx), Output::Sock(tx)) = (&mut input, &mut output) {
+            match relay(rx, tx, wait) {
+                Step::Copied => {
+                    last = Instant::now();
+                    copied += 1;
+                    if copied & 1023 == 0 {
+                        pb.set_position(copied);
+                    }
+                    if !a.delayus.is_zero() {
+                        std::thread::sleep(a.delayus);
+                    }
+                }
+                Step::Idle if a.timeout.is_some_and(|t| last.elapsed() >= t) => break,
+                Step::Idle | Step::Waiting => {}
+                Step::Fail(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            continue;
+        }
         let offset = match &input {
             Input::File(r, _) => Some(r.offset()),
             Input::Sock(_) => None,
@@ -164,27 +194,24 @@ pub fn run(a: &CatArgs) -> CliResult {
                     break;
                 }
             },
-            Input::Sock(rx) => {
-                let wait = a.timeout.map_or(slice, |t| slice.min(t));
-                match rx.recv_raw_into(&mut frames, Some(wait)) {
-                    Ok(true) => true,
-                    Ok(false) => {
-                        if let Some(why) = rx.refused() {
-                            failure = Some(CliError::fail(format!("--isock refused: {why}")));
-                            break;
-                        }
-                        if a.timeout.is_some_and(|t| last.elapsed() >= t) {
-                            break;
-                        }
-                        continue;
-                    }
-                    Err(ptmp::Error::Interrupted) => continue,
-                    Err(e) => {
-                        failure = Some(e.into());
+            Input::Sock(rx) => match rx.recv_raw_into(&mut frames, Some(wait)) {
+                Ok(true) => true,
+                Ok(false) => {
+                    if let Some(why) = rx.refused() {
+                        failure = Some(CliError::fail(format!("--isock refused: {why}")));
                         break;
                     }
+                    if a.timeout.is_some_and(|t| last.elapsed() >= t) {
+                        break;
+                    }
+                    continue;
                 }
-            }
+                Err(ptmp::Error::Interrupted) => continue,
+                Err(e) => {
+                    failure = Some(e.into());
+                    break;
+                }
+            },
         };
         if !got {
             break;
@@ -259,6 +286,40 @@ pub fn run(a: &CatArgs) -> CliResult {
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// What one pass of a socket-to-socket copy did.
+enum Step {
+    /// A message was passed on.
+    Copied,
+    /// Nothing came within the slice.
+    Idle,
+    /// A message waits for room at the output (or a signal came).
+    Waiting,
+    /// The copy ends with this error.
+    Fail(CliError),
+}
+
+/// Socket to socket: pass one message on with `Receiver::forward` (between
+/// shm:// rings one copy, slot to slot), waiting up to `wait` for input
+/// and, the sender waiting in slices, for room. A message that found no
+/// room stays with the receiver, which sends it first next time; one
+/// still waiting when a stop request comes is lost, as when copying
+/// through a buffer.
+fn relay(rx: &mut Receiver, tx: &mut Sender, wait: Duration) -> Step {
+    match rx.forward(tx, Some(wait)) {
+        Ok(true) => Step::Copied,
+        Ok(false) if rx.holding() => match tx.refused() {
+            Some(why) => Step::Fail(CliError::fail(format!("--osock refused: {why}"))),
+            None => Step::Waiting,
+        },
+        Ok(false) => match rx.refused() {
+            Some(why) => Step::Fail(CliError::fail(format!("--isock refused: {why}"))),
+            None => Step::Idle,
+        },
+        Err(ptmp::Error::Interrupted) => Step::Waiting,
+        Err(e) => Step::Fail(e.into()),
     }
 }
 

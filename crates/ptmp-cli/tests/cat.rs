@@ -179,17 +179,21 @@ fn hand_made_czmqat_file_with_a_long_frame() {
     assert!(text(&out.stdout).contains("ntps=30"));
 }
 
-#[test]
-fn file_to_socket_to_file_is_byte_identical() {
-    let dir = tempfile::tempdir().unwrap();
-    // A larger file: 2000 messages, some with many TPs.
+/// A larger dump: 2000 messages, some with many TPs.
+fn big_dump() -> Vec<u8> {
     let mut w = DumpWriter::new(Vec::new());
     let mut buf = Vec::new();
     for i in 0..2000 {
         encode_tpset(&tpset(i, i % 30), &mut buf);
         w.write([&VERSION_FRAME[..], &buf[..]]).unwrap();
     }
-    let bytes = w.into_inner();
+    w.into_inner()
+}
+
+#[test]
+fn file_to_socket_to_file_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = big_dump();
     let fin = dir.path().join("in.dump");
     std::fs::write(&fin, &bytes).unwrap();
     for ep in [
@@ -222,6 +226,74 @@ fn file_to_socket_to_file_is_byte_identical() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert_eq!(std::fs::read(&fout).unwrap(), bytes, "{ep}");
     }
+}
+
+#[test]
+fn socket_to_socket_over_shm_passes_every_message_on() {
+    // File -> shm ring A -> cat relaying A to ring B -> file: the relay
+    // passes each message from slot to slot (`Receiver::forward`).
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = big_dump();
+    let fin = dir.path().join("in.dump");
+    std::fs::write(&fin, &bytes).unwrap();
+    let fout = dir.path().join("out.dump");
+    let (a, b) = (
+        format!("ptmp-cat-relay-a-{}", std::process::id()),
+        format!("ptmp-cat-relay-b-{}", std::process::id()),
+    );
+    // Rings that hold the whole run, so a reader that attaches late
+    // still finds the first message.
+    let push = |name: &str| {
+        format!(
+            r#"{{"socket":{{"type":"PUSH","bind":["shm://{name}"],"shm_slots":4096,"shm_max_message":2048}}}}"#
+        )
+    };
+    let spawn = |args: &[&str]| {
+        Command::new(PTMP)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let end = spawn(&[
+        "cat",
+        "--isock",
+        &format!("PULL,connect,shm://{b}"),
+        "--ofile",
+        fout.to_str().unwrap(),
+        "-n",
+        "2000",
+        "-T",
+        "10000",
+    ]);
+    let relay = spawn(&[
+        "cat",
+        "--isock",
+        &format!("PULL,connect,shm://{a}"),
+        "--osock",
+        &push(&b),
+        "-n",
+        "2000",
+        "-T",
+        "10000",
+    ]);
+    let tx = run(&[
+        "cat",
+        "--ifile",
+        fin.to_str().unwrap(),
+        "--osock",
+        &push(&a),
+    ]);
+    assert!(tx.status.success(), "{}", text(&tx.stderr));
+    let r = relay.wait_with_output().unwrap();
+    assert!(r.status.success(), "relay: {}", text(&r.stderr));
+    let out = end.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for name in [&a, &b] {
+        assert!(run(&["shm", "rm", name]).status.success());
+    }
+    assert_eq!(std::fs::read(&fout).unwrap(), bytes);
 }
 
 #[test]
