@@ -580,6 +580,32 @@ int ptmp_receiver_recv(struct ptmp_receiver *receiver, struct ptmp_tpset *out, i
 int ptmp_receiver_recv_frames(struct ptmp_receiver *receiver, int timeout_ms, size_t *nframes);
 
 /**
+ * Receives one message and sends it on through `sender`, frames as they
+ * came, waiting at most `timeout_ms` (negative: forever) for it. Between
+ * two shm:// channels the message is copied once, from one ring's slot
+ * into the other's, and never passed on if its slot was overwritten
+ * while it was copied (a PUB channel lapping this receiver: counted in
+ * `ptmp_receiver_lost`, and the next message taken); other transports go
+ * through a buffer the receiver keeps. The sender waits for room as
+ * `ptmp_sender_send` does.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing came), [`PTMP_ERR_NULL`],
+ * [`PTMP_ERR_REFUSED`], [`PTMP_ERR_TRANSPORT`] or
+ * [`PTMP_ERR_INTERRUPTED`]. A message taken whose send failed is kept
+ * by the receiver, and the next call sends it before it receives
+ * anything: nothing this receiver took is lost.
+ *
+ * Thread-safety: one thread at a time per receiver and per sender.
+ *
+ * # Safety
+ * `receiver` and `sender` are NULL or live handles from
+ * `ptmp_receiver_new` and `ptmp_sender_new`.
+ */
+int ptmp_receiver_forward(struct ptmp_receiver *receiver,
+                          struct ptmp_sender *sender,
+                          int timeout_ms);
+
+/**
  * Frame `index` of the message the last `ptmp_receiver_recv_frames`
  * received: its bytes to `*data` and length to `*len`. The bytes belong to
  * the receiver and stay valid until its next receive or free.

@@ -320,6 +320,11 @@ public:
     }
     /// Messages lost before they could be received (an shm SUB overrun by
     /// its writer; 0 over ZeroMQ).
+    // The next message passed on to `to` as it came (between shm://
+    // channels one copy, slot to slot); false on timeout.
+    bool forward(TPSender& to, int timeout_ms = -1) {
+        return detail::check(ptmp_receiver_forward(h_, to.handle(), timeout_ms)) == PTMP_OK;
+    }
     uint64_t lost() const noexcept { return ptmp_receiver_lost(h_); }
     /// The C handle, still owned by this object.
     ptmp_receiver* handle() const noexcept { return h_; }

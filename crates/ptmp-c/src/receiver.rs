@@ -22,7 +22,7 @@ const IDLE_CHECK: Duration = Duration::from_millis(100);
 fn wait_for(
     r: &mut ptmp_receiver,
     timeout: Option<Duration>,
-    get: fn(&mut ptmp_receiver, Option<Duration>) -> ptmp_core::Result<bool>,
+    mut get: impl FnMut(&mut ptmp_receiver, Option<Duration>) -> ptmp_core::Result<bool>,
 ) -> Result<bool, Fail> {
     let client = matches!(
         r.inner.config().curve(),
@@ -194,6 +194,46 @@ pub unsafe extern "C" fn ptmp_receiver_recv_frames(
             return Ok(PTMP_TIMEOUT);
         }
         *n = r.frames.len();
+        Ok(PTMP_OK)
+    })
+}
+
+/// Receives one message and sends it on through `sender`, frames as they
+/// came, waiting at most `timeout_ms` (negative: forever) for it. Between
+/// two shm:// channels the message is copied once, from one ring's slot
+/// into the other's, and never passed on if its slot was overwritten
+/// while it was copied (a PUB channel lapping this receiver: counted in
+/// `ptmp_receiver_lost`, and the next message taken); other transports go
+/// through a buffer the receiver keeps. The sender waits for room as
+/// `ptmp_sender_send` does.
+///
+/// Returns [`PTMP_OK`], [`PTMP_TIMEOUT`] (nothing came), [`PTMP_ERR_NULL`],
+/// [`PTMP_ERR_REFUSED`], [`PTMP_ERR_TRANSPORT`] or
+/// [`PTMP_ERR_INTERRUPTED`]. A message taken whose send failed is kept
+/// by the receiver, and the next call sends it before it receives
+/// anything: nothing this receiver took is lost.
+///
+/// Thread-safety: one thread at a time per receiver and per sender.
+///
+/// # Safety
+/// `receiver` and `sender` are NULL or live handles from
+/// `ptmp_receiver_new` and `ptmp_sender_new`.
+#[no_mangle]
+pub unsafe extern "C" fn ptmp_receiver_forward(
+    receiver: *mut ptmp_receiver,
+    sender: *mut ptmp_sender,
+    timeout_ms: c_int,
+) -> c_int {
+    guard("ptmp_receiver_forward", || {
+        // SAFETY: the caller promises NULL or a live handle, used by this
+        // thread alone for the duration of the call.
+        let r = unsafe { receiver.as_mut() }.ok_or_else(|| null("receiver"))?;
+        // SAFETY: as for the receiver.
+        let s = unsafe { sender.as_mut() }.ok_or_else(|| null("sender"))?;
+        let timeout = u64::try_from(timeout_ms).ok().map(Duration::from_millis);
+        if !wait_for(r, timeout, |r, t| r.inner.forward(&mut s.inner, t))? {
+            return Ok(PTMP_TIMEOUT);
+        }
         Ok(PTMP_OK)
     })
 }

@@ -2,7 +2,7 @@
  * writer's loan filled in place and committed, a reader's view checked with
  * the seqlock, an overrun detected, the state errors; a dump file written
  * and read back; raw frames sent and received. argv[1] is a scratch
- * directory. Prints "0 failures" and
+ * directory; messages forwarded from channel to channel. Prints "0 failures" and
  * exits 0 only if every check held. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -180,6 +180,54 @@ static void raw_frames(void) {
     ptmp_receiver_free(rx);
 }
 
+/* A message passed on from one shm:// channel to another without a
+ * buffer in between, then on to zmq; nothing more within the timeout. */
+static void forwarding(void) {
+    char a[64], b[64], cfg[256];
+    snprintf(a, sizeof a, "c-fwd-a-%d", (int)getpid());
+    snprintf(b, sizeof b, "c-fwd-b-%d", (int)getpid());
+    ptmp_sender *tx = NULL, *on = NULL, *last = NULL;
+    ptmp_receiver *mid = NULL, *end = NULL, *zend = NULL;
+    snprintf(cfg, sizeof cfg, "{\"socket\":{\"type\":\"PUSH\",\"bind\":[\"shm://%s\"]}}", a);
+    EXPECT(ptmp_sender_new(cfg, &tx) == PTMP_OK);
+    snprintf(cfg, sizeof cfg, "{\"socket\":{\"type\":\"PULL\",\"connect\":[\"shm://%s\"]}}", a);
+    EXPECT(ptmp_receiver_new(cfg, &mid) == PTMP_OK);
+    snprintf(cfg, sizeof cfg, "{\"socket\":{\"type\":\"PUSH\",\"bind\":[\"shm://%s\"]}}", b);
+    EXPECT(ptmp_sender_new(cfg, &on) == PTMP_OK);
+    snprintf(cfg, sizeof cfg, "{\"socket\":{\"type\":\"PULL\",\"connect\":[\"shm://%s\"]}}", b);
+    EXPECT(ptmp_receiver_new(cfg, &end) == PTMP_OK);
+    EXPECT(ptmp_receiver_new("{\"socket\":{\"type\":\"PAIR\",\"bind\":[\"inproc://fwd\"]}}", &zend) == PTMP_OK);
+    EXPECT(ptmp_sender_new("{\"socket\":{\"type\":\"PAIR\",\"connect\":[\"inproc://fwd\"]}}", &last) == PTMP_OK);
+
+    const uint8_t* datas[2] = {(const uint8_t*)"head", (const uint8_t*)"body"};
+    size_t lens[2] = {4, 4};
+    EXPECT(ptmp_sender_send_frames(tx, datas, lens, 2) == PTMP_OK);
+    EXPECT(ptmp_sender_send_frames(tx, datas, lens, 1) == PTMP_OK);
+    EXPECT(ptmp_receiver_forward(mid, on, 1000) == PTMP_OK);
+    EXPECT(ptmp_receiver_forward(mid, on, 1000) == PTMP_OK);
+    EXPECT(ptmp_receiver_forward(mid, on, 10) == PTMP_TIMEOUT);
+    size_t n = 0;
+    const uint8_t* d = NULL;
+    size_t len = 0;
+    EXPECT(ptmp_receiver_recv_frames(end, 1000, &n) == PTMP_OK && n == 2);
+    EXPECT(ptmp_receiver_frame(end, 1, &d, &len) == PTMP_OK && len == 4 && memcmp(d, "body", 4) == 0);
+    /* From shm to zmq: through the receiver's buffer. */
+    EXPECT(ptmp_receiver_forward(end, last, 1000) == PTMP_OK);
+    EXPECT(ptmp_receiver_recv_frames(zend, 1000, &n) == PTMP_OK && n == 1);
+    EXPECT(ptmp_receiver_frame(zend, 0, &d, &len) == PTMP_OK && len == 4 && memcmp(d, "head", 4) == 0);
+    EXPECT(ptmp_receiver_forward(NULL, on, 0) == PTMP_ERR_NULL);
+    EXPECT(ptmp_receiver_forward(mid, NULL, 0) == PTMP_ERR_NULL);
+    EXPECT(strstr(ptmp_last_error(), "sender") != NULL);
+    ptmp_sender_free(tx);
+    ptmp_sender_free(on);
+    ptmp_sender_free(last);
+    ptmp_receiver_free(mid);
+    ptmp_receiver_free(end);
+    ptmp_receiver_free(zend);
+    EXPECT(ptmp_shm_remove(a) == PTMP_OK);
+    EXPECT(ptmp_shm_remove(b) == PTMP_OK);
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: features SCRATCH_DIR\n");
@@ -188,6 +236,7 @@ int main(int argc, char** argv) {
     shared_memory();
     dump_files(argv[1]);
     raw_frames();
+    forwarding();
     printf("%d failures\n", failures);
     return failures == 0 ? 0 : 1;
 }

@@ -117,6 +117,13 @@ static void sockets() {
     moved.send_bytes(frames[1].data(), frames[1].size());
     EXPECT(receiver.recv(got, 5000) && same(got, make_set(5)));
     EXPECT(!receiver.recv_frames(frames, 10));
+    // A message passed on as it came, to a second pair of sockets.
+    ptmp::TPReceiver far(R"({"socket":{"type":"PULL","bind":["inproc://cxx-forward"]}})");
+    ptmp::TPSender on(R"({"socket":{"type":"PUSH","connect":["inproc://cxx-forward"]}})");
+    moved.send(make_set(6));
+    EXPECT(receiver.forward(on, 5000));
+    EXPECT(far.recv(got, 5000) && same(got, make_set(6)));
+    EXPECT(!receiver.forward(on, 10));
     // Using a moved-from object is an error with a message, not a crash.
     EXPECT_ERROR(PTMP_ERR_NULL, "sender is NULL", sender.send(make_set(1)));
 }
