@@ -201,6 +201,19 @@ fn a_forward_that_cannot_send_keeps_the_message() {
         assert!(e.contains("shm_max_message") && e.contains("64"), "{e}");
     }
     assert_eq!(mid.received(), 15);
+    // Taken back, it is not sent again; the next message goes through.
+    assert!(mid.holding());
+    let kept = mid.take_held().unwrap();
+    assert_eq!(kept.to_vecs(), vec![vec![5u8; 100]]);
+    assert!(!mid.holding() && mid.take_held().is_none());
+    tx.send_raw(&[&b"fits"[..]]).unwrap();
+    let mut small_end = receiver(json!({"type": "PULL", "connect": [c.ep()]}));
+    assert!(mid.forward(&mut small, T).unwrap());
+    expect_all(
+        &mut small_end,
+        &[vec![b"fits".to_vec()]],
+        "after the kept one",
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::frames_view::FramesView;
 use crate::shm::Forwarded;
 use crate::Sender;
+use ptmp_data::Frames;
 use std::time::Duration;
 
 impl Receiver {
@@ -50,6 +51,14 @@ impl Receiver {
         self.held.is_some()
     }
 
+    /// Take the message a forward kept, so that it is not sent again: for
+    /// a caller that will put it elsewhere (or drop it knowingly) when its
+    /// send cannot succeed, such as a message larger than the next ring's
+    /// slots. `None` when no message is kept.
+    pub fn take_held(&mut self) -> Option<Frames> {
+        self.held.take()
+    }
+
     /// Receive one message and send it on through `to`, frames as they
     /// came; `Ok(false)` when nothing was passed on within `timeout`.
     ///
@@ -64,7 +73,8 @@ impl Receiver {
     /// before it receives anything, so nothing taken from this receiver is
     /// lost: when the send fails (a full ring past its block timeout, a
     /// message larger than `to`'s slots, a peer gone) the call returns the
-    /// error; when `to` waits in slices ([`Sender::wait_in_slices`]) and no
+    /// error, and [`Self::take_held`] takes the message back from the
+    /// receiver for a caller that will not retry; when `to` waits in slices ([`Sender::wait_in_slices`]) and no
     /// room came within `timeout`, it returns `Ok(false)`, as a send would.
     pub fn forward(&mut self, to: &mut Sender, timeout: Option<Duration>) -> Result<bool> {
         let wait = to.wait_for(timeout);
