@@ -14,7 +14,7 @@ use crate::frames_view::FramesView;
 use crate::zmq_link::Wait;
 use ptmp_data::zmsg::{zmsg_len, zmsg_write};
 use ptmp_data::Frames;
-use ptmp_shm::Deadline;
+use ptmp_shm::{Deadline, View};
 use std::time::Duration;
 
 /// What a forward did with the message it took from the ring.
@@ -79,15 +79,29 @@ fn shape(b: &[u8]) -> (Option<usize>, &[u8], usize) {
     }
 }
 
+/// What a channel's view loop lends each view's user: whether its first
+/// frame is subscribed to, and the count of messages found overwritten.
+struct Lent<'a> {
+    everything: bool,
+    subscribe: &'a [Vec<u8>],
+    torn: &'a mut u64,
+}
+
+impl Lent<'_> {
+    fn wants(&self, first: &[u8]) -> bool {
+        wants(self.everything, self.subscribe, first)
+    }
+}
+
 impl Chan {
-    /// [`ShmRx::forward`] on this channel.
-    fn forward(
+    /// Take views of this channel's next messages, waiting up to
+    /// `timeout` in all, until `take` returns a value; `Ok(None)` on
+    /// timeout.
+    fn with_views<T>(
         &mut self,
-        tx: &mut ShmTx,
-        held: &mut Frames,
         timeout: Option<Duration>,
-        wait: Wait,
-    ) -> Result<Option<Forwarded>> {
+        mut take: impl FnMut(&View<'_>, Lent<'_>) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
         let mut deadline = Deadline::new(timeout);
         if !self.wait_attached(&mut deadline)? {
             return Ok(None);
@@ -101,10 +115,30 @@ impl Chan {
             let Some(view) = view else {
                 return Ok(None);
             };
+            let lent = Lent {
+                everything: self.everything,
+                subscribe: &self.subscribe,
+                torn: &mut self.torn,
+            };
+            if let Some(v) = take(&view, lent)? {
+                return Ok(Some(v));
+            }
+            left = deadline.remaining();
+        }
+    }
+
+    /// [`ShmRx::forward`] on this channel.
+    fn forward(
+        &mut self,
+        tx: &mut ShmTx,
+        held: &mut Frames,
+        timeout: Option<Duration>,
+        wait: Wait,
+    ) -> Result<Option<Forwarded>> {
+        self.with_views(timeout, |view, lent| {
             let bytes = view.bytes();
             let (n, first, total) = shape(bytes);
-            let wanted = wants(self.everything, &self.subscribe, first);
-            if wanted && view.valid() {
+            if lent.wants(first) && view.valid() {
                 let still = || view.valid();
                 let sent = match n {
                     Some(_) => {
@@ -137,10 +171,10 @@ impl Chan {
                 }
             }
             if !view.valid() {
-                self.torn += 1;
+                *lent.torn += 1;
             }
-            left = deadline.remaining();
-        }
+            Ok(None)
+        })
     }
 
     /// [`ShmRx::recv_with`] on this channel.
@@ -149,22 +183,10 @@ impl Chan {
         timeout: Option<Duration>,
         f: &mut impl FnMut(FramesView<'_>) -> R,
     ) -> Result<Option<(R, usize)>> {
-        let mut deadline = Deadline::new(timeout);
-        if !self.wait_attached(&mut deadline)? {
-            return Ok(None);
-        }
-        let mut left = timeout;
-        loop {
-            let reader = self.reader.as_mut().expect("attached");
-            let view = reader
-                .view_checked(left)
-                .map_err(shm_io_err(&self.key, &self.name))?;
-            let Some(view) = view else {
-                return Ok(None);
-            };
+        self.with_views(timeout, |view, lent| {
             let bytes = view.bytes();
             let (n, first, total) = shape(bytes);
-            if wants(self.everything, &self.subscribe, first) {
+            if lent.wants(first) {
                 let r = match n {
                     Some(n) => f(FramesView::zmsg(bytes, n)),
                     None => f(FramesView::one(bytes)),
@@ -174,10 +196,10 @@ impl Chan {
                 }
             }
             if !view.valid() {
-                self.torn += 1;
+                *lent.torn += 1;
             }
-            left = deadline.remaining();
-        }
+            Ok(None)
+        })
     }
 }
 
