@@ -552,7 +552,7 @@ pub fn run(a: &LatencyArgs) -> BenchResult<Vec<LatencyRow>> {
             .iter()
             .map(|r| {
                 json!({"transport": r.transport, "size": r.size, "round_trip": a.round_trip,
-                "processes": a.processes, "in_place": a.in_place,
+                "processes": a.processes, "in_place": a.in_place, "tpsets": a.tpsets,
                 "p50_us": r.p50_us, "p90_us": r.p90_us, "p99_us": r.p99_us,
                 "p999_us": r.p999_us, "max_us": r.max_us,
                 "samples": r.samples, "lost": r.lost})

@@ -13,6 +13,13 @@ use missing::missing_part;
 mod common;
 
 /// Run the binary (killed after a minute), returning what it printed.
+/// The line of a suite's table that starts with `row` (panics naming it).
+fn row_of<'a>(s: &'a str, row: &str) -> &'a str {
+    s.lines()
+        .find(|l| l.starts_with(row))
+        .unwrap_or_else(|| panic!("{row}: {s}"))
+}
+
 fn run(args: &[&str]) -> Output {
     common::run_within(args, Duration::from_secs(60)).0
 }
@@ -111,10 +118,7 @@ fn bench_latency_affinity_and_spin() {
         "| zmq ipc | 16 |",
         "| zmq ipc | 5000 |",
     ] {
-        let line = s
-            .lines()
-            .find(|l| l.starts_with(row))
-            .unwrap_or_else(|| panic!("{row}: {s}"));
+        let line = row_of(&s, row);
         assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
     }
     // The echo in a second process: shm (busy-polling both ends) and tcp
@@ -144,10 +148,7 @@ fn bench_latency_affinity_and_spin() {
     assert!(e.contains("zmq inproc row skipped"), "{e}");
     assert!(!s.contains("| zmq inproc |"), "{s}");
     for row in ["| shm (busy-poll) | 64 |", "| zmq tcp | 64 |"] {
-        let line = s
-            .lines()
-            .find(|l| l.starts_with(row))
-            .unwrap_or_else(|| panic!("{row}: {s}"));
+        let line = row_of(&s, row);
         assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
     }
     let out = run(&["bench", "latency", "--processes"]);
@@ -200,10 +201,7 @@ fn bench_latency_round_trip_in_place() {
         "| zmq tcp | 16 |",
         "| zmq tcp | 5000 |",
     ] {
-        let line = s
-            .lines()
-            .find(|l| l.starts_with(row))
-            .unwrap_or_else(|| panic!("{row}: {s}"));
+        let line = row_of(&s, row);
         assert!(line.ends_with("| 0 |"), "nothing lost: {line}");
     }
 }
@@ -240,10 +238,7 @@ fn bench_latency_round_trip_of_tpsets() {
         assert!(out.status.success(), "{extra:?}: {s}{e}");
         assert!(s.contains("(TPSets of 3 TrigPrims)"), "{s}");
         for t in ["shm (busy-poll)", "zmq tcp"] {
-            let line = s
-                .lines()
-                .find(|l| l.starts_with(&format!("| {t} |")))
-                .unwrap_or_else(|| panic!("{t}: {s}"));
+            let line = row_of(&s, &format!("| {t} |"));
             let cells: Vec<&str> = line.split('|').map(str::trim).collect();
             let bytes: usize = cells[2].parse().unwrap();
             assert!((50..200).contains(&bytes), "a set's bytes: {line}");

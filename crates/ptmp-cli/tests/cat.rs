@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{free_port, text, PTMP};
+use common::{free_port, spawn, text, PTMP};
 
 fn run(args: &[&str]) -> Output {
     let mut c = Command::new(PTMP)
@@ -247,14 +247,6 @@ fn socket_to_socket_over_shm_passes_every_message_on() {
         format!(
             r#"{{"socket":{{"type":"PUSH","bind":["shm://{name}"],"shm_slots":4096,"shm_max_message":2048}}}}"#
         )
-    };
-    let spawn = |args: &[&str]| {
-        Command::new(PTMP)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
     };
     let end = spawn(&[
         "cat",
