@@ -554,7 +554,43 @@ impl Reader {
     /// `timeout`. The view must be checked with [`View::valid`] after use:
     /// if the writer overwrote the slot meanwhile, what was read is void.
     /// `Ok(None)` on timeout; an error if the segment is corrupt.
+    #[inline(always)]
     pub fn view_checked(&mut self, timeout: Option<Duration>) -> Result<Option<View<'_>>> {
+        // The common case, the next message complete at the first look,
+        // is inlined into the caller: there the view stays in registers.
+        // Returned from a call, it went through the stack and the caller
+        // read it back in pieces of other widths than it was written in,
+        // waiting each time for the stores to land (`perf annotate`).
+        if let (Try::Got(len), _) = self.try_read(self.pos, |_| ()) {
+            return Ok(Some(self.take_view(len, 0)));
+        }
+        // Only numbers come back from the call, for the same reason.
+        Ok(self
+            .wait_complete(timeout)?
+            .map(|(len, lost)| self.take_view(len, lost)))
+    }
+
+    /// The view of message `self.pos`, read complete with `len` bytes,
+    /// `lost` lost just before it; moves past it.
+    #[inline(always)]
+    fn take_view(&mut self, len: usize, lost: u64) -> View<'_> {
+        let seq = self.pos;
+        self.pos += 1;
+        let (_, data) = self.seg().slot(seq);
+        View {
+            att: &self.att,
+            data,
+            len,
+            received: Received { seq, lost },
+            _r: std::marker::PhantomData,
+        }
+    }
+
+    /// [`Self::view_checked`] after a first look found nothing complete:
+    /// waits for message `self.pos` to be complete, or the next one
+    /// after an overrun; its length and how many were lost before it.
+    #[inline(never)]
+    fn wait_complete(&mut self, timeout: Option<Duration>) -> Result<Option<(usize, u64)>> {
         let mut deadline = Deadline::new(timeout);
         let lost0 = self.lost_total;
         let mut rounds = 0usize;
@@ -569,21 +605,7 @@ impl Reader {
                 t => t,
             };
             match t {
-                Try::Got(len) => {
-                    let seq = self.pos;
-                    self.pos += 1;
-                    let (_, data) = self.seg().slot(seq);
-                    return Ok(Some(View {
-                        att: &self.att,
-                        data,
-                        len,
-                        received: Received {
-                            seq,
-                            lost: self.lost_total - lost0,
-                        },
-                        _r: std::marker::PhantomData,
-                    }));
-                }
+                Try::Got(len) => return Ok(Some((len, self.lost_total - lost0))),
                 Try::Overrun(s) => {
                     self.resync(s)?;
                     if last_look || rounds.is_multiple_of(MAX_RESYNCS) {

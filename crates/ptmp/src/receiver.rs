@@ -6,7 +6,7 @@ use crate::config::SocketConfig;
 use crate::error::{Error, Result};
 use crate::shm::{self, ShmRx};
 use crate::zmq_link::ZmqRx;
-use ptmp_data::{Frames, TPSet};
+use ptmp_data::{Frames, TPSet, WireError};
 use std::time::Duration;
 
 mod forward;
@@ -214,28 +214,31 @@ impl Receiver {
     /// Receive one TPSet into `out`, reusing its storage. `Ok(false)` on
     /// timeout.
     pub fn recv_into(&mut self, out: &mut TPSet, timeout: Option<Duration>) -> Result<bool> {
+        let mut bad = None;
         let got = match &mut self.link {
-            Link::Zmq(rx) => rx.recv_tpset(out, timeout)?,
-            Link::Shm(rx) => rx.recv_tpset(out, timeout)?,
+            Link::Zmq(rx) => rx.recv_tpset(out, timeout, &mut bad)?,
+            Link::Shm(rx) => rx.recv_tpset(out, timeout, &mut bad)?,
         };
-        let Some((r, bytes)) = got else {
+        let Some(bytes) = got else {
             return Ok(false);
         };
-        match r {
-            Ok(()) => {
-                self.received += 1;
-                self.meter.add(bytes);
-                if self.meter.sample_due() {
-                    self.meter.sample(out.created, self.lost());
-                }
-                Ok(true)
-            }
-            Err(e) => {
-                self.errors += 1;
-                self.meter.add_error();
-                Err(Error::Wire(e))
-            }
+        if let Some(e) = bad {
+            return Err(self.malformed(e));
         }
+        self.received += 1;
+        self.meter.add(bytes);
+        if self.meter.sample_due() {
+            self.meter.sample(out.created, self.lost());
+        }
+        Ok(true)
+    }
+
+    /// Count a message that was not a TPSet; the error to return.
+    #[cold]
+    fn malformed(&mut self, e: WireError) -> Error {
+        self.errors += 1;
+        self.meter.add_error();
+        Error::Wire(e)
     }
 
     /// Receive up to `out.len()` TPSets in one call, decoding into the

@@ -250,21 +250,27 @@ impl ZmqRx {
     }
 
     /// Receive one message and decode it as a TPSet into `out`: `None` on
-    /// timeout, else whether it was a PTMP message and its bytes (both
-    /// frames), as `ShmRx::recv_tpset` answers.
+    /// timeout, else its bytes (both frames); a message that is not a PTMP
+    /// message sets `bad`, as `ShmRx::recv_tpset` answers.
     pub(crate) fn recv_tpset(
         &mut self,
         out: &mut TPSet,
         timeout: Option<Duration>,
-    ) -> Result<Option<(std::result::Result<(), WireError>, usize)>> {
+        bad: &mut Option<WireError>,
+    ) -> Result<Option<usize>> {
         let n = self.recv_two(timeout)?;
         Ok(match n {
             0 => None,
-            2 => Some((
-                decode_pair(&self.m0, &self.m1, out),
-                self.m0.len() + self.m1.len(),
-            )),
-            n => Some((Err(WireError::FrameCount(n)), 0)),
+            2 => {
+                if let Err(e) = decode_pair(&self.m0, &self.m1, out) {
+                    *bad = Some(e);
+                }
+                Some(self.m0.len() + self.m1.len())
+            }
+            n => {
+                *bad = Some(WireError::FrameCount(n));
+                Some(0)
+            }
         })
     }
 
