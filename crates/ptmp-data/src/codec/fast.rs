@@ -119,30 +119,28 @@ pub(super) fn decode(buf: &[u8], out: &mut TPSet) -> Option<()> {
     out.tps.clear();
     let mut seen = 0u8;
     let mut pos = 0;
-    // The four required fields in field-number order, as every encoder
-    // writes them, are taken in turn without looking each key up; anything
-    // else (another order, repeats, unknown fields) is left to the loop,
-    // which gives the same result for them.
-    if buf.first() == Some(&0x08) {
-        pos = 1;
-        out.count = varint(buf, &mut pos)? as u32;
-        seen = 1;
-        if buf.get(pos) == Some(&0x10) {
-            pos += 1;
-            out.detid = varint(buf, &mut pos)? as u32;
-            seen = 3;
-            if buf.get(pos) == Some(&0x18) {
+    // The set's own fields in field-number order, as every encoder writes
+    // them, are taken in turn without looking each key up (any of them may
+    // be missing); anything else (another order, repeats, unknown fields,
+    // the TrigPrims) is left to the loop, which gives the same result for
+    // them.
+    macro_rules! in_order {
+        ($key:literal, $v:ident => $set:expr) => {
+            if buf.get(pos) == Some(&$key) {
                 pos += 1;
-                out.created = varint(buf, &mut pos)? as i64;
-                seen = 7;
-                if buf.get(pos) == Some(&0x20) {
-                    pos += 1;
-                    out.tstart = varint(buf, &mut pos)?;
-                    seen = 15;
-                }
+                let $v = varint(buf, &mut pos)?;
+                $set;
             }
-        }
+        };
     }
+    in_order!(0x08, v => { out.count = v as u32; seen |= 1 });
+    in_order!(0x10, v => { out.detid = v as u32; seen |= 2 });
+    in_order!(0x18, v => { out.created = v as i64; seen |= 4 });
+    in_order!(0x20, v => { out.tstart = v; seen |= 8 });
+    in_order!(0x28, v => out.tspan = Some(v as u32));
+    in_order!(0x30, v => out.chanbeg = Some(v as u32));
+    in_order!(0x38, v => out.chanend = Some(v as u32));
+    in_order!(0x40, v => out.totaladc = Some(v as u32));
     while pos < buf.len() {
         let key = key(buf, &mut pos)?;
         match key {
@@ -184,6 +182,22 @@ fn tp(buf: &[u8]) -> Option<TrigPrim> {
     let mut tp = TrigPrim::default();
     let mut seen = 0u8;
     let mut pos = 0;
+    // In field-number order first, as in `decode`.
+    macro_rules! in_order {
+        ($key:literal, $v:ident => $set:expr) => {
+            if buf.get(pos) == Some(&$key) {
+                pos += 1;
+                let $v = varint(buf, &mut pos)?;
+                $set;
+            }
+        };
+    }
+    in_order!(0x08, v => { tp.channel = v as u32; seen |= 1 });
+    in_order!(0x10, v => { tp.tstart = v; seen |= 2 });
+    in_order!(0x18, v => tp.tspan = Some(v as u32));
+    in_order!(0x20, v => tp.adcsum = Some(v as u32));
+    in_order!(0x28, v => tp.adcpeak = Some(v as u32));
+    in_order!(0x30, v => tp.flags = Some(v as u32));
     while pos < buf.len() {
         let key = key(buf, &mut pos)?;
         match key {
