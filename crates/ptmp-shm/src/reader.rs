@@ -561,12 +561,13 @@ impl Reader {
         // Returned from a call, it went through the stack and the caller
         // read it back in pieces of other widths than it was written in,
         // waiting each time for the stores to land (`perf annotate`).
-        if let (Try::Got(len), _) = self.try_read(self.pos, |_| ()) {
-            return Ok(Some(self.take_view(len, 0)));
-        }
+        let first = match self.try_read(self.pos, |_| ()).0 {
+            Try::Got(len) => return Ok(Some(self.take_view(len, 0))),
+            t => t,
+        };
         // Only numbers come back from the call, for the same reason.
         Ok(self
-            .wait_complete(timeout)?
+            .wait_complete(timeout, first)?
             .map(|(len, lost)| self.take_view(len, lost)))
     }
 
@@ -586,18 +587,29 @@ impl Reader {
         }
     }
 
-    /// [`Self::view_checked`] after a first look found nothing complete:
-    /// waits for message `self.pos` to be complete, or the next one
-    /// after an overrun; its length and how many were lost before it.
+    /// [`Self::view_checked`] after its first look found `first`, not a
+    /// complete message: waits for message `self.pos` to be complete, or
+    /// the next one after an overrun; its length and how many were lost
+    /// before it. The first round goes on from `first` rather than
+    /// looking again: a reader polling faster than the writer fills its
+    /// slots takes the slot's line away from the writer at every look.
     #[inline(never)]
-    fn wait_complete(&mut self, timeout: Option<Duration>) -> Result<Option<(usize, u64)>> {
+    fn wait_complete(
+        &mut self,
+        timeout: Option<Duration>,
+        first: Try,
+    ) -> Result<Option<(usize, u64)>> {
         let mut deadline = Deadline::new(timeout);
         let lost0 = self.lost_total;
         let mut rounds = 0usize;
         let mut last_look = false;
+        let mut first = Some(first);
         loop {
             rounds += 1;
-            let (t, _) = self.try_read(self.pos, |_| ());
+            let t = match first.take() {
+                Some(t) => t,
+                None => self.try_read(self.pos, |_| ()).0,
+            };
             let t = match t {
                 // The first look is lazy, as in `recv`.
                 Try::NotYet if rounds == 1 && !timeout.is_some_and(|t| t.is_zero()) => Try::NotYet,
