@@ -111,6 +111,19 @@ fn group(buf: &[u8], pos: &mut usize, field: u64, depth: u32) -> Option<()> {
     }
 }
 
+/// The lean path's step for a field in field-number order: if the byte
+/// at `$pos` is the one-byte key `$key`, read its varint as `$v` and do
+/// `$set`; otherwise nothing.
+macro_rules! in_order {
+    ($buf:ident, $pos:ident, $key:literal, $v:ident => $set:expr) => {
+        if $buf.get($pos) == Some(&$key) {
+            $pos += 1;
+            let $v = varint($buf, &mut $pos)?;
+            $set;
+        }
+    };
+}
+
 pub(super) fn decode(buf: &[u8], out: &mut TPSet) -> Option<()> {
     out.tspan = None;
     out.chanbeg = None;
@@ -124,23 +137,14 @@ pub(super) fn decode(buf: &[u8], out: &mut TPSet) -> Option<()> {
     // be missing); anything else (another order, repeats, unknown fields,
     // the TrigPrims) is left to the loop, which gives the same result for
     // them.
-    macro_rules! in_order {
-        ($key:literal, $v:ident => $set:expr) => {
-            if buf.get(pos) == Some(&$key) {
-                pos += 1;
-                let $v = varint(buf, &mut pos)?;
-                $set;
-            }
-        };
-    }
-    in_order!(0x08, v => { out.count = v as u32; seen |= 1 });
-    in_order!(0x10, v => { out.detid = v as u32; seen |= 2 });
-    in_order!(0x18, v => { out.created = v as i64; seen |= 4 });
-    in_order!(0x20, v => { out.tstart = v; seen |= 8 });
-    in_order!(0x28, v => out.tspan = Some(v as u32));
-    in_order!(0x30, v => out.chanbeg = Some(v as u32));
-    in_order!(0x38, v => out.chanend = Some(v as u32));
-    in_order!(0x40, v => out.totaladc = Some(v as u32));
+    in_order!(buf, pos, 0x08, v => { out.count = v as u32; seen |= 1 });
+    in_order!(buf, pos, 0x10, v => { out.detid = v as u32; seen |= 2 });
+    in_order!(buf, pos, 0x18, v => { out.created = v as i64; seen |= 4 });
+    in_order!(buf, pos, 0x20, v => { out.tstart = v; seen |= 8 });
+    in_order!(buf, pos, 0x28, v => out.tspan = Some(v as u32));
+    in_order!(buf, pos, 0x30, v => out.chanbeg = Some(v as u32));
+    in_order!(buf, pos, 0x38, v => out.chanend = Some(v as u32));
+    in_order!(buf, pos, 0x40, v => out.totaladc = Some(v as u32));
     while pos < buf.len() {
         let key = key(buf, &mut pos)?;
         match key {
@@ -183,21 +187,12 @@ fn tp(buf: &[u8]) -> Option<TrigPrim> {
     let mut seen = 0u8;
     let mut pos = 0;
     // In field-number order first, as in `decode`.
-    macro_rules! in_order {
-        ($key:literal, $v:ident => $set:expr) => {
-            if buf.get(pos) == Some(&$key) {
-                pos += 1;
-                let $v = varint(buf, &mut pos)?;
-                $set;
-            }
-        };
-    }
-    in_order!(0x08, v => { tp.channel = v as u32; seen |= 1 });
-    in_order!(0x10, v => { tp.tstart = v; seen |= 2 });
-    in_order!(0x18, v => tp.tspan = Some(v as u32));
-    in_order!(0x20, v => tp.adcsum = Some(v as u32));
-    in_order!(0x28, v => tp.adcpeak = Some(v as u32));
-    in_order!(0x30, v => tp.flags = Some(v as u32));
+    in_order!(buf, pos, 0x08, v => { tp.channel = v as u32; seen |= 1 });
+    in_order!(buf, pos, 0x10, v => { tp.tstart = v; seen |= 2 });
+    in_order!(buf, pos, 0x18, v => tp.tspan = Some(v as u32));
+    in_order!(buf, pos, 0x20, v => tp.adcsum = Some(v as u32));
+    in_order!(buf, pos, 0x28, v => tp.adcpeak = Some(v as u32));
+    in_order!(buf, pos, 0x30, v => tp.flags = Some(v as u32));
     while pos < buf.len() {
         let key = key(buf, &mut pos)?;
         match key {
