@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 /// First bytes of every ptmp shared-memory channel.
 pub const MAGIC: [u8; 8] = *b"PTMPSHM\0";
 /// The layout version this code reads and writes.
-pub const LAYOUT_VERSION: u32 = 6;
+pub const LAYOUT_VERSION: u32 = 7;
 /// Bytes reserved for the header: one page of fields, one page of reader
 /// registry.
 pub const HEADER_SIZE: usize = 8192;
@@ -57,7 +57,10 @@ pub(crate) struct Header {
     // Cache line 1: ownership.
     pub(crate) writer_pid: AtomicU32,
     pub(crate) writer_epoch: AtomicU32,
-    _pad2: [u8; 56],
+    /// How the current writer publishes: [`crate::protocol::FENCE_FULL`]
+    /// or [`crate::protocol::FENCE_BY_READERS`] (invariant 6).
+    pub(crate) publish_fence: AtomicU32,
+    _pad2: [u8; 52],
     // Cache line 2: publication.
     pub(crate) next_seq: AtomicU64,
     _pad3: [u8; 56],
@@ -73,7 +76,7 @@ pub(crate) struct Header {
     _pad5: [u8; 48],
 }
 
-// The on-disk format (layout version 6). Changing any of these is a new
+// The on-disk format (layout version 7). Changing any of these is a new
 // layout version.
 const _: () = assert!(offset_of!(Header, magic) == 0);
 const _: () = assert!(offset_of!(Header, version) == 8);
@@ -85,6 +88,7 @@ const _: () = assert!(offset_of!(Header, slot_stride) == 32);
 const _: () = assert!(offset_of!(Header, total_size) == 40);
 const _: () = assert!(offset_of!(Header, writer_pid) == 64);
 const _: () = assert!(offset_of!(Header, writer_epoch) == 68);
+const _: () = assert!(offset_of!(Header, publish_fence) == 72);
 const _: () = assert!(offset_of!(Header, next_seq) == 128);
 const _: () = assert!(offset_of!(Header, notify) == 192);
 const _: () = assert!(offset_of!(Header, waiters) == 196);

@@ -84,7 +84,13 @@
 //!    system call. Both sides put a sequentially consistent point between
 //!    their store and their load (the store-buffering pattern), so either
 //!    the writer sees the bit or the reader sees the message: a wake-up
-//!    cannot be lost. A [`Policy::Block`] writer that finds the ring full
+//!    cannot be lost. The writer's point is either a full barrier in its
+//!    publish or, when the header's `publish_fence` says
+//!    `FENCE_BY_READERS` (stored by the writer, sequentially consistent,
+//!    before its first publish), the barrier a sleeping reader makes its
+//!    CPU run with `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)` after
+//!    setting the bit (the writer's process registered for it). A reader
+//!    whose `membarrier` the kernel refuses sleeps at most 1 ms at a time. A [`Policy::Block`] writer that finds the ring full
 //!    spins briefly, then announces in `writer_needs` the position it waits
 //!    for (a quarter of the ring past the one it strictly needs, never past
 //!    the newest message) and sets `writer_waiting`; the release that
@@ -129,8 +135,8 @@
 //! - `reader`: [`Reader`], [`View`] and [`OwnedView`]: attaching, the reader
 //!   registry, the seqlock read, overruns, a reader's wait (`reader/wait.rs`)
 //!   and [`wait_any`].
-//! - `wait`: the futex calls and wake-ups under readers and writers,
-//!   [`Deadline`].
+//! - `wait`: the futex calls and wake-ups under readers and writers, the
+//!   `membarrier` calls of invariant 6 and [`PublishFence`], [`Deadline`].
 //! - `admin`: [`list`] and [`remove`].
 //! - `error`: [`ShmError`].
 //! - [`protocol`]: the synchronisation steps of invariants 3 to 6, generic
@@ -162,5 +168,5 @@ pub use reader::{
 };
 pub use segment::{pid_alive, segment_path, shm_dir, shm_dir_free, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;
-pub use wait::Deadline;
+pub use wait::{default_publish_fence, Deadline, PublishFence, FULL_FENCE_ENV};
 pub use writer::{Loan, Writer, DEFAULT_BLOCK_TIMEOUT};

@@ -5,8 +5,8 @@
 //! test (`tests/loom.rs`, built with `--cfg loom`) runs the very same
 //! functions on `loom` atomics and explores every interleaving and every
 //! weak-memory outcome the orderings allow. Nothing else in the crate
-//! touches a stamp, `next_seq`, `notify`, `waiters`, `space`,
-//! `writer_waiting`, `writer_needs` or a registry position, or hands a
+//! touches a stamp, `next_seq`, `notify`, `waiters`, `publish_fence`,
+//! `space`, `writer_waiting`, `writer_needs` or a registry position, or hands a
 //! durable reader's registry entry from a dead process to its successor,
 //! in a way that matters to another process. Using a channel needs none of this module.
 //!
@@ -46,10 +46,18 @@ pub trait Word: Sync {
     /// loom), so its words put the `SeqCst` fence that gives the same order
     /// here.
     fn seq_cst_point();
+    /// The writer's side of an asymmetric fence ([`publish_light`]): for
+    /// the `std` atomics only a compiler barrier, which keeps the store
+    /// of `next_seq` before the load of `notify` in program order; the
+    /// readers' `membarrier` call makes a full barrier of it on the
+    /// writer's CPU whenever one of them is about to sleep. The model
+    /// checker cannot run `membarrier`, so its words put the `SeqCst`
+    /// fence here that the pair amounts to.
+    fn light_fence();
 }
 
 macro_rules! word {
-    ($atomic:ty, $value:ty, $fence:path, $point:expr) => {
+    ($atomic:ty, $value:ty, $fence:path, $point:expr, $light:expr) => {
         impl Word for $atomic {
             type Value = $value;
             #[inline]
@@ -88,6 +96,10 @@ macro_rules! word {
             fn seq_cst_point() {
                 $point
             }
+            #[inline]
+            fn light_fence() {
+                $light
+            }
         }
     };
 }
@@ -96,19 +108,22 @@ word!(
     std::sync::atomic::AtomicU32,
     u32,
     std::sync::atomic::fence,
-    ()
+    (),
+    std::sync::atomic::compiler_fence(Ordering::SeqCst)
 );
 word!(
     std::sync::atomic::AtomicU64,
     u64,
     std::sync::atomic::fence,
-    ()
+    (),
+    std::sync::atomic::compiler_fence(Ordering::SeqCst)
 );
 #[cfg(loom)]
 word!(
     loom::sync::atomic::AtomicU32,
     u32,
     loom::sync::atomic::fence,
+    loom::sync::atomic::fence(Ordering::SeqCst),
     loom::sync::atomic::fence(Ordering::SeqCst)
 );
 #[cfg(loom)]
@@ -116,6 +131,7 @@ word!(
     loom::sync::atomic::AtomicU64,
     u64,
     loom::sync::atomic::fence,
+    loom::sync::atomic::fence(Ordering::SeqCst),
     loom::sync::atomic::fence(Ordering::SeqCst)
 );
 
@@ -147,6 +163,55 @@ pub fn end_write<W: Word<Value = u64>>(stamp: &W, len: &W, seq: u64, n: u64) {
 #[inline]
 pub fn publish<W: Word<Value = u64>>(next_seq: &W, seq: u64) {
     next_seq.store(seq + 1, Ordering::SeqCst);
+}
+
+/// The header's `publish_fence` when the writer publishes with
+/// [`publish`]: a full barrier per message, so readers sleep without
+/// further ado (invariant 6).
+pub const FENCE_FULL: u32 = 0;
+
+/// The header's `publish_fence` when the writer publishes with
+/// [`publish_light`]: a reader about to sleep must first make the
+/// writer's CPU run a full barrier (`membarrier`), or sleep only briefly
+/// (invariant 6).
+pub const FENCE_BY_READERS: u32 = 1;
+
+/// Writer whose readers fence for it (the header's `publish_fence` is
+/// [`FENCE_BY_READERS`], stored before its first publish): publish that
+/// `seq + 1` messages exist with a release store, no barrier. Then the
+/// store may still wait in this CPU's store buffer when the writer looks
+/// at `notify` ([`notify_readers`]); a reader about to sleep calls
+/// `membarrier`, which runs a full barrier on this CPU, so either this
+/// look comes after that barrier and sees the reader's bit, or the store
+/// left the buffer before the call returned and the reader's look sees it.
+#[inline]
+pub fn publish_light<W: Word<Value = u64>>(next_seq: &W, seq: u64) {
+    next_seq.store(seq + 1, Ordering::Release);
+    W::light_fence();
+}
+
+/// Writer taking the channel, before its first publish: record in the
+/// header's `publish_fence` how it will publish ([`FENCE_FULL`] or
+/// [`FENCE_BY_READERS`]). Sequentially consistent, like the writer's look
+/// at `notify` after each publish: a reader that read the previous
+/// writer's [`FENCE_FULL`] and skipped the `membarrier` had set its bit
+/// before that read, so this writer's looks, all after this store, see
+/// the bit.
+#[inline]
+pub fn announce_fence<W: Word<Value = u32>>(publish_fence: &W, kind: u32) {
+    publish_fence.store(kind, Ordering::SeqCst);
+}
+
+/// Reader about to sleep, its bit set: whether a publish is now sure to
+/// wake it. True at once if the writer publishes with a full barrier;
+/// otherwise `membarrier` runs the writer's barrier for it, and the answer
+/// is whether the kernel did that.
+#[inline]
+pub fn fence_for_writer<W: Word<Value = u32>>(
+    publish_fence: &W,
+    membarrier: impl FnOnce() -> bool,
+) -> bool {
+    publish_fence.load(Ordering::SeqCst) == FENCE_FULL || membarrier()
 }
 
 /// What a reader found in a slot.
@@ -238,18 +303,24 @@ pub fn notify_readers<W: Word<Value = u32>>(notify: &W, wake: impl FnOnce(&W)) {
 }
 
 /// Reader with nothing to read: announce the sleep (count in `waiters`,
-/// set [`SLEEPING`] in `notify`), then look once more with `ready`, and only
-/// if still nothing call `sleep` with the `notify` value set (the futex wait
-/// sleeps only while `notify` still holds it). Returns `ready`'s answer and
-/// `sleep`'s result. Invariant 6: a publish after the bit was set wakes, and
-/// changes `notify` first, so the sleep returns at once; a publish before
-/// it is seen by the look. No wake-up is lost.
+/// set [`SLEEPING`] in `notify`), make the writer's barrier with `fence`
+/// if it publishes without one, then look once more with `ready`, and
+/// only if still nothing call `sleep` with the `notify` value set (the
+/// futex wait sleeps only while `notify` still holds it) and `fence`'s
+/// answer: whether a publish is now sure to wake this reader. Returns
+/// `ready`'s answer and `sleep`'s result. Invariant 6: a publish after
+/// the bit was set wakes, and changes `notify` first, so the sleep
+/// returns at once; a publish before it is seen by the look. No wake-up
+/// is lost, unless `fence` answered false (a writer that publishes with
+/// [`publish_light`] and a `membarrier` the kernel refused): then `sleep`
+/// must not sleep long.
 #[inline]
 pub fn reader_sleep<W: Word<Value = u32>, T>(
     waiters: &W,
     notify: &W,
+    fence: impl FnOnce() -> bool,
     ready: impl FnOnce() -> bool,
-    sleep: impl FnOnce(u32) -> T,
+    sleep: impl FnOnce(u32, bool) -> T,
 ) -> (bool, Option<T>) {
     // `waiters` only tells an observer (`ptmp shm inspect`, a debugger)
     // how many sleep; the writer looks at the bit.
@@ -257,8 +328,9 @@ pub fn reader_sleep<W: Word<Value = u32>, T>(
     let seen = notify.fetch_or(SLEEPING, Ordering::SeqCst) | SLEEPING;
     // Between the store of the bit and the load of `next_seq`.
     W::seq_cst_point();
+    let promised = fence();
     let ready = ready();
-    let slept = (!ready).then(|| sleep(seen));
+    let slept = (!ready).then(|| sleep(seen, promised));
     waiters.fetch_sub(1, Ordering::SeqCst);
     (ready, slept)
 }

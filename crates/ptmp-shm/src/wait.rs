@@ -1,12 +1,83 @@
 //! Sleeping and waking, below readers and writers: the futex calls, the
-//! wake-up after a publish (invariant 6) and [`Deadline`]s. A reader's
-//! own wait is `reader/wait.rs`.
+//! wake-up after a publish (invariant 6), the `membarrier` calls that let
+//! a writer publish without a barrier of its own, and [`Deadline`]s. A
+//! reader's own wait is `reader/wait.rs`.
 
 use crate::protocol;
 use crate::segment::Segment;
-use rustix::thread::futex;
+use rustix::thread::{futex, membarrier, membarrier_query, MembarrierCommand, MembarrierQuery};
 use std::sync::atomic::AtomicU32;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Longest a reader sleeps at a time when a publish is not sure to wake
+/// it: its writer publishes without a barrier and this process may not
+/// call `membarrier` (a seccomp filter, say).
+pub(crate) const UNPROMISED_SLEEP: Duration = Duration::from_millis(1);
+
+/// The environment variable that keeps this process's writers on a full
+/// barrier per publish, so that no reader ever interrupts their CPU.
+pub const FULL_FENCE_ENV: &str = "PTMP_SHM_FULL_FENCE";
+
+/// How a writer publishes each message (invariant 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublishFence {
+    /// A full barrier per message (a locked instruction on x86). Readers
+    /// sleep without further ado.
+    Full,
+    /// A release store, no barrier; a reader about to sleep first makes
+    /// the writer's CPU run a barrier with `membarrier` (an interrupt of
+    /// a few microseconds), which the writer's process has registered
+    /// for. The default where the kernel offers it.
+    ByReaders,
+}
+
+impl PublishFence {
+    /// The header's `publish_fence` value for this kind.
+    pub(crate) fn word(self) -> u32 {
+        match self {
+            PublishFence::Full => protocol::FENCE_FULL,
+            PublishFence::ByReaders => protocol::FENCE_BY_READERS,
+        }
+    }
+}
+
+/// How this process's writers publish by default: [`PublishFence::ByReaders`]
+/// if the kernel offers `membarrier`'s global expedited command and this
+/// process registered for it, unless [`FULL_FENCE_ENV`] is set to anything
+/// but `0`. Decided once per process (again in a forked child, whose
+/// registration is its own).
+pub fn default_publish_fence() -> PublishFence {
+    static KIND: Mutex<Option<(u32, PublishFence)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut k = KIND.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((p, kind)) = *k {
+        if p == pid {
+            return kind;
+        }
+    }
+    let kind = if std::env::var_os(FULL_FENCE_ENV).is_some_and(|v| v != "0") {
+        PublishFence::Full
+    } else {
+        let q = membarrier_query();
+        let offered = q.contains(MembarrierQuery::GLOBAL_EXPEDITED)
+            && q.contains(MembarrierQuery::REGISTER_GLOBAL_EXPEDITED);
+        if offered && membarrier(MembarrierCommand::RegisterGlobalExpedited).is_ok() {
+            PublishFence::ByReaders
+        } else {
+            PublishFence::Full
+        }
+    };
+    *k = Some((pid, kind));
+    kind
+}
+
+/// A reader about to sleep on a writer that publishes without a barrier:
+/// run a full barrier on every CPU running a registered process (the
+/// writer's among them). False if the kernel refused.
+pub(crate) fn writers_barrier() -> bool {
+    membarrier(MembarrierCommand::GlobalExpedited).is_ok()
+}
 
 /// Wake up to `n` processes sleeping on `word`.
 pub(crate) fn futex_wake(word: &AtomicU32, n: u32) {

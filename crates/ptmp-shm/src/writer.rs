@@ -6,7 +6,7 @@ use crate::layout::{ChannelConfig, Policy, MAX_READERS, MAX_SEQ, PID_MAX_LIMIT};
 use crate::name::ChannelName;
 use crate::protocol;
 use crate::segment::{pid_alive, reserve, Access, Segment};
-use crate::wait::{futex_wait, notify_readers};
+use crate::wait::{default_publish_fence, futex_wait, notify_readers, PublishFence};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -32,6 +32,9 @@ pub struct Writer {
     stalled_seq: Option<u64>,
     /// Called once for each stall as it begins (see [`Writer::on_stall`]).
     on_stall: Option<Box<dyn Fn() + Send + Sync>>,
+    /// How each publish orders itself before the look at `notify`; the
+    /// header's `publish_fence` says the same to readers.
+    fence: PublishFence,
 }
 
 /// What a [`Policy::Block`] writer knows of durable readers whose process
@@ -165,6 +168,8 @@ impl Writer {
             }
         }
         h.writer_epoch.fetch_add(1, Ordering::SeqCst);
+        let fence = default_publish_fence();
+        protocol::announce_fence(&h.publish_fence, fence.word());
         let seq = h.next_seq.load(Ordering::SeqCst);
         if seq > MAX_SEQ {
             let _ = h
@@ -200,7 +205,33 @@ impl Writer {
             stalls: 0,
             stalled_seq: None,
             on_stall: None,
+            fence,
         })
+    }
+
+    /// How this writer publishes each message (see [`PublishFence`]).
+    pub fn publish_fence(&self) -> PublishFence {
+        self.fence
+    }
+
+    /// Publish every later message with a full barrier, so that readers
+    /// going to sleep never interrupt this writer's CPU (for a writer on
+    /// a core kept free of interrupts); [`crate::FULL_FENCE_ENV`] does the
+    /// same for every writer of the process. The barrier costs each
+    /// message a locked instruction.
+    pub fn use_full_fence(&mut self) {
+        self.fence = PublishFence::Full;
+        protocol::announce_fence(&self.seg.header().publish_fence, self.fence.word());
+    }
+
+    /// Store `next_seq = seq + 1` as this writer's fence says.
+    #[inline]
+    fn publish_seq(&self, seq: u64) {
+        let next = &self.seg.header().next_seq;
+        match self.fence {
+            PublishFence::Full => protocol::publish(next, seq),
+            PublishFence::ByReaders => protocol::publish_light(next, seq),
+        }
     }
 
     /// Durable readers ([`crate::Reader::attach_durable`]) whose entries
@@ -517,7 +548,7 @@ impl Writer {
     pub fn flush(&mut self) {
         let s = self.seq;
         if self.published < s {
-            protocol::publish(&self.seg.header().next_seq, s - 1);
+            self.publish_seq(s - 1);
             notify_readers(&self.seg);
             self.published = s;
         }
@@ -564,7 +595,7 @@ impl Loan<'_> {
         let seg = &self.w.seg;
         let (sh, _) = seg.slot(s);
         protocol::end_write(&sh.stamp, &sh.len, s, self.len as u64);
-        protocol::publish(&seg.header().next_seq, s);
+        self.w.publish_seq(s);
         notify_readers(seg);
         self.w.seq = s + 1;
         self.w.published = s + 1;

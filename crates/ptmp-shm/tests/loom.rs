@@ -156,48 +156,77 @@ struct Wakeup {
     next_seq: AtomicU64,
     waiters: AtomicU32,
     notify: AtomicU32,
+    publish_fence: AtomicU32,
     futex: Futex,
 }
 
-#[test]
-fn a_sleeping_reader_is_woken_by_a_publish() {
-    model(|| {
-        let h = Arc::new(Wakeup {
+impl Wakeup {
+    /// The words as a writer that publishes with a full barrier
+    /// (`light` false) or without one (`light` true) left them on taking
+    /// the channel.
+    fn new(light: bool) -> Arc<Wakeup> {
+        let kind = if light {
+            protocol::FENCE_BY_READERS
+        } else {
+            protocol::FENCE_FULL
+        };
+        let h = Wakeup {
             next_seq: AtomicU64::new(0),
             waiters: AtomicU32::new(0),
             notify: AtomicU32::new(0),
+            publish_fence: AtomicU32::new(0),
             futex: Futex::new(),
-        });
-        let w = h.clone();
-        let writer = thread::spawn(move || {
-            protocol::publish(&w.next_seq, 0);
-            protocol::notify_readers(&w.notify, |_| w.futex.wake());
-        });
-        // The reader's wait: look, and sleep until something is published.
-        // Deadlocks (and loom fails) if a wake-up can be lost.
-        let pos = 0;
-        while h.next_seq.load(Ordering::Acquire) <= pos {
-            protocol::reader_sleep(
-                &h.waiters,
-                &h.notify,
-                || h.next_seq.load(Ordering::SeqCst) > pos,
-                |seen| h.futex.wait(&h.notify, seen),
-            );
+        };
+        protocol::announce_fence(&h.publish_fence, kind);
+        Arc::new(h)
+    }
+
+    /// The writer's publish of message `seq` and its look for sleepers;
+    /// `wake` runs before the futex wake when there are any.
+    fn publish(&self, seq: u64, wake: impl FnOnce()) {
+        if self.publish_fence.load(Ordering::Relaxed) == protocol::FENCE_FULL {
+            protocol::publish(&self.next_seq, seq);
+        } else {
+            protocol::publish_light(&self.next_seq, seq);
         }
-        writer.join().unwrap();
-    });
+        protocol::notify_readers(&self.notify, |_| {
+            wake();
+            self.futex.wake()
+        });
+    }
 }
 
 /// A reader's wait for message `pos`, as `Reader::wait` runs it: look, and
-/// sleep until something is published.
+/// sleep until something is published. Its `membarrier` is modelled by
+/// what it guarantees: `light_fence` is a `SeqCst` fence on the model's
+/// words, the barrier the call runs on the writer's CPU (see
+/// `protocol::Word::light_fence`). A lost wake-up deadlocks, which loom
+/// reports.
 fn wait_for(h: &Wakeup, pos: u64) {
     while h.next_seq.load(Ordering::Acquire) <= pos {
         protocol::reader_sleep(
             &h.waiters,
             &h.notify,
+            || protocol::fence_for_writer(&h.publish_fence, || true),
             || h.next_seq.load(Ordering::SeqCst) > pos,
-            |seen| h.futex.wait(&h.notify, seen),
+            |seen, promised| {
+                assert!(promised);
+                h.futex.wait(&h.notify, seen)
+            },
         );
+    }
+}
+
+#[test]
+fn a_sleeping_reader_is_woken_by_a_publish() {
+    for light in [false, true] {
+        model(move || {
+            let h = Wakeup::new(light);
+            let w = h.clone();
+            let writer = thread::spawn(move || w.publish(0, || ()));
+            wait_for(&h, 0);
+            writer.join().unwrap();
+        });
     }
 }
 
@@ -206,49 +235,39 @@ fn a_reader_that_sleeps_again_is_woken_by_the_next_publish() {
     // The first wake clears the sleeping bit; a reader that then sleeps for
     // the next message must set it again, or the writer would publish that
     // message without a wake-up.
-    model(|| {
-        let h = Arc::new(Wakeup {
-            next_seq: AtomicU64::new(0),
-            waiters: AtomicU32::new(0),
-            notify: AtomicU32::new(0),
-            futex: Futex::new(),
+    for light in [false, true] {
+        model(move || {
+            let h = Wakeup::new(light);
+            let w = h.clone();
+            let writer = thread::spawn(move || {
+                for seq in 0..2 {
+                    w.publish(seq, || ());
+                }
+            });
+            wait_for(&h, 0);
+            wait_for(&h, 1);
+            writer.join().unwrap();
+            // Nobody sleeps any more, whatever the interleaving was.
+            assert_eq!(h.waiters.load(Ordering::SeqCst), 0);
         });
-        let w = h.clone();
-        let writer = thread::spawn(move || {
-            for seq in 0..2 {
-                protocol::publish(&w.next_seq, seq);
-                protocol::notify_readers(&w.notify, |_| w.futex.wake());
-            }
-        });
-        wait_for(&h, 0);
-        wait_for(&h, 1);
-        writer.join().unwrap();
-        // Nobody sleeps any more, whatever the interleaving was.
-        assert_eq!(h.waiters.load(Ordering::SeqCst), 0);
-    });
+    }
 }
 
 #[test]
 fn two_sleeping_readers_are_both_woken_by_one_publish() {
     // One wake clears the bit both set: it must reach both.
-    model_bounded(|| {
-        let h = Arc::new(Wakeup {
-            next_seq: AtomicU64::new(0),
-            waiters: AtomicU32::new(0),
-            notify: AtomicU32::new(0),
-            futex: Futex::new(),
+    for light in [false, true] {
+        model_bounded(move || {
+            let h = Wakeup::new(light);
+            let r = h.clone();
+            let other = thread::spawn(move || wait_for(&r, 0));
+            let w = h.clone();
+            let writer = thread::spawn(move || w.publish(0, || ()));
+            wait_for(&h, 0);
+            other.join().unwrap();
+            writer.join().unwrap();
         });
-        let r = h.clone();
-        let other = thread::spawn(move || wait_for(&r, 0));
-        let w = h.clone();
-        let writer = thread::spawn(move || {
-            protocol::publish(&w.next_seq, 0);
-            protocol::notify_readers(&w.notify, |_| w.futex.wake());
-        });
-        wait_for(&h, 0);
-        other.join().unwrap();
-        writer.join().unwrap();
-    });
+    }
 }
 
 #[test]
@@ -257,31 +276,26 @@ fn a_writer_wakes_a_reader_once_per_sleep() {
     // message 0, and only polls for message 1; the writer's two publishes
     // make at most one wake-up between them, even when the second comes
     // while the reader is still waking from the first.
-    model(|| {
-        let h = Arc::new(Wakeup {
-            next_seq: AtomicU64::new(0),
-            waiters: AtomicU32::new(0),
-            notify: AtomicU32::new(0),
-            futex: Futex::new(),
-        });
-        let wakes = Arc::new(AtomicU32::new(0));
-        let (w, n) = (h.clone(), wakes.clone());
-        let writer = thread::spawn(move || {
-            for seq in 0..2 {
-                protocol::publish(&w.next_seq, seq);
-                protocol::notify_readers(&w.notify, |_| {
-                    n.fetch_add(1, Ordering::SeqCst);
-                    w.futex.wake();
-                });
+    for light in [false, true] {
+        model(move || {
+            let h = Wakeup::new(light);
+            let wakes = Arc::new(AtomicU32::new(0));
+            let (w, n) = (h.clone(), wakes.clone());
+            let writer = thread::spawn(move || {
+                for seq in 0..2 {
+                    w.publish(seq, || {
+                        n.fetch_add(1, Ordering::SeqCst);
+                    });
+                }
+            });
+            wait_for(&h, 0);
+            while h.next_seq.load(Ordering::Acquire) < 2 {
+                thread::yield_now();
             }
+            writer.join().unwrap();
+            assert!(wakes.load(Ordering::SeqCst) <= 1);
         });
-        wait_for(&h, 0);
-        while h.next_seq.load(Ordering::Acquire) < 2 {
-            thread::yield_now();
-        }
-        writer.join().unwrap();
-        assert!(wakes.load(Ordering::SeqCst) <= 1);
-    });
+    }
 }
 
 /// The header words and one registry position of invariant 5.

@@ -4,7 +4,7 @@
 use super::Reader;
 use crate::error::{Result, ShmError};
 use crate::protocol;
-use crate::wait::{futex_wait, Deadline};
+use crate::wait::{futex_wait, writers_barrier, Deadline, UNPROMISED_SLEEP};
 use rustix::thread::futex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -57,8 +57,9 @@ impl Reader {
             }
         }
         seg.check_layout()?;
+        let fence = || protocol::fence_for_writer(&h.publish_fence, writers_barrier);
         let ready = || h.next_seq.load(Ordering::SeqCst) > pos;
-        let sleep = |seen| -> Result<bool> {
+        let sleep = |seen, promised| -> Result<bool> {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left.is_some_and(|l| l.is_zero()) {
                 return Ok(false);
@@ -66,6 +67,7 @@ impl Reader {
             // Without a deadline, still look up once a second: a writer
             // cannot wake a reader whose header page left the file.
             let l = left.unwrap_or(IDLE_CHECK).min(IDLE_CHECK);
+            let l = if promised { l } else { l.min(UNPROMISED_SLEEP) };
             let r = futex_wait(&h.notify, seen, l);
             if r == Err(rustix::io::Errno::TIMEDOUT) && l == IDLE_CHECK {
                 if let Some(e) = seg.truncation() {
@@ -74,7 +76,7 @@ impl Reader {
             }
             Ok(true)
         };
-        let alive = match protocol::reader_sleep(&h.waiters, &h.notify, ready, sleep) {
+        let alive = match protocol::reader_sleep(&h.waiters, &h.notify, fence, ready, sleep) {
             (_, Some(Err(e))) => return Err(e),
             (_, Some(Ok(alive))) => alive,
             (_, None) => true,
@@ -133,11 +135,21 @@ pub fn wait_any(
         // Between the stores of the bits and the loads of `next_seq` in
         // the scan (as `protocol::reader_sleep` does for one channel).
         std::sync::atomic::fence(Ordering::SeqCst);
+        // One `membarrier` runs the barrier of every writer that
+        // publishes without one.
+        let mut fenced = None;
+        let promised = readers.iter().all(|r| {
+            let f = &r.seg().header().publish_fence;
+            protocol::fence_for_writer(f, || *fenced.get_or_insert_with(writers_barrier))
+        });
         let got = scan(ready);
         if !got {
             // futex_waitv takes an absolute time on the given clock.
-            let abs = until.map(|u| {
-                let left = u.saturating_duration_since(Instant::now());
+            let mut left = until.map(|u| u.saturating_duration_since(Instant::now()));
+            if !promised {
+                left = Some(left.map_or(UNPROMISED_SLEEP, |l| l.min(UNPROMISED_SLEEP)));
+            }
+            let abs = left.map(|left| {
                 let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
                 let ns = now.tv_nsec as u64 + u64::from(left.subsec_nanos());
                 rustix::time::Timespec {
