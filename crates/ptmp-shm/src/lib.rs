@@ -90,14 +90,14 @@
 //!    before its first publish), the barrier a sleeping reader makes its
 //!    CPU run with `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)` after
 //!    setting the bit (the writer's process registered for it). A reader
-//!    whose `membarrier` the kernel refuses sleeps at most 1 ms at a time. A [`Policy::Block`] writer that finds the ring full
-//!    spins briefly, then announces in `writer_needs` the position it waits
-//!    for (a quarter of the ring past the one it strictly needs, never past
-//!    the newest message) and sets `writer_waiting`; the release that
-//!    carries a reader's position across `writer_needs` wakes it on `space`
-//!    (once: the releases after it make no system call). The writer also
-//!    sleeps at most 1 ms at a time, so no reader can hold it by not waking
-//!    it.
+//!    whose `membarrier` the kernel refuses sleeps at most 1 ms at a time. A
+//!    [`Policy::Block`] writer that finds the ring full spins briefly, then
+//!    announces in `writer_needs` the position it waits for (a quarter of the
+//!    ring past the one it strictly needs, never past the newest message) and
+//!    sets `writer_waiting`; the release that carries a reader's position
+//!    across `writer_needs` wakes it on `space` (once: the releases after it
+//!    make no system call). The writer also sleeps at most 1 ms at a time, so
+//!    no reader can hold it by not waking it.
 //!    (Invariants 3 to 6 are the functions of [`protocol`], which
 //!    `tests/loom.rs` model-checks.)
 //! 7. **Truncation.** A new segment has every page reserved when it is
