@@ -375,17 +375,26 @@ fn jsonnet_corpus() -> Corpus {
 static CASE: AtomicU64 = AtomicU64::new(0);
 
 fn jsonnet_check(input: &[u8]) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("ptmp-fuzz-jsonnet-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
+    // A directory of its own for each case, removed after it: cases may
+    // run in several threads at once, and nothing is left behind.
+    let dir = std::env::temp_dir().join(format!(
+        "ptmp-fuzz-jsonnet-{}-{}",
+        std::process::id(),
+        CASE.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let path = dir.join("case.jsonnet");
-    std::fs::write(&path, input).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let written = std::fs::write(&path, input);
     let opts = ptmp_agents::jsonnet::Options {
         timeout: Some(Duration::from_secs(2)),
         ..Default::default()
     };
     let t0 = Instant::now();
-    let r = ptmp_agents::jsonnet::load(&path, &opts);
-    let _ = std::fs::remove_file(&path);
+    let r = written
+        .map_err(|e| format!("writing {}: {e}", path.display()))
+        .map(|()| ptmp_agents::jsonnet::load(&path, &opts));
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = r?;
     // What evaluates must also be a configuration text parses the same.
     if let Ok(v) = r {
         let _ = ptmp_agents::ptmper::RunConfig::parse(&v);
