@@ -352,7 +352,9 @@ fn a_stop_is_honoured_while_the_reader_is_stalled() {
 /// A worker on a shm chain stopped (SIGSTOP) for longer than a lone shm
 /// sender's block timeout (10 s): the source is held back and waits, it
 /// neither fails nor is restarted, and when the worker goes on every set
-/// arrives once, in order.
+/// arrives once, in order. The source is paced (30,000 sets over 10 s) so
+/// that the chain is still running when the worker is stopped: flat out it
+/// could finish between two of the sink's status writes.
 #[test]
 fn a_stalled_reader_slows_its_source_instead_of_restarting_it() {
     let d = tempfile::tempdir().unwrap();
@@ -362,7 +364,7 @@ fn a_stalled_reader_slows_its_source_instead_of_restarting_it() {
     let g = json!({
         "name": format!("crash-stall-{}", std::process::id()),
         "nodes": [
-            {"name": "src", "type": "source", "data": {"count": n, "detid": 3}},
+            {"name": "src", "type": "source", "data": {"count": n, "rate": 3000, "detid": 3}},
             {"name": "w", "type": "worker"},
             {"name": "snk", "type": "sink", "data": {"count": n, "ofile": out}}
         ],
@@ -380,6 +382,8 @@ fn a_stalled_reader_slows_its_source_instead_of_restarting_it() {
     });
     let w = pid_of(&rd, "w").unwrap();
     signal(w, libc::SIGSTOP);
+    let seen = node_in(&rd, "snk", "snk").unwrap_or(0);
+    assert!(seen < n, "the chain finished before the worker was stopped");
     std::thread::sleep(Duration::from_millis(11_000));
     signal(w, libc::SIGCONT);
     let o = finish(sup, LIMIT);
