@@ -408,17 +408,32 @@ fn jsonnet_check(input: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// This process's directory for shm segments, once made.
+static SHM_DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
 /// A directory for this process's shm segments (set once: the reader and
-/// writer find segments through `PTMP_SHM_DIR`).
+/// writer find segments through `PTMP_SHM_DIR`), removed when the process
+/// exits.
 fn shm_dir() -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("ptmp-fuzz-shm-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&d);
-        std::env::set_var("PTMP_SHM_DIR", &d);
-        d
-    })
-    .clone()
+    SHM_DIR
+        .get_or_init(|| {
+            let d = std::env::temp_dir().join(format!("ptmp-fuzz-shm-{}", std::process::id()));
+            let _ = std::fs::create_dir_all(&d);
+            std::env::set_var("PTMP_SHM_DIR", &d);
+            // SAFETY: atexit only records a function pointer; the function
+            // is `extern "C"`, takes nothing and cannot unwind.
+            unsafe { libc::atexit(remove_shm_dir) };
+            d
+        })
+        .clone()
+}
+
+/// At exit: remove the directory [`shm_dir`] made, with any segment a
+/// case left in it.
+extern "C" fn remove_shm_dir() {
+    if let Some(d) = SHM_DIR.get() {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 fn shm_corpus() -> Corpus {
