@@ -5,8 +5,11 @@ with PTMP_ALLOW_MISSING_PARTS=1, in which case it is skipped with the reason.
 CI never opts out, so it cannot go green with a part left out."""
 
 import os
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def missing_part(why: str) -> None:
@@ -17,3 +20,16 @@ def missing_part(why: str) -> None:
         "PTMP_ALLOW_MISSING_PARTS=1 to skip it",
         pytrace=False,
     )
+
+
+def ptmp_bin() -> str:
+    """The ptmp program: $PTMP_BIN, else the one built in target/debug or
+    target/release (cargo build -p ptmp-cli)."""
+    env = os.environ.get("PTMP_BIN")
+    if env:
+        return env
+    for d in ("debug", "release"):
+        p = ROOT / "target" / d / "ptmp"
+        if p.exists():
+            return str(p)
+    missing_part("the ptmp program is not built (cargo build -p ptmp-cli)")

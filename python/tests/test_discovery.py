@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from _parts import missing_part
+from _parts import missing_part, ptmp_bin
 
 zeroconf = pytest.importorskip("zeroconf")
 
@@ -31,17 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TYPE = "_ptmp._tcp.local."
 # A CURVE public key in Z85 (the server key of libzmq's own test vectors).
 CURVE_KEY = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
-
-
-def ptmp_bin():
-    env = os.environ.get("PTMP_BIN")
-    if env:
-        return env
-    for d in ("debug", "release"):
-        p = ROOT / "target" / d / "ptmp"
-        if p.exists():
-            return str(p)
-    missing_part("the ptmp program is not built (cargo build -p ptmp-cli)")
 
 
 @pytest.fixture

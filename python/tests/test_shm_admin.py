@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+from _parts import ptmp_bin
+
 
 def run_py(shm_dir, code):
     env = dict(os.environ, PTMP_SHM_DIR=str(shm_dir))
@@ -32,6 +34,22 @@ def test_list_shows_each_channel_as_shm_ls_does(tmp_path):
     assert a["slots"] == 8 and a["max_message"] == 128 and a["published"] == 2
     assert a["policy"] == "overwrite" and b["policy"] == "block"
     assert a["writer_pid"] == got["pid"] and a["writer_alive"] is True
+    assert a["publish_fence"] in ("full", "by-readers")
+    # `ptmp shm ls --json` lists the same fields with the same values, but
+    # for the writer's: its process has ended since, and a writer that
+    # ends clears its pid.
+    ls = subprocess.run([ptmp_bin(), "shm", "ls", "--json"], capture_output=True,
+                        text=True, timeout=60,
+                        env=dict(os.environ, PTMP_SHM_DIR=str(tmp_path)))
+    assert ls.returncode == 0, ls.stderr
+    listed = [json.loads(line) for line in ls.stdout.splitlines()]
+    assert [c["name"] for c in listed] == ["alpha", "beta"]
+    for py, cli in zip(chans, listed):
+        assert (cli["writer_pid"], cli["writer_alive"]) == (0, False)
+        assert set(cli) == set(py)
+        for k, v in cli.items():
+            if k not in ("writer_pid", "writer_alive"):
+                assert py[k] == v, (k, py, cli)
     assert a["path"] == str(tmp_path / "ptmp.alpha") and a["bytes"] > 0
     assert a["untrusted"] is False and "error" not in a
 

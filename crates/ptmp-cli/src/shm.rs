@@ -7,6 +7,11 @@ use serde_json::json;
 #[derive(Debug, Subcommand)]
 pub enum ShmCmd {
     /// List the channels (segments) in the shm directory.
+    ///
+    /// BARRIER says how
+    /// the channel's last writer publishes: "full", a barrier per message,
+    /// or "by-readers", none, with each reader about to sleep running it
+    /// on the writer's CPU through membarrier.
     Ls {
         /// One JSON object per channel.
         #[arg(long)]
@@ -30,23 +35,25 @@ pub fn run(cmd: &ShmCmd) -> CliResult {
             let chans = ptmp_shm::list().map_err(fail)?;
             if !json {
                 outln!(
-                    "{:<32} {:>8} {:>12} {:>12} {:>12}  writer",
+                    "{:<32} {:>8} {:>12} {:>12} {:>12} {:>10}  writer",
                     "name",
                     "slots",
                     "max bytes",
                     "size",
-                    "published"
+                    "published",
+                    "barrier"
                 )?;
             }
             for c in chans {
                 match (&c.state, json) {
                     (Ok(s), false) => outln!(
-                        "{:<32} {:>8} {:>12} {:>12} {:>12}  {}",
+                        "{:<32} {:>8} {:>12} {:>12} {:>12} {:>10}  {}",
                         c.name,
                         s.config.slots,
                         s.config.max_message,
                         c.bytes,
                         s.published,
+                        s.publish_fence.label(),
                         match (s.writer_pid, s.writer_alive) {
                             (0, _) => "none".to_string(),
                             (p, true) => format!("pid {p}"),
@@ -58,12 +65,16 @@ pub fn run(cmd: &ShmCmd) -> CliResult {
                         "{}",
                         json!({"name": c.name, "path": c.path, "bytes": c.bytes,
                                "slots": s.config.slots, "max_message": s.config.max_message,
+                               "policy": s.config.policy.label(),
                                "published": s.published, "writer_pid": s.writer_pid,
-                               "writer_alive": s.writer_alive})
+                               "writer_alive": s.writer_alive,
+                               "publish_fence": s.publish_fence.label(),
+                               "untrusted": c.untrusted})
                     )?,
                     (Err(e), true) => outln!(
                         "{}",
-                        json!({"name": c.name, "path": c.path, "bytes": c.bytes, "error": e})
+                        json!({"name": c.name, "path": c.path, "bytes": c.bytes, "error": e,
+                               "untrusted": c.untrusted})
                     )?,
                 }
             }

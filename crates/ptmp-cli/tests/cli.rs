@@ -484,6 +484,13 @@ fn send_and_recv_over_shm_between_processes_and_shm_ls_rm() {
         (json!(20000), json!(false)),
         "{c}"
     );
+    // The sender ran on this kernel with this environment, so it published
+    // as a writer of this process would.
+    assert_eq!(
+        c["publish_fence"],
+        json!(ptmp_shm::default_publish_fence().label()),
+        "{c}"
+    );
     assert!(run(&["shm", "rm", &name]).status.success());
     let ls = run(&["shm", "ls"]);
     assert!(!String::from_utf8_lossy(&ls.stdout).contains(&name));

@@ -501,16 +501,11 @@ pub(crate) fn channel_dict<'py>(
         Ok(s) => {
             d.set_item("slots", s.config.slots)?;
             d.set_item("max_message", s.config.max_message)?;
-            d.set_item(
-                "policy",
-                match s.config.policy {
-                    Policy::Overwrite => "overwrite",
-                    Policy::Block => "block",
-                },
-            )?;
+            d.set_item("policy", s.config.policy.label())?;
             d.set_item("published", s.published)?;
             d.set_item("writer_pid", s.writer_pid)?;
             d.set_item("writer_alive", s.writer_alive)?;
+            d.set_item("publish_fence", s.publish_fence.label())?;
         }
         Err(e) => d.set_item("error", e)?,
     }

@@ -5,6 +5,7 @@ use crate::error::{io, Result, ShmError};
 use crate::layout::{ChannelConfig, MAX_READERS};
 use crate::name::ChannelName;
 use crate::segment::{pid_alive, shm_dir, Access, Segment, FILE_PREFIX};
+use crate::wait::PublishFence;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -36,6 +37,28 @@ pub struct ChannelState {
     pub writer_pid: u32,
     /// Whether that process exists.
     pub writer_alive: bool,
+    /// How the last writer to take the channel publishes (a full barrier
+    /// per message, or none with readers that sleep running it).
+    pub publish_fence: PublishFence,
+}
+
+impl ChannelState {
+    /// What `seg`'s header says now.
+    fn of(seg: &Segment) -> Self {
+        let h = seg.header();
+        let pid = h.writer_pid.load(Ordering::SeqCst);
+        ChannelState {
+            config: ChannelConfig {
+                slots: seg.slots as usize,
+                max_message: seg.max_message,
+                policy: seg.policy,
+            },
+            published: h.next_seq.load(Ordering::SeqCst),
+            writer_pid: pid,
+            writer_alive: pid_alive(pid),
+            publish_fence: PublishFence::from_word(h.publish_fence.load(Ordering::SeqCst)),
+        }
+    }
 }
 
 /// List the channels in [`shm_dir`].
@@ -53,20 +76,7 @@ pub fn list() -> Result<Vec<ChannelInfo>> {
         let seg = Segment::open(name, path.clone(), Access::Group);
         let untrusted = matches!(seg, Err(ShmError::Untrusted { .. }));
         let state = seg
-            .map(|seg| {
-                let h = seg.header();
-                let pid = h.writer_pid.load(Ordering::SeqCst);
-                ChannelState {
-                    config: ChannelConfig {
-                        slots: seg.slots as usize,
-                        max_message: seg.max_message,
-                        policy: seg.policy,
-                    },
-                    published: h.next_seq.load(Ordering::SeqCst),
-                    writer_pid: pid,
-                    writer_alive: pid_alive(pid),
-                }
-            })
+            .map(|seg| ChannelState::of(&seg))
             .map_err(|e| e.to_string());
         out.push(ChannelInfo {
             name: name.into(),
@@ -118,19 +128,7 @@ pub fn inspect(name: &str) -> Result<(ChannelState, Vec<ReaderState>)> {
             durable: e.ident.load(Ordering::SeqCst) != 0,
         });
     }
-    let h = seg.header();
-    let pid = h.writer_pid.load(Ordering::SeqCst);
-    let state = ChannelState {
-        config: ChannelConfig {
-            slots: seg.slots as usize,
-            max_message: seg.max_message,
-            policy: seg.policy,
-        },
-        published: h.next_seq.load(Ordering::SeqCst),
-        writer_pid: pid,
-        writer_alive: pid_alive(pid),
-    };
-    Ok((state, readers))
+    Ok((ChannelState::of(&seg), readers))
 }
 
 /// Remove channel `name`'s segment. Attached processes keep their mapping;

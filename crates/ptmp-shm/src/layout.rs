@@ -241,6 +241,16 @@ pub enum Policy {
     Block,
 }
 
+impl Policy {
+    /// Its name in listings: `overwrite` or `block`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Policy::Overwrite => "overwrite",
+            Policy::Block => "block",
+        }
+    }
+}
+
 impl Default for ChannelConfig {
     /// Small messages: 1024 slots of up to 1 KiB (about 1 MiB).
     fn default() -> Self {

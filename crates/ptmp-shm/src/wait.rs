@@ -40,6 +40,25 @@ impl PublishFence {
             PublishFence::ByReaders => protocol::FENCE_BY_READERS,
         }
     }
+
+    /// The kind a header's `publish_fence` value stands for, read as a
+    /// reader reads it: anything but [`protocol::FENCE_FULL`] makes the
+    /// reader run the barrier itself.
+    pub(crate) fn from_word(word: u32) -> Self {
+        if word == protocol::FENCE_FULL {
+            PublishFence::Full
+        } else {
+            PublishFence::ByReaders
+        }
+    }
+
+    /// A short name for listings: `full` or `by-readers`.
+    pub fn label(self) -> &'static str {
+        match self {
+            PublishFence::Full => "full",
+            PublishFence::ByReaders => "by-readers",
+        }
+    }
 }
 
 /// How this process's writers publish by default: [`PublishFence::ByReaders`]

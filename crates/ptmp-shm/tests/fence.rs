@@ -7,7 +7,7 @@ mod common;
 
 use common::Chan;
 use ptmp_shm::{
-    default_publish_fence, ChannelConfig, Policy, PublishFence, Reader, StartAt, Writer,
+    default_publish_fence, inspect, ChannelConfig, Policy, PublishFence, Reader, StartAt, Writer,
     FULL_FENCE_ENV,
 };
 use rustix::thread::{membarrier_query, MembarrierQuery};
@@ -121,8 +121,11 @@ fn a_writer_publishes_as_the_kernel_and_the_environment_allow() {
     let mut w = Writer::create(&c.0, cfg()).unwrap();
     assert_eq!(w.publish_fence(), expected());
     assert_eq!(default_publish_fence(), expected());
+    // The header says so too (`ptmp shm ls` shows it).
+    assert_eq!(inspect(&c.0).unwrap().0.publish_fence, expected());
     w.use_full_fence();
     assert_eq!(w.publish_fence(), PublishFence::Full);
+    assert_eq!(inspect(&c.0).unwrap().0.publish_fence, PublishFence::Full);
     // A later writer of the same process decides again, from the process.
     drop(w);
     let w = Writer::create(&c.0, cfg()).unwrap();
