@@ -20,7 +20,7 @@ pub fn cache_line_handover_ns(n: u64, cpus: (Option<usize>, Option<usize>)) -> B
     let other = line.clone();
     let echo = std::thread::spawn(move || -> BenchResult {
         crate::sys::pin(cpus.1)?;
-        for i in 0..n {
+        for i in 0..=n {
             while other.0.load(Ordering::Acquire) != 2 * i + 1 {
                 std::hint::spin_loop();
             }
@@ -29,8 +29,14 @@ pub fn cache_line_handover_ns(n: u64, cpus: (Option<usize>, Option<usize>)) -> B
         Ok(())
     });
     crate::sys::pin(cpus.0)?;
-    let t0 = Instant::now();
-    for i in 0..n {
+    // Round trip 0 waits for the echo thread to start and move to its CPU,
+    // which can take longer than a short window's whole count: the clock
+    // starts after it.
+    let mut t0 = Instant::now();
+    for i in 0..=n {
+        if i == 1 {
+            t0 = Instant::now();
+        }
         line.0.store(2 * i + 1, Ordering::Release);
         while line.0.load(Ordering::Acquire) != 2 * i + 2 {
             std::hint::spin_loop();
@@ -48,6 +54,17 @@ pub fn handover_apart_ns(n: u64, cpus: (Option<usize>, Option<usize>)) -> BenchR
     std::thread::spawn(move || cache_line_handover_ns(n, cpus))
         .join()
         .map_err(|_| crate::error::BenchError::fail("hand-over thread panicked"))?
+}
+
+/// The hand-over between two pinned CPUs in a short window (20,000 round
+/// trips, a few milliseconds), taken beside a run to say where the host had
+/// placed the two CPUs during it; NaN unless `cpus` names two different
+/// CPUs.
+pub fn handover_window_ns(cpus: (Option<usize>, Option<usize>)) -> BenchResult<f64> {
+    match cpus {
+        (Some(s), Some(r)) if s != r => handover_apart_ns(20_000, cpus),
+        _ => Ok(f64::NAN),
+    }
 }
 
 /// memcpy of `bytes` from one buffer to another, `reps` times: microseconds

@@ -2,7 +2,9 @@
 //! (<https://github.com/real-logic/aeron>, measured with its own sample
 //! programs), with the machine's physical limits measured in the same run.
 //! Every measure runs `--runs` times, the peers alternating which goes
-//! first; each run's value and the median are reported.
+//! first; each run's value and the median are reported, with the cache
+//! line's hand-over between the two CPUs just before and after each run
+//! and the median of the runs during which the CPUs were near.
 //!
 //! What each row measures:
 //! - hand-over of one cache line between the two CPUs (threads pinned):
@@ -100,7 +102,8 @@ pub struct PeersArgs {
     pub affinity: String,
 }
 
-/// One measure of one peer: each run's value and their median.
+/// One measure of one peer: each run's value and their median, and where
+/// the host had placed the two CPUs during each run.
 #[derive(Debug, Clone)]
 pub struct PeersRow {
     pub measure: &'static str,
@@ -108,11 +111,25 @@ pub struct PeersRow {
     pub unit: &'static str,
     pub runs: Vec<f64>,
     pub median: f64,
+    /// Per run, the larger of the two hand-over windows taken just before
+    /// and just after it, ns (NaN when the sides are not on two CPUs).
+    pub handover_ns: Vec<f64>,
+    /// The median of the runs whose windows both found the CPUs near
+    /// (NaN if none did).
+    pub median_near: f64,
 }
 
 impl Row for PeersRow {
     fn headers() -> &'static [&'static str] {
-        &["measure", "peer", "unit", "runs", "median"]
+        &[
+            "measure",
+            "peer",
+            "unit",
+            "runs",
+            "median",
+            "hand-over ns",
+            "median, CPUs near",
+        ]
     }
     fn cells(&self) -> Vec<Cell> {
         let f = |x: f64| {
@@ -128,7 +145,66 @@ impl Row for PeersRow {
             Cell::label(self.unit),
             Cell::list(&self.runs, f),
             Cell::measure(self.median, f(self.median)),
+            if self.handover_ns.iter().all(|x| x.is_nan()) {
+                Cell::label("-")
+            } else {
+                Cell::label(
+                    self.handover_ns
+                        .iter()
+                        .map(|x| format!("{x:.0}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )
+            },
+            if self.median_near.is_nan() {
+                Cell::none()
+            } else {
+                Cell::measure(self.median_near, f(self.median_near))
+            },
         ]
+    }
+}
+
+/// How many times the least hand-over window of the suite a window may be
+/// and still count as near: on the machines measured the host places two
+/// vCPUs on one core's threads (about 14 ns), on cores sharing an L3
+/// (about 31 ns) or on cores sharing no cache (about 160 ns), and rings
+/// that fit in the caches run several times slower in the last
+/// (docs/benchmarks.md, the slow mode).
+const NEAR_FACTOR: f64 = 3.0;
+
+/// The runs of every measure: how many, the two CPUs, and the least
+/// hand-over window seen so far (the reference for near).
+struct Runs {
+    runs: u32,
+    cpus: (Option<usize>, Option<usize>),
+    least_ns: f64,
+}
+
+impl Runs {
+    /// Take `run` between two hand-over windows: its figures and the
+    /// larger window.
+    fn placed(&mut self, run: &mut Take) -> BenchResult<(Vec<f64>, f64)> {
+        let before = limits::handover_window_ns(self.cpus)?;
+        let v = run()?;
+        let after = limits::handover_window_ns(self.cpus)?;
+        self.least_ns = self.least_ns.min(before).min(after);
+        Ok((v, before.max(after)))
+    }
+
+    /// The median of the runs of `v` whose window was near.
+    fn median_near(&self, v: &[f64], windows: &[f64]) -> f64 {
+        let near: Vec<f64> = v
+            .iter()
+            .zip(windows)
+            .filter(|(_, w)| **w <= NEAR_FACTOR * self.least_ns)
+            .map(|(x, _)| *x)
+            .collect();
+        if near.is_empty() {
+            f64::NAN
+        } else {
+            crate::report::median(near)
+        }
     }
 }
 
@@ -140,17 +216,19 @@ type Take<'a> = Box<dyn FnMut() -> BenchResult<Vec<f64>> + 'a>;
 /// peer.
 fn measure(
     out: &mut Vec<PeersRow>,
-    runs: u32,
+    rs: &mut Runs,
     figures: &[(&'static str, &'static str)],
     mut peers: Vec<(&'static str, Take)>,
 ) -> BenchResult {
     let n = peers.len();
     let mut got: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); figures.len()]; n];
-    for r in 0..runs as usize {
+    let mut windows: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for r in 0..rs.runs as usize {
         for k in 0..n {
             // Odd runs take the peers in reverse order.
             let i = if r % 2 == 0 { k } else { n - 1 - k };
-            let v = (peers[i].1)()?;
+            let (v, window) = rs.placed(&mut peers[i].1)?;
+            windows[i].push(window);
             for (f, x) in v.into_iter().enumerate().take(figures.len()) {
                 got[i][f].push(x);
             }
@@ -168,6 +246,8 @@ fn measure(
                 peer,
                 unit,
                 median: crate::report::median(v.clone()),
+                median_near: rs.median_near(&v, &windows[i]),
+                handover_ns: windows[i].clone(),
                 runs: v,
             };
             crate::report::row(&row);
@@ -202,9 +282,14 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
     crate::report::table::<PeersRow>();
     let mut out = Vec::new();
     let (runs, secs, count) = (a.runs, a.seconds, a.count);
+    let rs = &mut Runs {
+        runs,
+        cpus,
+        least_ns: f64::INFINITY,
+    };
     measure(
         &mut out,
-        runs,
+        rs,
         &[("cache-line hand-over, two CPUs", "ns")],
         vec![(
             "limit",
@@ -213,15 +298,14 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
     )?;
     measure(
         &mut out,
-        runs,
+        rs,
         &[("memcpy of 6.2 MB", "us")],
         vec![("limit", Box::new(|| Ok(vec![limits::memcpy_us(FRAME, 20)])))],
     )?;
     rates(
         &mut out,
-        runs,
+        rs,
         secs,
-        cpus,
         jar.as_ref().ok().map(|j| (j.as_path(), list)),
     )?;
     for &size in &a.sizes {
@@ -267,15 +351,16 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
                 Ok(vec![p50, p999])
             }),
         ));
-        measure(&mut out, runs, &[(p50, "us"), (p999, "us")], rt)?;
+        measure(&mut out, rs, &[(p50, "us"), (p999, "us")], rt)?;
     }
-    frame_round_trips(&mut out, runs, count, cpus)?;
+    frame_round_trips(&mut out, rs, count)?;
     crate::report::note(format!(
-        "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}; iceoryx2 {ICEORYX2}.",
+        "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}; iceoryx2 {ICEORYX2}. hand-over ns: per run, the larger of two windows of one cache line passed 20,000 times between the two CPUs just before and just after it; a window over {NEAR_FACTOR} times the least of the suite ({:.0} ns) means the host had placed the CPUs apart, and \"median, CPUs near\" leaves those runs out (a virtual machine's vCPUs move between host cores, and rings that fit in the caches run several times slower apart: docs/benchmarks.md).",
         match &jar {
             Ok(j) => format!("from {}", j.display()),
             Err(why) => format!("left out ({why})"),
-        }
+        },
+        rs.least_ns
     ));
     Ok(out)
 }
@@ -306,11 +391,11 @@ fn ptmp_round_trip<'a>(
 /// Aeron's where `aeron` gives its jar and CPU list.
 fn rates(
     out: &mut Vec<PeersRow>,
-    runs: u32,
+    rs: &mut Runs,
     secs: u32,
-    cpus: (Option<usize>, Option<usize>),
     aeron: Option<(&std::path::Path, &str)>,
 ) -> BenchResult {
+    let cpus = rs.cpus;
     let n = 4_000_000 * u64::from(secs);
     // A writer thread and a reader thread, through a ring of `slots`
     // slots of 128 bytes.
@@ -335,7 +420,7 @@ fn rates(
         "iceoryx2",
         Box::new(move || Ok(vec![iceoryx2::thread_rate(n, cpus)?])),
     ));
-    measure(out, runs, &[("64 B messages, threads", "M msg/s")], tput)?;
+    measure(out, rs, &[("64 B messages, threads", "M msg/s")], tput)?;
     // The same between a writer process and a reader process.
     let ring2 = |slots: usize| -> Take {
         Box::new(move || {
@@ -359,7 +444,7 @@ fn rates(
         "iceoryx2",
         Box::new(move || Ok(vec![iceoryx2::process_rate(n, cpus)?])),
     ));
-    measure(out, runs, &[("64 B messages, processes", "M msg/s")], tput)?;
+    measure(out, rs, &[("64 B messages, processes", "M msg/s")], tput)?;
     // The TPSet path beside raw frames of the same bytes, between two
     // processes.
     let pair = |im, ring| -> Take {
@@ -376,7 +461,7 @@ fn rates(
     use crate::throughput::Impl::{Frames, Ptmp};
     measure(
         out,
-        runs,
+        rs,
         &[("empty TPSets, processes", "M msg/s")],
         vec![
             ("ptmp, raw frames", pair(Frames, small)),
@@ -405,16 +490,12 @@ fn frame_take<'a>(
 /// copying, beside four copies of the frame (what copying costs at least).
 /// Aeron has no row: a frame this large needs a term buffer of over 48 MB
 /// per publication, which its sample programs do not set up.
-fn frame_round_trips(
-    out: &mut Vec<PeersRow>,
-    runs: u32,
-    count: u64,
-    cpus: (Option<usize>, Option<usize>),
-) -> BenchResult {
+fn frame_round_trips(out: &mut Vec<PeersRow>, rs: &mut Runs, count: u64) -> BenchResult {
+    let cpus = rs.cpus;
     let zc_count = count.min(20_000);
     measure(
         out,
-        runs,
+        rs,
         &[
             ("6.2 MB round trip p50, zero-copy, threads", "us"),
             ("6.2 MB round trip p99.9, zero-copy, threads", "us"),
@@ -423,7 +504,7 @@ fn frame_round_trips(
     )?;
     measure(
         out,
-        runs,
+        rs,
         &[
             ("6.2 MB round trip p50, copying, threads", "us"),
             ("6.2 MB round trip p99.9, copying, threads", "us"),

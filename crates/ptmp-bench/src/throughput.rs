@@ -455,15 +455,6 @@ impl Row for ThroughputRow {
     }
 }
 
-/// The hand-over between the two pinned CPUs, ns: 20,000 round trips,
-/// a few milliseconds. NaN unless pinned to two different CPUs.
-fn handover(cpus: (Option<usize>, Option<usize>)) -> BenchResult<f64> {
-    match cpus {
-        (Some(s), Some(r)) if s != r => crate::limits::handover_apart_ns(20_000, cpus),
-        _ => Ok(f64::NAN),
-    }
-}
-
 /// Run the throughput suite: every pattern, transport, size and
 /// implementation.
 pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
@@ -515,9 +506,9 @@ pub fn run(a: &ThroughputArgs) -> BenchResult<Vec<ThroughputRow>> {
     let pb = progress(rows.len() as u64 * 100_000, "throughput");
     for (k, &(p, tr, ntps, im, curve)) in rows.iter().enumerate() {
         let dir = keys.as_ref().filter(|_| curve).map(|d| d.path());
-        let before = handover(cpus)?;
+        let before = crate::limits::handover_window_ns(cpus)?;
         let r = one_row(a, im, p, tr, ntps, &k.to_string(), cpus, dir)?;
-        let handover_ns = [before, handover(cpus)?];
+        let handover_ns = [before, crate::limits::handover_window_ns(cpus)?];
         pb.inc(100_000);
         let (_, bytes) = payload(ntps);
         let rate = if r.span_s > 0.0 {

@@ -710,7 +710,27 @@ fn bench_peers_smoke() {
         assert_eq!(runs.len(), 2, "{row}: {s}");
         assert!(runs.iter().all(|x| *x > 0.0), "{row}: {s}");
         assert!(median > 0.0, "{row}: {s}");
+        // Each run's hand-over window, and the median of the near runs:
+        // one of the runs, or the mean of both, or "-" if neither was near.
+        let line = s.lines().find(|l| l.starts_with(row)).unwrap();
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let windows: Vec<f64> = cells[5]
+            .split(',')
+            .map(|x| x.trim().parse().unwrap())
+            .collect();
+        assert_eq!(windows.len(), 2, "{row}: {s}");
+        assert!(windows.iter().all(|x| *x > 0.0), "{row}: {s}");
+        if cells[6] != "-" {
+            let near: f64 = cells[6].parse().unwrap();
+            let mean = (runs[0] + runs[1]) / 2.0;
+            let close = |a: f64, b: f64| (a - b).abs() <= 0.01 * b.abs().max(1.0);
+            assert!(
+                runs.iter().any(|r| close(near, *r)) || close(near, mean),
+                "{row}: {s}"
+            );
+        }
     }
+    assert!(s.contains("| hand-over ns | median, CPUs near |"), "{s}");
     assert!(!s.contains("| Aeron |"), "{s}");
     // The large frame's rings and the two-process ring are gone once the
     // run is over.
