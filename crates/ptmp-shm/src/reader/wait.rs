@@ -52,9 +52,10 @@ impl Reader {
     /// reader's next instead of the next itself: true once it is written
     /// (so the next is too). False, at once, when the reader does not spin,
     /// the ring is small, the next message is there, or waiting ahead is
-    /// paused; false after [`AHEAD_PATIENCE`], pausing it for
+    /// paused; false after [`AHEAD_PATIENCE`], and then, if the writer
+    /// wrote fewer than two messages meanwhile, pausing it for
     /// [`AHEAD_PAUSE`] waits. Reads the slot stamps only, as the usual
-    /// wait's spin does, and no clock more than once every 64 polls.
+    /// wait's spin does, and the clock once, then once every 64 polls.
     fn wait_ahead(&mut self) -> bool {
         if self.ahead_pause > 0 {
             self.ahead_pause -= 1;
@@ -86,15 +87,13 @@ impl Reader {
         }
     }
 
-    /// The usual wait: spin on the next message's slot, then sleep.
+    /// The usual wait: spin on the next message's slot, then sleep. The
+    /// caller has shown its position ([`Self::wait`]).
     fn wait_here(&self, deadline: Option<Instant>) -> Result<bool> {
         let seg = self.seg();
         let h = seg.header();
         let pos = self.position();
         let spin = self.spin();
-        // Nothing to read: a writer must not wait on a position this
-        // reader has passed but not yet shown.
-        self.flush_release();
         // Poll the slot the next message goes to, not `next_seq`: the
         // slot's line travels to this reader once the message is in it,
         // while `next_seq`'s line would travel back and forth with every
