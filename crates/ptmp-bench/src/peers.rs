@@ -192,7 +192,8 @@ impl Runs {
         Ok((v, before.max(after)))
     }
 
-    /// The median of the runs of `v` whose window was near.
+    /// The median of the runs of `v` whose window was near, against the
+    /// least window seen so far.
     fn median_near(&self, v: &[f64], windows: &[f64]) -> f64 {
         let near: Vec<f64> = v
             .iter()
@@ -355,7 +356,7 @@ pub fn run(a: &PeersArgs) -> BenchResult<Vec<PeersRow>> {
     }
     frame_round_trips(&mut out, rs, count)?;
     crate::report::note(format!(
-        "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}; iceoryx2 {ICEORYX2}. hand-over ns: per run, the larger of two windows of one cache line passed 20,000 times between the two CPUs just before and just after it; a window over {NEAR_FACTOR} times the least of the suite ({:.0} ns) means the host had placed the CPUs apart, and \"median, CPUs near\" leaves those runs out (a virtual machine's vCPUs move between host cores, and rings that fit in the caches run several times slower apart: docs/benchmarks.md).",
+        "\n{runs} runs of each measure, peers alternating; sides on CPUs {list}; round trips of {count} messages, one in flight, busy-polled at both ends; Aeron {}; iceoryx2 {ICEORYX2}. hand-over ns: per run, the larger of two windows of one cache line passed 20,000 times between the two CPUs just before and just after it; a window over {NEAR_FACTOR} times the least the suite had seen by then (by the end, {:.0} ns) means the host had placed the CPUs apart, and \"median, CPUs near\" leaves those runs out (a virtual machine's vCPUs move between host cores, and rings that fit in the caches run several times slower apart: docs/benchmarks.md).",
         match &jar {
             Ok(j) => format!("from {}", j.display()),
             Err(why) => format!("left out ({why})"),
