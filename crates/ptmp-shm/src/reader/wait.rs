@@ -22,7 +22,8 @@ pub const MAX_WAIT_CHANNELS: usize = 128;
 /// middle of each message; waiting further ahead leaves the writer that
 /// many messages to write undisturbed, which the reader then reads in one
 /// run. Through 64 MiB rings this lifted empty TPSets between two
-/// processes by about a fifth (docs/benchmarks.md).
+/// processes by a ninth to a seventh, and raw frames by about a quarter
+/// (docs/benchmarks.md).
 const AHEAD: u64 = 1024;
 /// The longest a wait ahead lasts: a writer that does not publish that
 /// many messages in this time is not streaming.
