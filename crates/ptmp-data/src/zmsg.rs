@@ -16,6 +16,17 @@ pub fn zmsg_len<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> usize {
 /// Write the `zmsg_encode` form of `frames` at the start of `out`, which
 /// must hold [`zmsg_len`] bytes; returns the bytes written.
 pub fn zmsg_write<'a>(frames: impl IntoIterator<Item = &'a [u8]>, out: &mut [u8]) -> usize {
+    zmsg_write_with(frames, out, |to, f| to.copy_from_slice(f))
+}
+
+/// [`zmsg_write`] copying each frame's bytes with `copy(to, frame)`, where
+/// `to` is exactly as long as `frame`: how a writer into shared memory
+/// chooses the copy its readers take the bytes from best.
+pub fn zmsg_write_with<'a>(
+    frames: impl IntoIterator<Item = &'a [u8]>,
+    out: &mut [u8],
+    copy: impl Fn(&mut [u8], &[u8]),
+) -> usize {
     let mut at = 0;
     for f in frames {
         if f.len() < 255 {
@@ -26,7 +37,7 @@ pub fn zmsg_write<'a>(frames: impl IntoIterator<Item = &'a [u8]>, out: &mut [u8]
             out[at + 1..at + 5].copy_from_slice(&(f.len() as u32).to_be_bytes());
             at += 5;
         }
-        out[at..at + f.len()].copy_from_slice(f);
+        copy(&mut out[at..at + f.len()], f);
         at += f.len();
     }
     at

@@ -36,7 +36,10 @@
 //!    fence ([`View::valid`], which a view's user calls after using the
 //!    bytes, is that second load), and whatever such a read produced is
 //!    thrown away when the second stamp differs. Those terms do not make
-//!    it sound, only contained.
+//!    it sound, only contained. A payload the writer copies with streaming
+//!    stores (module `stream`), which are not ordered with other stores,
+//!    is fenced before and after, so the odd stamp is visible before any of
+//!    it and all of it before the even stamp.
 //! 4. **Publication.** `next_seq` is the number of messages published; it is
 //!    stored after the slot's final stamp, so every message below `next_seq`
 //!    whose slot still carries its stamp is complete. A [`Policy::Block`]
@@ -137,6 +140,8 @@
 //!   and [`wait_any`].
 //! - `wait`: the futex calls and wake-ups under readers and writers, the
 //!   `membarrier` calls of invariant 6 and [`PublishFence`], [`Deadline`].
+//! - `stream`: [`copy_into_slot`], a large message copied into its slot
+//!   with streaming stores.
 //! - `admin`: [`list`] and [`remove`].
 //! - `error`: [`ShmError`].
 //! - [`protocol`]: the synchronisation steps of invariants 3 to 6, generic
@@ -152,6 +157,7 @@ pub mod protocol;
 mod reader;
 mod segment;
 mod sigbus;
+mod stream;
 mod wait;
 mod writer;
 
@@ -168,5 +174,6 @@ pub use reader::{
 };
 pub use segment::{pid_alive, segment_path, shm_dir, shm_dir_free, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;
+pub use stream::{copy_into_slot, stream_threshold};
 pub use wait::{default_publish_fence, Deadline, PublishFence, FULL_FENCE_ENV};
 pub use writer::{Loan, Writer, DEFAULT_BLOCK_TIMEOUT};

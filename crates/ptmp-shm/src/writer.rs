@@ -470,7 +470,7 @@ impl Writer {
     /// [`Policy::Block`] it may wait for the slowest reader.
     pub fn publish(&mut self, bytes: &[u8]) -> Result<u64> {
         let mut loan = self.loan(bytes.len())?;
-        loan.copy_from_slice(bytes);
+        loan.copy_in(bytes);
         let s = loan.commit();
         self.check()?;
         Ok(s)
@@ -587,6 +587,15 @@ impl Loan<'_> {
     /// for the most it could write, an encoder's bound, and wrote less.
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
+    }
+
+    /// Copy `bytes` into the start of the loan, with streaming stores when
+    /// it is large ([`crate::copy_into_slot`]): how a message made
+    /// elsewhere is best copied into its slot. Panics, as
+    /// `copy_from_slice` does, when the loan is shorter.
+    #[inline]
+    pub fn copy_in(&mut self, bytes: &[u8]) {
+        crate::copy_into_slot(self, bytes);
     }
 
     /// Publish the message; returns its sequence number.

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::meter::SocketCounters;
 use crate::zmq_link::Wait;
 use ptmp_data::wire::decode_pair;
-use ptmp_data::zmsg::{zmsg_frames, zmsg_len, zmsg_write};
+use ptmp_data::zmsg::{zmsg_frames, zmsg_len, zmsg_write_with};
 use ptmp_data::{encode_tpset_into, tpset_max_len, Frames, TPSet, WireError, VERSION_FRAME};
 use ptmp_shm::{
     ChannelConfig, ChannelName, Deadline, Durable, Policy, Reader, ShmError, StartAt, Writer,
@@ -255,7 +255,7 @@ impl ShmTx {
             }
         }
         let len = zmsg_len(frames.clone());
-        self.send_msg(len, |out| Some(zmsg_write(frames, out)), wait)
+        self.send_msg(len, |out| Some(write_frames(frames, out)), wait)
     }
 
     /// [`Self::send`] of a message of one frame shorter than 255 bytes:
@@ -366,7 +366,7 @@ impl ShmTx {
     {
         let total = self.block_timeout;
         let len = zmsg_len(frames.clone());
-        let write = |out: &mut [u8]| Some(zmsg_write(frames, out));
+        let write = |out: &mut [u8]| Some(write_frames(frames, out));
         self.publish_mapped(len, write, Commit::Deferred, total, Some)
             .map(|_| ())
     }
@@ -427,6 +427,16 @@ impl ShmTx {
             .map_err(shm_io_err("socket.bind", &self.name))?;
         Ok(true)
     }
+}
+
+/// Write `frames` in `zmsg_encode` form at the start of `out`, a loaned
+/// slot, a large frame with streaming stores ([`ptmp_shm::copy_into_slot`]);
+/// returns the bytes written.
+pub(crate) fn write_frames<'a>(
+    frames: impl IntoIterator<Item = &'a [u8]>,
+    out: &mut [u8],
+) -> usize {
+    zmsg_write_with(frames, out, ptmp_shm::copy_into_slot)
 }
 
 /// The most bytes [`zmsg_tpset`] writes for a set of `ntps` TrigPrims.

@@ -274,6 +274,51 @@ fn bytes_from_a_writer_outside_ptmp_are_one_frame() {
     expect_all(&mut end, &[vec![odd.to_vec()]], "forwarded as one frame");
 }
 
+/// Frames of megabytes, which the sender and a forward copy into their
+/// slots with streaming stores, arrive whole: sent as frames, forwarded,
+/// and forwarded as the one frame of a writer outside ptmp.
+#[test]
+fn frames_of_megabytes_are_sent_and_forwarded_whole() {
+    let big = ptmp_shm::stream_threshold() + 3;
+    let frame = |seed: u8| {
+        (0..big)
+            .map(|i| (i % 251) as u8 ^ seed)
+            .collect::<Vec<u8>>()
+    };
+    let ring = |c: &Chan, bind: bool| {
+        let end = if bind { "bind" } else { "connect" };
+        let t = if bind { "PUSH" } else { "PULL" };
+        json!({"type": t, end: [c.ep()], "shm_slots": 4, "shm_max_message": big + 16})
+    };
+    let (a, b) = (Chan::new("big-a"), Chan::new("big-b"));
+    let mut tx = sender(ring(&a, true));
+    let mut mid = receiver(ring(&a, false));
+    let mut on = sender(ring(&b, true));
+    let mut end = receiver(ring(&b, false));
+    let msgs = vec![vec![b"head".to_vec(), frame(1)], vec![frame(2)]];
+    send_all(&mut tx, &msgs);
+    for i in 0..msgs.len() {
+        assert!(mid.forward(&mut on, T).unwrap(), "message {i}");
+    }
+    expect_all(&mut end, &msgs, "sent and forwarded");
+
+    let c = Chan::new("big-raw");
+    let cfg = ptmp_shm::ChannelConfig {
+        slots: 2,
+        max_message: big,
+        policy: ptmp_shm::Policy::Block,
+    };
+    let mut w = ptmp_shm::Writer::create(&c.0, cfg).unwrap();
+    let mut rx = receiver(json!({"type": "PULL", "connect": [c.ep()]}));
+    // Not in zmsg form (its first byte claims a frame of 3 bytes, and
+    // more follow), so forwarded as one frame.
+    let mut raw = frame(3);
+    raw[0] = 3;
+    w.publish(&raw).unwrap();
+    assert!(rx.forward(&mut on, T).unwrap());
+    expect_all(&mut end, &[vec![raw]], "forwarded as one frame");
+}
+
 /// A message whose bytes all equal its first: what a torn read breaks.
 fn whole(frame: &[u8]) -> bool {
     frame.iter().all(|b| *b == frame[0])

@@ -2,8 +2,9 @@
 //! ptmp's rings, between two pinned threads, both busy-polling: zero-copy
 //! (the writer fills only the frame's first 8 bytes in its loan, the reader
 //! reads them from its view; the rest of the frame is left as it is in the
-//! slot) and copying (the whole frame copied into the loan and out of the
-//! view, at both ends: four copies per round trip).
+//! slot) and copying (the whole frame copied into the loan, with
+//! `Loan::copy_in`, and out of the view, at both ends: four copies per
+//! round trip).
 
 use crate::error::{BenchError, BenchResult};
 use hdrhistogram::Histogram;
@@ -54,7 +55,7 @@ fn leg(name: &str, bytes: usize) -> BenchResult<(Writer, Reader)> {
 fn send(w: &mut Writer, i: u64, src: &[u8], mode: Mode) -> BenchResult {
     let mut loan = w.loan(src.len()).map_err(shm)?;
     if mode == Mode::Copying {
-        loan.copy_from_slice(src);
+        loan.copy_in(src);
     }
     loan[..8].copy_from_slice(&i.to_le_bytes());
     loan.commit();

@@ -12,7 +12,7 @@ use super::{for_frames, shm_io_err, wants, Chan, ShmRx, ShmTx};
 use crate::error::Result;
 use crate::frames_view::FramesView;
 use crate::zmq_link::Wait;
-use ptmp_data::zmsg::{zmsg_len, zmsg_write};
+use ptmp_data::zmsg::zmsg_len;
 use ptmp_data::Frames;
 use ptmp_shm::{Deadline, View};
 use std::time::Duration;
@@ -142,13 +142,13 @@ impl Chan {
                 let still = || view.valid();
                 let sent = match n {
                     Some(_) => {
-                        let write = |out: &mut [u8]| out.copy_from_slice(bytes);
+                        let write = |out: &mut [u8]| ptmp_shm::copy_into_slot(out, bytes);
                         tx.send_copy(bytes.len(), write, still, wait)
                     }
                     None => {
                         let one = std::iter::once(bytes);
                         let write = |out: &mut [u8]| {
-                            zmsg_write(one.clone(), out);
+                            super::write_frames(one.clone(), out);
                         };
                         tx.send_copy(zmsg_len(one.clone()), write, still, wait)
                     }
