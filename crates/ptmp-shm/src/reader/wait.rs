@@ -43,7 +43,7 @@ impl Reader {
         // Nothing to read: a writer must not wait on a position this
         // reader has passed but not yet shown.
         self.flush_release();
-        if self.wait_ahead() {
+        if self.wait_ahead(deadline) {
             return Ok(true);
         }
         self.wait_here(deadline)
@@ -53,11 +53,12 @@ impl Reader {
     /// reader's next instead of the next itself: true once it is written
     /// (so the next is too). False, at once, when the reader does not spin,
     /// the ring is small, the next message is there, or waiting ahead is
-    /// paused; false after [`AHEAD_PATIENCE`], and then, if the writer
-    /// wrote fewer than two messages meanwhile, pausing it for
-    /// [`AHEAD_PAUSE`] waits. Reads the slot stamps only, as the usual
-    /// wait's spin does, and the clock once, then once every 64 polls.
-    fn wait_ahead(&mut self) -> bool {
+    /// paused; false at the deadline; false after [`AHEAD_PATIENCE`], and
+    /// then, if the writer wrote fewer than two messages meanwhile, pausing
+    /// it for [`AHEAD_PAUSE`] waits. Reads the slot stamps only, as the
+    /// usual wait's spin does, and the clock once, then once every 64
+    /// polls.
+    fn wait_ahead(&mut self, deadline: Option<Instant>) -> bool {
         if self.ahead_pause > 0 {
             self.ahead_pause -= 1;
             return false;
@@ -69,7 +70,8 @@ impl Reader {
             return false;
         }
         let stamp = &seg.slot(pos + k).0.stamp;
-        let t0 = Instant::now();
+        let patience = Instant::now() + AHEAD_PATIENCE;
+        let stop = deadline.map_or(patience, |d| d.min(patience));
         let mut i = 0u32;
         loop {
             if protocol::slot_ready(stamp, pos + k) {
@@ -77,10 +79,15 @@ impl Reader {
             }
             std::hint::spin_loop();
             i = i.wrapping_add(1);
-            if i.is_multiple_of(64) && t0.elapsed() >= AHEAD_PATIENCE {
-                // Two messages or more in that time: a writer streaming more
-                // slowly than the patience allows, not one message at a time.
-                if !protocol::slot_ready(&seg.slot(pos + 1).0.stamp, pos + 1) {
+            if !i.is_multiple_of(64) {
+                continue;
+            }
+            let now = Instant::now();
+            if now >= stop {
+                // Two messages or more in the whole patience: a writer
+                // streaming more slowly than it allows, not one message at
+                // a time.
+                if now >= patience && !protocol::slot_ready(&seg.slot(pos + 1).0.stamp, pos + 1) {
                     self.ahead_pause = AHEAD_PAUSE;
                 }
                 return false;
@@ -298,5 +305,23 @@ mod tests {
             assert_eq!(buf, i.to_le_bytes());
         }
         t.join().unwrap();
+    }
+
+    /// A receive's deadline ends a wait ahead, which then does not pause:
+    /// its patience did not run out.
+    #[test]
+    fn a_deadline_ends_waiting_ahead_without_pausing_it() {
+        let c = Chan(format!("unit-wait-ahead-deadline-{}", std::process::id()));
+        let cfg = ChannelConfig {
+            slots: 4096,
+            max_message: 64,
+            policy: Policy::Block,
+        };
+        let _w = Writer::create(&c.0, cfg).unwrap();
+        let mut r = Reader::attach(&c.0, StartAt::Oldest).unwrap();
+        r.set_spin(u32::MAX);
+        let got = r.recv(&mut Vec::new(), Some(Duration::from_micros(2)));
+        assert!(matches!(got, Ok(None)), "{got:?}");
+        assert_eq!(r.ahead_pause, 0, "the wait ahead ran to its patience");
     }
 }
