@@ -11,7 +11,8 @@ pub enum ShmCmd {
     /// BARRIER says how
     /// the channel's last writer publishes: "full", a barrier per message,
     /// or "by-readers", none, with each reader about to sleep running it
-    /// on the writer's CPU through membarrier.
+    /// on the writer's CPU through membarrier (a writer whose readers sleep
+    /// often turns to "full").
     Ls {
         /// One JSON object per channel.
         #[arg(long)]

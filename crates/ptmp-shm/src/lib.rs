@@ -92,7 +92,12 @@
 //!    `FENCE_BY_READERS` (stored by the writer, sequentially consistent,
 //!    before its first publish), the barrier a sleeping reader makes its
 //!    CPU run with `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)` after
-//!    setting the bit (the writer's process registered for it). A reader
+//!    setting the bit (the writer's process registered for it). A writer
+//!    may turn from `FENCE_BY_READERS` to `FENCE_FULL` (it does when its
+//!    readers sleep often), never back: it stores the new word sequentially
+//!    consistent before its next publish, so a reader that reads `FENCE_FULL`
+//!    and skips the `membarrier` sees every publish made before the store,
+//!    and every publish after it has the barrier. A reader
 //!    whose `membarrier` the kernel refuses sleeps at most 1 ms at a time. A
 //!    [`Policy::Block`] writer that finds the ring full spins briefly, then
 //!    announces in `writer_needs` the position it waits for (a quarter of the
@@ -175,5 +180,7 @@ pub use reader::{
 pub use segment::{pid_alive, segment_path, shm_dir, shm_dir_free, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;
 pub use stream::{copy_into_slot, stream_threshold};
-pub use wait::{default_publish_fence, Deadline, PublishFence, FULL_FENCE_ENV};
+pub use wait::{
+    default_publish_fence, Deadline, PublishFence, FULL_FENCE_ENV, WAKES_TO_FULL, WAKE_WINDOW,
+};
 pub use writer::{Loan, Writer, DEFAULT_BLOCK_TIMEOUT};

@@ -288,8 +288,9 @@ pub const SLEEPING: u32 = 1;
 /// publish after a reader announced its sleep makes the system call: the
 /// wake clears [`SLEEPING`], so a writer running ahead of readers that are
 /// still waking up does not call the kernel again for every message.
+/// Returns whether it woke anyone.
 #[inline]
-pub fn notify_readers<W: Word<Value = u32>>(notify: &W, wake: impl FnOnce(&W)) {
+pub fn notify_readers<W: Word<Value = u32>>(notify: &W, wake: impl FnOnce(&W)) -> bool {
     // Between the store of `next_seq` and the load of `notify`: either this
     // load sees a reader's SLEEPING bit, or that reader's look at
     // `next_seq` (after setting the bit) sees this message.
@@ -299,7 +300,9 @@ pub fn notify_readers<W: Word<Value = u32>>(notify: &W, wake: impl FnOnce(&W)) {
         // adding one clears it and counts the wake-up in one step.
         notify.fetch_add(1, Ordering::SeqCst);
         wake(notify);
+        return true;
     }
+    false
 }
 
 /// Reader with nothing to read: announce the sleep (count in `waiters`,

@@ -15,6 +15,18 @@ use std::time::{Duration, Instant};
 /// call `membarrier` (a seccomp filter, say).
 pub(crate) const UNPROMISED_SLEEP: Duration = Duration::from_millis(1);
 
+/// Wake-ups of its readers, within [`WAKE_WINDOW`] messages, that turn a
+/// [`PublishFence::ByReaders`] writer to [`PublishFence::Full`]. Each
+/// wake-up follows a reader's `membarrier`, which on this project's
+/// machine cost the reader about 9 us and interrupted the writer's CPU
+/// for 5-10 us, against some 20 ns for a barrier per message
+/// (docs/benchmarks.md).
+pub const WAKES_TO_FULL: u32 = 8;
+
+/// The span, in messages, over which [`WAKES_TO_FULL`] wake-ups are
+/// counted.
+pub const WAKE_WINDOW: u64 = 4096;
+
 /// The environment variable that keeps this process's writers on a full
 /// barrier per publish, so that no reader ever interrupts their CPU.
 pub const FULL_FENCE_ENV: &str = "PTMP_SHM_FULL_FENCE";
@@ -28,7 +40,11 @@ pub enum PublishFence {
     /// A release store, no barrier; a reader about to sleep first makes
     /// the writer's CPU run a barrier with `membarrier` (an interrupt of
     /// a few microseconds), which the writer's process has registered
-    /// for. The default where the kernel offers it.
+    /// for. The default where the kernel offers it. A writer whose readers
+    /// go to sleep often (it woke them [`WAKES_TO_FULL`] times within
+    /// [`WAKE_WINDOW`] messages) turns to [`PublishFence::Full`] for the
+    /// rest of its life: a barrier per message then costs far less than
+    /// the readers' `membarrier` calls.
     ByReaders,
 }
 
@@ -116,9 +132,10 @@ pub(crate) fn futex_wait(word: &AtomicU32, seen: u32, t: Duration) -> rustix::io
 
 /// After a publish: wake the channel's sleeping readers, if any
 /// (invariant 6).
-pub(crate) fn notify_readers(seg: &Segment) {
+/// Returns whether it woke anyone.
+pub(crate) fn notify_readers(seg: &Segment) -> bool {
     let h = seg.header();
-    protocol::notify_readers(&h.notify, |w| futex_wake(w, i32::MAX as u32));
+    protocol::notify_readers(&h.notify, |w| futex_wake(w, i32::MAX as u32))
 }
 
 /// A deadline read from the clock only when first needed, so a receive

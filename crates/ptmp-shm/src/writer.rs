@@ -35,6 +35,9 @@ pub struct Writer {
     /// How each publish orders itself before the look at `notify`; the
     /// header's `publish_fence` says the same to readers.
     fence: PublishFence,
+    /// Wake-ups of sleeping readers counted since message `wake_window.0`
+    /// (see [`crate::WAKES_TO_FULL`]).
+    wake_window: (u64, u32),
 }
 
 /// What a [`Policy::Block`] writer knows of durable readers whose process
@@ -206,6 +209,7 @@ impl Writer {
             stalled_seq: None,
             on_stall: None,
             fence,
+            wake_window: (seq, 0),
         })
     }
 
@@ -222,6 +226,24 @@ impl Writer {
     pub fn use_full_fence(&mut self) {
         self.fence = PublishFence::Full;
         protocol::announce_fence(&self.seg.header().publish_fence, self.fence.word());
+    }
+
+    /// After a publish up to message `seq` that woke sleeping readers:
+    /// count it, and turn to a full barrier per message once readers of
+    /// a [`PublishFence::ByReaders`] writer sleep often.
+    #[cold]
+    fn woke_readers(&mut self, seq: u64) {
+        if self.fence != PublishFence::ByReaders {
+            return;
+        }
+        let (since, wakes) = &mut self.wake_window;
+        if seq.saturating_sub(*since) >= crate::WAKE_WINDOW {
+            (*since, *wakes) = (seq, 0);
+        }
+        *wakes += 1;
+        if *wakes >= crate::WAKES_TO_FULL {
+            self.use_full_fence();
+        }
     }
 
     /// Store `next_seq = seq + 1` as this writer's fence says.
@@ -549,7 +571,9 @@ impl Writer {
         let s = self.seq;
         if self.published < s {
             self.publish_seq(s - 1);
-            notify_readers(&self.seg);
+            if notify_readers(&self.seg) {
+                self.woke_readers(s - 1);
+            }
             self.published = s;
         }
     }
@@ -605,7 +629,9 @@ impl Loan<'_> {
         let (sh, _) = seg.slot(s);
         protocol::end_write(&sh.stamp, &sh.len, s, self.len as u64);
         self.w.publish_seq(s);
-        notify_readers(seg);
+        if notify_readers(seg) {
+            self.w.woke_readers(s);
+        }
         self.w.seq = s + 1;
         self.w.published = s + 1;
         std::mem::forget(self);

@@ -8,7 +8,7 @@ mod common;
 use common::Chan;
 use ptmp_shm::{
     default_publish_fence, inspect, ChannelConfig, Policy, PublishFence, Reader, StartAt, Writer,
-    FULL_FENCE_ENV,
+    FULL_FENCE_ENV, WAKES_TO_FULL, WAKE_WINDOW,
 };
 use rustix::thread::{membarrier_query, MembarrierQuery};
 use std::process::{Command, Stdio};
@@ -83,6 +83,7 @@ fn child_role() {
                 assert_eq!(got.map(|g| g.seq), Some(want));
                 w.publish(&buf).unwrap();
             }
+            println!("after={:?}", w.publish_fence());
         }
         _ => unreachable!(),
     }
@@ -107,11 +108,15 @@ fn child(role: &str, envs: &[(&str, &str)]) -> Command {
 }
 
 fn reported(out: &[u8]) -> String {
+    reported_as(out, "fence=")
+}
+
+fn reported_as(out: &[u8], key: &str) -> String {
     let text = String::from_utf8_lossy(out);
     // The test harness prints its own words on the same line.
     text.split_whitespace()
-        .find_map(|w| w.strip_prefix("fence="))
-        .unwrap_or_else(|| panic!("no fence reported in {text:?}"))
+        .find_map(|w| w.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no {key} reported in {text:?}"))
         .to_string()
 }
 
@@ -151,7 +156,9 @@ fn the_environment_keeps_a_process_on_full_barriers() {
 
 /// A ping-pong with an echo in another process, both readers sleeping for
 /// every message: each of the `ROUND_TRIPS` messages comes back, in order,
-/// and none waits for a reader to look again by itself.
+/// and none waits for a reader to look again by itself. Writers that
+/// began without a barrier end with one: their readers slept for every
+/// message.
 fn ping_pong(full_here: bool, child_env: &[(&str, &str)], child_fence: &str) {
     let (a, b) = (Chan::new("ping"), Chan::new("pong"));
     let mut w = Writer::create(&a.0, cfg()).unwrap();
@@ -183,6 +190,8 @@ fn ping_pong(full_here: bool, child_env: &[(&str, &str)], child_fence: &str) {
     let out = echo.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(reported(&out.stdout), child_fence);
+    assert_eq!(reported_as(&out.stdout, "after="), "Full");
+    assert_eq!(w.publish_fence(), PublishFence::Full);
     // A reader whose wake-up is lost sleeps until it looks again by
     // itself, a second later.
     assert!(
@@ -200,4 +209,73 @@ fn sleeping_readers_are_woken_by_writers_without_a_barrier() {
 #[test]
 fn sleeping_readers_are_woken_by_writers_with_a_full_barrier() {
     ping_pong(true, &[(FULL_FENCE_ENV, "1")], "Full");
+}
+
+/// A writer whose reader sleeps for every message turns to a full barrier
+/// after `WAKES_TO_FULL` wake-ups (not before: a publish wakes at most
+/// once), and the header says so; every message still arrives.
+#[test]
+fn a_writer_whose_reader_sleeps_often_turns_to_a_full_barrier() {
+    if expected() != PublishFence::ByReaders {
+        return; // Nothing to turn from.
+    }
+    let c = Chan::new("turn");
+    let mut w = Writer::create(&c.0, cfg()).unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    r.set_spin(0);
+    let n = 3 * u64::from(WAKES_TO_FULL);
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        for i in 0..n {
+            let got = r.recv(&mut buf, Some(Duration::from_secs(30))).unwrap();
+            assert_eq!(got.map(|g| g.seq), Some(i));
+        }
+    });
+    let mut turned_at = None;
+    for i in 0..n {
+        // Long enough for the reader to be asleep when the message comes.
+        std::thread::sleep(Duration::from_millis(5));
+        w.publish(&i.to_le_bytes()).unwrap();
+        if turned_at.is_none() && w.publish_fence() == PublishFence::Full {
+            turned_at = Some(i + 1);
+        }
+    }
+    reader.join().unwrap();
+    let turned_at = turned_at.expect("the writer kept publishing without a barrier");
+    assert!(
+        turned_at >= u64::from(WAKES_TO_FULL),
+        "turned after {turned_at} messages"
+    );
+    assert_eq!(inspect(&c.0).unwrap().0.publish_fence, PublishFence::Full);
+}
+
+/// A writer streaming to a reader that never sleeps keeps publishing
+/// without a barrier.
+#[test]
+fn a_writer_whose_reader_keeps_up_awake_keeps_its_fence() {
+    let c = Chan::new("keep");
+    let mut w = Writer::create(
+        &c.0,
+        ChannelConfig {
+            slots: 1024,
+            policy: Policy::Block,
+            ..cfg()
+        },
+    )
+    .unwrap();
+    let mut r = Reader::attach(&c.0, StartAt::Next).unwrap();
+    r.set_spin(u32::MAX);
+    let n = 4 * WAKE_WINDOW;
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        for i in 0..n {
+            let got = r.recv(&mut buf, Some(Duration::from_secs(30))).unwrap();
+            assert_eq!(got.map(|g| g.seq), Some(i));
+        }
+    });
+    for i in 0..n {
+        w.publish(&i.to_le_bytes()).unwrap();
+    }
+    reader.join().unwrap();
+    assert_eq!(w.publish_fence(), expected());
 }

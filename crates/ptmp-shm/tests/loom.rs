@@ -189,7 +189,7 @@ impl Wakeup {
         } else {
             protocol::publish_light(&self.next_seq, seq);
         }
-        protocol::notify_readers(&self.notify, |_| {
+        let _ = protocol::notify_readers(&self.notify, |_| {
             wake();
             self.futex.wake()
         });
