@@ -48,9 +48,6 @@ pub struct Reader {
     spin: u32,
     /// Highest `next_seq` seen: it must never go back.
     seen_next: u64,
-    /// Waits left before this reader tries waiting ahead again (see
-    /// `reader/wait.rs`): 0 while it does.
-    ahead_pause: u32,
 }
 
 /// A reader's hold on a channel: the mapping and its registry entry. The
@@ -233,7 +230,6 @@ impl Reader {
             lost_total: 0,
             spin: DEFAULT_SPIN,
             seen_next: next,
-            ahead_pause: 0,
         })
     }
 

@@ -160,7 +160,6 @@ impl Reader {
             lost_total: 0,
             spin: DEFAULT_SPIN,
             seen_next: next,
-            ahead_pause: 0,
         })
     }
 
