@@ -17,10 +17,10 @@ pub(crate) const UNPROMISED_SLEEP: Duration = Duration::from_millis(1);
 
 /// Wake-ups of its readers, within [`WAKE_WINDOW`] messages, that turn a
 /// [`PublishFence::ByReaders`] writer to [`PublishFence::Full`]. Each
-/// wake-up follows a reader's `membarrier`, which on this project's
-/// machine cost the reader about 9 us and interrupted the writer's CPU
-/// for 5-10 us, against some 20 ns for a barrier per message
-/// (docs/benchmarks.md).
+/// wake-up follows a reader's `membarrier`, which in the VM that
+/// docs/benchmarks.md measures cost the reader about 9 us and
+/// interrupted the writer's CPU for 5-10 us, against some 20 ns for a
+/// barrier per message.
 pub const WAKES_TO_FULL: u32 = 8;
 
 /// The span, in messages, over which [`WAKES_TO_FULL`] wake-ups are
