@@ -21,20 +21,14 @@ impl Reader {
     /// deadline passes; false when the deadline has passed. Checks the
     /// header before sleeping, so a corrupt segment is reported, not slept
     /// or spun on.
-    pub(crate) fn wait(&mut self, deadline: Option<Instant>) -> Result<bool> {
-        // Nothing to read: a writer must not wait on a position this
-        // reader has passed but not yet shown.
-        self.flush_release();
-        self.wait_here(deadline)
-    }
-
-    /// Spin on the next message's slot, then sleep. The caller has shown
-    /// its position ([`Self::wait`]).
-    fn wait_here(&self, deadline: Option<Instant>) -> Result<bool> {
+    pub(crate) fn wait(&self, deadline: Option<Instant>) -> Result<bool> {
         let seg = self.seg();
         let h = seg.header();
         let pos = self.position();
         let spin = self.spin();
+        // Nothing to read: a writer must not wait on a position this
+        // reader has passed but not yet shown.
+        self.flush_release();
         // Poll the slot the next message goes to, not `next_seq`: the
         // slot's line travels to this reader once the message is in it,
         // while `next_seq`'s line would travel back and forth with every
