@@ -485,10 +485,11 @@ fn send_and_recv_over_shm_between_processes_and_shm_ls_rm() {
         "{c}"
     );
     // The sender ran on this kernel with this environment, so it published
-    // as a writer of this process would.
-    assert_eq!(
-        c["publish_fence"],
-        json!(ptmp_shm::default_publish_fence().label()),
+    // as a writer of this process would, unless its reader slept often
+    // enough (at 100,000 sets/s it may) to turn it to a full barrier.
+    let fence = c["publish_fence"].clone();
+    assert!(
+        fence == json!(ptmp_shm::default_publish_fence().label()) || fence == json!("full"),
         "{c}"
     );
     assert!(run(&["shm", "rm", &name]).status.success());
