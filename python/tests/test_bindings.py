@@ -279,10 +279,14 @@ def test_run_an_agent_config(tmp_path):
 def test_ctrl_c_interrupts_a_blocking_recv():
     p = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent("""
+            import signal
+            # Python turns SIGINT into KeyboardInterrupt only if it was not
+            # ignored when it started (under nohup or some CI runners it is).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             import ptmp
             rx = ptmp.Receiver({"socket": {"type": "PULL", "bind": ["tcp://127.0.0.1:*"]}})
-            print("waiting", flush=True)
             try:
+                print("waiting", flush=True)
                 rx.recv()
             except KeyboardInterrupt:
                 print("interrupted", flush=True)

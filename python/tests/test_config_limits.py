@@ -64,9 +64,13 @@ def test_ctrl_c_stops_an_endless_jsonnet(tmp_path):
     f.write_text(ENDLESS)
     p = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
+            import signal
+            # Python turns SIGINT into KeyboardInterrupt only if it was not
+            # ignored when it started (under nohup or some CI runners it is).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             import ptmp
-            print("evaluating", flush=True)
             try:
+                print("evaluating", flush=True)
                 ptmp.run({str(f)!r})
             except KeyboardInterrupt:
                 print("interrupted", flush=True)

@@ -53,6 +53,16 @@ def test_read_at_a_sequence_number_no_ring_reaches_is_none():
         ptmp.shm_remove(name)
 
 
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt in this test, as it does in an
+    interactive Python: a Python started with SIGINT ignored (under nohup
+    or some CI runners) keeps it ignored, and the signal would never come."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 def _interrupt_soon():
     main = threading.main_thread().ident
     t = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
@@ -60,7 +70,7 @@ def _interrupt_soon():
     return t
 
 
-def test_ctrl_c_interrupts_a_shm_push_sender_waiting_for_its_reader():
+def test_ctrl_c_interrupts_a_shm_push_sender_waiting_for_its_reader(sigint_raises):
     name = f"{TAG}-push"
     tx = ptmp.Sender({"socket": {"type": "PUSH", "bind": [f"shm://{name}"],
                                  "shm_slots": 4, "shm_block_timeout_ms": 30000}})
@@ -80,7 +90,7 @@ def test_ctrl_c_interrupts_a_shm_push_sender_waiting_for_its_reader():
         ptmp.shm_remove(name)
 
 
-def test_ctrl_c_interrupts_a_blocking_shm_writer():
+def test_ctrl_c_interrupts_a_blocking_shm_writer(sigint_raises):
     name = f"{TAG}-blk"
     w = ptmp.ShmWriter(name, slots=4, max_message=64, policy="block")
     try:
