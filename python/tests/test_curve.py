@@ -22,6 +22,9 @@ def keys(tmp_path):
     out = {}
     for name in ("server", "client", "stranger"):
         public, secret = zauth.create_certificates(str(tmp_path), name)
+        # pyzmq writes the secret with the umask's mode (0644 as a rule);
+        # ptmp reads a secret key only from a file private to its user.
+        os.chmod(secret, 0o600)
         out[name] = (public, secret)
     return out
 

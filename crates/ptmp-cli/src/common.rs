@@ -154,7 +154,8 @@ pub struct SockArgs {
     #[arg(long, value_name = "GROUP")]
     pub discovery: Option<String>,
     /// With --discovery: a file holding the group's shared secret (only
-    /// announcements signed with it are believed, ours are signed).
+    /// announcements signed with it are believed, ours are signed); it
+    /// must be your own and private (chmod 600 FILE).
     #[arg(long, value_name = "FILE", requires = "discovery")]
     pub secret_file: Option<std::path::PathBuf>,
     /// With --discovery: how long a name connected to is waited for before
@@ -168,7 +169,8 @@ pub struct SockArgs {
     )]
     pub name_timeout: std::time::Duration,
     /// CURVE: this socket's secret certificate (NAME.key_secret, made by
-    /// `ptmp keys new`). With --curve-allow the socket is the server, with
+    /// `ptmp keys new`); it must be your own and private (chmod 600 FILE).
+    /// With --curve-allow the socket is the server, with
     /// --curve-server-key a client.
     #[arg(long, value_name = "FILE")]
     pub curve_secret: Option<std::path::PathBuf>,

@@ -319,3 +319,89 @@ fn an_agent_refused_by_its_curve_server_stops_the_run() {
     );
     drop(tx);
 }
+
+/// `ptmp recv` whose allow list is a directory holding a FIFO named like
+/// a certificate: it ends at once with an error naming the FIFO, instead
+/// of waiting in its open for a writer (deaf to SIGINT and SIGTERM).
+#[test]
+fn recv_refuses_a_fifo_in_its_allow_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let f = keys(d.path());
+    let allowed = d.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    std::fs::copy(f("alice.key"), allowed.join("alice.key")).unwrap();
+    let fifo = allowed.join("zz.key");
+    let o = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mkfifo: {}", text(&o.stderr));
+    let ep = format!("tcp://127.0.0.1:{}", free_port());
+    let secret = f("server.key_secret");
+    let o = Proc::spawn(&[
+        "recv",
+        "-n",
+        "1",
+        "-p",
+        "PULL",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "--curve-secret",
+        &secret,
+        "--curve-allow",
+        allowed.to_str().unwrap(),
+    ])
+    .finish(Duration::from_secs(60));
+    let e = text(&o.stderr);
+    assert!(!o.status.success(), "{e}");
+    assert!(
+        e.contains("socket.curve.allow[0]")
+            && e.contains(&fifo.display().to_string())
+            && e.contains("a FIFO, not a regular file"),
+        "{e}"
+    );
+}
+
+/// A secret key file others may read is refused by send and recv,
+/// naming the file, its mode and the fix; `ptmp keys new` writes the
+/// secret 0600, so its files pass.
+#[test]
+fn a_secret_key_file_others_may_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let f = keys(d.path());
+    let secret = f("server.key_secret");
+    let mode = |p: &str| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&secret), 0o600);
+    assert_eq!(mode(&f("server.key")), 0o644);
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let ep = format!("tcp://127.0.0.1:{}", free_port());
+    let o = Proc::spawn(&[
+        "recv",
+        "-n",
+        "1",
+        "-p",
+        "PULL",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "--curve-secret",
+        &secret,
+        "--curve-allow",
+        &f("alice.key"),
+    ])
+    .finish(Duration::from_secs(60));
+    let e = text(&o.stderr);
+    assert!(!o.status.success(), "{e}");
+    assert!(
+        e.contains(&format!("{secret} holds a secret key, but its mode 0644"))
+            && e.contains(&format!("chmod 600 {secret}")),
+        "{e}"
+    );
+    let o = run(&["keys", "show", &secret]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("mode 0644"), "{}", text(&o.stderr));
+}

@@ -12,17 +12,22 @@
 //! * certificate files in the format czmq's `zcert` and pyzmq's
 //!   `zmq.auth.create_certificates` write (`NAME.key` with the public key,
 //!   `NAME.key_secret` with both, mode 0600), read by [`read_certificate`]
-//!   and made by [`write_certificates`];
+//!   and made by [`write_certificates`]; a secret one is read only if it is
+//!   private to the user reading it (mode 0600 or 0400, that user's own);
 //! * [`Curve`]: a socket's part in it, the `curve` object of PTMP's JSON
 //!   socket configuration;
 //! * the ZAP handler (`zap`), one per ZeroMQ context, which admits or
 //!   refuses each client by the allow-list of the server socket it
-//!   connects to, and counts both.
+//!   connects to, and counts both;
+//! * the refusal counter (`watch`), which counts the clients a server
+//!   turns away before the handler hears of them: plaintext, wrong server
+//!   key, bytes that are not ZeroMQ.
 //!
 //! libzmq is built here with libsodium (the workspace's `zmq-sys` patch);
 //! [`available`] says whether this build has CURVE.
 
 mod cert;
+pub(crate) mod watch;
 mod zap;
 
 pub use cert::{read_certificate, write_certificates, CertificateError};
@@ -217,7 +222,8 @@ fn resolve_key(given: &str) -> std::result::Result<PublicKey, String> {
 
 /// The public keys an allow-list names: each entry a Z85 key, a
 /// certificate file, or a directory whose `*.key` files are read (secret
-/// certificates and other files there are skipped). Errors name
+/// certificates and other files there are skipped; a `*.key` that is not
+/// a regular file, a FIFO say, is refused). Errors name
 /// `socket.curve.allow[i]`.
 pub(crate) fn allowed_keys(list: &[String]) -> Result<Vec<PublicKey>> {
     let mut keys = Vec::new();
@@ -242,9 +248,11 @@ pub(crate) fn allowed_keys(list: &[String]) -> Result<Vec<PublicKey>> {
                     "the directory holds no public certificate (NAME.key)".into()
                 ));
             }
+            // Each entry is opened without waiting and must be a regular
+            // file: a FIFO named NAME.key is refused, naming it.
             for f in files {
                 keys.push(
-                    read_certificate(&f)
+                    cert::read_listed_certificate(&f)
                         .map_err(|e| bad(e.to_string()))?
                         .public(),
                 );

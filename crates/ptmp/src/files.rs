@@ -13,13 +13,21 @@
 //!   links are followed and a pipe is read (`ptmp run <(make-config)`), but
 //!   a device or a directory is refused and the read is bounded, so
 //!   `/dev/zero` cannot fill memory.
+//! * [`read_regular`] reads a file found by listing a directory (a
+//!   certificate in a CURVE allow directory): links are followed, but it
+//!   opens without waiting and takes only a regular file, so a FIFO put
+//!   there is an error naming it, never a wait.
+//! * [`read_secret`] is [`read_given`] for a secret (a CURVE secret key, a
+//!   discovery group's key): the file must belong to the user reading it
+//!   and give its group and others no access ([`check_private`]), as
+//!   OpenSSH asks of a private key.
 //! * [`write_new`] and [`write_replace`] write without following a link:
 //!   the file (or the temporary file renamed over the target) is created
 //!   exclusively (`O_CREAT | O_EXCL | O_NOFOLLOW`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Error, ErrorKind, Read, Result, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The most read from a configuration file a user names.
@@ -109,10 +117,9 @@ pub fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     read_bounded(f, limit)
 }
 
-/// Read the file `path` a user named (a configuration, a secret): links
-/// are followed, a regular file or a pipe is read, anything else refused;
-/// at most `limit` bytes.
-pub fn read_given(path: &Path, limit: u64) -> Result<Vec<u8>> {
+/// Open the file `path` a user named: a regular file or a pipe, anything
+/// else refused. Returns the open file and what it is.
+fn open_given(path: &Path) -> Result<(File, std::fs::Metadata)> {
     // Look before opening: opening a device can itself wait (a tape, a
     // terminal) or have effects.
     let t = std::fs::metadata(path)?.file_type();
@@ -123,14 +130,116 @@ pub fn read_given(path: &Path, limit: u64) -> Result<Vec<u8>> {
         ));
     }
     let f = File::open(path)?;
-    let t = f.metadata()?.file_type();
+    let m = f.metadata()?;
+    let t = m.file_type();
     if !(t.is_file() || t.is_fifo()) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
             format!("{}, not a file to read", kind_of(t)),
         ));
     }
+    Ok((f, m))
+}
+
+/// Read the file `path` a user named (a configuration, a secret): links
+/// are followed, a regular file or a pipe is read, anything else refused;
+/// at most `limit` bytes.
+pub fn read_given(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    read_given_stat(path, limit).map(|(data, _)| data)
+}
+
+/// [`read_given`], with what the open file is (its owner and mode, for a
+/// file that turns out to hold a secret: [`check_private`]).
+pub fn read_given_stat(path: &Path, limit: u64) -> Result<(Vec<u8>, std::fs::Metadata)> {
+    let (f, m) = open_given(path)?;
+    Ok((read_bounded(f, limit)?, m))
+}
+
+/// Read the secret file `path` a user named, as [`read_given`] does, and
+/// only if it is private to the user reading it ([`check_private`]).
+pub fn read_secret(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let (f, m) = open_given(path)?;
+    check_private(path, &m)?;
     read_bounded(f, limit)
+}
+
+/// Whether the file `path`, open and described by `m`, may hold a secret:
+/// it must belong to the user this process runs as (root included: a
+/// file of another user's is refused) and give its group and others no
+/// access. The error says which rule is broken, the file's owner or mode,
+/// and the command that mends it.
+pub fn check_private(path: &Path, m: &std::fs::Metadata) -> Result<()> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let shown = path.display();
+    if m.uid() != me {
+        return Err(Error::new(
+            ErrorKind::PermissionDenied,
+            format!(
+                "it is owned by uid {}, not by uid {me} that reads it: a secret file must belong \
+                 to the user that uses it (chown {me} {shown}, or use a copy of your own, \
+                 then chmod 600 {shown})",
+                m.uid()
+            ),
+        ));
+    }
+    let mode = m.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        let who = match (mode & 0o070 != 0, mode & 0o007 != 0) {
+            (true, true) => "its group and others",
+            (true, false) => "its group",
+            _ => "others",
+        };
+        return Err(Error::new(
+            ErrorKind::PermissionDenied,
+            format!(
+                "its mode {mode:04o} gives {who} access: a secret file must be private to its \
+                 owner (chmod 600 {shown})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Open the regular file `path` without waiting: links are followed, but
+/// anything other than a regular file (a FIFO, a device, a directory, a
+/// socket) is an error naming what it is, and is not opened when it can be
+/// told before (a FIFO opened without a writer would wait for one).
+pub fn open_regular(path: &Path) -> Result<File> {
+    let not_regular = |t: std::fs::FileType| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("{}, not a regular file", kind_of(t)),
+        )
+    };
+    let t = std::fs::metadata(path)?.file_type();
+    if !t.is_file() {
+        return Err(not_regular(t));
+    }
+    // Swapped for a FIFO since the look above, it is opened without
+    // waiting and refused below.
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let t = f.metadata()?.file_type();
+    if !t.is_file() {
+        return Err(not_regular(t));
+    }
+    Ok(f)
+}
+
+/// Read the regular file `path` ([`open_regular`]: links followed, never
+/// waiting), at most `limit` bytes.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    read_regular_stat(path, limit).map(|(data, _)| data)
+}
+
+/// [`read_regular`], with what the open file is (as [`read_given_stat`]).
+pub fn read_regular_stat(path: &Path, limit: u64) -> Result<(Vec<u8>, std::fs::Metadata)> {
+    let f = open_regular(path)?;
+    let m = f.metadata()?;
+    Ok((read_bounded(f, limit)?, m))
 }
 
 /// [`read_given`] as text.
@@ -206,6 +315,64 @@ mod tests {
         assert!(e.to_string().contains("character device"), "{e}");
         let e = read_file(&d.path().join("none"), 100).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_secret_must_be_private_to_its_reader() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("secret");
+        std::fs::write(&f, b"s3cret").unwrap();
+        let shown = f.display().to_string();
+        for (mode, who) in [
+            (0o644, "its group and others"),
+            (0o640, "its group"),
+            (0o604, "others"),
+            (0o666, "its group and others"),
+            (0o620, "its group"),
+        ] {
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = read_secret(&f, 100).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{mode:o}: {e}");
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!("mode {mode:04o} gives {who} access")),
+                "{e}"
+            );
+            assert!(e.contains(&format!("chmod 600 {shown}")), "{e}");
+            // Read as anything else, the file is fine.
+            assert_eq!(read_given(&f, 100).unwrap(), b"s3cret");
+        }
+        for mode in [0o600, 0o400] {
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(read_secret(&f, 100).unwrap(), b"s3cret");
+        }
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // Root reading another user's secret is refused too.
+            std::os::unix::fs::chown(&f, Some(65534), None).unwrap();
+            let e = read_secret(&f, 100).unwrap_err().to_string();
+            assert!(e.contains("owned by uid 65534, not by uid 0"), "{e}");
+            assert!(e.contains(&format!("chown 0 {shown}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_listed_file_must_be_regular_and_is_opened_without_waiting() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("x.key");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = read_regular(&fifo, 100).unwrap_err().to_string();
+        assert!(e.contains("a FIFO, not a regular file"), "{e}");
+        let e = open_regular(d.path()).unwrap_err().to_string();
+        assert!(e.contains("a directory, not a regular file"), "{e}");
+        let f = d.path().join("f");
+        std::fs::write(&f, b"abc").unwrap();
+        let l = d.path().join("l");
+        symlink(&f, &l).unwrap();
+        assert_eq!(read_regular(&l, 100).unwrap(), b"abc");
     }
 
     #[test]

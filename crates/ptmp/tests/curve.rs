@@ -348,3 +348,129 @@ fn bad_curve_settings_are_refused_by_name() {
     let e = made(srv, vec![empty.display().to_string()]);
     assert!(e.contains("no public certificate"), "{e}");
 }
+
+/// The error of making a CURVE server socket with `secret` and `allow`.
+fn server_error(secret: &Path, allow: Allow) -> String {
+    let addr = format!("tcp://127.0.0.1:{}", port());
+    SocketConfig::builder(SocketType::Pull)
+        .bind(&addr)
+        .curve(Curve::Server {
+            secret_key_file: secret.into(),
+            allow,
+        })
+        .build()
+        .and_then(Receiver::new)
+        .err()
+        .expect("refused")
+        .to_string()
+}
+
+/// A secret key file that its group or others may read, or that belongs
+/// to another user, is refused whoever reads it (root too), naming the
+/// file, its mode or owner and the fix, as OpenSSH refuses such a private
+/// key; the files `ptmp keys` writes pass, and public certificates may be
+/// read by anyone.
+#[test]
+fn a_secret_key_file_others_may_read_or_of_another_user_is_refused() {
+    let k = Keys::new();
+    let srv = k.make("server");
+    let alice = k.make("alice");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&srv), 0o600);
+    assert_eq!(mode(Path::new(&k.public("server"))), 0o644);
+    let chmod =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    let shown = srv.display().to_string();
+    for (m, who) in [
+        (0o644, "its group and others"),
+        (0o640, "its group"),
+        (0o666, "its group and others"),
+        (0o604, "others"),
+    ] {
+        chmod(&srv, m);
+        let e = server_error(&srv, Allow::Any);
+        assert!(e.contains("socket.curve.secret_key_file"), "{e}");
+        assert!(
+            e.contains(&format!("{shown} holds a secret key, but its mode {m:04o}"))
+                && e.contains(&format!("gives {who} access"))
+                && e.contains(&format!("chmod 600 {shown}")),
+            "{e}"
+        );
+        // A client's secret is held to the same rule.
+        chmod(&alice, m);
+        let e = SocketConfig::builder(SocketType::Push)
+            .connect("tcp://127.0.0.1:1")
+            .curve(Curve::Client {
+                secret_key_file: alice.clone(),
+                server_key: k.public("server"),
+            })
+            .build()
+            .and_then(Sender::new)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("socket.curve.secret_key_file"), "{e}");
+        assert!(e.contains(&format!("mode {m:04o}")), "{e}");
+        let e = curve::read_certificate(&alice).unwrap_err();
+        assert!(matches!(e, CertificateError::NotPrivate { .. }), "{e:?}");
+        chmod(&alice, 0o600);
+    }
+    // Private to the owner (0600, or read-only 0400), it is used; the
+    // public certificates it is checked against are 0644.
+    chmod(&srv, 0o400);
+    let addr = format!("tcp://127.0.0.1:{}", port());
+    let mut rx = server(&addr, &srv, Allow::Listed(vec![k.public("alice")]));
+    let mut tx = client(&addr, &alice, &k.public("server"));
+    assert_eq!(got(&mut tx, &mut rx, 10, Duration::from_secs(20)), 10);
+    drop((tx, rx));
+    // Another user's secret, mode 0600: refused, root or not.
+    // SAFETY: no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if me == 0 {
+        std::os::unix::fs::chown(&srv, Some(65534), None).unwrap();
+        chmod(&srv, 0o600);
+        let e = server_error(&srv, Allow::Any);
+        assert!(
+            e.contains(&format!(
+                "{shown} holds a secret key, but it is owned by uid 65534"
+            )) && e.contains(&format!("chown 0 {shown}")),
+            "{e}"
+        );
+    }
+}
+
+/// A directory of public certificates given as the allow list: a FIFO
+/// named like a certificate there is refused, naming it, and never waited
+/// on (opening it would wait for a writer that never comes).
+#[test]
+fn a_fifo_in_an_allow_directory_is_refused_not_waited_on() {
+    let k = Keys::new();
+    let srv = k.make("server");
+    let clients = k.dir.join("clients");
+    std::fs::create_dir(&clients).unwrap();
+    curve::write_certificates(&clients, "reader").unwrap();
+    let fifo = clients.join("stuck.key");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let allow = Allow::Listed(vec![clients.display().to_string()]);
+    std::thread::spawn(move || tx.send(server_error(&srv, allow)));
+    let e = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("making the server waited on the FIFO");
+    assert!(
+        e.contains("socket.curve.allow[0]")
+            && e.contains(&fifo.display().to_string())
+            && e.contains("a FIFO, not a regular file"),
+        "{e}"
+    );
+    // A sub-directory named like a certificate is refused the same way.
+    std::fs::remove_file(&fifo).unwrap();
+    std::fs::create_dir(clients.join("sub.key")).unwrap();
+    let e = server_error(
+        &k.make("other"),
+        Allow::Listed(vec![clients.display().to_string()]),
+    );
+    assert!(e.contains("a directory, not a regular file"), "{e}");
+}

@@ -30,6 +30,15 @@ pub enum CertificateError {
         /// The line's name: `public-key` or `secret-key`.
         line: String,
     },
+    /// The file holds a secret key but others may read it, or it belongs
+    /// to another user: the error says which, and how to mend it.
+    #[error("{} holds a secret key, but {err}", path.display())]
+    NotPrivate {
+        /// The file.
+        path: PathBuf,
+        /// The owner or mode found, and the fix.
+        err: std::io::Error,
+    },
     /// The file has no `public-key` line.
     #[error("{} has no public-key line: not a ZeroMQ certificate file", path.display())]
     NoPublicKey {
@@ -77,12 +86,48 @@ const CERTIFICATE_LIMIT: u64 = 64 << 10;
 /// `secret-key = "Z85"`. Comments (`#`) and other sections are skipped.
 /// A secret certificate whose public key does not belong to its secret key
 /// cannot be told apart here; libzmq refuses its handshakes.
+///
+/// A file holding a secret key is refused unless it is private to the
+/// user reading it: owned by that user, with no access for its group or
+/// others (mode 0600 or 0400; [`crate::files::check_private`]), as OpenSSH
+/// asks of a private key. [`write_certificates`] writes it so.
 pub fn read_certificate(path: &Path) -> Result<Certificate, CertificateError> {
-    let bytes =
-        crate::files::read_given(path, CERTIFICATE_LIMIT).map_err(|e| CertificateError::Read {
+    checked(path, crate::files::read_given_stat(path, CERTIFICATE_LIMIT))
+}
+
+/// A certificate found by listing a directory: read only if it is a
+/// regular file, opened without waiting, so a FIFO there is refused
+/// naming it rather than waited on. A secret one is checked as
+/// [`read_certificate`] checks it.
+pub(crate) fn read_listed_certificate(path: &Path) -> Result<Certificate, CertificateError> {
+    checked(
+        path,
+        crate::files::read_regular_stat(path, CERTIFICATE_LIMIT),
+    )
+}
+
+/// The certificate in the file `path` read as `read`, a secret one only
+/// if the file is private to this process's user.
+fn checked(
+    path: &Path,
+    read: std::io::Result<(Vec<u8>, std::fs::Metadata)>,
+) -> Result<Certificate, CertificateError> {
+    let (bytes, meta) = read.map_err(|e| CertificateError::Read {
+        path: path.into(),
+        err: e,
+    })?;
+    let c = parse(path, bytes)?;
+    if let Certificate::Secret(_) = c {
+        crate::files::check_private(path, &meta).map_err(|e| CertificateError::NotPrivate {
             path: path.into(),
             err: e,
         })?;
+    }
+    Ok(c)
+}
+
+/// The keys in a certificate file's text.
+fn parse(path: &Path, bytes: Vec<u8>) -> Result<Certificate, CertificateError> {
     let text =
         String::from_utf8(bytes).map_err(|_| CertificateError::NotText { path: path.into() })?;
     let (mut public, mut secret) = (None, None);
