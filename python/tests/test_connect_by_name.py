@@ -109,6 +109,8 @@ def test_a_name_without_presence_or_with_bad_settings_is_refused():
 def test_sets_pass_by_name_between_processes_and_follow_a_new_sender(netns, tmp_path):
     key = tmp_path / "key"
     key.write_text("python-names\n")
+    # A secret file is read only if it is private to its user.
+    key.chmod(0o600)
     rx = py_in(netns, RECEIVER, str(key), "300")
     try:
         first = last_json(py_in(netns, SENDER, str(key), "100"), 60)

@@ -217,6 +217,8 @@ def test_ptmp_peers_lists_a_zeroconf_announcement(netns):
 def test_hostile_zeroconf_announcements_are_counted_and_ignored(netns, tmp_path):
     secret = b"s3cret"
     (tmp_path / "secret").write_bytes(secret + b"\n")
+    # A secret file is read only if it is private to its user.
+    (tmp_path / "secret").chmod(0o600)
     watch = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "12",
                           "--group", "exp1", "--secret-file", str(tmp_path / "secret")])
     watch_json = in_ns(netns, [ptmp_bin(), "peers", "--watch", "--for", "12", "--json",

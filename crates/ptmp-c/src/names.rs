@@ -23,7 +23,8 @@ pub(crate) fn presence_fail(e: PresenceError) -> Fail {
 }
 
 /// The secret in `path`, surrounding white space taken off; an empty one
-/// is refused, since it would sign nothing.
+/// is refused, since it would sign nothing, and so is a file others may
+/// read or of another user's, a device, or one over 64 KiB.
 fn read_secret(path: &str) -> Result<Vec<u8>, Fail> {
     if path.is_empty() {
         return Err(Fail(
@@ -31,8 +32,10 @@ fn read_secret(path: &str) -> Result<Vec<u8>, Fail> {
             "secret_file is empty: give a path, or NULL for no secret".into(),
         ));
     }
-    let s =
-        std::fs::read(path).map_err(|e| Fail(PTMP_ERR_IO, format!("secret_file {path}: {e}")))?;
+    // Bounded (`/dev/zero` is refused as a device, a huge file as too
+    // large) and private to this user, as every secret file is read.
+    let s = ptmp_core::files::read_secret(path.as_ref(), ptmp_core::files::SECRET_LIMIT)
+        .map_err(|e| Fail(PTMP_ERR_IO, format!("secret_file {path}: {e}")))?;
     let s = s.trim_ascii().to_vec();
     if s.is_empty() {
         return Err(Fail(
@@ -60,7 +63,10 @@ fn read_secret(path: &str) -> Result<Vec<u8>, Fail> {
 /// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`] (`group`), [`PTMP_ERR_ARG`] (a
 /// group that is empty, not UTF-8 or not a valid name; `timeout_ms` 0 or
 /// above a day; an empty secret), [`PTMP_ERR_IO`] (the secret file cannot
-/// be read), [`PTMP_ERR_STATE`] or [`PTMP_ERR_TRANSPORT`] (multicast DNS
+/// be read: missing, not a regular file or pipe, over 64 KiB, or not
+/// private to this user (it must be this user's own, mode 0600 or 0400;
+/// the message names the file, its owner or mode, and the fix)),
+/// [`PTMP_ERR_STATE`] or [`PTMP_ERR_TRANSPORT`] (multicast DNS
 /// could not start).
 ///
 /// Thread-safety: may be called from any thread, and from several at

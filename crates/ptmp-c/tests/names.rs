@@ -146,6 +146,8 @@ fn c_programs_find_each_other_and_ptmp_send_by_name() {
     let exe = compile("names", dir.path());
     let key = dir.path().join("key");
     std::fs::write(&key, "c-names-secret\n").unwrap();
+    // A secret file is read only if it is private to its user.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let key = key.to_str().unwrap();
 
     // A C sender binding by name, a C receiver connecting by name, on two

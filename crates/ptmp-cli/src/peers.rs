@@ -19,7 +19,8 @@ pub struct PeersArgs {
     #[arg(long, default_value = DEFAULT_GROUP)]
     group: String,
     /// A file whose contents are the group's shared secret: only
-    /// announcements signed with it are listed, and ours are signed.
+    /// announcements signed with it are listed, and ours are signed. It
+    /// must be your own and private (chmod 600 FILE).
     #[arg(long, value_name = "FILE")]
     secret_file: Option<PathBuf>,
     /// Listen this many seconds before listing who is present (and, with
@@ -56,7 +57,7 @@ fn config(a: &PeersArgs) -> CliResult<Config> {
     let secret = match &a.secret_file {
         None => None,
         Some(p) => {
-            let s = ptmp::files::read_given(p, ptmp::files::SECRET_LIMIT)
+            let s = ptmp::files::read_secret(p, ptmp::files::SECRET_LIMIT)
                 .map_err(|e| CliError::usage(format!("--secret-file {}: {e}", p.display())))?;
             let s = s.trim_ascii().to_vec();
             if s.is_empty() {

@@ -91,6 +91,8 @@ fn a_client_takes_the_server_key_from_a_signed_announcement() {
     let f = keys(d.path());
     let secret = d.path().join("group-secret");
     std::fs::write(&secret, "curve-by-name\n").unwrap();
+    // A secret file is read only if it is private to its user.
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let secret = secret.to_str().unwrap();
     let (server, client) = (f("server.key_secret"), f("client.key"));
     let client_secret = f("client.key_secret");

@@ -81,6 +81,8 @@ fn recv_finds_a_sender_by_name_and_follows_it_to_another_host() {
     let d = tempfile::tempdir().unwrap();
     let key = d.path().join("key");
     std::fs::write(&key, "sendrecv-secret\n").unwrap();
+    // A secret file is read only if it is private to its user.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let key = key.to_str().unwrap();
     // A name nobody announces fails after --name-timeout, naming it.
     let o = ptmp_in(

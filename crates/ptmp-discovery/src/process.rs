@@ -173,7 +173,7 @@ pub fn settings(config: &Value, origin: &str) -> Result<Option<Settings>, Presen
             }
             "secret_file" => {
                 let f = v.as_str().ok_or_else(|| bad(k, v, "must be a file name"))?;
-                let s = ptmp::files::read_given(f.as_ref(), ptmp::files::SECRET_LIMIT)
+                let s = ptmp::files::read_secret(f.as_ref(), ptmp::files::SECRET_LIMIT)
                     .map_err(|e| bad(k, v, &e.to_string()))?;
                 let s = s.trim_ascii().to_vec();
                 if s.is_empty() {

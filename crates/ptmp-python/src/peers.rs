@@ -266,7 +266,7 @@ pub fn use_discovery(
         }
         (s @ Some(_), None) => s,
         (None, Some(f)) => {
-            let s = ptmp::files::read_given(&f, ptmp::files::SECRET_LIMIT)
+            let s = ptmp::files::read_secret(&f, ptmp::files::SECRET_LIMIT)
                 .map_err(|e| PyValueError::new_err(format!("secret_file {}: {e}", f.display())))?;
             let s = s.trim_ascii().to_vec();
             if s.is_empty() {

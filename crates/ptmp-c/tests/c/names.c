@@ -16,6 +16,8 @@
  *
  * KEY is a secret file, or "-" for none. Each mode prints what it checked
  * and "0 failures" when all held. */
+#define _POSIX_C_SOURCE 200809L
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,9 +77,32 @@ static int errors(const char* dir) {
         fputs(" \n", f);
         fclose(f);
     }
+    /* A secret file must be private to its user: as made with the
+     * default umask (0644) it is refused, naming the mode and the fix. */
+    EXPECT(chmod(path, 0644) == 0);
+    rc = ptmp_use_discovery("cnames", path, 1000);
+    printf("secret file others may read: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_IO && has("blank-key") && has("mode 0644") && has("chmod 600"));
+    EXPECT(chmod(path, 0600) == 0);
     rc = ptmp_use_discovery("cnames", path, 1000);
     printf("blank secret file: %d %s\n", rc, ptmp_last_error());
     EXPECT(rc == PTMP_ERR_ARG && has("blank-key") && has("empty"));
+    /* Read with a bound: a device is refused unread, a file over 64 KiB
+     * refused after 64 KiB. */
+    rc = ptmp_use_discovery("cnames", "/dev/zero", 1000);
+    printf("secret file /dev/zero: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_IO && has("/dev/zero") && has("character device"));
+    snprintf(path, sizeof path, "%s/huge-key", dir);
+    f = fopen(path, "w");
+    EXPECT(f != NULL);
+    if (f) {
+        for (int i = 0; i < 70 * 1024; i++) fputc('k', f);
+        fclose(f);
+    }
+    EXPECT(chmod(path, 0600) == 0);
+    rc = ptmp_use_discovery("cnames", path, 1000);
+    printf("secret file of 70 KiB: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_IO && has("huge-key") && has("larger than 64 KiB"));
     rc = ptmp_use_discovery("cnames", "", 1000);
     printf("empty secret path: %d %s\n", rc, ptmp_last_error());
     EXPECT(rc == PTMP_ERR_ARG && has("secret_file"));
