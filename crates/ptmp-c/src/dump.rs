@@ -36,7 +36,10 @@ fn io(path: &str, what: &str, e: impl std::fmt::Display) -> Fail {
 /// `*out` (NULL on failure).
 ///
 /// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8) or
-/// [`PTMP_ERR_IO`] (the message names the path).
+/// [`PTMP_ERR_IO`] (the message names the path and why: missing,
+/// unreadable, or not a regular file, "a FIFO" or "a directory" say; a
+/// link is followed). The call never waits: a FIFO is refused, not
+/// opened.
 ///
 /// Thread-safety: any thread; the handle is then used by one thread at a
 /// time.
@@ -56,7 +59,10 @@ pub unsafe extern "C" fn ptmp_dump_reader_new(
         unsafe { *out = std::ptr::null_mut() };
         // SAFETY: the caller promises NULL or a NUL-terminated string.
         let path = unsafe { c_str(path, "path") }?;
-        let f = File::open(path).map_err(|e| io(path, "cannot open", e))?;
+        // A regular file only, opened without waiting: a FIFO (which
+        // would wait for a writer) or a directory is refused, named.
+        let f = ptmp_core::files::open_regular(path.as_ref())
+            .map_err(|e| io(path, "cannot open a dump file", e))?;
         let h = Box::new(ptmp_dump_reader {
             path: path.to_string(),
             inner: DumpReader::new(BufReader::new(f)),

@@ -5,6 +5,7 @@
  * directory; messages forwarded from channel to channel. Prints "0 failures" and
  * exits 0 only if every check held. */
 #define _POSIX_C_SOURCE 200809L
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,6 +133,24 @@ static void dump_files(const char* dir) {
     EXPECT(ptmp_dump_reader_new("/nonexistent/x.dump", &dr) == PTMP_ERR_IO);
     EXPECT(strstr(ptmp_last_error(), "/nonexistent/x.dump") != NULL);
     EXPECT(dr == NULL);
+    /* A directory is no dump file: refused, named, never a reader. */
+    rc = ptmp_dump_reader_new(dir, &dr);
+    printf("a directory as dump: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_IO && dr == NULL);
+    EXPECT(strstr(ptmp_last_error(), "a directory, not a regular file") != NULL);
+    ptmp_dump_reader_free(dr);
+    /* Nor is a FIFO, which an open would wait on for a writer: refused at
+     * once (the alarm ends a program that waits). */
+    snprintf(path, sizeof path, "%s/pipe.dump", dir);
+    EXPECT(mkfifo(path, 0600) == 0);
+    alarm(60);
+    rc = ptmp_dump_reader_new(path, &dr);
+    alarm(0);
+    printf("a FIFO as dump: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_IO && dr == NULL);
+    EXPECT(strstr(ptmp_last_error(), "pipe.dump") != NULL);
+    EXPECT(strstr(ptmp_last_error(), "a FIFO, not a regular file") != NULL);
+    ptmp_dump_reader_free(dr);
     EXPECT(ptmp_dump_writer_write(NULL, &got) == PTMP_ERR_NULL);
 }
 
