@@ -13,6 +13,12 @@ use ptmp::fields::{FieldError, Object, Options, Problem};
 use ptmp::SocketConfig;
 use serde_json::Value;
 
+/// Keys that PTMP's own configurations write but no PTMP program reads
+/// (`tick_per_off`, from the `stats()` helper of PTMP's `ptmp.jsonnet`): the
+/// agents accept them, saying they ignore them, so a PTMP configuration
+/// runs unmodified; every other unknown key near a known one is refused.
+pub const PTMP_SPELLINGS: &[&str] = &["tick_per_off"];
+
 /// An agent's configuration object with its name for error messages.
 ///
 /// A thin layer over [`ptmp::fields::Object`], the reader the socket config
@@ -66,6 +72,16 @@ impl<'a> Cfg<'a> {
         self.obj.get(key)
     }
 
+    /// The value of `key` as written, null included (marks it read).
+    pub fn raw(&self, key: &str) -> Option<&'a Value> {
+        self.obj.raw(key)
+    }
+
+    /// A value as errors show it.
+    pub fn show(&self, v: &Value) -> String {
+        self.obj.show(v)
+    }
+
     /// Keys present but never asked for.
     pub fn unread(&self) -> Vec<String> {
         self.obj.unread()
@@ -77,8 +93,15 @@ impl<'a> Cfg<'a> {
     /// configurations carry keys their agents do not read.
     pub fn refuse_typos(&self) -> Result<()> {
         let asked = self.obj.asked();
+        // PTMP's own misspellings are read only to be ignored: never
+        // suggested in place of another key.
+        let known = asked
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !PTMP_SPELLINGS.contains(k));
+        let known: Vec<&str> = known.collect();
         for key in self.obj.unread() {
-            if let Some(near) = ptmp::fields::nearest(&key, asked.iter().map(String::as_str)) {
+            if let Some(near) = ptmp::fields::nearest(&key, known.iter().copied()) {
                 let value = self.obj.show(&self.obj.map()[&key]);
                 return Err(self.err(&key, value, format!("unknown key; did you mean {near:?}?")));
             }

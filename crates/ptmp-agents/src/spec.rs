@@ -242,6 +242,7 @@ impl Proxy {
         let warnings = match &spec {
             Spec::StatsGraphite(g) => g.warnings(),
             Spec::Monitor(m) => m.warnings.clone(),
+            Spec::Stats(s) => s.warnings.clone(),
             _ => vec![],
         };
         // A composer is a list, not an agent: its own data has no metrics.

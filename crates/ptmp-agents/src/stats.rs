@@ -7,7 +7,9 @@
 //! link messages); `chan_integration_time` ms (default 10000, 0 = none);
 //! `tick_per_us` data-clock ticks per microsecond (default 50; must be
 //! positive: the C++ default of 0 divided by zero); `tick_off_us` microseconds
-//! subtracted from the converted data time.
+//! subtracted from the converted data time. `tick_per_off`, which the
+//! `stats()` helper of PTMP's `ptmp.jsonnet` writes and C++ PTMP never
+//! reads, is accepted and ignored, with a warning saying so.
 //!
 //! Messages have two frames, as TPStats sends them for its Graphite
 //! forwarder: the ASCII text `1246973774` (CZMQ's picture "i" of the type
@@ -78,6 +80,8 @@ pub struct Config {
     pub tick_per_us: f64,
     /// Microseconds subtracted from the converted data time.
     pub tick_off_us: i64,
+    /// Keys given in PTMP's spelling and ignored, said at start.
+    pub warnings: Vec<String>,
 }
 
 impl Config {
@@ -115,8 +119,25 @@ impl Config {
                 .max(0) as u64,
             tick_per_us,
             tick_off_us: c.int_or("tick_off_us", 0, i64::MIN, i64::MAX)?,
+            warnings: ptmp_spellings(c),
         })
     }
+}
+
+/// Read, to ignore them, the keys of PTMP's own configurations that C++
+/// PTMP's TPStats never reads ([`crate::cfg::PTMP_SPELLINGS`]), each with
+/// a warning naming it.
+fn ptmp_spellings(c: &Cfg) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(v) = c.raw("tick_per_off") {
+        out.push(format!(
+            "tick_per_off = {}: ignored, as C++ PTMP ignores it; this is PTMP's own spelling \
+             (the stats() helper of its ptmp.jsonnet writes it), read by no PTMP program; \
+             the clock is set by tick_per_us and tick_off_us",
+            c.show(v)
+        ));
+    }
+    out
 }
 
 /// Running mean, rms, min and max.
@@ -606,6 +627,44 @@ mod tests {
             }
         }
         assert_eq!(cases, 4 * 3 * 3 * 4 * 4 * 3);
+    }
+
+    /// `tick_per_off: 0`, as the `stats()` helper of PTMP's `ptmp.jsonnet`
+    /// writes it, is accepted and ignored with a warning naming it; other
+    /// near misses of known keys are still refused.
+    #[test]
+    fn ptmp_spelling_tick_per_off_is_ignored_with_a_warning() {
+        let plugins = crate::plugin::Plugins::default();
+        let mut v = serde_json::json!({
+            "input": {"socket": {"type": "PULL", "connect": ["inproc://a"]}},
+            "output": {"socket": {"type": "PUB", "bind": ["inproc://b"]}},
+            "tick_per_us": 50,
+            "tick_per_off": 0
+        });
+        let p = crate::Proxy::parse_data("st", crate::Kind::Stats, &v, &plugins).unwrap();
+        assert!(p.unread.is_empty(), "{:?}", p.unread);
+        assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+        assert!(
+            p.warnings[0].starts_with("tick_per_off = 0: ignored, as C++ PTMP ignores it"),
+            "{:?}",
+            p.warnings
+        );
+        let crate::Spec::Stats(c) = &p.spec else {
+            panic!("not stats")
+        };
+        assert_eq!((c.tick_per_us, c.tick_off_us), (50.0, 0));
+        for typo in ["tick_per_usx", "tick_of_us", "tick_per_of"] {
+            v.as_object_mut().unwrap().insert(typo.into(), 1.into());
+            let e = crate::Proxy::parse_data("st", crate::Kind::Stats, &v, &plugins)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("agent st: {typo} = 1: unknown key; did you mean")),
+                "{e}"
+            );
+            assert!(!e.contains("tick_per_off"), "never suggested: {e}");
+            v.as_object_mut().unwrap().remove(typo);
+        }
     }
 
     #[test]
