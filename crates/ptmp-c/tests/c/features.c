@@ -142,6 +142,7 @@ static void dump_files(const char* dir) {
     /* Nor is a FIFO, which an open would wait on for a writer: refused at
      * once (the alarm ends a program that waits). */
     snprintf(path, sizeof path, "%s/pipe.dump", dir);
+    unlink(path); /* left by an earlier run in this directory */
     EXPECT(mkfifo(path, 0600) == 0);
     alarm(60);
     rc = ptmp_dump_reader_new(path, &dr);
