@@ -55,7 +55,7 @@ fn state_metrics_and_page_served() {
     // Events: the stream starts with a retry hint, then state events.
     let mut s = TcpStream::connect(r.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
     let mut seen = String::new();
     let mut buf = [0u8; 65536];
     let t0 = Instant::now();
@@ -418,7 +418,7 @@ fn bad_and_slow_clients_do_not_stop_the_server_or_the_data() {
     // A request head of 64 KiB: refused (431) and closed.
     let mut s = TcpStream::connect(r.addr).unwrap();
     let big = format!(
-        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n",
         "a".repeat(65536)
     );
     let _ = s.write_all(big.as_bytes());
@@ -431,7 +431,7 @@ fn bad_and_slow_clients_do_not_stop_the_server_or_the_data() {
     // Slowloris: a head dribbled a byte at a time is cut off (the head
     // timeout is 5 s; the bound here is generous).
     let mut s = TcpStream::connect(r.addr).unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
         .unwrap();
     let t0 = Instant::now();
     let mut closed = false;
@@ -466,7 +466,7 @@ fn bad_and_slow_clients_do_not_stop_the_server_or_the_data() {
                 .ok()
                 .map(|mut s| {
                     let _ = s.write_all(
-                        b"GET /api/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                        b"GET /api/state HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
                     );
                     read_until_closed(&mut s, Duration::from_secs(5))
                         .0
@@ -480,7 +480,7 @@ fn bad_and_slow_clients_do_not_stop_the_server_or_the_data() {
     // goes on answering, and TPSets go on reaching the sink.
     let mut stuck = TcpStream::connect(r.addr).unwrap();
     stuck
-        .write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(b"GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let before = sink_in(r.addr);
     let mut last = before;
@@ -523,7 +523,7 @@ fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
             let Some(mut s) = connect_from("127.0.0.2", r.addr, false) else {
                 return false;
             };
-            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
             last = read_until_closed(&mut s, Duration::from_secs(10)).0;
             // (A server without places kept for short requests is full.)
             last.starts_with("HTTP/1.1 503")
@@ -540,7 +540,7 @@ fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
             let mut s = connect_from("127.0.0.2", r.addr, false).expect("connect");
             write!(
                 s,
-                "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
             )
             .unwrap();
             let (t, _) = read_until_closed(&mut s, Duration::from_secs(10));
@@ -563,7 +563,7 @@ fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
 /// Messages at the sink, asked from 127.0.0.2.
 fn sink_in_from(addr: SocketAddr) -> u64 {
     let mut s = connect_from("127.0.0.2", addr, false).expect("connect");
-    s.write_all(b"GET /api/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.write_all(b"GET /api/state HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .unwrap();
     let (t, _) = read_until_closed(&mut s, Duration::from_secs(10));
     let body = t.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");

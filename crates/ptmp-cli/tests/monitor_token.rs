@@ -3,6 +3,10 @@
 //! run directory, mode 0600) for the state, events and metrics, while
 //! loopback clients and the page itself need none; a real Prometheus
 //! scrapes with the token from the file and gets nothing without it.
+//! The log (the journal, under systemd) says where the token is kept,
+//! never the token itself; `ptmp run` keeps its own in a file of the
+//! user's directory while it runs. A request naming another host than the
+//! monitor's (a page rebinding its name to 127.0.0.1) is answered 421.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -125,8 +129,8 @@ fn remote_clients_need_the_token() {
         0o600
     );
     assert!(
-        r.token_line.contains(&token),
-        "printed once at the start: {}",
+        r.token_line.contains(&file.display().to_string()) && !r.token_line.contains(&token),
+        "the log says where the token is, not what it is: {}",
         r.token_line
     );
     let remote = SocketAddr::new(ip, r.port);
@@ -230,4 +234,111 @@ fn prometheus(target: SocketAddr, token_file: &Path) {
         "scraped with the token: {seen:?}"
     );
     assert_eq!(seen.1, Some(0.0), "the job without the token is down");
+}
+
+/// `ptmp run --http 0.0.0.0:0 --http-allow-remote`: the token is kept in
+/// `run-PID.monitor-token` of the user's directory (mode 0600) while it
+/// runs, the log names the file and never holds the token, and the file
+/// is gone once it stopped. A request from loopback naming another host
+/// gets 421 from the real process; one naming 127.0.0.1 gets the state.
+#[test]
+fn ptmp_run_keeps_its_token_in_a_file_and_out_of_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir(&xdg).unwrap();
+    std::fs::set_permissions(&xdg, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let cfg = json!({"name": "runtok", "proxies": [
+        {"name": "src", "type": "source", "data": {"rate": 100, "detid": 3,
+            "output": {"socket": {"type": "PUSH", "bind": [format!("inproc://runtok-{}", std::process::id())]}}}},
+        {"name": "sink", "type": "sink", "data": {
+            "input": {"socket": {"type": "PULL", "connect": [format!("inproc://runtok-{}", std::process::id())]}}}}
+    ]});
+    let f = dir.path().join("run.json");
+    std::fs::write(&f, cfg.to_string()).unwrap();
+    let mut child = Command::new(PTMP)
+        .arg("run")
+        .arg(&f)
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .args(["--ttl", "60", "--http", "0.0.0.0:0", "--http-allow-remote"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = Run {
+        port: 0,
+        token_line: String::new(),
+        child,
+    };
+    let err = run.child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = Vec::new();
+    let t0 = Instant::now();
+    while run.port == 0 && t0.elapsed() < Duration::from_secs(30) {
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        if line.contains("monitor's token") {
+            run.token_line = line.clone();
+        }
+        if let Some(a) = line.split("monitor at http://").nth(1) {
+            let a: SocketAddr = a.trim_end_matches('/').parse().unwrap();
+            run.port = a.port();
+        }
+        said.push(line);
+    }
+    assert!(run.port != 0, "no monitor address printed: {said:?}");
+    let file = xdg
+        .join("ptmp")
+        .join(format!("run-{}.monitor-token", run.child.id()));
+    assert!(
+        run.token_line.contains(&file.display().to_string()),
+        "the log names the token's file: {said:?}"
+    );
+    let token = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{token:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let local = SocketAddr::from(([127, 0, 0, 1], run.port));
+    let (code, body) = get(local, "/api/state", "");
+    assert_eq!(code, 200, "{body}");
+    let mut s = TcpStream::connect(local).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /api/state HTTP/1.1\r\nHost: evil.example:{}\r\nConnection: close\r\n\r\n",
+        run.port
+    )
+    .unwrap();
+    let mut b = String::new();
+    let _ = s.read_to_string(&mut b);
+    assert!(b.starts_with("HTTP/1.1 421"), "{b}");
+    assert!(b.contains("evil.example"), "{b}");
+    // SAFETY: kill(2) on our own child's pid, which is not yet reaped.
+    unsafe {
+        libc::kill(run.child.id() as i32, libc::SIGINT);
+    }
+    let t0 = Instant::now();
+    while run.child.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "ptmp run did not stop on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    said.extend(rx.try_iter());
+    assert!(
+        said.iter().all(|l| !l.contains(token.trim())),
+        "the token is in the log: {said:?}"
+    );
+    assert!(!file.exists(), "{} left behind", file.display());
 }

@@ -18,6 +18,8 @@
 //! ├── hold/PROCESS             present while a part is to hold its outputs
 //! ├── reader-token             the secret of the graph's durable shm readers
 //! ├── monitor-token            the monitor's token for clients on other hosts
+//! │                            (`--http-allow-remote`; the log says where
+//! │                            it is, never what it is)
 //! ├── curve/                   the graph's key pair, when made for the run
 //! └── *.ipc                    the ipc sockets of edges between processes
 //! ```
@@ -61,6 +63,9 @@
 //!   otherwise read the old run's messages still in a ring.
 //! * At the end the supervisor removes the rings, the ipc socket files and
 //!   then the lock files.
+//! * `ptmp run --http ... --http-allow-remote` has no run directory: its
+//!   monitor's token is kept in `USERDIR/run-PID.monitor-token`
+//!   ([`run_monitor_token_path`], mode 0600) while it runs.
 
 pub mod docs;
 
@@ -135,6 +140,39 @@ pub fn monitor_token(dir: &Path) -> Result<String> {
 
 fn monitor_token_text(dir: &Path) -> std::result::Result<String, String> {
     secret_file(&monitor_token_path(dir), "a monitor token")
+}
+
+/// Where `ptmp run` (process `pid`), which has no run directory, keeps its
+/// monitor's token while it runs: `run-PID.monitor-token` in this user's
+/// directory ([`user_dir`]).
+pub fn run_monitor_token_path(pid: u32) -> PathBuf {
+    user_dir().join(format!("run-{pid}.monitor-token"))
+}
+
+/// Write the secret `t` to `path` (mode 0600, created exclusively, never
+/// through a link; one left by an earlier process of the same pid is
+/// replaced), making its directory private first (see [`make_private`]).
+pub fn write_secret(path: &Path, t: &str) -> Result<()> {
+    if let Some(up) = path.parent() {
+        make_private(up)?;
+    }
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc_nofollow())
+            .open(path)
+    };
+    let f = match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // Removing a link removes the link, not what it points to.
+            std::fs::remove_file(path).and_then(|()| create())
+        }
+        r => r,
+    };
+    f.and_then(|mut f| f.write_all(t.as_bytes()))
+        .map_err(|e| Error::RunDir(format!("{}: {e}", path.display())))
 }
 
 /// A random secret of 32 hexadecimal digits kept at `path`: made when

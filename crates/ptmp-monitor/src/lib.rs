@@ -26,8 +26,13 @@
 //! makes no progress for the idle timeout. `/metrics` counts what was
 //! refused and closed, and why. Serving other hosts is asked for
 //! explicitly, and with a token ([`Options::token`]) they must present
-//! it for the data; loopback clients need none.
+//! it for the data; loopback clients need none. Every request must name
+//! this server in its `Host` header (a loopback name or address, the
+//! address reached, this host's name when serving other hosts,
+//! [`Options::host_names`]), else it is answered 421: a page of another
+//! site that rebinds its name to 127.0.0.1 gets nothing.
 
+mod host;
 mod limits;
 mod prom;
 mod server;
@@ -51,6 +56,11 @@ pub struct Options {
     /// TOKEN`, or `?token=TOKEN` (a browser's event stream cannot send
     /// headers). Loopback clients and the page itself (no data) need none.
     pub token: Option<String>,
+    /// Names a request's `Host` header may give besides loopback names
+    /// and addresses, the address reached and (when not bound to
+    /// loopback) this host's name: a DNS alias, a name behind a proxy.
+    /// Any other host is answered 421 (see the `host` module's notes).
+    pub host_names: Vec<String>,
     /// Connections served at once, event streams included.
     pub max_connections: usize,
     /// Places beyond `max_connections` kept for one short request each
@@ -88,6 +98,7 @@ impl Options {
             addr,
             allow_remote: false,
             token: None,
+            host_names: Vec::new(),
             max_connections: 64,
             reserved_connections: 8,
             max_per_peer: 16,

@@ -40,6 +40,9 @@ pub(crate) struct Counters {
     pub refused_stream: AtomicU64,
     /// A remote request for data without the monitor's token (401).
     pub refused_token: AtomicU64,
+    /// A request naming another host than this server (421), or none
+    /// in HTTP/1.1 (400).
+    pub refused_host: AtomicU64,
     /// Closed because the client did not take what was written to it
     /// within the write timeout.
     pub closed_stalled: AtomicU64,
@@ -68,6 +71,9 @@ impl Counters {
              # HELP ptmp_monitor_unauthorized_total Requests for data from another host without the monitor's token, answered 401.\n\
              # TYPE ptmp_monitor_unauthorized_total counter\n\
              ptmp_monitor_unauthorized_total {}\n\
+             # HELP ptmp_monitor_misdirected_total Requests whose Host header named another server than this one (a page of another site rebinding its name to this address), answered 421, or that had no Host header in HTTP/1.1, answered 400.\n\
+             # TYPE ptmp_monitor_misdirected_total counter\n\
+             ptmp_monitor_misdirected_total {}\n\
              # HELP ptmp_monitor_closed_total Connections the monitor closed: a client that did not read what was sent to it (stalled), no complete first request head in time (head), nothing happening, or no next request on a kept-alive connection (idle).\n\
              # TYPE ptmp_monitor_closed_total counter\n\
              ptmp_monitor_closed_total{{reason=\"stalled\"}} {}\n\
@@ -79,6 +85,7 @@ impl Counters {
             g(&self.refused_peer),
             g(&self.refused_stream),
             g(&self.refused_token),
+            g(&self.refused_host),
             g(&self.closed_stalled),
             g(&self.closed_head),
             g(&self.closed_idle),

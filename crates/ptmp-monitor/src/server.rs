@@ -2,6 +2,7 @@
 //! snapshot, another runs a single-threaded tokio runtime with hyper
 //! serving requests from the latest snapshot.
 
+use crate::host::{Names, Refused};
 use crate::limits::{self, Admit, Counters, Gate, Place, Watched, WriteWatch};
 use crate::state::{Following, Gather, History, NextGraph};
 use crate::{prom, Error, Options};
@@ -16,7 +17,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use ptmp_graph::plan::Plan;
 use ptmp_graph::Graph;
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -192,6 +193,10 @@ struct Ctx {
     token: Option<Arc<str>>,
     /// The client is on another host (not loopback).
     remote: bool,
+    /// The names a request's `Host` may give.
+    names: Arc<Names>,
+    /// The address the connection came in on.
+    local: IpAddr,
 }
 
 async fn accept_loop(
@@ -207,6 +212,7 @@ async fn accept_loop(
     );
     let counters = Arc::new(Counters::default());
     let token: Option<Arc<str>> = opts.token.as_deref().map(Arc::from);
+    let names = Arc::new(Names::new(opts.addr.ip(), &opts.host_names));
     let lingering = limits::lingering();
     let t0 = Instant::now();
     loop {
@@ -256,6 +262,8 @@ async fn accept_loop(
             max_connections: opts.max_connections,
             token: token.clone(),
             remote: !peer.ip().to_canonical().is_loopback(),
+            names: names.clone(),
+            local: stream.local_addr().map_or(opts.addr.ip(), |a| a.ip()),
         };
         tokio::spawn(serve(stream, place, ctx, opts.clone(), t0));
     }
@@ -357,6 +365,10 @@ fn respond(req: &Request<Incoming>, ctx: &Ctx) -> Response<Body> {
             .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
+    if let Err(r) = ctx.names.check(req, ctx.local) {
+        ctx.counters.refused_host.fetch_add(1, Ordering::Relaxed);
+        return misdirected(r);
+    }
     let path = req.uri().path();
     let data = matches!(path, "/api/state" | "/metrics" | "/events");
     if data && ctx.remote && !authorized(req, ctx.token.as_deref()) {
@@ -426,6 +438,21 @@ fn respond(req: &Request<Incoming>, ctx: &Ctx) -> Response<Body> {
             Bytes::from_static(b"not found: try /, /api/state, /events or /metrics\n"),
         ),
     }
+}
+
+/// The answer to a request that does not name this server: 421 naming
+/// the host it gave, or 400 saying what is wrong with its `Host`.
+fn misdirected(r: Refused) -> Response<Body> {
+    let (status, why) = match r {
+        Refused::Other(h) => (
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "this monitor does not answer for host {h:?}: ask for it by a loopback name or address (localhost, 127.0.0.1, [::1]), the address it serves on, or a name given with --http-host\n"
+            ),
+        ),
+        Refused::Malformed(what) => (StatusCode::BAD_REQUEST, format!("{what}\n")),
+    };
+    full(status, "text/plain; charset=utf-8", Bytes::from(why))
 }
 
 /// Whether a request carries `token`, in its Authorization header

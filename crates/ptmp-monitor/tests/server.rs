@@ -88,13 +88,13 @@ fn stalled_event_stream_is_closed_and_others_are_served() {
     let addr = m.local_addr();
     let mut stuck = TcpStream::connect(addr).unwrap();
     stuck
-        .write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(b"GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     // Never read for a while: the buffers fill, the stream stalls.
     std::thread::sleep(Duration::from_secs(4));
     let r = request(
         addr,
-        "GET /api/state HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /api/state HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
     );
     assert!(r.starts_with("HTTP/1.1 200"), "{}", &r[..r.len().min(200)]);
     // What the kernel buffered is still there to read, then the end.
@@ -108,7 +108,8 @@ fn slow_head_cut_off_and_extra_connections_refused() {
     let m = start_with(Fake::big(), &opts()).unwrap();
     let addr = m.local_addr();
     let mut slow = TcpStream::connect(addr).unwrap();
-    slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+        .unwrap();
     let t0 = Instant::now();
     let mut cut = false;
     while t0.elapsed() < Duration::from_secs(10) {
@@ -123,7 +124,7 @@ fn slow_head_cut_off_and_extra_connections_refused() {
     // Four general places and one reserved: a sixth connection is refused.
     let held: Vec<TcpStream> = (0..5).map(|_| TcpStream::connect(addr).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(200));
-    let r = request(addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = request(addr, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 503"), "{r:?}");
     drop(held);
     // The idle ones go (closed by us, or by the server's timeouts).
@@ -131,7 +132,7 @@ fn slow_head_cut_off_and_extra_connections_refused() {
     loop {
         let r = request(
             addr,
-            "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
         );
         if r.starts_with("HTTP/1.1 200") {
             break;
@@ -147,13 +148,13 @@ fn methods_paths_and_addresses() {
     let addr = m.local_addr();
     let r = request(
         addr,
-        "POST /api/state HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        "POST /api/state HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
     );
     assert!(r.starts_with("HTTP/1.1 405"), "{r:?}");
     assert!(r.to_ascii_lowercase().contains("allow: get, head"), "{r:?}");
     let r = request(
         addr,
-        "HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "HEAD / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
     );
     assert!(
         r.starts_with("HTTP/1.1 200") && r.ends_with("\r\n\r\n"),
@@ -161,7 +162,7 @@ fn methods_paths_and_addresses() {
     );
     let r = request(
         addr,
-        "GET /../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /../etc/passwd HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
     );
     assert!(r.starts_with("HTTP/1.1 404"), "{r:?}");
     drop(m);
@@ -195,7 +196,7 @@ fn get_from(from: &str, addr: SocketAddr, path: &str) -> String {
     let mut s = connect_from(from, addr, None);
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let b = read_to_close(&mut s, Duration::from_secs(10)).expect("closed");
@@ -238,7 +239,7 @@ fn an_event_stream_nobody_reads_is_closed_with_little_queued_and_counted() {
     let addr = m.local_addr();
     let mut stuck = connect_from("127.0.0.1", addr, Some(4096));
     stuck
-        .write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(b"GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let head = read_head(&mut stuck);
     assert!(head.contains("text/event-stream"), "{head:?}");
@@ -301,7 +302,7 @@ fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
     let mut refused = 0;
     for _ in 0..80 {
         let mut s = connect_from("127.0.0.1", addr, None);
-        let _ = s.write_all(b"GET /api/state HTTP/1.1\r\nHost: x\r\nX-Slow: a");
+        let _ = s.write_all(b"GET /api/state HTTP/1.1\r\nHost: localhost\r\nX-Slow: a");
         slow.push(s);
     }
     // Accepted in the order they connected: the first 16 hold places,
@@ -322,7 +323,7 @@ fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
     for from in ["127.0.0.3", "127.0.0.4", "127.0.0.5"] {
         for _ in 0..16 {
             let mut s = connect_from(from, addr, Some(4096));
-            s.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.write_all(b"GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 .unwrap();
             let head = read_head(&mut s);
             assert!(head.starts_with("HTTP/1.1 200"), "{from}: {head:?}");
@@ -403,4 +404,61 @@ fn connections_per_address_are_bounded_with_a_clear_refusal() {
         assert!(t0.elapsed() < Duration::from_secs(20), "{r:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A page of another site that rebinds its name to 127.0.0.1 (DNS
+/// rebinding) makes the browser send `Host: evil.example:PORT` from
+/// loopback: every path, the page as well as the data, is answered 421
+/// naming that host, while the names of this server are answered; an
+/// HTTP/1.0 request without `Host` is answered, an HTTP/1.1 one is not.
+#[test]
+fn a_request_naming_another_host_is_refused_on_every_path() {
+    let m = start_with(Fake::of(100), &opts()).unwrap();
+    let addr = m.local_addr();
+    let port = addr.port();
+    let head = |path: &str, host: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+    };
+    for path in ["/", "/app.js", "/api/state", "/events", "/metrics", "/none"] {
+        for host in [
+            format!("evil.example:{port}"),
+            "evil.example".to_string(),
+            format!("localhost.evil.example:{port}"),
+            format!("127.0.0.1.nip.io:{port}"),
+            format!("10.11.12.13:{port}"),
+        ] {
+            let r = request(addr, &head(path, &host));
+            assert!(r.starts_with("HTTP/1.1 421"), "{path} {host}: {r:?}");
+            assert!(r.contains(&format!("{host:?}")), "{path} {host}: {r:?}");
+            assert!(!r.contains("\"graph\""), "{path} {host}: {r:?}");
+        }
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "LocalHost".to_string(),
+        format!("127.0.0.2:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let r = request(addr, &head("/api/state", &host));
+        assert!(r.starts_with("HTTP/1.1 200"), "{host}: {r:?}");
+        assert!(r.contains("\"graph\":\"fake\""), "{host}: {r:?}");
+    }
+    let r = request(addr, "GET /api/state HTTP/1.0\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.0 200"), "{r:?}");
+    let r = request(addr, "GET /api/state HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 400"), "{r:?}");
+    assert!(r.contains("no Host header"), "{r:?}");
+    let r = request(addr, &head("/metrics", "localhost"));
+    assert!(r.contains("ptmp_monitor_misdirected_total 31\n"), "{r:?}");
+
+    // Names given besides are answered too.
+    let mut o = opts();
+    o.host_names = vec!["daq-monitor.example.org".into()];
+    let m = start_with(Fake::of(100), &o).unwrap();
+    let addr = m.local_addr();
+    let r = request(addr, &head("/api/state", "DAQ-monitor.example.org:80"));
+    assert!(r.starts_with("HTTP/1.1 200"), "{r:?}");
+    let r = request(addr, &head("/api/state", "monitor.example.org"));
+    assert!(r.starts_with("HTTP/1.1 421"), "{r:?}");
 }

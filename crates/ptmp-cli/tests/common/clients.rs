@@ -56,9 +56,9 @@ pub fn hog(
                 if !alive {
                     *slot = connect_from(from, addr, events).and_then(|mut s| {
                         let head: &[u8] = if events {
-                            b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n"
+                            b"GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n"
                         } else {
-                            b"GET /api/state HTTP/1.1\r\nHost: x\r\nX-Slow: "
+                            b"GET /api/state HTTP/1.1\r\nHost: localhost\r\nX-Slow: "
                         };
                         s.write_all(head).ok().map(|_| s)
                     });
