@@ -513,8 +513,7 @@ fn systemd(a: &SystemdArgs) -> CliResult {
         }
         Some(dir) => {
             let f = dir.join(ptmp_graph::systemd::template_name(&g.name));
-            std::fs::write(&f, unit)
-                .map_err(|e| CliError::fail(format!("{}: {e}", f.display())))?;
+            write_unit(&f, &unit)?;
             tracing::info!(
                 "wrote {}; then: systemctl{} daemon-reload && systemctl{} enable --now ptmp-graph-{}@HOST",
                 f.display(),
@@ -525,6 +524,22 @@ fn systemd(a: &SystemdArgs) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// Write the unit file `f` without following a link: a link there (put in
+/// a directory others may write in, to make root overwrite the file it
+/// points to) is refused, naming it; the unit is written to a new file
+/// next to it, created exclusively and never through a link, then renamed
+/// into place.
+fn write_unit(f: &Path, unit: &str) -> CliResult {
+    if std::fs::symlink_metadata(f).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(CliError::fail(format!(
+            "{}: is a symbolic link; a unit is never written through one (it may lead to a file another user chose): remove it and run again",
+            f.display()
+        )));
+    }
+    ptmp::files::write_replace(f, unit.as_bytes())
+        .map_err(|e| CliError::fail(format!("{}: {e}", f.display())))
 }
 
 /// The butterfly graph, evaluated from the example shipped with ptmp.

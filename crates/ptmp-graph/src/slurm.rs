@@ -229,18 +229,43 @@ fn sh_word(w: &str) -> String {
     }
 }
 
+/// Refuse a word holding a control character: a shell's quotes carry
+/// one, but `sbatch` refuses a script with a carriage return before a
+/// line feed, and a lone one hides, on a terminal, what comes before it.
+/// The error names `what` the word is, the word and the character.
+fn no_control(g: &Graph, what: &str, w: &str) -> crate::Result<()> {
+    match w.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => Err(crate::Error::Invalid {
+            graph: g.name.clone(),
+            msg: format!(
+                "{what} {w:?} holds a control character ({c:?}, U+{:04X}), which the batch script does not carry; rename it or leave it out",
+                c as u32
+            ),
+        }),
+    }
+}
+
 /// A batch script for `sbatch` that runs the graph on one node per host
 /// (and `spares` more, for parts whose node fails):
 /// `--no-kill` so that a failed node does not end the job, and the
 /// launcher (`ptmp graph run G --slurm`) as its only command. `args` go
-/// after the file (Jsonnet options, `--ttl`, ...).
+/// after the file (Jsonnet options, `--ttl`, ...). A path or argument
+/// holding a control character (a line feed, a carriage return, ...) is
+/// refused, the error naming it.
 pub fn sbatch_script(
     g: &Graph,
     spares: usize,
     ptmp: &Path,
     graph_file: &Path,
     args: &[String],
-) -> String {
+) -> crate::Result<String> {
+    let (ptmp, graph_file) = (ptmp.display().to_string(), graph_file.display().to_string());
+    no_control(g, "the ptmp program's path", &ptmp)?;
+    no_control(g, "the graph file's path", &graph_file)?;
+    for a in args {
+        no_control(g, "the argument", a)?;
+    }
     let mut s = String::new();
     let _ = writeln!(s, "#!/bin/sh");
     let _ = writeln!(
@@ -256,15 +281,15 @@ pub fn sbatch_script(
         let _ = writeln!(s, "#SBATCH --constraint={}", sh_word(&c));
     }
     let mut cmd = vec![
-        sh_word(&ptmp.display().to_string()),
+        sh_word(&ptmp),
         "graph".into(),
         "run".into(),
-        sh_word(&graph_file.display().to_string()),
+        sh_word(&graph_file),
     ];
     cmd.extend(args.iter().map(|a| sh_word(a)));
     cmd.push("--slurm".into());
     let _ = writeln!(s, "exec {}", cmd.join(" "));
-    s
+    Ok(s)
 }
 
 /// The `--constraint` that asks for a node with each host's feature
@@ -682,18 +707,33 @@ mod tests {
     #[test]
     fn the_batch_script_asks_for_each_feature() {
         let g = graph(serde_json::json!([{"name": "a"}, {"name": "b", "feature": "gpu"}]));
-        let s = sbatch_script(&g, 1, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]);
+        let s = sbatch_script(&g, 1, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]).unwrap();
         assert!(s.contains("#SBATCH --nodes=3\n"), "{s}");
         assert!(s.contains("#SBATCH --constraint='gpu*1'\n"), "{s}");
         let g = graph(serde_json::json!([
             {"name": "a", "feature": "fast"}, {"name": "b", "feature": "gpu"},
             {"name": "c", "feature": "fast"}
         ]));
-        let s = sbatch_script(&g, 0, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]);
+        let s = sbatch_script(&g, 0, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]).unwrap();
         assert!(s.contains("#SBATCH --constraint='[fast*2&gpu*1]'\n"), "{s}");
         let g = graph(serde_json::json!([{"name": "a"}]));
-        let s = sbatch_script(&g, 0, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]);
+        let s = sbatch_script(&g, 0, Path::new("/bin/ptmp"), Path::new("/g.json"), &[]).unwrap();
         assert!(!s.contains("constraint"), "{s}");
+    }
+
+    #[test]
+    fn control_characters_are_refused_naming_the_word() {
+        let g = graph(serde_json::json!([{"name": "a"}]));
+        let p = Path::new("/bin/ptmp");
+        let e = sbatch_script(&g, 0, p, Path::new("/g\r.json"), &[]).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("the graph file's path \"/g\\r.json\""), "{e}");
+        assert!(e.contains("U+000D"), "{e}");
+        let args = ["-A".to_string(), "x=a\nb".to_string()];
+        let e = sbatch_script(&g, 0, p, Path::new("/g.json"), &args).unwrap_err();
+        assert!(e.to_string().contains("the argument \"x=a\\nb\""), "{e}");
+        let e = sbatch_script(&g, 0, Path::new("/b\u{1b}"), Path::new("/g"), &[]).unwrap_err();
+        assert!(e.to_string().contains("the ptmp program's path"), "{e}");
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub fn template_name(name: &str) -> String {
 /// One word of a command line as systemd reads `ExecStart=`: specifiers
 /// (`%`) and variables (`$`) doubled, and quoted (with `\` and `"`
 /// escaped) when it holds anything else systemd would split or unescape.
+/// Control characters are written as systemd's C escapes (`\n`, `\r`,
+/// `\t`, `\xNN`, `\uNNNN`), which it turns back into the character: written
+/// as they are, a line feed or a lone carriage return would end the line
+/// (systemd reads either as a line's end) and the text after it would be
+/// read as directives of its own.
 pub fn exec_word(w: &str) -> String {
     let w = w.replace('%', "%%").replace('$', "$$");
     let plain = !w.is_empty()
@@ -58,6 +63,14 @@ pub fn exec_word(w: &str) -> String {
                 q.push(c);
             }
             '\n' => q.push_str("\\n"),
+            '\r' => q.push_str("\\r"),
+            '\t' => q.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                let _ = write!(q, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(q, "\\u{:04x}", c as u32);
+            }
             _ => q.push(c),
         }
     }
@@ -141,5 +154,16 @@ mod tests {
         assert_eq!(exec_word("say \"hi\""), "\"say \\\"hi\\\"\"");
         assert_eq!(exec_word("back\\slash"), "\"back\\\\slash\"");
         assert_eq!(exec_word(""), "\"\"");
+        assert_eq!(exec_word("a\rb"), "\"a\\rb\"");
+        assert_eq!(exec_word("a\nb\tc"), "\"a\\nb\\tc\"");
+        assert_eq!(exec_word("\u{1b}[0m\u{7f}"), "\"\\x1b[0m\\x7f\"");
+        assert_eq!(exec_word("x\u{85}"), "\"x\\u0085\"");
+        for w in ["a\rb", "a\nb", "\u{b}", "\u{c}", "\u{85}", "\u{2028}"] {
+            let e = exec_word(w);
+            assert!(
+                !e.contains(['\r', '\n', '\u{b}', '\u{c}', '\u{85}']),
+                "{e:?}"
+            );
+        }
     }
 }

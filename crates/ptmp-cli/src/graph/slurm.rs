@@ -57,8 +57,12 @@ pub fn sbatch(a: &SbatchArgs) -> CliResult {
         if a.http.http_allow_remote {
             args.push("--http-allow-remote".into());
         }
+        for n in &a.http.http_host {
+            args.extend(["--http-host".into(), n.clone()]);
+        }
     }
-    let script = slurm::sbatch_script(&g, a.spare_nodes, &ptmp, &absolute(&a.src.file), &args);
+    let script = slurm::sbatch_script(&g, a.spare_nodes, &ptmp, &absolute(&a.src.file), &args)
+        .map_err(|e| CliError::usage(e.to_string()))?;
     out!("{script}")?;
     Ok(())
 }
