@@ -1,6 +1,7 @@
-"""Sockets named by their peers from Python: after `ptmp.use_discovery`,
-a Sender binds `name://NODE/PORT` (announced on the network) and a
-Receiver in another process connects to that name, TPSets pass, and the
+"""Sockets named by their peers from Python: after `ptmp.use_discovery`
+(or with a "discovery" key beside the config's "socket"), a Sender binds
+`name://NODE/PORT` (announced on the network) and a Receiver in another
+process connects to that name, TPSets pass, and the
 receiver follows the name when it comes back from another process; a
 name that never appears is an error naming it. Each test runs in a fresh
 network namespace (loopback with multicast on), so it neither depends on
@@ -129,6 +130,72 @@ def test_sets_pass_by_name_between_processes_and_follow_a_new_sender(netns, tmp_
     assert counts == list(range(100)) + list(range(200)), counts
     assert all(d == 7 for _, d in got["got"])
     assert "already on" in got["again"], got
+
+
+# A sender and a receiver whose configs turn presence on with their own
+# "discovery" key, as `ptmp send --config` reads it: no use_discovery.
+KEYED_SENDER = """
+    import json, sys, ptmp
+    n = int(sys.argv[1])
+    tx = ptmp.Sender({"discovery": {"group": "pykey", "timeout": 20},
+                      "socket": {"type": "PUSH", "bind": ["name://pykey/out"]}})
+    names = ptmp.announced_names()
+    for i in range(n):
+        tx.send(ptmp.TPSet(count=i, detid=9, tstart=i))
+    print(json.dumps({"names": names, "finish": tx.finish()}), flush=True)
+"""
+
+KEYED_RECEIVER = """
+    import json, sys, ptmp
+    n = int(sys.argv[1])
+    rx = ptmp.Receiver({"discovery": {"group": "pykey", "timeout": 20},
+                        "socket": {"type": "PULL", "connect": ["name://pykey/out"]}})
+    got = []
+    while len(got) < n:
+        s = rx.recv(timeout=20.0)
+        if s is None:
+            break
+        got.append([s.count, s.detid])
+    try:
+        ptmp.Receiver({"discovery": {"group": "other"},
+                       "socket": {"type": "PULL", "connect": ["name://pykey/out"]}})
+        other = None
+    except ptmp.ConfigError as e:
+        other = str(e)
+    print(json.dumps({"got": got, "other": other}), flush=True)
+"""
+
+
+def test_sockets_whose_config_has_a_discovery_key_connect_by_name(netns):
+    """`ptmp.Sender` and `ptmp.Receiver` read the "discovery" key beside
+    "socket" (as `ptmp send --config` and `ptmp.run` do): presence is
+    turned on from it, the name bound is announced, the name connected to
+    is found, and every set passes; a socket asking for another group than
+    the one on is refused naming both."""
+    rx = py_in(netns, KEYED_RECEIVER, "150")
+    try:
+        sent = last_json(py_in(netns, KEYED_SENDER, "150"), 60)
+        got = last_json(rx, 60)
+    finally:
+        rx.kill()
+        rx.wait()
+    assert sent["names"] == ["pykey/out"], sent
+    assert sent["finish"]["undelivered"] == 0, sent
+    assert got["got"] == [[i, 9] for i in range(150)], got
+    assert "already on in this process with group \"pykey\"" in got["other"], got
+    assert "\"other\"" in got["other"], got
+
+
+def test_a_bad_discovery_key_beside_a_socket_is_refused_naming_it():
+    # Refused before anything starts: presence stays off in this process.
+    sock = {"type": "PULL", "connect": ["name://far/out"]}
+    with pytest.raises(ptmp.ConfigError, match=r"config: discovery\.grup: unknown key"):
+        ptmp.Receiver({"discovery": {"grup": "x"}, "socket": sock})
+    with pytest.raises(ptmp.ConfigError, match=r"discovery = 3"):
+        ptmp.Sender({"discovery": 3, "socket": {"type": "PUSH", "bind": ["name://far/out"]}})
+    with pytest.raises(ptmp.ConfigError, match=r"discovery\.announce = true"):
+        ptmp.Receiver({"discovery": {"announce": True}, "socket": sock})
+    assert ptmp.announced_names() == []
 
 
 def test_a_name_that_never_appears_is_an_error_naming_it(netns):

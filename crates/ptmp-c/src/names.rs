@@ -22,6 +22,16 @@ pub(crate) fn presence_fail(e: PresenceError) -> Fail {
     }
 }
 
+/// Presence asked for by a socket's `json_config` with a `"discovery"`
+/// key beside its `"socket"` (as `ptmp_run_start`'s key, without
+/// `announce`), turned on before the socket is made so that its names
+/// are resolved and announced; nothing when the key is absent.
+pub(crate) fn for_socket(json: &str) -> Result<(), Fail> {
+    process::for_socket(json, "json_config")
+        .map(|_| ())
+        .map_err(presence_fail)
+}
+
 /// The secret in `path`, surrounding white space taken off; an empty one
 /// is refused, since it would sign nothing, and so is a file others may
 /// read or of another user's, a device, or one over 64 KiB.

@@ -95,7 +95,9 @@ pub unsafe extern "C" fn ptmp_receiver_new(
         unsafe { *out = std::ptr::null_mut() };
         // SAFETY: the caller promises NULL or a NUL-terminated string.
         let json = unsafe { c_str(json_config, "json_config") }?;
-        let inner = Receiver::following(&SocketConfig::from_json(json)?)?;
+        let cfg = SocketConfig::from_json(json)?;
+        crate::names::for_socket(json)?;
+        let inner = Receiver::following(&cfg)?;
         let handle = Box::new(ptmp_receiver {
             frames: Frames::new(),
             endpoints: c_strings(inner.bound_endpoints()),

@@ -12,9 +12,19 @@ use std::time::Duration;
 /// `{"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:5678"]}}`, and stores
 /// the handle in `*out` (NULL on failure).
 ///
+/// A `"discovery"` key beside `"socket"` turns presence on for names
+/// (`name://NODE/PORT`), as `ptmp_use_discovery` does, with the keys of
+/// `ptmp_run_start`'s (`group`, `secret_file`, `timeout`,
+/// `liveness_timeout`; not `announce`): e.g.
+/// `{"discovery":{"group":"exp1"},"socket":{"type":"PUSH","bind":["name://src/out"]}}`.
+/// When presence is on already, the key must ask for the same group and
+/// secret. Call `ptmp_withdraw_names` before the program exits.
+///
 /// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
-/// [`PTMP_ERR_CONFIG`] (the message names the key and value) or
-/// [`PTMP_ERR_TRANSPORT`].
+/// [`PTMP_ERR_CONFIG`] (the message names the key and value; also a
+/// `"discovery"` key that is wrong or asks for another group than the one
+/// on) or [`PTMP_ERR_TRANSPORT`] (also presence that could not start, or
+/// a name connected to that did not appear in time).
 ///
 /// Thread-safety: may be called from any thread; the new handle is then
 /// used by one thread at a time.
@@ -35,7 +45,9 @@ pub unsafe extern "C" fn ptmp_sender_new(
         unsafe { *out = std::ptr::null_mut() };
         // SAFETY: the caller promises NULL or a NUL-terminated string.
         let json = unsafe { c_str(json_config, "json_config") }?;
-        let inner = Sender::following(&SocketConfig::from_json(json)?)?;
+        let cfg = SocketConfig::from_json(json)?;
+        crate::names::for_socket(json)?;
+        let inner = Sender::following(&cfg)?;
         let handle = Box::new(ptmp_sender {
             endpoints: c_strings(inner.bound_endpoints()),
             inner,

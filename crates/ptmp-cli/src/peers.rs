@@ -356,26 +356,31 @@ impl SockArgs {
         &self,
         cfg: &ptmp::SocketConfig,
     ) -> CliResult<Option<&'static ptmp_discovery::NameService>> {
-        let in_config = match self.config_text()? {
-            Some(text) => serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v.get("discovery").cloned()),
-            None => None,
-        };
-        let (settings, origin) = match (&self.discovery, in_config) {
-            (Some(_), Some(_)) => return Err(CliError::usage(
+        let text = self.config_text()?;
+        let in_config = text
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .is_some_and(|v| v.get("discovery").is_some());
+        let settings = match (&self.discovery, in_config) {
+            (Some(_), true) => return Err(CliError::usage(
                 "--discovery: the --config JSON has a \"discovery\" key already; give one of them",
             )),
-            (Some(group), None) => {
+            (Some(group), false) => {
                 let timeout = self.name_timeout.as_secs_f64();
                 let mut o = serde_json::json!({"group": group, "timeout": timeout});
                 if let Some(f) = &self.secret_file {
                     o["secret_file"] = f.to_string_lossy().into();
                 }
-                (o, "--discovery")
+                o
             }
-            (None, Some(v)) => (v, "--config"),
-            (None, None) => {
+            // The key beside "socket", read as Python's and C's sockets
+            // read it.
+            (None, true) => {
+                let text = text.unwrap_or_default();
+                return ptmp_discovery::process::for_socket(&text, "--config")
+                    .map_err(presence_error);
+            }
+            (None, false) => {
                 let named = cfg
                     .endpoints()
                     .find(|(_, e)| ptmp::names::parse(&e.address).is_some());
@@ -389,7 +394,7 @@ impl SockArgs {
                 };
             }
         };
-        presence_for(&serde_json::json!({ "discovery": settings }), origin)
+        presence_for(&serde_json::json!({ "discovery": settings }), "--discovery")
     }
 }
 

@@ -1,7 +1,10 @@
 //! The presence of this process, turned on once, by whichever front end
 //! asks first: a configuration's top-level `"discovery"` key (`ptmp run`,
-//! a graph's part, Python's `ptmp.run`, C's `ptmp_run_start`), or the
-//! explicit calls (`ptmp.use_discovery`, `ptmp_use_discovery`). One
+//! a graph's part, Python's `ptmp.run`, C's `ptmp_run_start`; beside one
+//! socket's `"socket"`, Python's `Sender` and `Receiver`, C's
+//! `ptmp_sender_new` and `ptmp_receiver_new`, `ptmp send` and `recv`
+//! `--config`: [`for_socket`]), or the explicit calls
+//! (`ptmp.use_discovery`, `ptmp_use_discovery`). One
 //! definition of what the key means, so that every front end reads it the
 //! same way and none ignores it.
 //!
@@ -134,6 +137,35 @@ pub fn for_config(
             .map_err(|e| PresenceError::Start(format!("{origin}: agent {node}: {e}")))?;
     }
     Ok(Some(service))
+}
+
+/// Presence for one socket made from a configuration (`config_text`,
+/// `{"socket": {...}}`) with a `"discovery"` key beside its `"socket"`, as
+/// every front end's socket constructor reads it (Python's `Sender` and
+/// `Receiver`, C's `ptmp_sender_new` and `ptmp_receiver_new`, `ptmp send`
+/// and `ptmp recv --config`): the key and its rules are a run's
+/// ([`for_config`]: presence turned on with its settings, or the same
+/// group and secret as the presence already on), except `announce`, which
+/// names agents' binds and is refused here (a socket binds under a name
+/// with `"bind": ["name://NODE/PORT"]`). Call it before the socket is
+/// made, so that its names are resolved and announced. `None` when the key
+/// does not ask for presence; text that is not a JSON object is left to
+/// the socket configuration's own parsing, which says what is wrong.
+pub fn for_socket(
+    config_text: &str,
+    origin: &str,
+) -> Result<Option<&'static NameService>, PresenceError> {
+    let Ok(config) = serde_json::from_str::<Value>(config_text) else {
+        return Ok(None);
+    };
+    let announce = config.get("discovery").and_then(|d| d.get("announce"));
+    if let Some(v) = announce.filter(|v| **v != Value::Bool(false)) {
+        return Err(PresenceError::Settings(format!(
+            "{origin}: discovery.announce = {v}: announces the fixed binds of a run's agents, \
+             not of one socket; bind a socket under a name with \"bind\": [\"name://NODE/PORT\"]"
+        )));
+    }
+    for_config(&config, origin)
 }
 
 /// Reads and checks a configuration's `"discovery"` key (`None` when
@@ -283,6 +315,40 @@ mod tests {
             {"output": {"socket": {"type": "PUSH", "bind": "tcp://*:7"}}}}]});
         let e = bound_ports(&bad).unwrap_err();
         assert!(e.contains("agent a b") && e.contains("output"), "{e}");
+    }
+
+    #[test]
+    fn a_socket_config_without_the_key_asks_for_nothing_and_announce_is_refused() {
+        // None of these turns presence on.
+        for text in [
+            r#"{"socket": {"type": "PUSH", "bind": "tcp://*:7"}}"#,
+            r#"{"socket": {}, "discovery": false}"#,
+            "not json",
+            "[1]",
+        ] {
+            assert!(for_socket(text, "config").unwrap().is_none(), "{text}");
+        }
+        let e = for_socket(
+            r#"{"socket": {}, "discovery": {"announce": true}}"#,
+            "config",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("config: discovery.announce = true") && e.contains("name://NODE/PORT"),
+            "{e}"
+        );
+        let e = for_socket(
+            r#"{"socket": {}, "discovery": {"grup": "x"}}"#,
+            "json_config",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("json_config: discovery.grup: unknown key"),
+            "{e}"
+        );
+        assert!(service().is_none());
     }
 
     #[test]

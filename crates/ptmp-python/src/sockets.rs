@@ -23,6 +23,15 @@ pub(crate) fn slices(py: Python<'_>, m: &Mutex<Option<Sender>>) {
     });
 }
 
+/// Presence asked for by a `"discovery"` key beside the config's
+/// `"socket"` (the keys of `ptmp.run`'s, without `announce`), turned on
+/// before the socket is made so that its names are resolved and announced.
+fn socket_presence(text: &str) -> PyResult<()> {
+    ptmp_discovery::process::for_socket(text, "config")
+        .map(|_| ())
+        .map_err(peers::presence_err)
+}
+
 /// After a slice in which a send found no room: a CURVE server that
 /// refused this client ends the wait (libzmq never retries it, and a PUSH
 /// would wait for ever), else a peer connected to by name is followed.
@@ -58,15 +67,16 @@ pub(crate) fn with<S, T>(
 
 #[pymethods]
 impl PySender {
-    /// `config`: `{"socket": {...}}` as a JSON text or a dict.
+    /// `config`: `{"socket": {...}}` as a JSON text or a dict; a
+    /// `"discovery"` key beside `"socket"` turns presence on for names.
     #[new]
     fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let text = config_text(config)?;
-        // A name connected to may be waited for: not while holding the GIL.
-        let tx = config
-            .py()
-            .detach(|| ptmp::SocketConfig::from_json(&text).and_then(|c| Sender::following(&c)))
-            .map_err(perr)?;
+        let (py, text) = (config.py(), config_text(config)?);
+        let cfg = ptmp::SocketConfig::from_json(&text).map_err(perr)?;
+        // Presence may start and a name connected to may be waited for:
+        // not while holding the GIL.
+        py.detach(|| socket_presence(&text))?;
+        let tx = py.detach(|| Sender::following(&cfg)).map_err(perr)?;
         Ok(PySender {
             tx: Mutex::new(Some(tx)),
         })
@@ -205,12 +215,12 @@ pub struct PyReceiver {
 impl PyReceiver {
     #[new]
     fn new(config: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let text = config_text(config)?;
-        // A name connected to may be waited for: not while holding the GIL.
-        let rx = config
-            .py()
-            .detach(|| ptmp::SocketConfig::from_json(&text).and_then(|c| Receiver::following(&c)))
-            .map_err(perr)?;
+        let (py, text) = (config.py(), config_text(config)?);
+        let cfg = ptmp::SocketConfig::from_json(&text).map_err(perr)?;
+        // Presence may start and a name connected to may be waited for:
+        // not while holding the GIL.
+        py.detach(|| socket_presence(&text))?;
+        let rx = py.detach(|| Receiver::following(&cfg)).map_err(perr)?;
         Ok(PyReceiver {
             rx: Mutex::new(Some(rx)),
         })
