@@ -12,6 +12,7 @@ mod log;
 mod no_bench;
 mod peers;
 mod recv;
+mod refusals;
 mod run;
 mod send;
 #[cfg(feature = "bench")]

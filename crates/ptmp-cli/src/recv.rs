@@ -103,6 +103,7 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
     let mut last_at = Instant::now();
     let mut last_msg = Instant::now();
     let mut ended_by = "count";
+    let mut refusals = crate::refusals::RefusalLog::new("ptmp recv");
     while tally.received < a.count {
         let got = match retired.as_mut() {
             Some(old) => match old.recv_into(&mut t, Some(Duration::ZERO)) {
@@ -140,9 +141,11 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
                 }
                 if tally.received & 1023 == 0 {
                     pb.set_position(tally.received);
+                    refusals.note(rx.curve_admissions());
                 }
             }
             Ok(false) => {
+                refusals.note(rx.curve_admissions());
                 if let Some(why) = rx.refused() {
                     return Err(CliError::fail(format!("refused: {why}")));
                 }
@@ -196,11 +199,9 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
         rate,
         ended_by
     )?;
+    let curve = crate::refusals::write_summary(&mut out, rx.curve_admissions())?;
     if a.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({
+        let j = serde_json::json!({
                 "received": tally.received,
                 "expected": a.count,
                 "lost": tally.lost,
@@ -212,8 +213,8 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
                 "elapsed_s": elapsed,
                 "rate_hz": rate,
                 "ended_by": ended_by,
-            })
-        )?;
+        });
+        writeln!(out, "{}", crate::refusals::with_counts(j, curve))?;
     }
     out.flush()?;
     if tally.received == 0 {

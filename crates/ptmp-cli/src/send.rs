@@ -168,6 +168,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     let grid = clock.map(Clock::start);
     let mut sent = 0u64;
     let mut clock = ptmp::data::Clock::new();
+    let mut refusals = crate::refusals::RefusalLog::new("ptmp send");
     'sending: for i in 0..a.count {
         let tstart = if let Some((c, t0, at)) = grid {
             let tstart = t0 + i * c.step;
@@ -185,6 +186,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
                 break;
             }
             pb.set_position(i);
+            refusals.note(tx.curve_admissions());
         }
         fill_at(&mut t, i, tstart, a.detid, a.ntps, a.tspan);
         t.created = clock.now_us();
@@ -196,6 +198,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
                 break 'sending;
             }
             waited += 1;
+            refusals.note(tx.curve_admissions());
             if let Some(why) = tx.refused() {
                 return Err(CliError::fail(format!("refused: {why}")));
             }
@@ -213,6 +216,7 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
     // Finishing waits (up to linger) until the queue has drained and says
     // what may not have been delivered.
     let drain = Instant::now();
+    crate::refusals::summarize(tx.curve_admissions());
     let report = tx.finish();
     let drain_s = drain.elapsed().as_secs_f64();
     let rate = if elapsed > 0.0 {
@@ -248,8 +252,9 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         ));
     }
     if und.any() {
-        let why = match und {
-            Undelivered::Exactly(_) => "no peer connected before the linger ran out",
+        let why = match (und, &report.reason) {
+            (_, Some(why)) => why.as_str(),
+            (Undelivered::Exactly(_), None) => "no peer connected before the linger ran out",
             _ => "still queued when the linger ran out",
         };
         return Err(CliError {

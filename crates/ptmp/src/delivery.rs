@@ -6,8 +6,9 @@
 pub enum Undelivered {
     /// Every message left this process for a connected peer.
     None,
-    /// Exactly this many were lost: no peer ever connected, so nothing left
-    /// (a PUB drops what it sends then).
+    /// Exactly this many were lost: no peer ever connected, or none that
+    /// connected completed the ZeroMQ handshake, so nothing left (a PUB
+    /// drops what it sends then).
     Exactly(u64),
     /// Some were still queued when the linger ran out: up to this many.
     AtMost(u64),
@@ -50,7 +51,14 @@ pub struct Delivery {
     pub sent: u64,
     /// How many of them may not have reached a peer.
     pub undelivered: Undelivered,
-    /// A CURVE client only: the first connection whose handshake failed
-    /// ("ENDPOINT: why"), so what was sent there never left.
+    /// The first connection this sender made whose handshake failed
+    /// ("ENDPOINT: why"): a CURVE client refused or holding the wrong
+    /// server key, or a sender without keys reaching a CURVE server. What
+    /// was sent there never left.
     pub refused: Option<String>,
+    /// Why some may not have reached a peer, where the sender can tell:
+    /// e.g. "the peer at tcp://... never completed the ZeroMQ handshake"
+    /// (a tcp listener that is not ZeroMQ, or a CURVE server), so nothing
+    /// was written to it.
+    pub reason: Option<String>,
 }

@@ -15,18 +15,22 @@
 //! means libzmq had nothing left to write either; only then does the close
 //! proceed. The wait is bounded by the socket's linger.
 
+//!
+//! The same monitor tells which connections completed the ZeroMQ
+//! handshake. Nothing is written to a peer before that, so messages sent
+//! while no connection ever completed one (a tcp listener that is not
+//! ZeroMQ, a CURVE server this socket holds no keys for) never left,
+//! whatever the kernel's queues say.
+
+use crate::curve::watch::{
+    event_of, monitor_address, Refusals, EVENTS, EVENT_ACCEPTED, EVENT_CONNECTED,
+    EVENT_DISCONNECTED, EVENT_HANDSHAKE_FAILED_AUTH, EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+    EVENT_HANDSHAKE_FAILED_PROTOCOL, EVENT_HANDSHAKE_SUCCEEDED,
+};
 use std::time::{Duration, Instant};
 
-const EVENT_CONNECTED: u16 = 0x0001;
-const EVENT_ACCEPTED: u16 = 0x0020;
-const EVENT_DISCONNECTED: u16 = 0x0200;
-// A connection whose security handshake failed (libzmq 4.3's monitor):
-// the peer closed it without a word, it spoke the protocol wrong (a CURVE
-// client with the wrong server key meets this), or the server's ZAP
-// handler refused it (the value is the ZAP status code, 400).
-const EVENT_HANDSHAKE_FAILED_NO_DETAIL: u16 = 0x0800;
-const EVENT_HANDSHAKE_FAILED_PROTOCOL: u16 = 0x2000;
-const EVENT_HANDSHAKE_FAILED_AUTH: u16 = 0x4000;
+/// libzmq's `ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH`.
+const PROTOCOL_ERROR_MECHANISM_MISMATCH: i32 = 0x1100_0002;
 
 /// How long every connection's send queue must stay empty to count as drained.
 const QUIET_CHECKS: u32 = 5;
@@ -37,34 +41,34 @@ pub(crate) struct Drain {
     fds: Vec<i32>,
     /// Whether any connection was ever made.
     connected: bool,
+    /// Whether any connection ever completed its handshake.
+    shook: bool,
     /// Endpoints an outgoing connection was made to.
     reached: Vec<Vec<u8>>,
-    /// The first failed security handshake: what failed, with where.
+    /// Endpoints an outgoing connection completed its handshake with.
+    shaken: Vec<Vec<u8>>,
+    /// The first failed handshake of an outgoing connection: what failed,
+    /// with where.
     refusal: Option<String>,
+    /// This socket is a CURVE client.
+    curve_client: bool,
+    /// A CURVE server: the clients it turns away at the handshake.
+    server: Option<Refusals>,
     m: zmq::Message,
 }
 
 impl Drain {
-    /// Start monitoring `sock`. Call before it binds or connects.
-    pub(crate) fn attach(ctx: &zmq::Context, sock: &zmq::Socket) -> zmq::Result<Drain> {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let addr = format!(
-            "inproc://ptmp-drain-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        sock.monitor(
-            &addr,
-            i32::from(
-                EVENT_CONNECTED
-                    | EVENT_ACCEPTED
-                    | EVENT_DISCONNECTED
-                    | EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                    | EVENT_HANDSHAKE_FAILED_PROTOCOL
-                    | EVENT_HANDSHAKE_FAILED_AUTH,
-            ),
-        )?;
+    /// Start monitoring `sock`. Call before it binds or connects. A CURVE
+    /// server passes its admission counters, where the clients it refuses
+    /// at the handshake are counted.
+    pub(crate) fn attach(
+        ctx: &zmq::Context,
+        sock: &zmq::Socket,
+        curve_client: bool,
+        server: Option<std::sync::Arc<crate::curve::Admitted>>,
+    ) -> zmq::Result<Drain> {
+        let addr = monitor_address("drain");
+        sock.monitor(&addr, i32::from(EVENTS))?;
         let mon = ctx.socket(zmq::PAIR)?;
         mon.set_linger(0)?;
         mon.connect(&addr)?;
@@ -72,56 +76,76 @@ impl Drain {
             mon,
             fds: Vec::new(),
             connected: false,
+            shook: false,
             reached: Vec::new(),
+            shaken: Vec::new(),
             refusal: None,
+            curve_client,
+            server: server.map(Refusals::new),
             m: zmq::Message::new(),
         })
     }
 
-    /// Whether any connection was ever made (events read so far).
-    pub(crate) fn ever_connected(&self) -> bool {
-        self.connected
+    /// Whether any connection ever completed its handshake (events read
+    /// so far).
+    pub(crate) fn ever_shook(&self) -> bool {
+        self.shook
     }
 
-    /// How many distinct endpoints an outgoing connection reached.
-    pub(crate) fn connects(&self) -> usize {
-        self.reached.len()
+    /// How many distinct endpoints an outgoing connection completed its
+    /// handshake with.
+    pub(crate) fn shaken(&self) -> usize {
+        self.shaken.len()
+    }
+
+    /// An endpoint connected to whose handshake never completed, if any.
+    pub(crate) fn unshaken(&self) -> Option<String> {
+        self.reached
+            .iter()
+            .find(|e| !self.shaken.contains(*e))
+            .map(|e| String::from_utf8_lossy(e).into_owned())
     }
 
     /// Read the monitor events that have arrived.
-    fn poll_events(&mut self) {
+    pub(crate) fn poll_events(&mut self) {
         while self.mon.recv(&mut self.m, zmq::DONTWAIT).is_ok() {
-            let ev = (self.m.len() >= 6).then(|| {
-                (
-                    u16::from_ne_bytes([self.m[0], self.m[1]]),
-                    i32::from_ne_bytes([self.m[2], self.m[3], self.m[4], self.m[5]]),
-                )
-            });
+            let ev = event_of(&self.m);
             // The second frame names the endpoint.
             while self.m.get_more() && self.mon.recv(&mut self.m, zmq::DONTWAIT).is_ok() {
-                if matches!(ev, Some((EVENT_CONNECTED, _)))
-                    && !self.reached.iter().any(|e| e[..] == self.m[..])
-                {
+                let Some((e, v)) = ev else { continue };
+                let known = |list: &[Vec<u8>], m: &[u8]| list.iter().any(|x| x[..] == *m);
+                let outgoing = known(&self.reached, &self.m[..]);
+                if e == EVENT_CONNECTED && !outgoing {
                     self.reached.push(self.m.to_vec());
                 }
-                if let (Some((e, v)), None) = (ev, &self.refusal) {
+                if e == EVENT_HANDSHAKE_SUCCEEDED && outgoing && !known(&self.shaken, &self.m[..]) {
+                    self.shaken.push(self.m.to_vec());
+                }
+                // Only a connection this socket made is refused to it.
+                if outgoing && self.server.is_none() && self.refusal.is_none() {
                     let at = String::from_utf8_lossy(&self.m);
-                    self.refusal = refusal(e, v).map(|why| format!("{at}: {why}"));
+                    self.refusal =
+                        refusal(e, v, self.curve_client).map(|why| format!("{at}: {why}"));
                 }
             }
-            match ev {
-                Some((EVENT_CONNECTED | EVENT_ACCEPTED, fd)) => {
+            let Some((e, fd)) = ev else { continue };
+            if let Some(s) = &mut self.server {
+                s.on(e);
+            }
+            match e {
+                EVENT_CONNECTED | EVENT_ACCEPTED => {
                     self.fds.push(fd);
                     self.connected = true;
                 }
-                Some((EVENT_DISCONNECTED, fd)) => self.fds.retain(|&f| f != fd),
+                EVENT_HANDSHAKE_SUCCEEDED => self.shook = true,
+                EVENT_DISCONNECTED => self.fds.retain(|&f| f != fd),
                 _ => {}
             }
         }
     }
 
-    /// The first failed security handshake seen so far (events read now),
-    /// as "ENDPOINT: what failed".
+    /// The first failed handshake of a connection this socket made, seen
+    /// so far (events read now), as "ENDPOINT: what failed".
     pub(crate) fn refusal(&mut self) -> Option<String> {
         self.poll_events();
         self.refusal.clone()
@@ -129,9 +153,11 @@ impl Drain {
 
     /// Wait until every connection's send queue has drained, for at most
     /// `linger_ms` (-1: no limit). With `need_connection`, also wait for a
-    /// first connection (messages queued before any peer connected). A
-    /// connection that is lost is dropped from the watch: what its peer had
-    /// not read is gone with it, and libzmq requeues nothing.
+    /// connection that completed its handshake, and for every connection
+    /// made to complete one (until then libzmq holds the messages queued
+    /// for it); a connection this socket made that was refused ends that
+    /// wait. A connection that is lost is dropped from the watch: what its
+    /// peer had not read is gone with it, and libzmq requeues nothing.
     ///
     /// Returns how the wait ended.
     pub(crate) fn wait(&mut self, linger_ms: i32, need_connection: bool) -> Drained {
@@ -141,7 +167,10 @@ impl Drain {
         loop {
             self.poll_events();
             let pending: usize = self.fds.iter().map(|&fd| outq(fd)).sum();
-            if pending == 0 && (!need_connection || self.connected) {
+            let ready = !need_connection
+                || self.refusal.is_some()
+                || (self.shook && self.unshaken().is_none());
+            if pending == 0 && ready {
                 quiet += 1;
                 if quiet >= QUIET_CHECKS {
                     return Drained::Yes;
@@ -150,10 +179,12 @@ impl Drain {
                 quiet = 0;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return if self.connected {
-                    Drained::Pending { bytes: pending }
-                } else {
+                return if !self.connected {
                     Drained::NeverConnected
+                } else if !self.shook {
+                    Drained::NoHandshake
+                } else {
+                    Drained::Pending { bytes: pending }
                 };
             }
             std::thread::sleep(CHECK_EVERY);
@@ -161,16 +192,26 @@ impl Drain {
     }
 }
 
-/// What a failed handshake event says, in words; `None` for other events.
-fn refusal(event: u16, value: i32) -> Option<String> {
+/// What a failed handshake event of a connection this socket made says,
+/// in words; `None` for other events. A plain socket's connection that
+/// closed mid-handshake is tried again by libzmq, so only a CURVE
+/// client's (a wrong server key looks so) is a refusal.
+fn refusal(event: u16, value: i32, curve_client: bool) -> Option<String> {
     match event {
         EVENT_HANDSHAKE_FAILED_AUTH => Some(format!(
             "the server refused this client's key (CURVE; ZAP status {value})"
         )),
-        EVENT_HANDSHAKE_FAILED_PROTOCOL | EVENT_HANDSHAKE_FAILED_NO_DETAIL => Some(
+        EVENT_HANDSHAKE_FAILED_PROTOCOL | EVENT_HANDSHAKE_FAILED_NO_DETAIL if curve_client => Some(
             "the security handshake failed (CURVE: a wrong server key, or a peer that does not use CURVE)"
                 .into(),
         ),
+        EVENT_HANDSHAKE_FAILED_PROTOCOL if value == PROTOCOL_ERROR_MECHANISM_MISMATCH => Some(
+            "the ZeroMQ handshake failed: the peer uses another security mechanism (a CURVE server needs this socket to have CURVE keys)"
+                .into(),
+        ),
+        EVENT_HANDSHAKE_FAILED_PROTOCOL => Some(format!(
+            "the ZeroMQ handshake failed (protocol error {value:#x}: a socket type that cannot talk to this one, or a peer speaking ZeroMQ wrong)"
+        )),
         _ => None,
     }
 }
@@ -182,6 +223,9 @@ pub(crate) enum Drained {
     Yes,
     /// No connection was ever made: nothing sent left the process.
     NeverConnected,
+    /// Connections were made, but none completed the ZeroMQ handshake:
+    /// nothing sent left the process either.
+    NoHandshake,
     /// The linger ran out with this many bytes still in kernel send queues
     /// (0 when the data still sat in libzmq's own queues).
     Pending { bytes: usize },

@@ -92,6 +92,18 @@ impl Receiver {
         }
     }
 
+    /// A CURVE server: the clients it admitted and those it refused so
+    /// far, `(admitted, refused)`. Refused are the keys not on its
+    /// allow-list and the connections that failed or ended in the
+    /// handshake (plaintext clients, a wrong server key, bytes that are
+    /// not ZeroMQ), counted as they happen. `None` for any other receiver.
+    pub fn curve_admissions(&self) -> Option<(u64, u64)> {
+        match &self.link {
+            Link::Zmq(rx) => rx.curve_admissions(),
+            Link::Shm(_) => None,
+        }
+    }
+
     /// Parse a JSON config text (`{"socket": {...}}`) and open a receiver
     /// on it: [`SocketConfig::from_json`], then [`Receiver::new`].
     pub fn from_json(config: &str) -> Result<Self> {

@@ -355,15 +355,28 @@ impl Sender {
 }
 
 impl Sender {
-    /// A CURVE client: the first of its connections whose security
-    /// handshake failed, as "ENDPOINT: why" (the server refused its key,
-    /// or it holds the wrong server key). libzmq 4.3 does not retry a
-    /// refused client and queues what is sent to it, so a sender that sees
-    /// this should say so and stop. `None` for any other sender.
+    /// The first connection this sender made whose handshake failed, as
+    /// "ENDPOINT: why": a CURVE client the server refused or that holds
+    /// the wrong server key, or a sender without keys reaching a CURVE
+    /// server. libzmq 4.3 does not retry such a connection and queues what
+    /// is sent to it, so a sender that sees this should say so and stop.
+    /// `None` for an shm:// sender.
     pub fn refused(&mut self) -> Option<String> {
-        match (&mut self.link, self.cfg.curve()) {
-            (Link::Zmq(tx), Some(crate::curve::Curve::Client { .. })) => tx.refused(),
-            _ => None,
+        match &mut self.link {
+            Link::Zmq(tx) => tx.refused(),
+            Link::Shm(_) => None,
+        }
+    }
+
+    /// A CURVE server: the clients it admitted and those it refused so
+    /// far, `(admitted, refused)`. Refused are the keys not on its
+    /// allow-list and the connections that failed or ended in the
+    /// handshake (plaintext clients, a wrong server key, bytes that are
+    /// not ZeroMQ). `None` for any other sender.
+    pub fn curve_admissions(&mut self) -> Option<(u64, u64)> {
+        match &mut self.link {
+            Link::Zmq(tx) => tx.curve_admissions(),
+            Link::Shm(_) => None,
         }
     }
 
@@ -381,10 +394,10 @@ impl Sender {
     fn settle(&mut self) -> Delivery {
         self.finished = true;
         let sent = self.sent;
-        let undelivered = match &mut self.link {
-            _ if sent == 0 => Undelivered::None,
+        let (undelivered, reason) = match &mut self.link {
+            _ if sent == 0 => (Undelivered::None, None),
             // Written into the shared ring, which outlives this process.
-            Link::Shm(_) => Undelivered::None,
+            Link::Shm(_) => (Undelivered::None, None),
             Link::Zmq(tx) => tx.undelivered(&self.cfg, sent),
         };
         let refused = self.refused();
@@ -400,6 +413,7 @@ impl Sender {
             sent,
             undelivered,
             refused,
+            reason,
         }
     }
 }

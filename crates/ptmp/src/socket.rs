@@ -38,6 +38,9 @@ pub(crate) struct Built {
     /// A CURVE server's place with its context's ZAP handler: drop it
     /// after `sock`.
     pub admission: Option<crate::curve::Admission>,
+    /// A CURVE server without a drain: the thread counting the clients it
+    /// refuses at the handshake; drop it after `sock`.
+    pub watch: Option<crate::curve::watch::Watch>,
 }
 
 pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
@@ -82,10 +85,18 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     };
     let curve_public = curve_public.map(|k| k.z85());
     let curve_client = matches!(cfg.curve(), Some(crate::curve::Curve::Client { .. }));
+    // A CURVE server counts the clients it turns away at the handshake:
+    // through the drain when it has one, else on a thread of its own.
+    let server_counts = admission.as_ref().map(|a| a.counts());
     let drain = if private || curve_client {
-        Some(Drain::attach(&ctx, &sock).map_err(Error::zmq("monitor"))?)
+        let d = Drain::attach(&ctx, &sock, curve_client, server_counts.clone());
+        Some(d.map_err(Error::zmq("monitor"))?)
     } else {
         None
+    };
+    let watch = match server_counts {
+        Some(c) if drain.is_none() => Some(crate::curve::watch::Watch::start(&ctx, &sock, c)?),
+        _ => None,
     };
     // A socket connecting by name queues messages only on live
     // connections: when the named peer dies, a sender's messages wait
@@ -167,6 +178,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
         drain,
         bound,
         admission,
+        watch,
     })
 }
 

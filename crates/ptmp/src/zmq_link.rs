@@ -30,7 +30,10 @@ pub(crate) struct ZmqTx {
     sock: zmq::Socket,
     drain: Option<Drain>,
     /// A CURVE server's admissions; dropped after the socket.
-    _admission: Option<crate::curve::Admission>,
+    admission: Option<crate::curve::Admission>,
+    /// A CURVE server without a drain: its refusal counter (the socket
+    /// must close before the counter's end of the monitor does).
+    _watch: Option<crate::curve::watch::Watch>,
     /// Live counters ([`crate::meter`]).
     meter: Arc<SocketCounters>,
     /// The message being sent was already counted as a stall (by a
@@ -53,7 +56,8 @@ impl ZmqTx {
         let tx = ZmqTx {
             sock: b.sock,
             drain: b.drain,
-            _admission: b.admission,
+            admission: b.admission,
+            _watch: b.watch,
             meter,
             stalled: false,
             subscribers: 0,
@@ -178,33 +182,60 @@ impl ZmqTx {
         Ok(self.subscribers)
     }
 
-    /// A CURVE client's first refused connection, "ENDPOINT: why".
+    /// The first connection this socket made that was refused at its
+    /// handshake, "ENDPOINT: why".
     pub(crate) fn refused(&mut self) -> Option<String> {
         self.drain.as_mut().and_then(Drain::refusal)
     }
 
+    /// A CURVE server's clients admitted and refused so far (monitor
+    /// events read now).
+    pub(crate) fn curve_admissions(&mut self) -> Option<(u64, u64)> {
+        if let Some(d) = &mut self.drain {
+            d.poll_events();
+        }
+        self.admission.as_ref().map(|a| a.counts().counts())
+    }
+
     /// Wait, up to the config's linger, until what was sent has left this
-    /// process, and say how much may not have (`sent` messages in all).
-    pub(crate) fn undelivered(&mut self, cfg: &SocketConfig, sent: u64) -> Undelivered {
+    /// process, and say how much may not have (`sent` messages in all),
+    /// with why when a peer never completed its handshake.
+    pub(crate) fn undelivered(
+        &mut self,
+        cfg: &SocketConfig,
+        sent: u64,
+    ) -> (Undelivered, Option<String>) {
         let pubsub = matches!(cfg.socket_type(), SocketType::Pub | SocketType::XPub);
         let Some(d) = &mut self.drain else {
-            return Undelivered::Unknown;
+            return (Undelivered::Unknown, None);
         };
         if cfg.linger_ms() == 0 {
-            return Undelivered::Unknown;
+            return (Undelivered::Unknown, None);
         }
-        match (d.wait(cfg.linger_ms(), !pubsub), pubsub) {
-            (Drained::NeverConnected, _) => Undelivered::Exactly(sent),
-            (Drained::Pending { .. }, _) => Undelivered::AtMost(sent),
+        let drained = d.wait(cfg.linger_ms(), !pubsub);
+        let unshaken = d.unshaken().map(|at| {
+            format!("the peer at {at} never completed the ZeroMQ handshake (it is not a ZeroMQ peer, or it expects CURVE keys this socket does not have)")
+        });
+        let none_shook = || {
+            unshaken.clone().or_else(|| {
+                Some("no peer that connected completed the ZeroMQ handshake".to_string())
+            })
+        };
+        match (drained, pubsub) {
+            (Drained::NeverConnected, _) => (Undelivered::Exactly(sent), None),
+            // Nothing is written to a peer before its handshake.
+            (Drained::NoHandshake, _) => (Undelivered::Exactly(sent), none_shook()),
+            (Drained::Pending { .. }, _) => (Undelivered::AtMost(sent), unshaken),
             // A PUB drops what it sends while nobody is connected.
-            (Drained::Yes, true) if !d.ever_connected() => Undelivered::Exactly(sent),
-            (Drained::Yes, true) => Undelivered::Unknown,
-            // A connect endpoint never reached keeps its share of a PUSH's
-            // round robin queued in libzmq.
-            (Drained::Yes, false) if d.connects() < cfg.connect().len() => {
-                Undelivered::AtMost(sent)
+            (Drained::Yes, true) if !d.ever_shook() => (Undelivered::Exactly(sent), none_shook()),
+            (Drained::Yes, true) => (Undelivered::Unknown, None),
+            // A connect endpoint never reached, or whose peer never
+            // completed the handshake, keeps its share of a PUSH's round
+            // robin queued in libzmq.
+            (Drained::Yes, false) if d.shaken() < cfg.connect().len() => {
+                (Undelivered::AtMost(sent), unshaken)
             }
-            (Drained::Yes, false) => Undelivered::None,
+            (Drained::Yes, false) => (Undelivered::None, None),
         }
     }
 }
@@ -219,6 +250,8 @@ pub(crate) struct ZmqRx {
     admission: Option<crate::curve::Admission>,
     /// A CURVE client's connection monitor: hears of a refused handshake.
     monitor: Option<Box<crate::drain::Drain>>,
+    /// A CURVE server's refusal counter; dropped after the socket.
+    _watch: Option<crate::curve::watch::Watch>,
 }
 
 impl ZmqRx {
@@ -233,6 +266,7 @@ impl ZmqRx {
             timeout: -1,
             admission: b.admission,
             monitor: b.drain.map(Box::new),
+            _watch: b.watch,
         };
         Ok((rx, b.bound))
     }
@@ -242,6 +276,11 @@ impl ZmqRx {
         if let Some(a) = &self.admission {
             meter.watch_curve(a.counts());
         }
+    }
+
+    /// A CURVE server's clients admitted and refused so far.
+    pub(crate) fn curve_admissions(&self) -> Option<(u64, u64)> {
+        self.admission.as_ref().map(|a| a.counts().counts())
     }
 
     /// A CURVE client's first refused connection, "ENDPOINT: why".

@@ -29,7 +29,11 @@ const ZAP_ENDPOINT: &str = "inproc://zeromq.zap.01";
 pub struct Admitted {
     /// Clients let in.
     pub admitted: AtomicU64,
-    /// Clients refused: their key is not on the server's allow-list.
+    /// Clients refused: their key is not on the server's allow-list, or
+    /// their connection failed or ended in the handshake, before any key
+    /// was shown (a plaintext ZeroMQ client, one holding the wrong server
+    /// key, a peer sending bytes that are not ZeroMQ, a port probe),
+    /// counted from the socket's monitor (`watch.rs`).
     pub refused: AtomicU64,
 }
 
