@@ -43,7 +43,8 @@
 //! * The other agents, one module each: [`window`], [`replay`], [`czmqat`],
 //!   [`monitor`], [`stats`], [`graphite`] (`stats_graphite`), [`composer`], and the graph's [`nodes`].
 //! * [`metrics`]: the periodic metric messages any agent sends when its
-//!   config has PTMP's `metrics` key.
+//!   config has PTMP's `metrics` key; `metered` wraps an agent with the
+//!   thread that sends them.
 //! * [`ptmper`]: the runner of a whole configuration; [`jsonnet`]: loading
 //!   configurations written in Jsonnet; `error`: the crate's errors ([`Error`]).
 //! * `progress` (with the feature of that name): the terminal progress bar
@@ -63,6 +64,7 @@ pub mod graphite;
 pub mod io;
 pub mod jsonnet;
 pub mod merge;
+mod metered;
 pub mod metrics;
 pub mod monitor;
 pub mod nodes;

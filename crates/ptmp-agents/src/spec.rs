@@ -344,7 +344,7 @@ impl Proxy {
             }
         };
         Ok(vec![match &self.metrics {
-            Some(m) => Box::new(metrics::Metered::new(one, m)?),
+            Some(m) => Box::new(crate::metered::Metered::new(one, m)?),
             None => one,
         }])
     }
