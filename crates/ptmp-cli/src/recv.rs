@@ -47,13 +47,19 @@ pub struct Tally {
 
 impl Tally {
     /// Record `count`; returns `Some((expected, count))` when it is not the
-    /// expected next count. The sender's counts start at 0, so a first set
-    /// with count 1797 is a gap of 1797 (PTMP prints `0 - 1797 = -1797`).
+    /// expected next count. The first count received is where the stream
+    /// starts, whatever it is: senders start at 0 or 1 (C++ PTMP's), and a
+    /// receiver that joins a running stream starts in its middle; none of
+    /// these is a loss. Gaps after it are counted (and printed as PTMP
+    /// does: `1800 - 1805 = -5`, expected 1800, got 1805).
     pub fn note(&mut self, count: u32) -> Option<(u64, u32)> {
         self.received += 1;
-        self.first.get_or_insert(count);
-        self.last = Some(count);
         let c = u64::from(count);
+        if self.first.is_none() {
+            self.first = Some(count);
+            self.expected = c;
+        }
+        self.last = Some(count);
         let expected = self.expected;
         self.expected = c + 1;
         if c == expected {
@@ -230,17 +236,31 @@ mod tests {
     #[test]
     fn gaps_and_losses() {
         let mut t = Tally::default();
-        assert_eq!(t.note(1797), Some((0, 1797)));
+        assert_eq!(t.note(1797), None, "a stream may start anywhere");
         assert_eq!(t.note(1798), None);
         assert_eq!(t.note(1800), Some((1799, 1800)));
         assert_eq!(t.note(5), Some((1801, 5)));
         assert_eq!(t.note(6), None);
-        assert_eq!((t.received, t.lost, t.gaps, t.backwards), (5, 1798, 3, 1));
+        assert_eq!((t.received, t.lost, t.gaps, t.backwards), (5, 1, 2, 1));
         assert_eq!((t.first, t.last), (Some(1797), Some(6)));
-        let mut t = Tally::default();
-        for i in 0..10 {
-            assert_eq!(t.note(i), None);
+        // Streams starting at 0 and at 1 (C++ PTMP's senders) lose nothing.
+        for from in [0, 1] {
+            let mut t = Tally::default();
+            for i in from..from + 10 {
+                assert_eq!(t.note(i), None);
+            }
+            assert_eq!((t.lost, t.gaps, t.backwards), (0, 0, 0));
         }
-        assert_eq!((t.lost, t.gaps), (0, 0));
+        // A stream starting at 1 with one set missing in its middle.
+        let mut t = Tally::default();
+        for i in [1, 2, 3, 5, 6] {
+            t.note(i);
+        }
+        assert_eq!((t.lost, t.gaps, t.backwards), (1, 1, 0));
+        // A first count of 0 after which the stream goes back to it.
+        let mut t = Tally::default();
+        assert_eq!(t.note(0), None);
+        assert_eq!(t.note(0), Some((1, 0)));
+        assert_eq!((t.lost, t.gaps, t.backwards), (0, 1, 1));
     }
 }
