@@ -190,6 +190,9 @@ impl Out {
             .linger()
             .map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as i32);
         sock.set_linger(linger).map_err(zerr(name, "set linger"))?;
+        // As every ptmp socket: what one connection may make it hold.
+        sock.set_maxmsgsize(c.max_message().min(i64::MAX as usize) as i64)
+            .map_err(zerr(name, "set maxmsgsize"))?;
         for (attach, ep) in c.endpoints() {
             match attach {
                 ptmp::Attach::Bind => sock

@@ -625,7 +625,7 @@ fn ptmp_side(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> 
         let cfg = if shm {
             json!({"socket": {"type": "PULL", "connect": [c.addr], "shm_max_message": size.max(64) + 16}})
         } else {
-            json!({"socket": {"type": "PULL", "bind": [c.addr]}})
+            json!({"socket": {"type": "PULL", "bind": [c.addr], "max_message": size.max(ptmp::DEFAULT_MAX_MESSAGE)}})
         };
         let mut rx = ptmp::Receiver::from_json(&cfg.to_string())?;
         ready();
@@ -641,7 +641,7 @@ fn ptmp_side(c: &ChildArgs, t: &mut Tally, msg: &mut [u8]) -> BenchResult<bool> 
         let cfg = if shm {
             json!({"socket": {"type": "PUSH", "bind": [c.addr], "shm_max_message": size.max(64) + 16, "shm_slots": 1024}})
         } else {
-            json!({"socket": {"type": "PUSH", "connect": [c.addr]}})
+            json!({"socket": {"type": "PUSH", "connect": [c.addr], "max_message": size.max(ptmp::DEFAULT_MAX_MESSAGE)}})
         };
         let mut tx = ptmp::Sender::from_json(&cfg.to_string())?;
         for i in 0..n {

@@ -375,13 +375,15 @@ fn measure(
                 ),
                 _ => "tcp://127.0.0.1:*".into(),
             };
+            // Sizes go up to 64 MiB, beyond a zmq socket's default bound.
+            let max_message = size.max(ptmp::DEFAULT_MAX_MESSAGE);
             let mut rx = Receiver::new(SocketConfig::from_value(
-                &json!({"socket": {"type": "PULL", "bind": [addr]}}),
+                &json!({"socket": {"type": "PULL", "bind": [addr], "max_message": max_message}}),
             )?)?;
             let ep = rx.bound_endpoints()[0].clone();
-            let scfg = SocketConfig::from_value(
-                &json!({"socket": {"type": "PUSH", "connect": [ep], "linger_ms": a.linger_ms}}),
-            )?;
+            let scfg =
+                SocketConfig::from_value(&json!({"socket": {"type": "PUSH", "connect": [ep],
+                "linger_ms": a.linger_ms, "max_message": max_message}}))?;
             let h = std::thread::spawn(move || -> BenchResult {
                 crate::sys::pin(send_cpu)?;
                 let mut tx = Sender::new(scfg)?;

@@ -805,6 +805,12 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
             ..d
         });
     }
+    // An edge shaped for messages beyond a zmq socket's default bound
+    // carries them over zmq too (across hosts, or with "transport": "ipc").
+    let wide = shape.1.map(|m| m as usize);
+    if let Some(m) = wide.filter(|&m| !all_shm && m > ptmp::DEFAULT_MAX_MESSAGE) {
+        b = b.max_message(m);
+    }
     // An shm input of a node that commits what it handed on keeps its
     // place in its rings under a name every restart of its process
     // computes alike.

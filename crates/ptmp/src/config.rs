@@ -17,6 +17,7 @@
 //! | `subscribers` | PUB: wait for this many subscribers before the first send | 0 |
 //! | `subscribers_timeout_ms` | give up that wait after this long | 10000 |
 //! | `heartbeat_ms` | ZeroMQ heartbeats: a connection silent for three intervals is dropped; 0 = none | 1000 for a socket that binds or connects by name, else none |
+//! | `max_message` | largest message part (frame) in bytes a tcp or ipc connection may carry: a peer announcing a larger one is disconnected, a send of one fails | [`DEFAULT_MAX_MESSAGE`] (16 MiB) |
 //!
 //! Endpoints are `inproc://NAME`, `ipc://PATH`, `tcp://HOST:PORT` (HOST may be
 //! `*`, an IPv4 address, `[IPv6]`, a host name or an interface when binding;
@@ -64,6 +65,12 @@ pub const DEFAULT_SHM_SLOTS: usize = 128;
 pub const DEFAULT_SHM_MAX_MESSAGE: usize = 65536;
 /// Bytes of a default shm:// ring: an 8 KiB header, 128 slots of 65,600.
 pub const DEFAULT_SHM_RING_BYTES: usize = 8_404_992;
+/// Default largest message part a zmq connection carries, in bytes
+/// (JSON `max_message`): 16 MiB. A TPSet is a few hundred bytes to tens of
+/// kilobytes and a 1920x1080 camera frame 6.2 MB, so ordinary traffic
+/// never comes near it, while a peer announcing a frame of gigabytes is
+/// disconnected at its header instead of making the receiver allocate it.
+pub const DEFAULT_MAX_MESSAGE: usize = 16 << 20;
 /// Default bound on an shm:// PUSH waiting for its slowest reader
 /// (ptmp-shm's default).
 pub const DEFAULT_SHM_BLOCK_TIMEOUT: Duration = ptmp_shm::DEFAULT_BLOCK_TIMEOUT;
@@ -77,6 +84,7 @@ const SUBSCRIBERS_RANGE: (i64, i64) = (0, 1 << 20);
 const TIMEOUT_MS_RANGE: (i64, i64) = (0, i64::MAX);
 const SHM_SLOTS_RANGE: (i64, i64) = (ptmp_shm::MIN_SLOTS as i64, ptmp_shm::MAX_SLOTS as i64);
 const SHM_MAX_MESSAGE_RANGE: (i64, i64) = (1, ptmp_shm::MAX_MESSAGE_LIMIT as i64);
+const MAX_MESSAGE_RANGE: (i64, i64) = (1, i64::MAX);
 const SHM_READER_GRACE_MS_RANGE: (i64, i64) = (0, u32::MAX as i64);
 // Three intervals must fit ZeroMQ's heartbeat TTL (at most 6553.5 s).
 const HEARTBEAT_MS_RANGE: (i64, i64) = (0, 1_000_000);
@@ -110,6 +118,7 @@ const KNOWN_KEYS: &[&str] = &[
     "shm_reader_token",
     "shm_reader_grace_ms",
     "heartbeat_ms",
+    "max_message",
     "curve",
 ];
 
@@ -171,6 +180,8 @@ pub struct SocketConfig {
     shm_reader_grace: Duration,
     /// ZeroMQ heartbeat interval (`heartbeat_ms`); `None`: the default.
     heartbeat: Option<Duration>,
+    /// Largest message part of a zmq connection (`max_message`).
+    max_message: usize,
     /// CURVE security of this socket's connections (`curve`).
     curve: Option<crate::curve::Curve>,
 }
@@ -229,6 +240,7 @@ impl SocketConfig {
                 shm_reader_token: None,
                 shm_reader_grace: ptmp_shm::DEFAULT_READER_GRACE,
                 heartbeat: None,
+                max_message: DEFAULT_MAX_MESSAGE,
                 curve: None,
             },
             subscribe_set: false,
@@ -356,6 +368,9 @@ impl SocketConfig {
         }
         if let Some(t) = int(&s, "heartbeat_ms", HEARTBEAT_MS_RANGE)? {
             b = b.heartbeat(Duration::from_millis(t as u64));
+        }
+        if let Some(n) = int(&s, "max_message", MAX_MESSAGE_RANGE)? {
+            b = b.max_message(n as usize);
         }
         if let Some(c) = curve::parse(&s)? {
             b = b.curve(c);
@@ -489,6 +504,13 @@ impl SocketConfig {
         self.heartbeat
     }
 
+    /// The largest message part, in bytes, this socket's tcp and ipc
+    /// connections carry (`max_message`, default [`DEFAULT_MAX_MESSAGE`];
+    /// see [`SocketConfigBuilder::max_message`]).
+    pub fn max_message(&self) -> usize {
+        self.max_message
+    }
+
     /// SUB subscription prefixes; `[""]` (the default) subscribes to
     /// everything, an empty list to nothing.
     pub fn subscribe(&self) -> &[Vec<u8>] {
@@ -602,6 +624,9 @@ impl SocketConfig {
         }
         if let Some(h) = self.heartbeat {
             s.insert("heartbeat_ms".into(), (h.as_millis() as u64).into());
+        }
+        if self.max_message != DEFAULT_MAX_MESSAGE {
+            s.insert("max_message".into(), self.max_message.into());
         }
         if let Some(c) = &self.curve {
             s.insert("curve".into(), curve::to_json(c));

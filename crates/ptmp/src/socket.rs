@@ -70,6 +70,12 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     // quitting sender was lost this way over ipc).
     sock.set_linger(cfg.linger_ms())
         .map_err(Error::zmq("set linger"))?;
+    // A frame whose header announces more than this is refused at the
+    // header and its connection dropped, before libzmq allocates it: one
+    // connection, CURVE handshake or not, cannot make this socket hold more
+    // (build() keeps it within i64).
+    sock.set_maxmsgsize(cfg.max_message() as i64)
+        .map_err(Error::zmq("set maxmsgsize"))?;
     if ztype == zmq::XPUB {
         sock.set_xpub_verbose(true)
             .map_err(Error::zmq("set xpub_verbose"))?;

@@ -41,6 +41,8 @@ pub(crate) struct ZmqTx {
     stalled: bool,
     /// Subscribers seen so far (PUB only), net of unsubscriptions.
     subscribers: usize,
+    /// The largest part a send takes (`max_message`).
+    max_message: usize,
 }
 
 impl ZmqTx {
@@ -61,6 +63,7 @@ impl ZmqTx {
             meter,
             stalled: false,
             subscribers: 0,
+            max_message: cfg.max_message(),
         };
         Ok((tx, b.bound))
     }
@@ -69,11 +72,23 @@ impl ZmqTx {
     /// PAIR or PUSH socket is at its high-water mark (a PUB drops instead);
     /// [`Wait::Within`] gives up after its time, `Ok(false)` and nothing
     /// sent. A message held back is counted as one stall, however many
-    /// calls it takes.
+    /// calls it takes. A message with a part larger than `max_message` is
+    /// refused whole, before any part is sent: a receiver with the same
+    /// bound would drop the connection for it.
     pub(crate) fn send<'a, I>(&mut self, parts: I, wait: Wait) -> Result<bool>
     where
-        I: ExactSizeIterator<Item = &'a [u8]>,
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
     {
+        let max = self.max_message;
+        if let Some(len) = parts.clone().map(<[u8]>::len).find(|&l| l > max) {
+            return Err(Error::Config {
+                key: "socket.max_message".into(),
+                value: max.to_string(),
+                reason: format!(
+                    "a message part of {len} bytes is larger; a receiver with this bound would drop the connection for it: raise max_message on both ends"
+                ),
+            });
+        }
         let n = parts.len();
         for (i, f) in parts.enumerate() {
             let more = if i + 1 < n { zmq::SNDMORE } else { 0 };

@@ -50,7 +50,8 @@ impl Legs {
         };
         Ok(SocketConfig::from_value(
             &json!({"socket": {"type": ty, attach: [ep],
-            "linger_ms": self.linger_ms, "shm_max_message": self.size + 16, "shm_slots": 64}}),
+            "linger_ms": self.linger_ms, "shm_max_message": self.size + 16, "shm_slots": 64,
+            "max_message": (self.size + 16).max(ptmp::DEFAULT_MAX_MESSAGE)}}),
         )?)
     }
 

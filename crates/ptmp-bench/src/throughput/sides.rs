@@ -173,7 +173,8 @@ pub(super) fn receive(
     match c.implementation {
         Impl::Ptmp => {
             let mut cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
-                "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message}});
+                "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message,
+                "max_message": c.shm_max_message.max(ptmp::DEFAULT_MAX_MESSAGE)}});
             if let Some(d) = &c.curve_dir {
                 cfg["socket"]["curve"] = curve_json(d, true);
             }
@@ -205,7 +206,8 @@ pub(super) fn receive(
         }
         Impl::Frames => {
             let cfg = json!({"socket": {"type": rt, attach: [c.addr], "hwm": c.hwm,
-                "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message}});
+                "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message,
+                "max_message": c.shm_max_message.max(ptmp::DEFAULT_MAX_MESSAGE)}});
             let mut rx = Receiver::new(SocketConfig::from_value(&cfg)?)?;
             ready();
             k0 = crate::sys::kernel(&ctr, !procs);
@@ -317,7 +319,8 @@ pub(super) fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Val
     match c.implementation {
         Impl::Ptmp => {
             let mut cfg = json!({"socket": {"type": st, attach: [c.addr], "sndhwm": c.hwm,
-                "linger_ms": c.linger_ms, "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message}});
+                "linger_ms": c.linger_ms, "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message,
+                "max_message": c.shm_max_message.max(ptmp::DEFAULT_MAX_MESSAGE)}});
             if st == "PUB" && !shm {
                 cfg["socket"]["subscribers"] = json!(1);
             }
@@ -345,7 +348,8 @@ pub(super) fn send(c: &ChildArgs, ctx: Option<&zmq::Context>) -> BenchResult<Val
         }
         Impl::Frames => {
             let cfg = json!({"socket": {"type": st, attach: [c.addr], "sndhwm": c.hwm,
-                "linger_ms": c.linger_ms, "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message}});
+                "linger_ms": c.linger_ms, "shm_slots": c.shm_slots, "shm_max_message": c.shm_max_message,
+                "max_message": c.shm_max_message.max(ptmp::DEFAULT_MAX_MESSAGE)}});
             let mut tx = Sender::new(SocketConfig::from_value(&cfg)?)?;
             let mut buf = Vec::new();
             ptmp::data::encode_tpset(&t, &mut buf);

@@ -159,6 +159,21 @@ impl SocketConfigBuilder {
         self
     }
 
+    /// The largest message part (frame), in bytes, this socket's tcp and
+    /// ipc connections carry (JSON `max_message`; from 1 to `i64::MAX`,
+    /// default [`DEFAULT_MAX_MESSAGE`], 16 MiB). A peer whose frame header
+    /// announces more is disconnected by ZeroMQ before anything of it is
+    /// kept, CURVE handshakes included, so one connection cannot make this
+    /// socket allocate more than this; a send of a larger part fails with
+    /// an error naming the key. Set the same value on both ends: a part
+    /// under the sender's bound and over the receiver's leaves the sender
+    /// and is dropped with the connection. shm:// rings are bounded by
+    /// `shm_max_message` instead; inproc:// has no such bound.
+    pub fn max_message(mut self, bytes: usize) -> Self {
+        self.cfg.max_message = bytes;
+        self
+    }
+
     /// Secure this socket's connections with CURVE (JSON `curve`): as the
     /// server admitting some clients, or as a client of a server whose
     /// public key it knows. Only tcp and ipc endpoints can be secured; the
@@ -224,6 +239,7 @@ impl SocketConfigBuilder {
             )?;
             c.heartbeat = Some(whole_ms(h));
         }
+        check_int("max_message", c.max_message as i128, MAX_MESSAGE_RANGE)?;
         if let Some(id) = &c.shm_reader_id {
             if id.is_empty() || id.len() > ptmp_shm::MAX_IDENT_LEN || id.contains('\0') {
                 return Err(Error::config(
