@@ -87,6 +87,50 @@ fn a_run_whose_config_asks_for_presence_connects_by_name() {
     );
 }
 
+/// `ptmp_sender_new` and `ptmp_receiver_new` whose JSON configs turn
+/// presence on with their own `"discovery"` key (no `ptmp_use_discovery`):
+/// a sender binding a name and a receiver in another process connecting to
+/// it exchange every set; a wrong key, `announce`, and another group than
+/// the one on are refused naming the key.
+#[test]
+fn sockets_whose_config_has_a_discovery_key_connect_by_name() {
+    let test = "sockets_whose_config_has_a_discovery_key_connect_by_name";
+    let Some(lan) = make_lan(1, "ck", test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile("names", dir.path());
+    let rx = run_in(&lan.hosts[0], &exe, &["keyrecv", "ckey", "200"]);
+    let tx = run_in(&lan.hosts[0], &exe, &["keysend", "ckey", "200"]);
+    let t = tx.finish(Duration::from_secs(60), "C keyed sender");
+    assert_ok("C sender with a discovery key", &t);
+    let out = text(&t.stdout);
+    assert!(
+        out.contains("1 name(s) announced") && out.contains("sent 200"),
+        "{out}"
+    );
+    let r = rx.finish(Duration::from_secs(60), "C keyed receiver");
+    assert_ok("C receiver with a discovery key", &r);
+    let out = text(&r.stdout);
+    assert!(
+        out.contains("keyed receiver received 200") && out.contains("0 failures"),
+        "{out}"
+    );
+    assert!(
+        out.contains("keyed, bad key: -3 ") && out.contains("discovery.grup: unknown key"),
+        "{out}"
+    );
+    assert!(
+        out.contains("keyed, announce: -3 ") && out.contains("name://NODE/PORT"),
+        "{out}"
+    );
+    assert!(
+        out.contains("keyed, other group: -3 ")
+            && out.contains("already on in this process with group \"ckey\""),
+        "{out}"
+    );
+}
+
 #[test]
 fn bad_arguments_a_second_call_and_a_missing_name_are_refused_naming_them() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,13 @@
  *   names follow GROUP KEY N1 N2 connects to name://src/out and receives
  *                                N1 sets, then N2 more from a sender of
  *                                the same name that came up elsewhere
+ *   names keysend GROUP N        binds name://ksrc/out with presence
+ *                                turned on by the sender config's own
+ *                                "discovery" key, sends N sets
+ *   names keyrecv GROUP N        connects to name://ksrc/out, presence
+ *                                turned on by the receiver config's
+ *                                "discovery" key (after the key refused
+ *                                when wrong), receives N sets
  *   names run GROUP N            runs agents (ptmp_run_start) whose config
  *                                turns presence on with its "discovery"
  *                                key: a source binding name://runsrc/out,
@@ -221,6 +228,96 @@ static int send_named(const char* group, const char* key, unsigned n) {
     return 0;
 }
 
+/* A sender whose config turns presence on with its "discovery" key, no
+ * ptmp_use_discovery: binds name://ksrc/out and sends n sets. */
+static int keyed_send(const char* group, unsigned n) {
+    char cfg[512];
+    snprintf(cfg, sizeof cfg,
+             "{\"discovery\": {\"group\": \"%s\", \"timeout\": 30},"
+             " \"socket\": {\"type\": \"PUSH\", \"bind\": [\"name://ksrc/out\"]}}",
+             group);
+    ptmp_sender* tx = NULL;
+    int rc = ptmp_sender_new(cfg, &tx);
+    if (rc) {
+        fprintf(stderr, "ptmp_sender_new: %d %s\n", rc, ptmp_last_error());
+        return 1;
+    }
+    printf("keyed sender: %zu name(s) announced\n", ptmp_announced_names());
+    EXPECT(ptmp_announced_names() == 1);
+    ptmp_trigprim tp;
+    memset(&tp, 0, sizeof tp);
+    ptmp_tpset ts;
+    memset(&ts, 0, sizeof ts);
+    ts.tps = &tp;
+    ts.ntps = 1;
+    ts.detid = 11;
+    for (unsigned i = 0; i < n && rc == PTMP_OK; i++) {
+        ts.count = i;
+        tp.channel = i;
+        rc = ptmp_sender_send(tx, &ts);
+        EXPECT(rc == PTMP_OK);
+    }
+    ptmp_delivery d;
+    memset(&d, 0, sizeof d);
+    EXPECT(ptmp_sender_finish(tx, &d) == PTMP_OK);
+    EXPECT(d.sent == n && d.undelivered == 0);
+    EXPECT(ptmp_withdraw_names() == PTMP_OK);
+    printf("keyed sender sent %u\n", (unsigned)d.sent);
+    return 0;
+}
+
+/* A receiver whose config turns presence on with its "discovery" key:
+ * first the key refused when wrong (presence stays off), then
+ * name://ksrc/out received from, then another group refused. */
+static int keyed_recv(const char* group, unsigned n) {
+    char cfg[512];
+    ptmp_receiver* rx = NULL;
+    int rc = ptmp_receiver_new("{\"discovery\": {\"grup\": \"x\"}, \"socket\": {\"type\": \"PULL\","
+                               " \"connect\": [\"name://ksrc/out\"]}}",
+                               &rx);
+    printf("keyed, bad key: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && rx == NULL && has("json_config: discovery.grup: unknown key"));
+    rc = ptmp_receiver_new("{\"discovery\": {\"announce\": true}, \"socket\": {\"type\": \"PULL\","
+                           " \"connect\": [\"name://ksrc/out\"]}}",
+                           &rx);
+    printf("keyed, announce: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && rx == NULL && has("discovery.announce"));
+    snprintf(cfg, sizeof cfg,
+             "{\"discovery\": {\"group\": \"%s\", \"timeout\": 30},"
+             " \"socket\": {\"type\": \"PULL\", \"connect\": [\"name://ksrc/out\"]}}",
+             group);
+    rc = ptmp_receiver_new(cfg, &rx);
+    if (rc) {
+        fprintf(stderr, "ptmp_receiver_new: %d %s\n", rc, ptmp_last_error());
+        return 1;
+    }
+    ptmp_tpset ts;
+    memset(&ts, 0, sizeof ts);
+    unsigned got = 0;
+    for (unsigned i = 0; i < n; i++) {
+        rc = ptmp_receiver_recv(rx, &ts, 30000);
+        if (rc != PTMP_OK) {
+            fprintf(stderr, "set %u: %d %s\n", i, rc, ptmp_last_error());
+            failures++;
+            break;
+        }
+        EXPECT(ts.count == i && ts.detid == 11 && ts.ntps == 1);
+        got++;
+    }
+    printf("keyed receiver received %u\n", got);
+    ptmp_tpset_clear(&ts);
+    ptmp_receiver_free(rx);
+    /* Presence is on now, in this group: a socket asking for another is
+     * refused naming both. */
+    ptmp_sender* tx = NULL;
+    rc = ptmp_sender_new("{\"discovery\": {\"group\": \"other\"},"
+                         " \"socket\": {\"type\": \"PUSH\", \"bind\": [\"name://k2/out\"]}}",
+                         &tx);
+    printf("keyed, other group: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_CONFIG && tx == NULL && has("already on") && has("\"other\""));
+    return 0;
+}
+
 static int run_named(const char* group, unsigned n) {
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
@@ -257,10 +354,14 @@ int main(int argc, char** argv) {
         rc = recv_named(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]), 5, 2);
     else if (argc == 5 && strcmp(argv[1], "send") == 0)
         rc = send_named(argv[2], argv[3], (unsigned)atoi(argv[4]));
+    else if (argc == 4 && strcmp(argv[1], "keysend") == 0)
+        rc = keyed_send(argv[2], (unsigned)atoi(argv[3]));
+    else if (argc == 4 && strcmp(argv[1], "keyrecv") == 0)
+        rc = keyed_recv(argv[2], (unsigned)atoi(argv[3]));
     else if (argc == 4 && strcmp(argv[1], "run") == 0)
         rc = run_named(argv[2], (unsigned)atoi(argv[3]));
     else
-        fprintf(stderr, "usage: names errors DIR | recv GROUP KEY N DETID NTPS | send GROUP KEY N | run GROUP N\n");
+        fprintf(stderr, "usage: names errors DIR | recv GROUP KEY N DETID NTPS | send GROUP KEY N | keysend GROUP N | keyrecv GROUP N | run GROUP N\n");
     if (rc) return rc;
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
