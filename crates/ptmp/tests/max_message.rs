@@ -109,3 +109,63 @@ fn bad_values_are_refused_naming_the_key_and_good_ones_read_back() {
     assert_eq!(d.max_message(), DEFAULT_MAX_MESSAGE);
     assert!(d.to_json()["socket"].get("max_message").is_none());
 }
+
+/// A PUSH peer speaking ZMTP 3.0 by hand (NULL mechanism), so what it
+/// sends is bounded by no ptmp or libzmq setting: greeting, the
+/// receiver's greeting read, READY, then one single-frame message of
+/// `payload`.
+fn raw_push(ep: &str, payload: &[u8]) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(ep.strip_prefix("tcp://").unwrap()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut g = vec![0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 0];
+    g.extend_from_slice(b"NULL");
+    g.extend_from_slice(&[0u8; 16 + 1 + 31]);
+    c.write_all(&g).unwrap();
+    let mut theirs = [0u8; 64];
+    c.read_exact(&mut theirs).unwrap();
+    let mut m = b"\x05READY\x0bSocket-Type".to_vec();
+    m.extend_from_slice(&4u32.to_be_bytes());
+    m.extend_from_slice(b"PUSH");
+    let mut f = vec![0x04, m.len() as u8];
+    f.extend_from_slice(&m);
+    f.push(0x02);
+    f.extend_from_slice(&(payload.len() as u64).to_be_bytes());
+    c.write_all(&f).unwrap();
+    // A receiver that refuses the part may close before all of it is
+    // written: what it delivered, or did not, is the test.
+    let _ = c.write_all(payload);
+    c
+}
+
+/// Whether the peer closed `c` within a generous time (what it still
+/// sends, its READY, is read and dropped).
+fn closed_by_peer(c: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn a_part_of_the_bound_passes_and_one_byte_more_is_dropped_with_its_connection() {
+    let _one = one();
+    let (mut rx, ep) = receiver(Some(MAX));
+    let mut over = raw_push(&ep, &vec![0xBB; MAX + 1]);
+    assert!(
+        closed_by_peer(&mut over),
+        "a peer sending a part of {} bytes to a socket bounded at {MAX} kept its connection",
+        MAX + 1
+    );
+    let _under = raw_push(&ep, &vec![0xAA; MAX]);
+    let got = next(&mut rx, "the part of MAX bytes");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].len(), MAX, "the part over the bound was delivered");
+    assert!(got[0].iter().all(|&b| b == 0xAA));
+}
