@@ -255,7 +255,7 @@ fn ptmp_run_keeps_its_token_in_a_file_and_out_of_the_log() {
     ]});
     let f = dir.path().join("run.json");
     std::fs::write(&f, cfg.to_string()).unwrap();
-    let mut child = Command::new(PTMP)
+    let child = Command::new(PTMP)
         .arg("run")
         .arg(&f)
         .env("XDG_RUNTIME_DIR", &xdg)

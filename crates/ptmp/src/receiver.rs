@@ -35,6 +35,10 @@ pub struct Receiver {
     scratch: Frames,
 }
 
+// A receiver holds one link for its life and reads through it on every
+// receive: the larger zmq side (two reused messages, its watchers) stays
+// inline rather than behind a pointer on that path.
+#[allow(clippy::large_enum_variant)]
 enum Link {
     Zmq(ZmqRx),
     Shm(ShmRx),
