@@ -79,6 +79,17 @@ enum Input {
     Sock(Box<Receiver>),
 }
 
+impl Input {
+    /// What was received has been handed on (written, printed or sent): a
+    /// receiver with an identity in its shm rings lets its writer
+    /// overwrite it, and shows it in full when dropped.
+    fn commit(&self) {
+        if let Input::Sock(rx) = self {
+            rx.commit();
+        }
+    }
+}
+
 enum Output {
     File(DumpWriter<BufWriter<File>>, PathBuf),
     Sock(Box<Sender>),
@@ -164,6 +175,7 @@ pub fn run(a: &CatArgs) -> CliResult {
         if let (Input::Sock(rx), Output::Sock(tx)) = (&mut input, &mut output) {
             match relay(rx, tx, wait) {
                 Step::Copied => {
+                    rx.commit();
                     last = Instant::now();
                     copied += 1;
                     if copied & 1023 == 0 {
@@ -244,6 +256,7 @@ pub fn run(a: &CatArgs) -> CliResult {
             failure = Some(e);
             break;
         }
+        input.commit();
         copied += 1;
         if copied & 1023 == 0 {
             pb.set_position(copied);

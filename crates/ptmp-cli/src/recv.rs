@@ -149,6 +149,13 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
                     pb.set_position(tally.received);
                     refusals.note(rx.curve_admissions());
                 }
+                // Counted (and printed): handed on. A receiver with an
+                // identity in its shm rings holds its writer back by what
+                // it has not committed; for any other this does nothing.
+                match retired.as_ref() {
+                    Some(old) => old.commit(),
+                    None => rx.commit(),
+                }
             }
             Ok(false) => {
                 refusals.note(rx.curve_admissions());
@@ -179,6 +186,8 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
         }
     }
     pb.finish_and_clear();
+    // Everything counted is shown as committed before the summary.
+    rx.commit_now();
     let errors = old_errors + rx.errors() + retired.as_ref().map_or(0, |r| r.errors());
     let elapsed = start.map_or(0.0, |s| (last_at - s).as_secs_f64());
     let rate = if elapsed > 0.0 {

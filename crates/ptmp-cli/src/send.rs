@@ -14,7 +14,8 @@ pub const EXIT_UNDELIVERED: i32 = 3;
     after_help = "Exit status: 0 when every TPSet left for a connected peer (or, \
 for PUB and inproc://, when delivery is not tracked: \"undelivered: unknown\"); \
 3 when some were not delivered (exactly N when no peer ever connected, \"at most N\" \
-when the linger ran out with data queued); 2 for bad arguments; 1 for other failures.
+when the linger ran out with data queued, or, over shm://, with a reader the ring keeps \
+not yet past them: one with shm_reader_id must have committed them); 2 for bad arguments; 1 for other failures.
 
 On a data clock (--clock 50: PTMP's 50 MHz hardware clock, 50 ticks per microsecond),
 each TPSet's tstart is the wall clock in ticks when it is due, and it is sent then: set i
@@ -72,7 +73,8 @@ pub struct SendArgs {
     pub linger: Option<units::Limit>,
     /// Print a JSON summary as the last line on stdout: sent, elapsed_s,
     /// rate_hz, drain_s, undelivered (a count, or null when unknown) and
-    /// undelivered_is ("exact", "at_most" or "unknown").
+    /// undelivered_is ("exact", "at_most" or "unknown"), undelivered_why
+    /// (why some may not have been delivered, where known, else null).
     #[arg(long)]
     pub json: bool,
 }
@@ -238,7 +240,8 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         let _ = outln!(
             "{}",
             serde_json::json!({"sent": sent, "elapsed_s": elapsed, "rate_hz": rate,
-                "drain_s": drain_s, "undelivered": n, "undelivered_is": how})
+                "drain_s": drain_s, "undelivered": n, "undelivered_is": how,
+                "undelivered_why": report.reason})
         );
     }
     if let Some(why) = &report.refused {

@@ -183,4 +183,4 @@ pub use stream::{copy_into_slot, stream_threshold};
 pub use wait::{
     default_publish_fence, Deadline, PublishFence, FULL_FENCE_ENV, WAKES_TO_FULL, WAKE_WINDOW,
 };
-pub use writer::{Loan, Writer, DEFAULT_BLOCK_TIMEOUT};
+pub use writer::{Drained, Loan, Writer, DEFAULT_BLOCK_TIMEOUT};

@@ -1,6 +1,7 @@
 //! The single writer of a channel: taking the channel, loaning a slot,
 //! committing it, and (under [`Policy::Block`]) waiting for slow readers.
 
+use crate::admin::ReaderState;
 use crate::error::{Result, ShmError};
 use crate::layout::{ChannelConfig, Policy, MAX_READERS, MAX_SEQ, PID_MAX_LIMIT};
 use crate::name::ChannelName;
@@ -47,6 +48,9 @@ struct DeadReaders {
     since: Vec<Option<(u32, Instant)>>,
     /// Entries given up after their grace time.
     given_up: u64,
+    /// The lowest position among the durable entries given up: from there
+    /// on their readers received nothing of this writer's.
+    given_up_at: Option<u64>,
 }
 
 impl DeadReaders {
@@ -76,6 +80,22 @@ struct Floor {
     min_pos: u64,
     /// Whether any reader has been seen registered.
     had_reader: bool,
+}
+
+/// What [`Writer::drain`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// The number the next message will get: every message below it was
+    /// published.
+    pub next_seq: u64,
+    /// The slowest reader the ring keeps, if it had not passed (a durable
+    /// reader: committed) every message: its `position` is the first it
+    /// had not.
+    pub behind: Option<ReaderState>,
+    /// The lowest position of the durable readers this writer gave up
+    /// (their process dead past their grace time, no successor come), if
+    /// any: from there on they received nothing from this writer.
+    pub given_up_at: Option<u64>,
 }
 
 /// Default bound on a blocked writer's wait for its slowest reader.
@@ -204,6 +224,7 @@ impl Writer {
             dead: DeadReaders {
                 since: vec![None; MAX_READERS],
                 given_up: 0,
+                given_up_at: None,
             },
             stalls: 0,
             stalled_seq: None,
@@ -353,6 +374,8 @@ impl Writer {
                             && e.ident.load(Ordering::SeqCst) != 0
                         {
                             dead.given_up += 1;
+                            let pos = protocol::reader_pos(&e.pos).min(seq);
+                            dead.given_up_at = Some(dead.given_up_at.map_or(pos, |p| p.min(pos)));
                         }
                         continue;
                     }
@@ -373,6 +396,44 @@ impl Writer {
             }
         }
         Ok(min)
+    }
+
+    /// Publish everything committed, then wait up to `within` until every
+    /// reader the ring keeps (live, or durable and dead within its grace
+    /// time) has passed every message written (a durable reader: has
+    /// committed it), looking every millisecond; say who had not. For a
+    /// writer about to end that wants to know whether what it wrote
+    /// reached its readers. Readers that left, and dead ones without an
+    /// identity, are not waited for; a durable reader dead past its grace
+    /// time is given up, as a blocked writer does, and counted in
+    /// [`Drained::given_up_at`].
+    pub fn drain(&mut self, within: Duration) -> Result<Drained> {
+        self.flush();
+        let t0 = Instant::now();
+        loop {
+            let (seg, seq) = (&self.seg, self.seq);
+            let behind = Self::slowest(seg, seq, Some(&mut self.dead))?.filter(|&(p, _)| p < seq);
+            let waited = t0.elapsed();
+            if behind.is_none() || waited >= within {
+                let behind = behind.map(|(position, pid)| ReaderState {
+                    pid,
+                    alive: pid_alive(pid),
+                    position,
+                    durable: (0..MAX_READERS).any(|i| {
+                        let e = seg.entry(i);
+                        e.pid.load(Ordering::SeqCst) == pid
+                            && protocol::reader_pos(&e.pos) == position
+                            && e.ident.load(Ordering::SeqCst) != 0
+                    }),
+                });
+                return Ok(Drained {
+                    next_seq: seq,
+                    behind,
+                    given_up_at: self.dead.given_up_at,
+                });
+            }
+            std::thread::sleep(REAP_PAUSE.min(within - waited));
+        }
     }
 
     /// Policy::Block: wait until no live reader still needs the message that

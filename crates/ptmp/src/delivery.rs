@@ -56,9 +56,11 @@ pub struct Delivery {
     /// server key, or a sender without keys reaching a CURVE server. What
     /// was sent there never left.
     pub refused: Option<String>,
-    /// Why some may not have reached a peer, where the sender can tell:
-    /// e.g. "the peer at tcp://... never completed the ZeroMQ handshake"
-    /// (a tcp listener that is not ZeroMQ, or a CURVE server), so nothing
-    /// was written to it.
+    /// Why some may not have reached a peer, where the sender can tell: an
+    /// shm:// reader behind, e.g. "shm://NAME: durable reader (pid P) has
+    /// not committed N", or a peer that never completed the ZeroMQ
+    /// handshake ("the peer at tcp://... never completed the ZeroMQ
+    /// handshake": a tcp listener that is not ZeroMQ, or a CURVE server),
+    /// so nothing was written to it.
     pub reason: Option<String>,
 }

@@ -387,18 +387,37 @@ impl Sender {
     /// [`Undelivered`]). Dropping a sender does the same wait without the
     /// report. libzmq's own queues are flushed when the sender is dropped
     /// afterwards.
+    ///
+    /// Over a PUSH/PAIR shm:// ring a message has left when every reader
+    /// the ring keeps has passed it, or, for a reader with an identity,
+    /// committed it ([`crate::Receiver::commit`]): what the slowest of them
+    /// (live, or dead within its grace time), or one given up after its
+    /// grace time, still had not when the linger ran out is "at most N",
+    /// with the reason in [`Delivery::reason`]. No reader ever come is
+    /// none undelivered: the ring keeps the messages for the first one.
+    /// Dropping such a sender does not wait.
     pub fn finish(mut self) -> Delivery {
-        self.settle()
+        self.settle(true)
     }
 
-    fn settle(&mut self) -> Delivery {
+    fn settle(&mut self, report: bool) -> Delivery {
         self.finished = true;
         let sent = self.sent;
-        let (undelivered, reason) = match &mut self.link {
-            _ if sent == 0 => (Undelivered::None, None),
+        let mut reason = None;
+        let undelivered = match &mut self.link {
+            _ if sent == 0 => Undelivered::None,
+            Link::Shm(tx) if report => {
+                let (u, why) = tx.undelivered(self.cfg.linger(), sent);
+                reason = why;
+                u
+            }
             // Written into the shared ring, which outlives this process.
-            Link::Shm(_) => (Undelivered::None, None),
-            Link::Zmq(tx) => tx.undelivered(&self.cfg, sent),
+            Link::Shm(_) => Undelivered::None,
+            Link::Zmq(tx) => {
+                let (u, why) = tx.undelivered(&self.cfg, sent);
+                reason = why;
+                u
+            }
         };
         let refused = self.refused();
         // A connection refused at its handshake counts as made, then lost:
@@ -424,7 +443,7 @@ impl Drop for Sender {
     /// then libzmq's own queues as its context terminates.
     fn drop(&mut self) {
         if !self.finished {
-            self.settle();
+            self.settle(false);
         }
     }
 }

@@ -33,6 +33,7 @@ use ptmp_shm::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod finish;
 mod forward;
 pub(crate) use forward::Forwarded;
 
@@ -195,6 +196,8 @@ pub(crate) struct ShmTx {
     meter: Arc<SocketCounters>,
     /// The writer's readers given up already carried into `meter`.
     given_up: u64,
+    /// The number this sender's first message got (see `finish`).
+    first_seq: u64,
 }
 
 impl ShmTx {
@@ -216,6 +219,7 @@ impl ShmTx {
         // it waits, as a zmq sender does.
         let m = meter.clone();
         w.on_stall(move || m.add_stall());
+        let first_seq = w.next_seq();
         Ok(ShmTx {
             w,
             name: name.to_string(),
@@ -223,6 +227,7 @@ impl ShmTx {
             held_since: None,
             meter,
             given_up: 0,
+            first_seq,
         })
     }
 

@@ -171,3 +171,66 @@ fn identity_keys_are_checked_and_read_back() {
         assert!(e.contains(want), "{bad}: {e}");
     }
 }
+
+fn push(c: &Chan, linger_ms: u64) -> Sender {
+    Sender::from_json(
+        &json!({"socket": {"type": "PUSH", "bind": [c.ep()], "shm_slots": 16,
+                           "linger_ms": linger_ms}})
+        .to_string(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_sender_counts_what_a_durable_receiver_has_not_committed_as_undelivered() {
+    // Every set read, the first four committed: the six others are still
+    // the receiver's to hand on, so the ring keeps them and the sender
+    // cannot call them delivered.
+    let c = Chan::new("uncommitted");
+    let mut tx = push(&c, 200);
+    let mut rx = pull(&c, "g/w/slow").unwrap();
+    for n in 0..10 {
+        tx.send(&set(n)).unwrap();
+    }
+    for n in 0..10 {
+        assert_eq!(rx.recv(T).unwrap().unwrap().count, n);
+        if n == 3 {
+            rx.commit_now();
+        }
+    }
+    let d = tx.finish();
+    assert_eq!(d.sent, 10);
+    assert_eq!(d.undelivered, ptmp::Undelivered::AtMost(6), "{d:?}");
+    let why = d.reason.unwrap_or_default();
+    assert!(
+        why.contains(&c.ep())
+            && why.contains(&format!("durable reader (pid {})", std::process::id()))
+            && why.ends_with("has not committed 6"),
+        "{why}"
+    );
+    // Senders dropped without a finish neither wait nor report.
+    for n in 10..13 {
+        let mut tx = push(&c, 10_000);
+        tx.send(&set(n)).unwrap();
+    }
+    // The receiver reads on and commits from another thread while the
+    // last sender finishes, which waits for that.
+    let mut tx = push(&c, 10_000);
+    tx.send(&set(13)).unwrap();
+    let t = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        while let Some(s) = rx.recv(T).unwrap() {
+            got.push(s.count);
+            rx.commit();
+            if s.count == 13 {
+                break;
+            }
+        }
+        rx.commit_now();
+        got
+    });
+    let d = tx.finish();
+    assert_eq!(d.undelivered, ptmp::Undelivered::None, "{d:?}");
+    assert_eq!(d.reason, None);
+    assert_eq!(t.join().unwrap(), (10..14).collect::<Vec<_>>());
+}
