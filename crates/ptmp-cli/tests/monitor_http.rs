@@ -523,7 +523,9 @@ fn slow_and_idle_clients_do_not_lock_out_state_and_metrics() {
             let Some(mut s) = connect_from("127.0.0.2", r.addr, false) else {
                 return false;
             };
-            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+            let _ = s.write_all(
+                b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+            );
             last = read_until_closed(&mut s, Duration::from_secs(10)).0;
             // (A server without places kept for short requests is full.)
             last.starts_with("HTTP/1.1 503")
