@@ -193,6 +193,76 @@ fn recv_reports_each_gap_like_ptmp() {
     }
 }
 
+/// `ptmp recv` of a stream whose counts start at 1 (as C++ PTMP's
+/// `check_send` sends them) or at 0 (as `ptmp send` does) reports nothing
+/// lost; a set missing in the middle of the one from 1 is one lost, one gap.
+#[test]
+fn recv_counts_from_the_first_count_it_sees() {
+    let recv = |n: &str| {
+        let ep = format!("tcp://127.0.0.1:{}", free_port());
+        let rx = Proc::spawn(&[
+            "recv", "-n", n, "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "5000", "--json",
+        ]);
+        wait_listening(&ep);
+        (ep, rx)
+    };
+    let send_counts = |ep: &str, counts: &[u32]| {
+        let mut tx =
+            Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string())
+                .unwrap();
+        for &c in counts {
+            tx.send(&TPSet {
+                count: c,
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        let d = tx.finish();
+        assert!(!d.undelivered.any(), "{d:?}");
+    };
+    let from_one: Vec<u32> = (1..=20).collect();
+    let mut gap = from_one.clone();
+    gap.retain(|&c| c != 7);
+    for (counts, lost, gaps) in [(&from_one, 0, 0), (&gap, 1, 1)] {
+        let (ep, rx) = recv(&counts.len().to_string());
+        send_counts(&ep, counts);
+        let out = rx.finish(Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j = last_json(&out);
+        assert_eq!(j["received"], json!(counts.len()), "{j}");
+        assert_eq!(
+            (j["lost"].clone(), j["gaps"].clone()),
+            (json!(lost), json!(gaps)),
+            "{j}"
+        );
+        assert_eq!(j["first_count"], json!(1), "{j}");
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(s.contains("7 - 8 = -1"), gaps == 1, "{s}");
+    }
+    // ptmp send's own counts start at 0.
+    let (ep, rx) = recv("20");
+    let tx = Proc::spawn(&["send", "-n", "20", "-p", "PUSH", "-a", "connect", "-e", &ep]);
+    let sent = tx.finish(Duration::from_secs(30));
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let out = rx.finish(Duration::from_secs(30));
+    let j = last_json(&out);
+    assert_eq!(j["received"], json!(20), "{j}");
+    assert_eq!(
+        (j["lost"].clone(), j["gaps"].clone()),
+        (json!(0), json!(0)),
+        "{j}"
+    );
+    assert_eq!(j["first_count"], json!(0), "{j}");
+}
+
 #[test]
 fn recv_counts_malformed_messages_and_continues() {
     let ep = format!("tcp://127.0.0.1:{}", free_port());

@@ -455,6 +455,25 @@ fn child_role() {
     }
 }
 
+/// Wait (up to 60 s) until process `pid` is registered as a reader of
+/// channel `chan`: how long a child takes to start and attach depends on
+/// the host.
+fn wait_registered(chan: &str, pid: u32) {
+    let t0 = Instant::now();
+    while !ptmp_shm::inspect(chan)
+        .unwrap()
+        .1
+        .iter()
+        .any(|r| r.pid == pid && r.alive)
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "reader {pid} never attached"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn spawn_child(role: &str, chan: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
@@ -526,7 +545,7 @@ fn kill_9_of_a_reader_holding_a_view_never_stalls_the_writer() {
     let c = Chan::new("killr");
     let mut w = Writer::create(&c.0, small(16)).unwrap();
     let mut child = spawn_child("reader", &c.0);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_registered(&c.0, child.id());
     let mut m = Vec::new();
     for _ in 0..1000 {
         make_msg(w.next_seq(), &mut m, 256);
@@ -611,16 +630,13 @@ fn block_policy_drops_a_reader_killed_with_9() {
     let mut w = Writer::create(&c.0, blocking(8)).unwrap();
     w.set_block_timeout(Duration::from_secs(20));
     let mut child = spawn_child("stuck-reader", &c.0);
-    // Wait for the child to register (it reads message 0 and stops).
-    let t0 = Instant::now();
+    // Once the child is registered the writer waits for it: with 8 slots
+    // the 9th message after its position cannot be written until it moves
+    // (it reads message 0 and stops).
+    wait_registered(&c.0, child.id());
     let mut m = Vec::new();
     make_msg(0, &mut m, 256);
     w.publish(&m).unwrap();
-    // It has registered once the writer would wait for it: with 8 slots the
-    // 9th message after its position cannot be written until it moves.
-    while t0.elapsed() < Duration::from_millis(500) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
     // The ring fills; the stuck reader would block the writer for 20 s.
     let filler = std::thread::spawn(move || {
         let mut m = Vec::new();

@@ -29,14 +29,17 @@ fn config(policy: Policy, len: usize) -> ChannelConfig {
 }
 
 /// A writer streaming into a ring of two slots as fast as it can, against
-/// two slower readers copying each message out: they are overrun and read
-/// slots being rewritten, and every message they deliver is one message
-/// whole.
+/// two readers copying each message out that wait, after each message,
+/// until the writer has lapped them: they are overrun and read slots being
+/// rewritten, and every message they deliver is one message whole. (The
+/// readers watch the writer's sequence number rather than sleep, so they
+/// are lapped however long the writer takes to fill a message: the
+/// messages are an eighth of the L3, tens of megabytes on some hosts.)
 #[test]
 fn streamed_messages_are_delivered_whole_or_counted_lost() {
     let len = stream_threshold() + 4096 + 17;
     let c = Chan::new("stream-overwrite");
-    let n = 120u64;
+    let n = 40u64;
     let mut w = Writer::create(&c.0, config(Policy::Overwrite, len)).unwrap();
     let readers: Vec<_> = (0..2)
         .map(|k| {
@@ -45,15 +48,25 @@ fn streamed_messages_are_delivered_whole_or_counted_lost() {
                 let mut buf = Vec::new();
                 let mut got = 0u64;
                 while r.position() < n {
-                    let Some(g) = r.recv_into(&mut buf, Some(Duration::from_secs(10))) else {
+                    let Some(g) = r.recv_into(&mut buf, Some(Duration::from_secs(60))) else {
                         panic!("reader {k} stalled at {}", r.position());
                     };
                     assert_eq!(buf.len(), len, "reader {k}, message {}", g.seq);
                     assert!(whole(&buf, g.seq), "reader {k}: message {} torn", g.seq);
                     got += 1;
-                    // Slower than the writer, even in a debug build (where
-                    // the streamed copy is slow), so that it is lapped.
-                    std::thread::sleep(Duration::from_millis(60));
+                    // Wait until the writer has written two more messages
+                    // into the two slots after the next one: that one is
+                    // gone when this reader asks for it.
+                    let lapped = (g.seq + 4).min(n);
+                    let t0 = std::time::Instant::now();
+                    while r.published() < lapped {
+                        assert!(
+                            t0.elapsed() < Duration::from_secs(120),
+                            "reader {k}: the writer stopped at {}",
+                            r.published()
+                        );
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                 }
                 (got, r.lost())
             })
