@@ -3,7 +3,7 @@
 use clap::ValueEnum;
 use ptmp::{Attach, SocketConfig, SocketType};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 /// An error that ends the command with an exit status: 2 for bad arguments
@@ -266,42 +266,92 @@ impl SockArgs {
     }
 }
 
-/// Set by SIGINT, SIGTERM or SIGHUP; long loops poll it and finish cleanly.
+/// Set by a stop signal (see [`install_signal_handler`]); long loops poll
+/// it and finish cleanly.
 pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The first stop signal that arrived (0: none yet).
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// Whether a stop signal has arrived.
 pub fn stopping() -> bool {
     STOP.load(Ordering::Relaxed)
 }
 
-/// Make SIGINT, SIGTERM and SIGHUP raise [`STOP`] (and the benchmark
-/// suites' own stop flag) instead of ending the process, so every command
-/// finishes cleanly.
+/// The first stop signal that arrived, if one has.
+pub fn stop_signal() -> Option<i32> {
+    Some(STOP_SIGNAL.load(Ordering::Relaxed)).filter(|&s| s != 0)
+}
+
+/// The signals that stop every command cleanly, as Ctrl-C does: it
+/// finishes what it holds, prints its summary and ends.
+fn stop_signals() -> [i32; 5] {
+    use rustix::process::Signal;
+    [
+        Signal::INT,
+        Signal::TERM,
+        Signal::HUP,
+        Signal::QUIT,
+        Signal::XCPU,
+    ]
+    .map(Signal::as_raw)
+}
+
+/// The signals that would end a process by default and that every command
+/// ignores instead (`ptmp graph run` gives SIGUSR1 a use, and logs the
+/// others). SIGXFSZ ignored turns a write past the file size limit into
+/// an error that names the file. SIGPIPE is ignored from the start (a
+/// closed stdout ends a command quietly).
+fn ignored_signals() -> [i32; 8] {
+    use rustix::process::Signal;
+    [
+        Signal::USR1,
+        Signal::USR2,
+        Signal::ALARM,
+        Signal::VTALARM,
+        Signal::PROF,
+        Signal::IO,
+        Signal::POWER,
+        Signal::XFSZ,
+    ]
+    .map(Signal::as_raw)
+}
+
+/// Make the stop signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU) raise
+/// [`STOP`] (and the benchmark suites' own stop flag) instead of ending the
+/// process, so every command finishes cleanly with its summary, and ignore
+/// the other signals that would end it (SIGUSR1, SIGUSR2, SIGALRM,
+/// SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGXFSZ): a process ended by them
+/// would leave its rings, sockets and files unfinished.
 pub fn install_signal_handler() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
+    for sig in stop_signals() {
         // SAFETY: the action runs inside the signal handler, so it must be
-        // async-signal-safe: it only stores into two static atomics, which
+        // async-signal-safe: it only stores into static atomics, which
         // neither allocates nor takes a lock.
         let _ = unsafe {
-            signal_hook::low_level::register(sig, || {
+            signal_hook::low_level::register(sig, move || {
+                let _ = STOP_SIGNAL.compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed);
                 STOP.store(true, Ordering::Relaxed);
                 #[cfg(feature = "bench")]
                 ptmp_bench::sys::request_stop();
             })
         };
     }
+    for sig in ignored_signals() {
+        // A flag no one reads: the signal is caught, and so ignored.
+        let _ = signal_hook::flag::register(sig, Arc::new(AtomicBool::new(false)));
+    }
 }
 
-/// SIGUSR2 and SIGALRM end a process by default. A runner of agents (`ptmp
+/// Check that the ignored signals are caught: a runner of agents (`ptmp
 /// run`, a graph's part) holds rings and files that only a clean stop
-/// releases, so it ignores them; SIGINT, SIGTERM or SIGHUP stop it.
+/// releases, so a signal it cannot ignore is an error before it starts.
 pub fn ignore_stray_signals() -> CliResult {
-    use signal_hook::consts::{SIGALRM, SIGUSR2};
-    for (sig, name) in [(SIGUSR2, "SIGUSR2"), (SIGALRM, "SIGALRM")] {
-        // A flag no one reads: the signal is caught, and so ignored.
-        signal_hook::flag::register(sig, Arc::new(AtomicBool::new(false)))
-            .map_err(|e| CliError::fail(format!("cannot handle {name}: {e}")))?;
+    for sig in ignored_signals() {
+        signal_hook::flag::register(sig, Arc::new(AtomicBool::new(false))).map_err(|e| {
+            let name = signal_hook::low_level::signal_name(sig).unwrap_or("a signal");
+            CliError::fail(format!("cannot handle {name}: {e}"))
+        })?;
     }
     Ok(())
 }

@@ -436,12 +436,18 @@ pub fn run(c: &GraphCmd) -> CliResult {
             let origin = format!("graph {} process {}", pp.graph, pp.process);
             let presence = crate::peers::presence_for(&pp.config, &origin)?;
             let mut log = crate::log::Lines::default();
-            let code = part::run(&pp, &stopping, &mut log);
+            // Stopped by a signal, the part exits 128 + its number (said in
+            // its log already), so the supervisor can tell it from a part
+            // that finished: it restarts one stopped by a signal it did
+            // not send.
+            let code = part::run_until(&pp, &crate::common::stop_signal, &mut log);
+            drop(log);
             if let Some(p) = &presence {
                 p.withdraw_all();
             }
             match code {
                 0 => Ok(()),
+                code if part::stopped_by(code).is_some() => std::process::exit(code),
                 code => Err(CliError {
                     code,
                     msg: format!("graph {}: process {} failed", pp.graph, pp.process),

@@ -27,7 +27,12 @@ use common::CliError;
 #[command(
     name = "ptmp",
     version,
-    about = "Trigger message passing, PTMP-compatible"
+    about = "Trigger message passing, PTMP-compatible",
+    after_help = "Signals: SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGXCPU stop every command \
+                  cleanly: it finishes what it holds, writes its files and prints its \
+                  summary. SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, \
+                  SIGXFSZ and SIGPIPE are ignored (`ptmp graph run` prints its status \
+                  on SIGUSR1)."
 )]
 struct Cli {
     #[command(subcommand)]

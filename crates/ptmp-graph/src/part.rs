@@ -5,10 +5,14 @@
 //!
 //! The plan file is written by the supervisor: `{graph, process, run_dir,
 //! config}`, `config` being a ptmper configuration with every socket
-//! filled in. Exit status: 0 when the part finished or was stopped cleanly,
-//! 1 when a node failed (the supervisor restarts it), 2 for a bad plan or
-//! a node that failed for its configuration, which no restart can mend
-//! (see [`ptmp_agents::Error::is_config`]; the supervisor stops the graph).
+//! filled in. Exit status: 0 when the part finished (or its caller asked it
+//! to stop), 128 + the signal's number when it stopped cleanly because of
+//! a signal (SIGINT from the supervisor stopping the graph; any other, or
+//! SIGINT the supervisor did not send, makes the supervisor restart it: a
+//! part told to stop by someone else has not finished its input), 1 when a
+//! node failed (the supervisor restarts it), 2 for a bad plan or a node
+//! that failed for its configuration, which no restart can mend (see
+//! [`ptmp_agents::Error::is_config`]; the supervisor stops the graph).
 
 use crate::rundir::docs::{self, ProcessStatus, Sequence, SourceStart};
 pub use crate::rundir::hold_file;
@@ -24,6 +28,51 @@ use std::time::{Duration, Instant};
 /// A part's exit status for a bad plan or a configuration error: the
 /// supervisor does not restart it.
 pub const EXIT_CONFIG: i32 = 2;
+
+/// The exit status of a part that stopped cleanly because of signal `sig`:
+/// 128 + `sig`, as a shell reports a process a signal ended.
+pub fn signal_exit(sig: i32) -> i32 {
+    128 + sig
+}
+
+/// The signal a part's exit status `code` says it stopped for, if any
+/// (see [`signal_exit`]).
+pub fn stopped_by(code: i32) -> Option<i32> {
+    (129..=128 + 64).contains(&code).then(|| code - 128)
+}
+
+/// A signal's name (`SIGTERM`), or its number when it has none.
+pub fn signal_name(sig: i32) -> String {
+    use rustix::process::Signal as S;
+    const NAMES: [(S, &str); 22] = [
+        (S::HUP, "SIGHUP"),
+        (S::INT, "SIGINT"),
+        (S::QUIT, "SIGQUIT"),
+        (S::ILL, "SIGILL"),
+        (S::TRAP, "SIGTRAP"),
+        (S::ABORT, "SIGABRT"),
+        (S::BUS, "SIGBUS"),
+        (S::FPE, "SIGFPE"),
+        (S::KILL, "SIGKILL"),
+        (S::USR1, "SIGUSR1"),
+        (S::SEGV, "SIGSEGV"),
+        (S::USR2, "SIGUSR2"),
+        (S::PIPE, "SIGPIPE"),
+        (S::ALARM, "SIGALRM"),
+        (S::TERM, "SIGTERM"),
+        (S::XCPU, "SIGXCPU"),
+        (S::XFSZ, "SIGXFSZ"),
+        (S::VTALARM, "SIGVTALRM"),
+        (S::PROF, "SIGPROF"),
+        (S::IO, "SIGIO"),
+        (S::POWER, "SIGPWR"),
+        (S::SYS, "SIGSYS"),
+    ];
+    NAMES
+        .iter()
+        .find(|(s, _)| s.as_raw() == sig)
+        .map_or_else(|| format!("signal {sig}"), |(_, n)| n.to_string())
+}
 
 /// How often a part rewrites its status file.
 pub const STATUS_EVERY: Duration = Duration::from_millis(250);
@@ -184,8 +233,18 @@ pub(crate) fn lock_reader_ids(plan: &PartPlan, config: &mut Value) -> crate::Res
     Ok(())
 }
 
-/// Run the part until it ends; returns the exit status.
+/// Run the part until it ends, or until `stop()` is true (which ends it
+/// as finished, exit 0); returns the exit status.
 pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32 {
+    run_until(plan, &|| stop().then_some(0), log)
+}
+
+/// Run the part until it ends, or until `stop()` gives a signal's number
+/// (or 0: asked to stop by other means, which ends it as finished);
+/// returns the exit status, [`signal_exit`] of that signal after a clean
+/// stop, so its supervisor can tell a part that finished from one that
+/// was told to stop.
+pub fn run_until(plan: &PartPlan, stop: &dyn Fn() -> Option<i32>, log: &mut dyn Write) -> i32 {
     let who = format!("{}/{}", plan.graph, plan.process);
     let mut config = plan.config.clone();
     continue_counts(plan, &mut config);
@@ -242,8 +301,16 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
         doc.held = held;
         let _ = crate::rundir::docs::write(&sfile, &doc);
     };
+    let mut signalled = None;
     let reason = loop {
-        if stop() {
+        if let Some(sig) = stop() {
+            signalled = (sig > 0).then_some(sig);
+            if sig > 0 && sig != rustix::process::Signal::INT.as_raw() {
+                // Not the supervisor's stop (it sends SIGINT): this part
+                // will be started again, and its successor resumes where
+                // its durable readers are.
+                ptmp_shm::keep_durable_places();
+            }
             break "stopped";
         }
         if running.any_failed_early() {
@@ -268,7 +335,14 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let _ = writeln!(log, "{who}: stopping: {reason}");
+    match signalled {
+        Some(sig) => {
+            let _ = writeln!(log, "{who}: stopping: {reason} by {}", signal_name(sig));
+        }
+        None => {
+            let _ = writeln!(log, "{who}: stopping: {reason}");
+        }
+    }
     // Stopping drains: what the agents hold goes on downstream.
     ptmp_agents::io::hold_outputs(false);
     let handles = running.count_handles();
@@ -308,6 +382,6 @@ pub fn run(plan: &PartPlan, stop: &dyn Fn() -> bool, log: &mut dyn Write) -> i32
     match (failed, config_error) {
         (_, true) => EXIT_CONFIG,
         (true, false) => 1,
-        _ => 0,
+        _ => signalled.map_or(0, signal_exit),
     }
 }

@@ -5,7 +5,10 @@
 //!   of its own (a terminal's Ctrl-C reaches only the supervisor, which then
 //!   stops the parts in order) and dies with the supervisor
 //!   (PR_SET_PDEATHSIG), so no part outlives it.
-//! * A part that exits non-zero or is killed by a signal is restarted after
+//! * A part that exits non-zero, is killed by a signal, or stops cleanly
+//!   for a signal the supervisor did not send (its exit status says which,
+//!   see [`crate::part::signal_exit`]: it was told to stop by someone else,
+//!   so it has not finished its input) is restarted after
 //!   `restart.backoff_ms`, at most `restart.max` times; it rebinds the same
 //!   addresses, so its peers (zmq reconnects, shm takes over the ring)
 //!   carry on with it. A part that exits 2 failed for its configuration
@@ -135,10 +138,16 @@ fn spawn(cmd: &[OsString], plan: &Path) -> std::io::Result<Child> {
 }
 
 fn describe(s: ExitStatus) -> String {
+    use crate::part::{signal_name, stopped_by};
     match (s.code(), s.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(9)) => "killed by SIGKILL".into(),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
+        (Some(c), _) => match stopped_by(c) {
+            Some(sig) => format!(
+                "stopped by {}, which the supervisor did not send (exit status {c})",
+                signal_name(sig)
+            ),
+            None => format!("exit status {c}"),
+        },
+        (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
         _ => s.to_string(),
     }
 }
@@ -507,7 +516,9 @@ fn stop_part(p: &mut Proc, opts: &Options, graph: &str, log: &mut dyn Write) -> 
         }
     };
     match status {
-        Some(s) if s.success() => true,
+        // Stopped cleanly, for our SIGINT (or for another stop signal that
+        // came at the same time).
+        Some(s) if s.success() || s.code().and_then(crate::part::stopped_by).is_some() => true,
         Some(s) => {
             let _ = writeln!(
                 log,

@@ -174,8 +174,8 @@ pub use layout::{
 };
 pub use name::{ChannelName, MAX_NAME_LEN, NAME_RULE};
 pub use reader::{
-    reader_ident, reader_lock, wait_any, Durable, OwnedView, Reader, Received, StartAt, View,
-    DEFAULT_READER_GRACE, DEFAULT_SPIN, MAX_IDENT_LEN, MAX_WAIT_CHANNELS,
+    keep_durable_places, reader_ident, reader_lock, wait_any, Durable, OwnedView, Reader, Received,
+    StartAt, View, DEFAULT_READER_GRACE, DEFAULT_SPIN, MAX_IDENT_LEN, MAX_WAIT_CHANNELS,
 };
 pub use segment::{pid_alive, segment_path, shm_dir, shm_dir_free, Access, FILE_PREFIX};
 pub use sigbus::MAX_MAPPINGS;

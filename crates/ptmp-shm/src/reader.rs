@@ -146,14 +146,34 @@ impl Attachment {
     }
 }
 
+/// Set by [`keep_durable_places`]: durable readers closed from then on
+/// leave their entries as a crash would.
+static KEEP_PLACES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, a durable reader of this process that closes keeps its
+/// place in the ring as if its process had died: its entry keeps this
+/// process's PID, so the writer goes on keeping what it has not committed
+/// until the process is gone and then for the entry's grace time, and a
+/// successor under the same identity resumes there. For a process told to
+/// stop by someone other than its owner, which will be started again:
+/// without it, what the writer sends between this process's exit and its
+/// successor's start may be overwritten before the successor reads it.
+pub fn keep_durable_places() {
+    KEEP_PLACES.store(true, Ordering::SeqCst);
+}
+
 impl Drop for Attachment {
     fn drop(&mut self) {
         if let Some(i) = self.entry {
             // A durable reader leaving keeps its identity and shows all it
             // committed: a later reader of that identity resumes there.
-            // The writer no longer waits for it (the PID goes to 0).
+            // The writer no longer waits for it (the PID goes to 0), unless
+            // the process keeps its places (`keep_durable_places`).
             if self.durable {
                 self.flush();
+                if KEEP_PLACES.load(Ordering::SeqCst) {
+                    return;
+                }
             }
             let _ = self.seg.entry(i).pid.compare_exchange(
                 std::process::id(),
