@@ -361,7 +361,10 @@ void ptmp_tpset_clear(struct ptmp_tpset *tpset);
  * `*out` (NULL on failure).
  *
  * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8) or
- * [`PTMP_ERR_IO`] (the message names the path).
+ * [`PTMP_ERR_IO`] (the message names the path and why: missing,
+ * unreadable, or not a regular file, "a FIFO" or "a directory" say; a
+ * link is followed). The call never waits: a FIFO is refused, not
+ * opened.
  *
  * Thread-safety: any thread; the handle is then used by one thread at a
  * time.
@@ -467,7 +470,10 @@ void ptmp_dump_writer_free(struct ptmp_dump_writer *writer);
  * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`] (`group`), [`PTMP_ERR_ARG`] (a
  * group that is empty, not UTF-8 or not a valid name; `timeout_ms` 0 or
  * above a day; an empty secret), [`PTMP_ERR_IO`] (the secret file cannot
- * be read), [`PTMP_ERR_STATE`] or [`PTMP_ERR_TRANSPORT`] (multicast DNS
+ * be read: missing, not a regular file or pipe, over 64 KiB, or not
+ * private to this user (it must be this user's own, mode 0600 or 0400;
+ * the message names the file, its owner or mode, and the fix)),
+ * [`PTMP_ERR_STATE`] or [`PTMP_ERR_TRANSPORT`] (multicast DNS
  * could not start).
  *
  * Thread-safety: may be called from any thread, and from several at
@@ -810,9 +816,19 @@ void ptmp_string_free(char *s);
  * `{"socket":{"type":"PUSH","bind":["tcp://127.0.0.1:5678"]}}`, and stores
  * the handle in `*out` (NULL on failure).
  *
+ * A `"discovery"` key beside `"socket"` turns presence on for names
+ * (`name://NODE/PORT`), as `ptmp_use_discovery` does, with the keys of
+ * `ptmp_run_start`'s (`group`, `secret_file`, `timeout`,
+ * `liveness_timeout`; not `announce`): e.g.
+ * `{"discovery":{"group":"exp1"},"socket":{"type":"PUSH","bind":["name://src/out"]}}`.
+ * When presence is on already, the key must ask for the same group and
+ * secret. Call `ptmp_withdraw_names` before the program exits.
+ *
  * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`],
- * [`PTMP_ERR_CONFIG`] (the message names the key and value) or
- * [`PTMP_ERR_TRANSPORT`].
+ * [`PTMP_ERR_CONFIG`] (the message names the key and value; also a
+ * `"discovery"` key that is wrong or asks for another group than the one
+ * on) or [`PTMP_ERR_TRANSPORT`] (also presence that could not start, or
+ * a name connected to that did not appear in time).
  *
  * Thread-safety: may be called from any thread; the new handle is then
  * used by one thread at a time.
