@@ -130,8 +130,10 @@ impl Watch {
     ) -> Result<Watch> {
         let z = || Error::zmq("curve monitor");
         let addr = monitor_address("curve-watch");
-        sock.monitor(&addr, i32::from(EVENTS | EVENT_MONITOR_STOPPED))
-            .map_err(z())?;
+        // Not EVENT_MONITOR_STOPPED: libzmq sends it from zmq_close with
+        // a blocking send, which waits for ever when this watch (dropped
+        // first on an error path) no longer reads.
+        sock.monitor(&addr, i32::from(EVENTS)).map_err(z())?;
         let mon = ctx.socket(zmq::PAIR).map_err(z())?;
         mon.set_linger(0).map_err(z())?;
         mon.connect(&addr).map_err(z())?;
@@ -190,7 +192,9 @@ fn read_events(mon: &zmq::Socket, stop: &zmq::Socket, refusals: &mut Refusals) {
 impl Drop for Watch {
     fn drop(&mut self) {
         if let Some(s) = self.stop.take() {
-            let _ = s.send("", 0);
+            // Without waiting: a thread that has already returned reads
+            // nothing, and a PAIR whose peer is gone would block for ever.
+            let _ = s.send("", zmq::DONTWAIT);
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
