@@ -440,13 +440,55 @@ impl SocketConfig {
         &self.connect
     }
 
-    /// This configuration connecting to `connect` instead (names resolved
-    /// by `crate::names`).
-    pub(crate) fn with_connect(&self, connect: Vec<Endpoint>) -> SocketConfig {
+    /// This configuration connecting to `connect` instead.
+    fn with_connect(&self, connect: Vec<Endpoint>) -> SocketConfig {
         SocketConfig {
             connect,
             ..self.clone()
         }
+    }
+
+    /// This configuration with every `name://` it connects to replaced by
+    /// the address its peer announces, waiting for each as the installed
+    /// presence allows; the error names the name that did not appear. A
+    /// configuration without names comes back as it is. A socket made from
+    /// the result can be followed with [`SocketConfig::moved`].
+    pub fn resolve_names(&self) -> Result<SocketConfig> {
+        if !self
+            .connect
+            .iter()
+            .any(|e| crate::names::parse(&e.address).is_some())
+        {
+            return Ok(self.clone());
+        }
+        let mut list = Vec::with_capacity(self.connect.len());
+        for e in &self.connect {
+            let mut e = e.clone();
+            e.address = crate::names::connect_address(&e.address)?.address;
+            list.push(e);
+        }
+        Ok(self.with_connect(list))
+    }
+
+    /// For a configuration [`SocketConfig::resolve_names`] returned: `Some`
+    /// configuration to make its socket again when a peer it connects to
+    /// by name is now announced at another address (see
+    /// [`crate::names::moved_address`]), `None` when nothing moved.
+    pub fn moved(&self) -> Option<SocketConfig> {
+        let mut any = false;
+        let list = self
+            .connect
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                if let Some(to) = crate::names::moved_address(&e.address) {
+                    e.address = to;
+                    any = true;
+                }
+                e
+            })
+            .collect();
+        any.then(|| self.with_connect(list))
     }
 
     /// All endpoints with how each is attached, binds first.

@@ -11,7 +11,6 @@
 //! by callers that choose to follow a peer (between messages, when a wait
 //! found nothing).
 
-use crate::config::SocketConfig;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,7 +61,7 @@ static PRESENCE: OnceLock<Box<dyn Presence>> = OnceLock::new();
 /// process that never uses names.
 static USED: AtomicBool = AtomicBool::new(false);
 
-/// What one address handed out by [`resolve_config`] stands for: the
+/// What one address handed out by [`connect_address`] stands for: the
 /// name, and where it was announced.
 #[derive(Clone)]
 struct HandedOut {
@@ -71,7 +70,7 @@ struct HandedOut {
     at: Located,
 }
 
-/// Which name each address handed out by [`resolve_config`] stands for.
+/// Which name each address handed out by [`connect_address`] stands for.
 fn handed_out() -> &'static Mutex<HashMap<String, HandedOut>> {
     static M: OnceLock<Mutex<HashMap<String, HandedOut>>> = OnceLock::new();
     M.get_or_init(|| Mutex::new(HashMap::new()))
@@ -225,53 +224,25 @@ pub(crate) fn announce_bound(address: &str, bound: &str, curve_key: Option<&str>
         })
 }
 
-/// `cfg` with every `name://` it connects to replaced by the address its
-/// peer announces, waiting for each as the presence allows; the error
-/// names the name that did not appear. A config without names comes back
-/// as it is. A socket made from the result can be followed with [`moved`].
-pub fn resolve_config(cfg: &SocketConfig) -> Result<SocketConfig> {
-    if !cfg.connect().iter().any(|e| parse(&e.address).is_some()) {
-        return Ok(cfg.clone());
-    }
-    let mut list = Vec::with_capacity(cfg.connect().len());
-    for e in cfg.connect() {
-        let mut e = e.clone();
-        e.address = connect_address(&e.address)?.address;
-        list.push(e);
-    }
-    Ok(cfg.with_connect(list))
-}
-
-/// For a socket made from a config [`resolve_config`] returned: `Some`
-/// config to make it again when a peer it connects to by name is now
-/// announced at another address (it died and came back on another host,
-/// port or process), `None` when nothing moved. A peer not announced at
-/// all right now is not a move: the socket keeps waiting for it where it
-/// was.
-pub fn moved(cfg: &SocketConfig) -> Option<SocketConfig> {
+/// For an address a socket connects to: `Some` address to connect to
+/// instead when it was resolved from a name whose peer is now announced
+/// elsewhere (it died and came back on another host, port or process),
+/// `None` when it did not move. A peer not announced at all right now is
+/// not a move: the socket keeps waiting for it where it was.
+pub fn moved_address(address: &str) -> Option<String> {
     if !USED.load(Ordering::Relaxed) {
         return None;
     }
     let p = PRESENCE.get()?;
-    let mut any = false;
-    let mut list = Vec::with_capacity(cfg.connect().len());
-    {
-        let mut map = handed_out().lock().unwrap_or_else(|p| p.into_inner());
-        for e in cfg.connect() {
-            let mut e = e.clone();
-            if let Some(h) = map.get(&e.address).cloned() {
-                if let Some(now) = p.current(&h.node, &h.port) {
-                    if now.address != e.address {
-                        e.address = now.address.clone();
-                        map.insert(now.address.clone(), HandedOut { at: now, ..h });
-                        any = true;
-                    }
-                }
-            }
-            list.push(e);
-        }
+    let mut map = handed_out().lock().unwrap_or_else(|p| p.into_inner());
+    let h = map.get(address).cloned()?;
+    let now = p.current(&h.node, &h.port)?;
+    if now.address == address {
+        return None;
     }
-    any.then(|| cfg.with_connect(list))
+    let to = now.address.clone();
+    map.insert(to.clone(), HandedOut { at: now, ..h });
+    Some(to)
 }
 
 #[cfg(test)]

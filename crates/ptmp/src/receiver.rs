@@ -120,10 +120,10 @@ impl Receiver {
     }
 
     /// Open a receiver whose names (`name://NODE/PORT`) it connects to are
-    /// resolved first ([`crate::names::resolve_config`]), so that it can
+    /// resolved first ([`SocketConfig::resolve_names`]), so that it can
     /// follow a named peer that moves ([`Self::follow_moved`]).
     pub fn following(cfg: &SocketConfig) -> Result<Self> {
-        Self::new(crate::names::resolve_config(cfg)?)
+        Self::new(cfg.resolve_names()?)
     }
 
     /// After a wait that found nothing: when a peer this receiver connects
@@ -139,7 +139,7 @@ impl Receiver {
         if !self.cfg.bind().is_empty() {
             return Ok(None);
         }
-        let Some(fresh) = crate::names::moved(&self.cfg) else {
+        let Some(fresh) = self.cfg.moved() else {
             return Ok(None);
         };
         let new = Receiver::new(fresh)?;

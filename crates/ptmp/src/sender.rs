@@ -91,10 +91,10 @@ impl Sender {
     }
 
     /// Open a sender whose names (`name://NODE/PORT`) it connects to are
-    /// resolved first ([`crate::names::resolve_config`]), so that it can
+    /// resolved first ([`SocketConfig::resolve_names`]), so that it can
     /// follow a named peer that moves ([`Self::follow_moved`]).
     pub fn following(cfg: &SocketConfig) -> Result<Self> {
-        Self::new(crate::names::resolve_config(cfg)?)
+        Self::new(cfg.resolve_names()?)
     }
 
     /// After a send that found no room: when a peer this sender connects
@@ -110,7 +110,7 @@ impl Sender {
         if !self.cfg.bind().is_empty() {
             return Ok(false);
         }
-        let Some(fresh) = crate::names::moved(&self.cfg) else {
+        let Some(fresh) = self.cfg.moved() else {
             return Ok(false);
         };
         let mut new = Sender::new(fresh)?;
