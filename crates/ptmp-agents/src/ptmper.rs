@@ -167,11 +167,20 @@ pub fn run(
     while t0.elapsed() < rc.pause && !stop_requested() {
         std::thread::sleep(Duration::from_millis(10).min(rc.pause));
     }
+    let mut proxies = rc.proxies.clone();
+    let waiting = crate::start::wait_for_own_subscribers(&mut proxies);
+    if waiting > 0 {
+        let _ = writeln!(
+            log,
+            "{}: {waiting} PUB output(s) wait for their subscribers in this run before the first send",
+            rc.name
+        );
+    }
     let mut agents = Vec::new();
-    for p in &rc.proxies {
+    for p in &proxies {
         agents.extend(p.build()?);
     }
-    let leaves: Vec<&Proxy> = rc.proxies.iter().flat_map(|p| p.leaves()).collect();
+    let leaves: Vec<&Proxy> = proxies.iter().flat_map(|p| p.leaves()).collect();
     let order = crate::upstream_first(&leaves);
     let n = agents.len();
     let mut running = Running::start(agents, &ctl)

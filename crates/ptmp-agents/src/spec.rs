@@ -298,6 +298,37 @@ impl Proxy {
         }
     }
 
+    /// The sockets this agent writes, to change before it is built (empty
+    /// for a composer: see [`Proxy::leaves_mut`]).
+    pub fn outputs_mut(&mut self) -> Vec<&mut SocketConfig> {
+        match &mut self.spec {
+            Spec::Zipper(c) => vec![&mut c.output],
+            Spec::Sorted(c) => vec![&mut c.output],
+            Spec::Window(c) => vec![&mut c.output],
+            Spec::Replay(c) => vec![&mut c.output],
+            Spec::Czmqat(c) => c.output.iter_mut().collect(),
+            Spec::Monitor(c) => c.taps.iter_mut().map(|t| &mut t.output).collect(),
+            Spec::Stats(c) => vec![&mut c.output],
+            Spec::StatsGraphite(c) => vec![&mut c.output],
+            Spec::Filter(c) => vec![&mut c.output],
+            Spec::Composer(_) => vec![],
+            Spec::Source(c) => vec![&mut c.output],
+            Spec::Sink(c) => c.done.iter_mut().collect(),
+            Spec::Worker(c) => vec![&mut c.output],
+        }
+    }
+
+    /// [`Proxy::leaves`], to change before they are built.
+    pub fn leaves_mut(&mut self) -> Vec<&mut Proxy> {
+        if matches!(self.spec, Spec::Composer(_)) {
+            let Spec::Composer(list) = &mut self.spec else {
+                unreachable!("checked just above")
+            };
+            return list.iter_mut().flat_map(|p| p.leaves_mut()).collect();
+        }
+        vec![self]
+    }
+
     /// Whether this agent ends by itself: a source or sink with a `count`,
     /// a czmqat reading a file or copying a `number` (a composer: when all
     /// of its agents do).

@@ -7,7 +7,7 @@ use ptmp::SocketConfig;
 /// A key under which a bound and a connected address of the same channel
 /// meet: the address itself, except for tcp, where `*`, `0.0.0.0`, a host
 /// name and `127.0.0.1` may all name the same listener, so the port alone.
-fn channel_key(address: &str) -> String {
+pub(crate) fn channel_key(address: &str) -> String {
     match address.strip_prefix("tcp://") {
         Some(rest) => format!("tcp:{}", rest.rsplit(':').next().unwrap_or(rest)),
         None => address.to_string(),

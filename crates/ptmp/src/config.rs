@@ -569,6 +569,15 @@ impl SocketConfig {
         self.subscribers_timeout
     }
 
+    /// This configuration waiting for `count` subscribers before its first
+    /// send (see [`Self::subscribers`]).
+    pub fn with_subscribers(&self, count: usize) -> SocketConfig {
+        SocketConfig {
+            subscribers: count,
+            ..self.clone()
+        }
+    }
+
     /// The settings `shm://` endpoints use.
     pub fn shm(&self) -> &ShmSettings {
         &self.shm
