@@ -158,6 +158,9 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
                 }
             }
             Ok(false) => {
+                // What was printed reaches a pipe when the stream pauses,
+                // not only when the buffer fills (nothing per message).
+                out.flush()?;
                 refusals.note(rx.curve_admissions());
                 if let Some(why) = rx.refused() {
                     return Err(CliError::fail(format!("refused: {why}")));

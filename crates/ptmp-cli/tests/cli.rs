@@ -473,10 +473,13 @@ fn sendrecv_every_pattern_and_transport() {
 #[test]
 fn sigint_ends_recv_with_its_summary() {
     let ep = format!("tcp://127.0.0.1:{}", free_port());
-    let rx = Proc::spawn(&[
-        "recv", "-n", "1000", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "-1", "--json",
+    // -v: a line per set, so the test sees the ten arrive before the signal.
+    let mut rx = Proc::spawn(&[
+        "recv", "-n", "1000", "-p", "PULL", "-a", "bind", "-e", &ep, "-T", "-1", "-v", "--json",
     ]);
+    let lines = rx.stdout_lines();
     wait_listening(&ep);
+    rx.wait_catching(libc::SIGINT);
     let mut tx =
         Sender::from_json(&json!({"socket": {"type": "PUSH", "connect": [ep]}}).to_string())
             .unwrap();
@@ -488,7 +491,13 @@ fn sigint_ends_recv_with_its_summary() {
         .unwrap();
     }
     drop(tx);
-    std::thread::sleep(Duration::from_millis(300));
+    let mut seen = 0;
+    while seen < 10 {
+        let l = lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("recv printed its sets");
+        seen += usize::from(l.starts_with("count="));
+    }
     let pid = rx.0.as_ref().unwrap().id().to_string();
     assert!(Command::new("kill")
         .args(["-INT", &pid])
@@ -501,7 +510,8 @@ fn sigint_ends_recv_with_its_summary() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let j = last_json(&out);
+    let last = lines.iter().last().expect("a summary line");
+    let j: Value = serde_json::from_str(&last).unwrap();
     assert_eq!(
         (j["received"].clone(), j["ended_by"].clone()),
         (json!(10), json!("signal")),

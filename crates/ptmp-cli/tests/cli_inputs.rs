@@ -142,7 +142,8 @@ fn an_endless_jsonnet_evaluation_stops_on_sigint_and_sigterm() {
         ("-INT", vec!["graph", "check", f.to_str().unwrap()]),
     ] {
         let p = Proc::spawn(&args);
-        std::thread::sleep(Duration::from_millis(500));
+        p.wait_catching(libc::SIGINT);
+        p.wait_catching(libc::SIGTERM);
         let pid = p.0.as_ref().unwrap().id().to_string();
         assert!(Command::new("kill")
             .args([sig, &pid])
@@ -201,7 +202,7 @@ fn send_reports_undelivered_messages_and_fails() {
     let ep2 = format!("tcp://127.0.0.1:{}", free_port());
     let p = Proc::spawn(&["send", "-n", "10", "-p", "PUSH", "-e", &ep2, "--json"]);
     wait_listening(&ep2);
-    std::thread::sleep(Duration::from_millis(300));
+    p.wait_catching(libc::SIGINT);
     let pid = p.0.as_ref().unwrap().id().to_string();
     assert!(Command::new("kill")
         .args(["-INT", &pid])

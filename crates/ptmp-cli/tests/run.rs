@@ -257,9 +257,15 @@ fn sigint_flushes_what_agents_hold() {
     let child = spawn(&["run", &s(&cfg)]);
     let pid = child.id() as libc::pid_t;
     let _cleanup = ShmCleanup(vec![format!("{tag}-w1"), format!("{tag}-w2")]);
-    // Wait until the sources have read their files (the dump of rows grows
-    // as sets pass the tap); then interrupt.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Wait until the sources have read their files and the zipper has let
+    // most windows through (the monitor writes a row per set it taps: 194
+    // of the 200 windows pass before the stop, the windows holding the
+    // rest); then interrupt.
+    let rows = d.path().join("rows.txt");
+    common::wait_for(Duration::from_secs(60), "rows through the tap", || {
+        let n = std::fs::read_to_string(&rows).ok()?.lines().count();
+        (n > 150).then_some(())
+    });
     // Stray signals that end a process by default are ignored: the run
     // goes on and still stops cleanly below.
     for sig in [libc::SIGUSR2, libc::SIGALRM] {

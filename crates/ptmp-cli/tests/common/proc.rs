@@ -19,6 +19,34 @@ impl Proc {
             .expect("start ptmp");
         Proc(Some(c))
     }
+    /// Its standard output, a line at a time as it comes (read on a thread
+    /// of its own; the `Output` of [`Proc::finish`] then has no stdout).
+    pub fn stdout_lines(&mut self) -> std::sync::mpsc::Receiver<String> {
+        use std::io::BufRead;
+        let out = self.0.as_mut().unwrap().stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(out).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+    /// Wait until the process has a handler for signal `sig` (its `SigCgt`
+    /// mask in /proc says so), at most 60 s: a signal sent earlier would
+    /// find its default action.
+    pub fn wait_catching(&self, sig: i32) {
+        let pid = self.0.as_ref().unwrap().id();
+        super::wait_for(Duration::from_secs(60), "the signal handler", || {
+            let st = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let mask = st.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            let mask = u64::from_str_radix(mask.trim(), 16).ok()?;
+            (mask & (1u64 << (sig - 1)) != 0).then_some(())
+        })
+    }
     /// Wait at most `limit` for the process to end.
     pub fn finish(mut self, limit: Duration) -> Output {
         let mut c = self.0.take().unwrap();
