@@ -105,6 +105,10 @@ fn main() {
     common::install_signal_handler();
     let cli = Cli::parse();
     log::init(&cli.log);
+    // Every connection takes a descriptor: use what the hard limit allows,
+    // and say in the log when connections are refused at it anyway.
+    ptmp::fdguard::raise_open_file_limit();
+    ptmp::fdguard::set_notice(|m| tracing::warn!("{m}"));
     let r = match cli.cmd {
         Cmd::Cat(a) => cat::run(&a),
         Cmd::Send(a) => send::run(&a),

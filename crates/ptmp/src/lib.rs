@@ -52,6 +52,7 @@ mod delivery;
 mod drain;
 pub mod duration;
 mod error;
+pub mod fdguard;
 pub mod fields;
 pub mod files;
 mod frames_view;

@@ -41,6 +41,9 @@ pub(crate) struct Built {
     /// A CURVE server without a drain: the thread counting the clients it
     /// refuses at the handshake; drop it after `sock`.
     pub watch: Option<crate::curve::watch::Watch>,
+    /// Its listening sockets, watched for the process's limit of open
+    /// files (`crate::fdguard`): drop them before `sock`.
+    pub guards: Vec<crate::fdguard::Guarded>,
 }
 
 pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
@@ -143,6 +146,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
             .map_err(Error::zmq("set heartbeat_ttl"))?;
     }
     let mut bound = Vec::new();
+    let mut guards = Vec::new();
     for (attach, ep) in cfg.endpoints() {
         match attach {
             Attach::Bind => {
@@ -162,6 +166,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
                 if named.is_some() {
                     crate::names::announce_bound(&ep.address, &last, curve_public.as_deref())?;
                 }
+                guards.extend(crate::fdguard::guard(&last));
                 bound.push(last);
             }
             Attach::Connect => {
@@ -185,6 +190,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
         bound,
         admission,
         watch,
+        guards,
     })
 }
 

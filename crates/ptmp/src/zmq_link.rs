@@ -27,6 +27,9 @@ pub(crate) enum Wait {
 
 /// A sending zmq socket.
 pub(crate) struct ZmqTx {
+    /// Its listeners' watch (`crate::fdguard`), ended before the socket
+    /// closes (fields drop in this order).
+    _guards: Vec<crate::fdguard::Guarded>,
     sock: zmq::Socket,
     drain: Option<Drain>,
     /// A CURVE server's admissions; dropped after the socket.
@@ -56,6 +59,7 @@ impl ZmqTx {
             meter.watch_curve(a.counts());
         }
         let tx = ZmqTx {
+            _guards: b.guards,
             sock: b.sock,
             drain: b.drain,
             admission: b.admission,
@@ -257,6 +261,8 @@ impl ZmqTx {
 
 /// A receiving zmq socket and the two messages it receives into.
 pub(crate) struct ZmqRx {
+    /// As [`ZmqTx`]'s: dropped first.
+    _guards: Vec<crate::fdguard::Guarded>,
     sock: zmq::Socket,
     m0: zmq::Message,
     m1: zmq::Message,
@@ -275,6 +281,7 @@ impl ZmqRx {
     pub(crate) fn open(cfg: &SocketConfig) -> Result<(ZmqRx, Vec<String>)> {
         let b = build(cfg, Role::Recv)?;
         let rx = ZmqRx {
+            _guards: b.guards,
             sock: b.sock,
             m0: zmq::Message::new(),
             m1: zmq::Message::new(),
