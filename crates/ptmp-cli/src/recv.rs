@@ -87,6 +87,19 @@ pub fn run(a: &RecvArgs) -> CliResult {
     out
 }
 
+/// The line `-v` prints for each set received.
+fn write_set(out: &mut impl Write, t: &TPSet) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "count={} detid={} created={} tstart={} ntps={}",
+        t.count,
+        t.detid,
+        t.created,
+        t.tstart,
+        t.tps.len()
+    )
+}
+
 fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
     let mut rx = Receiver::following(cfg)?;
     // The receiver left behind when a named peer moved: what reached it
@@ -135,15 +148,7 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
                     }
                 }
                 if crate::log::verbose() > 0 {
-                    writeln!(
-                        out,
-                        "count={} detid={} created={} tstart={} ntps={}",
-                        t.count,
-                        t.detid,
-                        t.created,
-                        t.tstart,
-                        t.tps.len()
-                    )?;
+                    write_set(&mut out, &t)?;
                 }
                 if tally.received & 1023 == 0 {
                     pb.set_position(tally.received);
