@@ -7,7 +7,7 @@
 //! announced by a [`Presence`] installed once per process (the crate
 //! `ptmp-discovery` provides one over multicast DNS); this crate only
 //! knows the syntax and when to ask. Nothing here is on a message path:
-//! names are resolved when a socket is made, and [`moved`] is asked only
+//! names are resolved when a socket is made, and [`moved_address`] is asked only
 //! by callers that choose to follow a peer (between messages, when a wait
 //! found nothing).
 
