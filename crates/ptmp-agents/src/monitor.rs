@@ -169,7 +169,15 @@ impl Agent for MonitorAgent {
                         while !ctl.done(false) {
                             match crate::recv_frames(&mut tap.rx, &mut frames, ctl, name)? {
                                 crate::Got::Set => {}
-                                crate::Got::Nothing => continue,
+                                crate::Got::Nothing => {
+                                    // Rows reach the file when the stream
+                                    // pauses, not only when the buffer fills.
+                                    file.lock()
+                                        .unwrap_or_else(|p| p.into_inner())
+                                        .flush()
+                                        .map_err(Error::io(name, "write rows"))?;
+                                    continue;
+                                }
                                 crate::Got::Done => break,
                             }
                             let now = ptmp_data::now_us();

@@ -49,6 +49,9 @@ struct Entry {
     /// Its entry in libzmq's epoll set (descriptor, events, data), once
     /// seen with its events on.
     poller: Option<(RawFd, u32, u64)>,
+    /// Lookups of `poller` left (each reads /proc): a listener whose entry
+    /// cannot be found is not looked for for ever.
+    lookups: u8,
     paused: Option<Paused>,
 }
 
@@ -168,6 +171,7 @@ pub(crate) fn guard(endpoint: &str) -> Option<Guarded> {
             ino,
             endpoint: endpoint.to_string(),
             poller,
+            lookups: 20,
             paused: None,
         });
     Some(Guarded(id))
@@ -387,7 +391,8 @@ fn watch() {
                 }
                 continue;
             }
-            if e.poller.is_none() && !at_limit(e.fd) {
+            if e.poller.is_none() && e.lookups > 0 && !at_limit(e.fd) {
+                e.lookups -= 1;
                 e.poller = find_poller(e.fd, e.ino).filter(|p| p.1 & libc::EPOLLIN as u32 != 0);
             }
             if !waiting.contains(&e.fd) || !at_limit(e.fd) {
