@@ -118,7 +118,8 @@ pub fn run(a: &SendArgs) -> CliResult {
     out
 }
 
-fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
+/// The socket configuration with what the arguments change in it.
+fn configure(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult<ptmp::SocketConfig> {
     if let Some(k) = a.subscribers {
         if !matches!(cfg.socket_type(), SocketType::Pub | SocketType::XPub) {
             return Err(CliError::usage(format!(
@@ -148,6 +149,11 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         // alone (all PTMP's "hwm" sets) would leave --hwm doing nothing.
         cfg = cfg.to_builder().sndhwm(h).build()?;
     }
+    Ok(cfg)
+}
+
+fn send(a: &SendArgs, cfg: ptmp::SocketConfig) -> CliResult {
+    let cfg = configure(a, cfg)?;
     let clock = match a.clock {
         None => None,
         Some(c) => Some(Clock::new(c, a.tspan, a.rate)?),
@@ -195,7 +201,13 @@ fn send(a: &SendArgs, mut cfg: ptmp::SocketConfig) -> CliResult {
         // Bounded waits, so that a PUSH nobody connects to still stops on
         // SIGINT/SIGTERM instead of blocking forever.
         let mut waited = 0u32;
-        while !tx.send_within(&t, Duration::from_millis(100))? {
+        loop {
+            // A signal that ends a wait is seen just below, as any other.
+            match tx.send_within(&t, Duration::from_millis(100)) {
+                Ok(true) => break,
+                Ok(false) | Err(ptmp::Error::Interrupted) => {}
+                Err(e) => return Err(e.into()),
+            }
             if stopping() {
                 break 'sending;
             }
