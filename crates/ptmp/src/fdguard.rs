@@ -277,7 +277,7 @@ fn at_limit(fd: RawFd) -> bool {
 
 /// The epoll set holding listener `fd` (inode `ino`): its descriptor, and
 /// the events and data registered, from `/proc/self/fdinfo`. Reading it
-/// takes a descriptor: called while one is free (see [`find_poller`]).
+/// takes descriptors: called only while the process is below its limit.
 fn find_poller(fd: RawFd, ino: u64) -> Option<(RawFd, u32, u64)> {
     for d in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
         let Ok(link) = std::fs::read_link(d.path()) else {
