@@ -545,10 +545,13 @@ impl Reader {
             // says, the deadline still holds.
             empty += 1;
             // A zero timeout only looks: no spin, no clock read, and no
-            // announced sleep that would cost the writer a wake-up.
-            if timeout.is_some_and(|t| t.is_zero())
-                || (empty > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d))
-            {
+            // announced sleep that would cost the writer a wake-up; but
+            // what it has read is shown, as before a sleep.
+            if timeout.is_some_and(|t| t.is_zero()) {
+                self.att.flush();
+                return Ok(None);
+            }
+            if empty > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d) {
                 return Ok(None);
             }
             if !self.wait(deadline.instant())? {
@@ -648,9 +651,13 @@ impl Reader {
                     }
                 }
                 Try::NotYet => {
-                    // A zero timeout only looks, as in `recv`.
+                    // A zero timeout only looks, as in `recv` (and shows
+                    // what it has read).
+                    if timeout.is_some_and(|t| t.is_zero()) {
+                        self.att.flush();
+                        return Ok(None);
+                    }
                     if last_look
-                        || timeout.is_some_and(|t| t.is_zero())
                         || (rounds > 1 && deadline.instant().is_some_and(|d| Instant::now() >= d))
                     {
                         return Ok(None);
