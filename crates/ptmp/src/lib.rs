@@ -56,12 +56,14 @@ pub mod fdguard;
 pub mod fields;
 pub mod files;
 mod frames_view;
+mod link;
 pub mod meter;
 pub mod names;
 mod receiver;
 mod sender;
 mod shm;
 mod socket;
+mod transport;
 mod zmq_link;
 
 pub use config::{

@@ -1,11 +1,12 @@
-//! Receiving TPSets (and raw frames): one front over two transports, a
-//! zmq socket (`zmq_link.rs`) or `shm://` rings (`shm.rs`), which receive
-//! through the same two methods, one decoding a TPSet, one copying frames.
+//! Receiving TPSets (and raw frames): one front over the transports of
+//! `transport.rs` (a zmq socket or `shm://` rings), which receive through
+//! the same two methods of its `Receive` contract, one decoding a TPSet,
+//! one copying frames.
 
 use crate::config::SocketConfig;
 use crate::error::{Error, Result};
-use crate::shm::{self, ShmRx};
-use crate::zmq_link::ZmqRx;
+use crate::link::Rx;
+use crate::transport::Receive;
 use ptmp_data::{Frames, TPSet, WireError};
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ mod forward;
 /// is not a valid PTMP message is returned as [`Error::Wire`], counted in
 /// [`Self::errors`], and the receiver goes on.
 pub struct Receiver {
-    link: Link,
+    link: Rx,
     cfg: SocketConfig,
     received: u64,
     errors: u64,
@@ -33,15 +34,6 @@ pub struct Receiver {
     /// Where a zmq message is received for [`Self::recv_raw_with`] and
     /// [`Self::forward`].
     scratch: Frames,
-}
-
-// A receiver holds one link for its life and reads through it on every
-// receive: the larger zmq side (two reused messages, its watchers) stays
-// inline rather than behind a pointer on that path.
-#[allow(clippy::large_enum_variant)]
-enum Link {
-    Zmq(ZmqRx),
-    Shm(ShmRx),
 }
 
 impl Receiver {
@@ -57,22 +49,11 @@ impl Receiver {
                 "a receiver needs a PAIR, SUB or PULL socket",
             ));
         }
-        let (link, bound) = match shm::channel(&cfg, false)? {
-            Some((key, name, policy)) => {
-                (Link::Shm(ShmRx::open(&cfg, &key, &name, policy)?), vec![])
-            }
-            None => {
-                let (rx, bound) = ZmqRx::open(&cfg)?;
-                (Link::Zmq(rx), bound)
-            }
-        };
         let meter = crate::meter::register(
             crate::meter::Dir::Recv,
             cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
         );
-        if let Link::Zmq(rx) = &link {
-            rx.watch_curve(&meter);
-        }
+        let (link, bound) = Rx::open(&cfg, &meter)?;
         Ok(Receiver {
             meter,
             link,
@@ -90,10 +71,7 @@ impl Receiver {
     /// or it holds the wrong server key); nothing will arrive there, as
     /// libzmq 4.3 does not retry. `None` for any other receiver.
     pub fn refused(&mut self) -> Option<String> {
-        match &mut self.link {
-            Link::Zmq(rx) => rx.refused(),
-            Link::Shm(_) => None,
-        }
+        self.link.refused()
     }
 
     /// A CURVE server: the clients it admitted and those it refused so
@@ -102,10 +80,7 @@ impl Receiver {
     /// handshake (plaintext clients, a wrong server key, bytes that are
     /// not ZeroMQ), counted as they happen. `None` for any other receiver.
     pub fn curve_admissions(&self) -> Option<(u64, u64)> {
-        match &self.link {
-            Link::Zmq(rx) => rx.curve_admissions(),
-            Link::Shm(_) => None,
-        }
+        self.link.curve_admissions()
     }
 
     /// Parse a JSON config text (`{"socket": {...}}`) and open a receiver
@@ -165,10 +140,7 @@ impl Receiver {
     /// those the writer overwrote before this receiver read them. (Over zmq
     /// a PUB drops silently; compare counts to find out.)
     pub fn lost(&self) -> u64 {
-        match &self.link {
-            Link::Zmq(_) => 0,
-            Link::Shm(rx) => rx.lost(),
-        }
+        self.link.lost()
     }
 
     /// Over shm://: how many times a receive polls its rings before it
@@ -177,7 +149,7 @@ impl Receiver {
     /// kept busy), 0 sleeps at once. Also for rings attached later. Does
     /// nothing over zmq.
     pub fn set_shm_spin(&mut self, polls: u32) {
-        if let Link::Shm(rx) = &mut self.link {
+        if let Rx::Shm(rx) = &mut self.link {
             rx.set_spin(polls);
         }
     }
@@ -205,7 +177,7 @@ impl Receiver {
     /// nothing for other receivers, whose place follows what they read.
     #[inline]
     pub fn commit(&self) {
-        if let Link::Shm(rx) = &self.link {
+        if let Rx::Shm(rx) = &self.link {
             rx.commit();
         }
     }
@@ -215,7 +187,7 @@ impl Receiver {
     /// the last message returned: for the end of a stream that writes what
     /// it receives somewhere and must not write it twice.
     pub fn commit_now(&self) {
-        if let Link::Shm(rx) = &self.link {
+        if let Rx::Shm(rx) = &self.link {
             rx.commit_now();
         }
     }
@@ -231,10 +203,7 @@ impl Receiver {
     /// timeout.
     pub fn recv_into(&mut self, out: &mut TPSet, timeout: Option<Duration>) -> Result<bool> {
         let mut bad = None;
-        let got = match &mut self.link {
-            Link::Zmq(rx) => rx.recv_tpset(out, timeout, &mut bad)?,
-            Link::Shm(rx) => rx.recv_tpset(out, timeout, &mut bad)?,
-        };
+        let got = self.link.recv_tpset(out, timeout, &mut bad)?;
         let Some(bytes) = got else {
             return Ok(false);
         };
@@ -290,10 +259,7 @@ impl Receiver {
         frames: &mut Frames,
         timeout: Option<Duration>,
     ) -> Result<bool> {
-        let got = match &mut self.link {
-            Link::Zmq(rx) => rx.recv_frames(frames, timeout)?,
-            Link::Shm(rx) => rx.recv_frames(frames, timeout)?,
-        };
+        let got = self.link.recv_frames(frames, timeout)?;
         if got {
             self.received += 1;
             self.meter.add(frames.total_bytes());

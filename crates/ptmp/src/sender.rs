@@ -1,20 +1,16 @@
-//! Sending TPSets (and raw frames): one front over two transports, a zmq
-//! socket (`zmq_link.rs`) or an `shm://` ring (`shm.rs`), each sending a
-//! message given as its frames with the wait the call chose.
+//! Sending TPSets (and raw frames): one front over the transports of
+//! `transport.rs` (a zmq socket or an `shm://` ring), each sending a
+//! message given as its frames with the wait the call chose, through its
+//! `Transmit` contract.
 
 use crate::config::{SocketConfig, SocketType};
 use crate::delivery::{Delivery, Undelivered};
 use crate::error::{Error, Result};
-use crate::shm::{self, ShmTx};
-use crate::zmq_link::{Wait, ZmqTx};
+use crate::link::Tx;
+use crate::shm::ShmTx;
+use crate::transport::{Transmit, Wait};
 use ptmp_data::{encode_tpset, Frames, TPSet, VERSION_FRAME};
 use std::time::Duration;
-
-/// What a sender sends through.
-enum Link {
-    Zmq(ZmqTx),
-    Shm(ShmTx),
-}
 
 /// Sends PTMP messages on a PAIR, PUB or PUSH socket.
 ///
@@ -22,7 +18,7 @@ enum Link {
 /// message. Dropping a sender waits up to the config's linger for queued
 /// messages to reach their peers (see the `drain` module).
 pub struct Sender {
-    link: Link,
+    link: Tx,
     cfg: SocketConfig,
     buf: Vec<u8>,
     sent: u64,
@@ -51,21 +47,11 @@ impl Sender {
                 "a sender needs a PAIR, PUB or PUSH socket",
             ));
         }
-        let shm = shm::channel(&cfg, true)?;
         let meter = crate::meter::register(
             crate::meter::Dir::Send,
             cfg.endpoints().map(|(_, e)| e.address.clone()).collect(),
         );
-        let (link, bound) = match shm {
-            Some((key, name, policy)) => (
-                Link::Shm(ShmTx::open(&cfg, &key, &name[0], policy, meter.clone())?),
-                vec![],
-            ),
-            None => {
-                let (tx, bound) = ZmqTx::open(&cfg, meter.clone())?;
-                (Link::Zmq(tx), bound)
-            }
-        };
+        let (link, bound) = Tx::open(&cfg, &meter)?;
         Ok(Sender {
             meter,
             link,
@@ -149,7 +135,7 @@ impl Sender {
     /// shm:// encoded straight into the ring's slot, otherwise into the
     /// kept buffer first.
     fn send_set(&mut self, tpset: &TPSet, wait: Wait) -> Result<bool> {
-        if let Link::Shm(tx) = &mut self.link {
+        if let Tx::Shm(tx) = &mut self.link {
             if self.waited {
                 let wait = if self.slices { wait } else { Wait::Block };
                 if let Some((sent, bytes)) = tx.send_tpset(tpset, wait)? {
@@ -176,7 +162,7 @@ impl Sender {
     /// sleeps; the call saves a caller (a Python loop, an agent draining a
     /// queue) one round trip per set.
     pub fn send_batch(&mut self, tpsets: &[TPSet]) -> Result<()> {
-        if !matches!(self.link, Link::Shm(_)) {
+        if !matches!(self.link, Tx::Shm(_)) {
             for t in tpsets {
                 self.send(t)?;
             }
@@ -185,7 +171,7 @@ impl Sender {
         if !self.waited {
             self.wait_configured()?;
         }
-        let Link::Shm(tx) = &mut self.link else {
+        let Tx::Shm(tx) = &mut self.link else {
             return Ok(());
         };
         // Over shm:// the whole batch is published with one store and at
@@ -239,11 +225,12 @@ impl Sender {
             self.wait_configured()?;
         }
         let bytes: usize = parts.clone().map(<[u8]>::len).sum();
-        let sent = match &mut self.link {
-            Link::Zmq(tx) => tx.send(parts, wait)?,
-            Link::Shm(tx) if self.slices => tx.send(parts, wait)?,
-            Link::Shm(tx) => tx.send(parts, Wait::Block)?,
+        // Over shm:// a timed wait is kept only after `wait_in_slices`.
+        let wait = match self.link {
+            Tx::Shm(_) if !self.slices => Wait::Block,
+            _ => wait,
         };
+        let sent = self.link.send(parts, wait)?;
         if sent {
             self.sent += 1;
             self.meter.add(bytes);
@@ -261,7 +248,7 @@ impl Sender {
     /// unfinished (a caller that gave up on a message).
     pub fn wait_in_slices(&mut self) {
         self.slices = true;
-        if let Link::Shm(tx) = &mut self.link {
+        if let Tx::Shm(tx) = &mut self.link {
             tx.forget_wait();
         }
     }
@@ -285,8 +272,8 @@ impl Sender {
             self.wait_configured()?;
         }
         Ok(match &mut self.link {
-            Link::Shm(tx) => Some(tx),
-            Link::Zmq(_) => None,
+            Tx::Shm(tx) => Some(tx),
+            Tx::Zmq(_) => None,
         })
     }
 
@@ -342,7 +329,7 @@ impl Sender {
                 ),
             ));
         }
-        let Link::Zmq(tx) = &mut self.link else {
+        let Tx::Zmq(tx) = &mut self.link else {
             return Err(Error::config(
                 "socket.subscribers",
                 k.to_string(),
@@ -362,10 +349,7 @@ impl Sender {
     /// is sent to it, so a sender that sees this should say so and stop.
     /// `None` for an shm:// sender.
     pub fn refused(&mut self) -> Option<String> {
-        match &mut self.link {
-            Link::Zmq(tx) => tx.refused(),
-            Link::Shm(_) => None,
-        }
+        self.link.refused()
     }
 
     /// A CURVE server: the clients it admitted and those it refused so
@@ -374,10 +358,7 @@ impl Sender {
     /// handshake (plaintext clients, a wrong server key, bytes that are
     /// not ZeroMQ). `None` for any other sender.
     pub fn curve_admissions(&mut self) -> Option<(u64, u64)> {
-        match &mut self.link {
-            Link::Zmq(tx) => tx.curve_admissions(),
-            Link::Shm(_) => None,
-        }
+        self.link.curve_admissions()
     }
 
     /// Wait, up to the config's linger, until what was sent has left this process,
@@ -406,15 +387,10 @@ impl Sender {
         let mut reason = None;
         let undelivered = match &mut self.link {
             _ if sent == 0 => Undelivered::None,
-            Link::Shm(tx) if report => {
-                let (u, why) = tx.undelivered(self.cfg.linger(), sent);
-                reason = why;
-                u
-            }
             // Written into the shared ring, which outlives this process.
-            Link::Shm(_) => Undelivered::None,
-            Link::Zmq(tx) => {
-                let (u, why) = tx.undelivered(&self.cfg, sent);
+            Tx::Shm(_) if !report => Undelivered::None,
+            link => {
+                let (u, why) = link.undelivered(&self.cfg, sent);
                 reason = why;
                 u
             }

@@ -23,7 +23,7 @@
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
 use crate::meter::SocketCounters;
-use crate::zmq_link::Wait;
+use crate::transport::{Receive, Transmit, Wait};
 use ptmp_data::wire::decode_pair;
 use ptmp_data::zmsg::{zmsg_frames, zmsg_len, zmsg_write_with};
 use ptmp_data::{encode_tpset_into, tpset_max_len, Frames, TPSet, WireError, VERSION_FRAME};
@@ -241,26 +241,6 @@ impl ShmTx {
             self.meter.add_readers_given_up(n - self.given_up);
             self.given_up = n;
         }
-    }
-
-    /// Send one message given as its frames. [`Wait::Block`] waits for
-    /// room up to the block timeout (then the timeout error);
-    /// [`Wait::Within`] at most its time, `Ok(false)` and nothing written
-    /// while a full ring has held this message back for less than the
-    /// block timeout in all, counted from the first call that found it
-    /// full, and the timeout error, naming that whole wait, after.
-    pub(crate) fn send<'a, I>(&mut self, frames: I, wait: Wait) -> Result<bool>
-    where
-        I: Iterator<Item = &'a [u8]> + Clone,
-    {
-        let mut first = frames.clone();
-        if let (Some(f), None) = (first.next(), first.next()) {
-            if f.len() < 255 {
-                return self.send_short(f, wait);
-            }
-        }
-        let len = zmsg_len(frames.clone());
-        self.send_msg(len, |out| Some(write_frames(frames, out)), wait)
     }
 
     /// [`Self::send`] of a message of one frame shorter than 255 bytes:
@@ -538,6 +518,36 @@ fn two_frames(b: &[u8]) -> (Option<usize>, &[u8], &[u8]) {
     (n, f0, f1)
 }
 
+impl Transmit for ShmTx {
+    /// Send one message given as its frames. [`Wait::Block`] waits for
+    /// room up to the block timeout (then the timeout error);
+    /// [`Wait::Within`] at most its time, `Ok(false)` and nothing written
+    /// while a full ring has held this message back for less than the
+    /// block timeout in all, counted from the first call that found it
+    /// full, and the timeout error, naming that whole wait, after.
+    fn send<'a, I>(&mut self, frames: I, wait: Wait) -> Result<bool>
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
+        let mut first = frames.clone();
+        if let (Some(f), None) = (first.next(), first.next()) {
+            if f.len() < 255 {
+                return self.send_short(f, wait);
+            }
+        }
+        let len = zmsg_len(frames.clone());
+        self.send_msg(len, |out| Some(write_frames(frames, out)), wait)
+    }
+
+    fn undelivered(
+        &mut self,
+        cfg: &SocketConfig,
+        sent: u64,
+    ) -> (crate::delivery::Undelivered, Option<String>) {
+        self.drain_undelivered(cfg.linger(), sent)
+    }
+}
+
 /// A receiver of one or more shm channels.
 pub(crate) struct ShmRx {
     chans: Vec<Chan>,
@@ -571,10 +581,6 @@ impl ShmRx {
             next: 0,
             ready: Vec::new(),
         })
-    }
-
-    pub(crate) fn lost(&self) -> u64 {
-        self.chans.iter().map(Chan::lost).sum()
     }
 
     /// Everything returned so far has been handed on (see
@@ -642,11 +648,17 @@ impl ShmRx {
             }
         }
     }
+}
+
+impl Receive for ShmRx {
+    fn lost(&self) -> u64 {
+        self.chans.iter().map(Chan::lost).sum()
+    }
 
     /// Receive a TPSet, decoding it in place from a ring: the message's
     /// length in bytes, `None` on timeout. A message that is not a TPSet
     /// leaves why in `bad`.
-    pub(crate) fn recv_tpset(
+    fn recv_tpset(
         &mut self,
         out: &mut TPSet,
         timeout: Option<Duration>,
@@ -656,11 +668,7 @@ impl ShmRx {
     }
 
     /// Receive one message's frames (copied into `frames`).
-    pub(crate) fn recv_frames(
-        &mut self,
-        frames: &mut Frames,
-        timeout: Option<Duration>,
-    ) -> Result<bool> {
+    fn recv_frames(&mut self, frames: &mut Frames, timeout: Option<Duration>) -> Result<bool> {
         Ok(self
             .serve(timeout, |c, t| Ok(c.recv_frames(frames, t)?.then_some(())))?
             .is_some())

@@ -1,5 +1,5 @@
-//! The ZeroMQ transport, beside `shm.rs`'s rings and with the same method
-//! set: [`ZmqTx`] sends a message given as its frames with the wait its
+//! The ZeroMQ transport, beside `shm.rs`'s rings and under the same
+//! contract (`transport.rs`): [`ZmqTx`] sends a message given as its frames with the wait its
 //! caller chose ([`Wait`]); [`ZmqRx`] receives one decoded as a TPSet or
 //! copied as frames. Each holds its socket, its connection monitor (the
 //! drain) and a CURVE server's admissions.
@@ -10,20 +10,11 @@ use crate::drain::{Drain, Drained};
 use crate::error::{Error, Result};
 use crate::meter::SocketCounters;
 use crate::socket::{build, timeout_ms, Role};
+use crate::transport::{Receive, Transmit, Wait};
 use ptmp_data::wire::decode_pair;
 use ptmp_data::{Frames, TPSet, WireError, VERSION_FRAME};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How long one send may wait for room, chosen by the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wait {
-    /// As long as the transport's own bound: for ever on zmq, up to the
-    /// block timeout on an `shm://` ring.
-    Block,
-    /// At most this long; then `Ok(false)` and nothing sent.
-    Within(Duration),
-}
 
 /// A sending zmq socket.
 pub(crate) struct ZmqTx {
@@ -70,47 +61,6 @@ impl ZmqTx {
             max_message: cfg.max_message(),
         };
         Ok((tx, b.bound))
-    }
-
-    /// Send one message given as its frames. [`Wait::Block`] waits while a
-    /// PAIR or PUSH socket is at its high-water mark (a PUB drops instead);
-    /// [`Wait::Within`] gives up after its time, `Ok(false)` and nothing
-    /// sent. A message held back is counted as one stall, however many
-    /// calls it takes. A message with a part larger than `max_message` is
-    /// refused whole, before any part is sent: a receiver with the same
-    /// bound would drop the connection for it.
-    pub(crate) fn send<'a, I>(&mut self, parts: I, wait: Wait) -> Result<bool>
-    where
-        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
-    {
-        let max = self.max_message;
-        if let Some(len) = parts.clone().map(<[u8]>::len).find(|&l| l > max) {
-            return Err(Error::Config {
-                key: "socket.max_message".into(),
-                value: max.to_string(),
-                reason: format!(
-                    "a message part of {len} bytes is larger; a receiver with this bound would drop the connection for it: raise max_message on both ends"
-                ),
-            });
-        }
-        let n = parts.len();
-        for (i, f) in parts.enumerate() {
-            let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
-            if i > 0 {
-                // The rest of a multipart message follows atomically.
-                self.sock.send(f, more).map_err(Error::zmq("send"))?;
-                continue;
-            }
-            let sent = match wait {
-                Wait::Block => self.send_first(f, more).map(|()| true),
-                Wait::Within(t) => self.send_first_within(f, more, t),
-            }?;
-            if !sent {
-                return Ok(false);
-            }
-        }
-        self.stalled = false;
-        Ok(true)
     }
 
     /// The first frame as a blocking send sends it, counting a stall when
@@ -200,16 +150,59 @@ impl ZmqTx {
         }
         Ok(self.subscribers)
     }
+}
+
+impl Transmit for ZmqTx {
+    /// Send one message given as its frames. [`Wait::Block`] waits while a
+    /// PAIR or PUSH socket is at its high-water mark (a PUB drops instead);
+    /// [`Wait::Within`] gives up after its time, `Ok(false)` and nothing
+    /// sent. A message held back is counted as one stall, however many
+    /// calls it takes. A message with a part larger than `max_message` is
+    /// refused whole, before any part is sent: a receiver with the same
+    /// bound would drop the connection for it.
+    fn send<'a, I>(&mut self, parts: I, wait: Wait) -> Result<bool>
+    where
+        I: ExactSizeIterator<Item = &'a [u8]> + Clone,
+    {
+        let max = self.max_message;
+        if let Some(len) = parts.clone().map(<[u8]>::len).find(|&l| l > max) {
+            return Err(Error::Config {
+                key: "socket.max_message".into(),
+                value: max.to_string(),
+                reason: format!(
+                    "a message part of {len} bytes is larger; a receiver with this bound would drop the connection for it: raise max_message on both ends"
+                ),
+            });
+        }
+        let n = parts.len();
+        for (i, f) in parts.enumerate() {
+            let more = if i + 1 < n { zmq::SNDMORE } else { 0 };
+            if i > 0 {
+                // The rest of a multipart message follows atomically.
+                self.sock.send(f, more).map_err(Error::zmq("send"))?;
+                continue;
+            }
+            let sent = match wait {
+                Wait::Block => self.send_first(f, more).map(|()| true),
+                Wait::Within(t) => self.send_first_within(f, more, t),
+            }?;
+            if !sent {
+                return Ok(false);
+            }
+        }
+        self.stalled = false;
+        Ok(true)
+    }
 
     /// The first connection this socket made that was refused at its
     /// handshake, "ENDPOINT: why".
-    pub(crate) fn refused(&mut self) -> Option<String> {
+    fn refused(&mut self) -> Option<String> {
         self.drain.as_mut().and_then(Drain::refusal)
     }
 
     /// A CURVE server's clients admitted and refused so far (monitor
     /// events read now).
-    pub(crate) fn curve_admissions(&mut self) -> Option<(u64, u64)> {
+    fn curve_admissions(&mut self) -> Option<(u64, u64)> {
         if let Some(d) = &mut self.drain {
             d.poll_events();
         }
@@ -219,11 +212,7 @@ impl ZmqTx {
     /// Wait, up to the config's linger, until what was sent has left this
     /// process, and say how much may not have (`sent` messages in all),
     /// with why when a peer never completed its handshake.
-    pub(crate) fn undelivered(
-        &mut self,
-        cfg: &SocketConfig,
-        sent: u64,
-    ) -> (Undelivered, Option<String>) {
+    fn undelivered(&mut self, cfg: &SocketConfig, sent: u64) -> (Undelivered, Option<String>) {
         let pubsub = matches!(cfg.socket_type(), SocketType::Pub | SocketType::XPub);
         let Some(d) = &mut self.drain else {
             return (Undelivered::Unknown, None);
@@ -300,63 +289,6 @@ impl ZmqRx {
         }
     }
 
-    /// A CURVE server's clients admitted and refused so far.
-    pub(crate) fn curve_admissions(&self) -> Option<(u64, u64)> {
-        self.admission.as_ref().map(|a| a.counts().counts())
-    }
-
-    /// A CURVE client's first refused connection, "ENDPOINT: why".
-    pub(crate) fn refused(&mut self) -> Option<String> {
-        self.monitor.as_mut().and_then(|m| m.refusal())
-    }
-
-    /// Receive one message and decode it as a TPSet into `out`: `None` on
-    /// timeout, else its bytes (both frames); a message that is not a PTMP
-    /// message sets `bad`, as `ShmRx::recv_tpset` answers.
-    pub(crate) fn recv_tpset(
-        &mut self,
-        out: &mut TPSet,
-        timeout: Option<Duration>,
-        bad: &mut Option<WireError>,
-    ) -> Result<Option<usize>> {
-        let n = self.recv_two(timeout)?;
-        Ok(match n {
-            0 => None,
-            2 => {
-                if let Err(e) = decode_pair(&self.m0, &self.m1, out) {
-                    *bad = Some(e);
-                }
-                Some(self.m0.len() + self.m1.len())
-            }
-            n => {
-                *bad = Some(WireError::FrameCount(n));
-                Some(0)
-            }
-        })
-    }
-
-    /// Receive one message's frames (copied into `frames`); `Ok(false)`
-    /// on timeout.
-    pub(crate) fn recv_frames(
-        &mut self,
-        frames: &mut Frames,
-        timeout: Option<Duration>,
-    ) -> Result<bool> {
-        self.set_timeout(timeout)?;
-        frames.clear();
-        loop {
-            match self.sock.recv(&mut self.m0, 0) {
-                Ok(()) => {}
-                Err(zmq::Error::EAGAIN) if frames.is_empty() => return Ok(false),
-                Err(e) => return Err(Error::zmq("recv")(e)),
-            }
-            frames.push(&self.m0);
-            if !self.m0.get_more() {
-                return Ok(true);
-            }
-        }
-    }
-
     /// Receive the first two frames of a message into m0/m1 and drain any
     /// more. Returns the frame count, 0 on timeout.
     fn recv_two(&mut self, timeout: Option<Duration>) -> Result<usize> {
@@ -397,6 +329,61 @@ impl ZmqRx {
             self.timeout = ms;
         }
         Ok(())
+    }
+}
+
+impl Receive for ZmqRx {
+    /// A CURVE server's clients admitted and refused so far.
+    fn curve_admissions(&self) -> Option<(u64, u64)> {
+        self.admission.as_ref().map(|a| a.counts().counts())
+    }
+
+    /// A CURVE client's first refused connection, "ENDPOINT: why".
+    fn refused(&mut self) -> Option<String> {
+        self.monitor.as_mut().and_then(|m| m.refusal())
+    }
+
+    /// Receive one message and decode it as a TPSet into `out`: `None` on
+    /// timeout, else its bytes (both frames); a message that is not a PTMP
+    /// message sets `bad`, as `ShmRx::recv_tpset` answers.
+    fn recv_tpset(
+        &mut self,
+        out: &mut TPSet,
+        timeout: Option<Duration>,
+        bad: &mut Option<WireError>,
+    ) -> Result<Option<usize>> {
+        let n = self.recv_two(timeout)?;
+        Ok(match n {
+            0 => None,
+            2 => {
+                if let Err(e) = decode_pair(&self.m0, &self.m1, out) {
+                    *bad = Some(e);
+                }
+                Some(self.m0.len() + self.m1.len())
+            }
+            n => {
+                *bad = Some(WireError::FrameCount(n));
+                Some(0)
+            }
+        })
+    }
+
+    /// Receive one message's frames (copied into `frames`); `Ok(false)`
+    /// on timeout.
+    fn recv_frames(&mut self, frames: &mut Frames, timeout: Option<Duration>) -> Result<bool> {
+        self.set_timeout(timeout)?;
+        frames.clear();
+        loop {
+            match self.sock.recv(&mut self.m0, 0) {
+                Ok(()) => {}
+                Err(zmq::Error::EAGAIN) if frames.is_empty() => return Ok(false),
+                Err(e) => return Err(Error::zmq("recv")(e)),
+            }
+            frames.push(&self.m0);
+            if !self.m0.get_more() {
+                return Ok(true);
+            }
+        }
     }
 }
 

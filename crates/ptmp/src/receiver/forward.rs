@@ -1,10 +1,12 @@
 //! Receiving without copying a message out: a closure that reads its
 //! frames where they lie, and a forward that sends it on.
 
-use super::{Link, Receiver};
+use super::Receiver;
 use crate::error::Result;
 use crate::frames_view::FramesView;
+use crate::link::Rx;
 use crate::shm::Forwarded;
+use crate::transport::Receive;
 use crate::Sender;
 use ptmp_data::Frames;
 use std::time::Duration;
@@ -28,8 +30,8 @@ impl Receiver {
         mut f: impl FnMut(FramesView<'_>) -> R,
     ) -> Result<Option<R>> {
         let got = match &mut self.link {
-            Link::Shm(rx) => rx.recv_with(timeout, &mut f)?,
-            Link::Zmq(rx) => match rx.recv_frames(&mut self.scratch, timeout)? {
+            Rx::Shm(rx) => rx.recv_with(timeout, &mut f)?,
+            Rx::Zmq(rx) => match rx.recv_frames(&mut self.scratch, timeout)? {
                 true => Some((
                     f(FramesView::held(&self.scratch)),
                     self.scratch.total_bytes(),
@@ -87,7 +89,7 @@ impl Receiver {
                 }
             };
         }
-        if let (Link::Shm(rx), Some(tx)) = (&mut self.link, to.shm_ring()?) {
+        if let (Rx::Shm(rx), Some(tx)) = (&mut self.link, to.shm_ring()?) {
             let (bytes, kept) = match rx.forward(tx, &mut self.scratch, timeout, wait)? {
                 None => return Ok(false),
                 Some(Forwarded::Sent(bytes)) => (bytes, None),

@@ -15,7 +15,7 @@ impl ShmTx {
     /// `Undelivered::None` when no reader the ring keeps is behind (none
     /// ever came: the ring holds the messages for the first one), and for
     /// a PUB ring, whose writer never waits for its readers.
-    pub(crate) fn undelivered(
+    pub(crate) fn drain_undelivered(
         &mut self,
         linger: Option<Duration>,
         sent: u64,

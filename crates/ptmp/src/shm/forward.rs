@@ -11,7 +11,7 @@
 use super::{for_frames, shm_io_err, wants, Chan, ShmRx, ShmTx};
 use crate::error::Result;
 use crate::frames_view::FramesView;
-use crate::zmq_link::Wait;
+use crate::transport::Wait;
 use ptmp_data::zmsg::zmsg_len;
 use ptmp_data::Frames;
 use ptmp_shm::{Deadline, View};
