@@ -16,7 +16,7 @@
 //! | `subscribe` | SUB prefixes (strings) | `[""]` (everything) |
 //! | `subscribers` | PUB: wait for this many subscribers before the first send | 0 |
 //! | `subscribers_timeout_ms` | give up that wait after this long | 10000 |
-//! | `heartbeat_ms` | ZeroMQ heartbeats: a connection silent for three intervals is dropped; 0 = none | 1000 for a socket that binds or connects by name, else none |
+//! | `heartbeat_ms` | ZeroMQ heartbeats: a connection silent for three intervals is dropped by a sender, ten by a receiver; 0 = none | 1000 for a socket that binds or connects by name, else none |
 //! | `max_message` | largest message part (frame) in bytes a tcp or ipc connection may carry: a peer announcing a larger one is disconnected, a send of one fails | [`DEFAULT_MAX_MESSAGE`] (16 MiB) |
 //!
 //! Endpoints are `inproc://NAME`, `ipc://PATH`, `tcp://HOST:PORT` (HOST may be
@@ -92,8 +92,9 @@ const HEARTBEAT_MS_RANGE: (i64, i64) = (0, 1_000_000);
 /// The heartbeat interval of a socket that binds or connects by name
 /// (`name://`) and sets no `heartbeat_ms`: a peer that vanished without
 /// closing its connections (power cut, cable pulled) is dropped after
-/// three silent intervals, instead of holding queued messages until TCP
-/// gives up.
+/// three silent intervals by a sender (ten by a receiver, whose full queue
+/// may keep it from hearing a live peer), instead of holding queued
+/// messages until TCP gives up.
 pub const DEFAULT_NAME_HEARTBEAT: Duration = Duration::from_millis(1000);
 
 const SHM_MODES: &[&str] = &["private", "group"];

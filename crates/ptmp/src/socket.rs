@@ -138,11 +138,12 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     if !beat.is_zero() {
         // build() keeps the interval within 1 000 000 ms.
         let ms = beat.as_millis() as i32;
+        let (timeout, ttl) = heartbeat_limits(cfg.socket_type(), ms);
         sock.set_heartbeat_ivl(ms)
             .map_err(Error::zmq("set heartbeat_ivl"))?;
-        sock.set_heartbeat_timeout(3 * ms)
+        sock.set_heartbeat_timeout(timeout)
             .map_err(Error::zmq("set heartbeat_timeout"))?;
-        sock.set_heartbeat_ttl(3 * ms)
+        sock.set_heartbeat_ttl(ttl)
             .map_err(Error::zmq("set heartbeat_ttl"))?;
     }
     let mut bound = Vec::new();
@@ -266,5 +267,30 @@ pub(crate) fn timeout_ms(t: Option<std::time::Duration>) -> i32 {
     match t {
         None => -1,
         Some(d) => d.as_millis().min(i32::MAX as u128) as i32,
+    }
+}
+
+/// How long a socket with heartbeats every `ms` waits for a word from its
+/// peer before dropping the connection (`ZMQ_HEARTBEAT_TIMEOUT`), and how
+/// long it asks its peer to wait for one from it (`ZMQ_HEARTBEAT_TTL`).
+///
+/// A side that only sends always reads its connections (nothing but the
+/// peer's pings comes in), so it hears a live peer within an interval:
+/// three intervals of silence mean the peer is gone, and it stops sending
+/// into the connection (what it queued there is lost with the peer). A
+/// side that receives stops reading a connection while its queue is full
+/// (a slow reader holding its sender back), and then hears nothing, pings
+/// included, although the peer is alive: after an outage a sender catching
+/// up fills that queue, and with three intervals a receiver dropped a live
+/// connection and everything the kernel held in it (a graph edge with
+/// 250 ms heartbeats lost some 14,000 sets so). A receiving side, and the
+/// sender it asks, wait ten intervals (at most ZeroMQ's 6553.5 s TTL).
+fn heartbeat_limits(ty: SocketType, ms: i32) -> (i32, i32) {
+    let short = 3 * ms;
+    let long = 10i32.saturating_mul(ms).min(6_553_500);
+    match ty {
+        SocketType::Push | SocketType::Pub | SocketType::XPub => (short, long),
+        SocketType::Pull | SocketType::Sub | SocketType::XSub => (long, short),
+        _ => (long, long),
     }
 }

@@ -150,8 +150,9 @@ impl SocketConfigBuilder {
 
     /// ZeroMQ heartbeats every `interval` on each connection (JSON
     /// `heartbeat_ms`): a connection whose peer has been silent for three
-    /// intervals is dropped, so a peer that vanished without closing it is
-    /// noticed. `Duration::ZERO` sends none. Default: [`DEFAULT_NAME_HEARTBEAT`]
+    /// intervals is dropped by a sending socket (ten by a receiving one,
+    /// which hears nothing while its queue is full), so a peer that
+    /// vanished without closing it is noticed. `Duration::ZERO` sends none. Default: [`DEFAULT_NAME_HEARTBEAT`]
     /// for a socket that binds or connects by name, none otherwise. Whole
     /// milliseconds count, at most 1 000 000 of them.
     pub fn heartbeat(mut self, interval: Duration) -> Self {
