@@ -211,6 +211,11 @@ pub struct Edge {
     /// Socket high-water mark in messages for the edge's sockets; `None`
     /// keeps the agent's default.
     pub hwm: Option<i64>,
+    /// ZeroMQ heartbeat interval in milliseconds for the edge's sockets
+    /// (`heartbeat_ms`): a peer silent for three intervals is dropped, and
+    /// with it what its connection held. `None` keeps the sockets'
+    /// default (1 s for an edge reached by name, none otherwise).
+    pub heartbeat_ms: Option<i64>,
     /// `"bind": "in"`: the inputs bind and the single output connects to
     /// them, over zmq. A connecting PUSH keeps what it queued for a
     /// receiver that goes away and hands it to the next one at the same

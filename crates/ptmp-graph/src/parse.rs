@@ -363,6 +363,7 @@ impl P<'_> {
                     "transport",
                     "address",
                     "hwm",
+                    "heartbeat_ms",
                     "bind",
                     "shm_slots",
                     "shm_max_message",
@@ -440,15 +441,9 @@ impl P<'_> {
             };
             let address = p.string(&o, "address")?.map(str::to_string);
             let hwm = p.int(&o, ("hwm", &o.key_path("hwm")), 0, i32::MAX as i64, true)?;
-            let (sa, ma) = (o.key_path("shm_slots"), o.key_path("shm_max_message"));
-            let max = ptmp_shm::MAX_MESSAGE_LIMIT as i64;
-            let shm = (
-                p.int(&o, ("shm_slots", &sa), 2, ptmp_shm::MAX_SLOTS as i64, true)?,
-                p.int(&o, ("shm_max_message", &ma), 1, max, true)?,
-            );
-            if let Some(n) = shm.0.filter(|n| !(*n as u64).is_power_of_two()) {
-                return Err(p.err(format!("{sa} = {n}: must be a power of two")));
-            }
+            let hb = o.key_path("heartbeat_ms");
+            let heartbeat_ms = p.int(&o, ("heartbeat_ms", &hb), 0, 1_000_000, true)?;
+            let shm = p.edge_ring(&o)?;
             let bind_inputs = match p.string(&o, "bind")? {
                 None | Some("out") => false,
                 Some("in") if from.len() > 1 => {
@@ -480,11 +475,28 @@ impl P<'_> {
                 transport,
                 address,
                 hwm,
+                heartbeat_ms,
                 bind_inputs,
                 shm,
             });
         }
         Ok(edges)
+    }
+
+    /// An edge's ring shape when it goes over shm: `shm_slots` (a power of
+    /// two) and `shm_max_message`, each `None` when not given.
+    fn edge_ring(&self, o: &Object<'_>) -> Result<(Option<i64>, Option<i64>)> {
+        let p = self;
+        let (sa, ma) = (o.key_path("shm_slots"), o.key_path("shm_max_message"));
+        let max = ptmp_shm::MAX_MESSAGE_LIMIT as i64;
+        let shm = (
+            p.int(o, ("shm_slots", &sa), 2, ptmp_shm::MAX_SLOTS as i64, true)?,
+            p.int(o, ("shm_max_message", &ma), 1, max, true)?,
+        );
+        if let Some(n) = shm.0.filter(|n| !(*n as u64).is_power_of_two()) {
+            return Err(p.err(format!("{sa} = {n}: must be a power of two")));
+        }
+        Ok(shm)
     }
 
     /// The restart policy: 5 restarts 200 ms apart unless the graph says.

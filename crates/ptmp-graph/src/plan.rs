@@ -743,6 +743,7 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
     let mut bind = Vec::new();
     let mut connect = Vec::new();
     let mut hwm: Option<i64> = None;
+    let mut heartbeat: Option<i64> = None;
     let mut shape = (None, None);
     for &i in list {
         let (n, m) = g.edges[i].shm;
@@ -779,6 +780,10 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
         if let Some(h) = g.edges[i].hwm {
             hwm = Some(hwm.map_or(h, |x| x.max(h)));
         }
+        // A port on several edges hears the quickest of their heartbeats.
+        if let Some(h) = g.edges[i].heartbeat_ms {
+            heartbeat = Some(heartbeat.map_or(h, |x| x.min(h)));
+        }
     }
     let all_shm = list
         .iter()
@@ -794,6 +799,9 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
         // The graph reads it as an i32 (`parse.rs`).
         let h = i32::try_from(h).unwrap_or(i32::MAX);
         b = b.hwm(h).sndhwm(h);
+    }
+    if let Some(ms) = heartbeat {
+        b = b.heartbeat(std::time::Duration::from_millis(ms as u64));
     }
     if spec.dir == crate::Dir::Out && all_shm {
         // The writer makes the ring, so the shape goes there.

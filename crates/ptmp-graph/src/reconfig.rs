@@ -5,7 +5,8 @@
 //!
 //! * Nodes are matched by name, edges by their ends (`node.port` on both
 //!   sides). A node whose type, data or process changed is *replaced*; an
-//!   edge whose pattern, transport, address or hwm changed is replaced.
+//!   edge whose pattern, transport, address, hwm or heartbeat changed is
+//!   replaced.
 //! * The new plan keeps the address of every edge that did not change
 //!   ([`crate::plan::Keep`]); new edges get addresses the old plan never used. A
 //!   process whose configuration (its nodes' data and every socket) is the
@@ -220,6 +221,9 @@ fn edge_changes(old: &Graph, i: usize, new: &Graph, j: usize) -> Vec<String> {
     }
     if a.hwm != b.hwm {
         why.push("hwm changed".into());
+    }
+    if a.heartbeat_ms != b.heartbeat_ms {
+        why.push("heartbeat_ms changed".into());
     }
     if a.shm != b.shm {
         why.push("shm ring shape changed".into());

@@ -443,6 +443,24 @@ fn an_edge_shapes_its_shm_ring_and_the_rings_are_counted() {
     assert!(e.contains("edges[1].shm_max_message = 0"), "{e}");
 }
 
+/// An edge's `heartbeat_ms` reaches the sockets at both its ends (the
+/// bound on what a connection to a silent peer can take with it); it is
+/// refused out of range, naming the edge.
+#[test]
+fn an_edge_sets_its_sockets_heartbeat() {
+    let v = edit(|v| v["edges"][0]["heartbeat_ms"] = json!(250));
+    let g = Graph::parse(&v, "x").unwrap();
+    let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
+    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    let inp = &p.configs[1]["proxies"][0]["data"]["input"]["socket"];
+    assert_eq!(out["heartbeat_ms"].as_u64(), Some(250), "{out}");
+    assert_eq!(inp["heartbeat_ms"].as_u64(), Some(250), "{inp}");
+    let other = &p.configs[1]["proxies"][0]["data"]["output"]["socket"];
+    assert!(other.get("heartbeat_ms").is_none(), "{other}");
+    let e = err_of(&edit(|v| v["edges"][1]["heartbeat_ms"] = json!(-1)));
+    assert!(e.contains("edges[1].heartbeat_ms"), "{e}");
+}
+
 #[test]
 fn the_run_directory_lock_is_exclusive_and_notices_a_dead_holder() {
     let d = tempfile::tempdir().unwrap();
