@@ -211,17 +211,27 @@ impl Cluster {
         std::fs::read_to_string(self.dir.path().join(file)).unwrap_or_default()
     }
 
-    /// Powers node `name` off: every process in its namespace (its slurmd,
-    /// the steps there and their processes) killed at once.
+    /// Powers node `name` off: its cable pulled (its port on the switch
+    /// down), then every process in its namespace (its slurmd, the steps
+    /// there and their processes) killed at once.
     pub fn power_off(&self, name: &str) {
-        let ns = &self
+        let i = self
             .nodes
             .iter()
-            .find(|n| n.0 == name)
-            .expect("a node of this cluster")
-            .1;
+            .position(|n| n.0 == name)
+            .expect("a node of this cluster");
+        // The cable first, as a power cut does: no packet leaves the node
+        // after it, not even the resets its kernel would send for the
+        // sockets of the processes killed next; its peers hear nothing and
+        // learn of the loss only from their own timers.
+        let lan = self.lan.as_ref().expect("the cluster's network");
+        let port = format!("s{}", i + 1);
+        assert!(
+            super::lan::ip(&["-n", &lan.switch, "link", "set", &port, "down"]),
+            "cannot unplug {name}"
+        );
         let o = Command::new("ip")
-            .args(["netns", "pids", ns])
+            .args(["netns", "pids", &self.nodes[i].1])
             .output()
             .unwrap();
         for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
