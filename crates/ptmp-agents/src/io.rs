@@ -49,11 +49,12 @@ pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
 /// by name is announced elsewhere now (it died and came back on another
 /// host, port or process), make the socket again connected there. Only a
 /// receiver that binds nothing is made again (a bound port must stay
-/// where it is); the old one is emptied first, so nothing that reached
-/// this process is dropped. Checked only when idle: no cost per message.
-/// Returns the old receiver, for one last look.
-fn follow_rx(rx: &mut Receiver, agent: &str) -> Result<Option<Receiver>> {
-    rx.follow_moved().map_err(Error::socket(agent))
+/// where it is); the receiver reads the old socket until it is empty
+/// before the new one, so nothing that reached this process is dropped.
+/// Checked only when idle: no cost per message.
+fn follow_rx(rx: &mut Receiver, agent: &str) -> Result<()> {
+    rx.follow_moved().map_err(Error::socket(agent))?;
+    Ok(())
 }
 
 /// Open an output socket of `agent`; an error names the agent. Over shm
@@ -130,14 +131,8 @@ pub fn recv_set(
         }
         Ok(false) => {
             refused_rx(rx, agent)?;
-            // A set that reached the old socket since the empty wait (from
-            // a peer that did not move) is delivered, not dropped with it.
-            if let Some(mut old) = follow_rx(rx, agent)? {
-                if old.recv_into(set, Some(Duration::ZERO)).unwrap_or(false) {
-                    ctl.took_in(Some(set));
-                    return Ok(Got::Set);
-                }
-            }
+            // What reached the old socket is read on the next turn.
+            follow_rx(rx, agent)?;
             Ok(idle(ctl))
         }
         Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),
@@ -159,12 +154,7 @@ pub fn recv_frames(rx: &mut Receiver, f: &mut ptmp::Frames, ctl: &Ctl, agent: &s
         }
         Ok(false) => {
             refused_rx(rx, agent)?;
-            if let Some(mut old) = follow_rx(rx, agent)? {
-                if old.recv_raw_into(f, Some(Duration::ZERO)).unwrap_or(false) {
-                    ctl.took_in(None);
-                    return Ok(Got::Set);
-                }
-            }
+            follow_rx(rx, agent)?;
             Ok(idle(ctl))
         }
         Err(ptmp::Error::Interrupted) => Ok(idle(ctl)),

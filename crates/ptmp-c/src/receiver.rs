@@ -16,9 +16,8 @@ const IDLE_CHECK: Duration = Duration::from_millis(100);
 /// come back elsewhere, so while presence is on or the receiver is a CURVE
 /// client the wait is taken in slices. Between them a refusal ends it
 /// with [`PTMP_ERR_REFUSED`], and a moved peer is followed
-/// ([`Receiver::follow_moved`]): the old receiver gets one last look
-/// first, so a message that reached it is not dropped. Other receivers
-/// wait in one call.
+/// ([`Receiver::follow_moved`], which reads everything the old socket
+/// holds before the new one). Other receivers wait in one call.
 fn wait_for(
     r: &mut ptmp_receiver,
     timeout: Option<Duration>,
@@ -42,13 +41,10 @@ fn wait_for(
         if let Some(why) = r.inner.refused() {
             return Err(Fail(PTMP_ERR_REFUSED, format!("refused: {why}")));
         }
-        if let Some(old) = r.inner.follow_moved()? {
-            let new = std::mem::replace(&mut r.inner, old);
-            let last = get(r, Some(Duration::ZERO));
-            r.inner = new;
-            if last? {
-                return Ok(true);
-            }
+        // A receiver made again where its peer moved reads the old
+        // socket first: one more look at once.
+        if r.inner.follow_moved()? && get(r, Some(Duration::ZERO))? {
+            return Ok(true);
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(false);

@@ -102,11 +102,6 @@ fn write_set(out: &mut impl Write, t: &TPSet) -> std::io::Result<()> {
 
 fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
     let mut rx = Receiver::following(cfg)?;
-    // The receiver left behind when a named peer moved: what reached it
-    // is read before anything from the new one.
-    let mut retired: Option<Receiver> = None;
-    // Errors counted by receivers left behind.
-    let mut old_errors = 0u64;
     let idle = a.timeout.0;
     // Receive in slices of at most 100 ms so a signal is noticed promptly.
     let wait = idle.map_or(Duration::from_millis(100), |d| {
@@ -124,18 +119,7 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
     let mut ended_by = "count";
     let mut refusals = crate::refusals::RefusalLog::new("ptmp recv");
     while tally.received < a.count {
-        let got = match retired.as_mut() {
-            Some(old) => match old.recv_into(&mut t, Some(Duration::ZERO)) {
-                Ok(false) | Err(ptmp::Error::Interrupted) => {
-                    old_errors += old.errors();
-                    retired = None;
-                    continue;
-                }
-                r => r,
-            },
-            None => rx.recv_into(&mut t, Some(wait)),
-        };
-        match got {
+        match rx.recv_into(&mut t, Some(wait)) {
             Ok(true) => {
                 let now = Instant::now();
                 start.get_or_insert(now);
@@ -157,10 +141,7 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
                 // Counted (and printed): handed on. A receiver with an
                 // identity in its shm rings holds its writer back by what
                 // it has not committed; for any other this does nothing.
-                match retired.as_ref() {
-                    Some(old) => old.commit(),
-                    None => rx.commit(),
-                }
+                rx.commit();
             }
             Ok(false) => {
                 // What was printed reaches a pipe when the stream pauses,
@@ -170,13 +151,12 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
                 if let Some(why) = rx.refused() {
                     return Err(CliError::fail(format!("refused: {why}")));
                 }
-                if let Some(old) = rx.follow_moved()? {
-                    retired = Some(old);
-                }
+                // The old socket, when it moved, is read first.
+                rx.follow_moved()?;
             }
             Err(ptmp::Error::Wire(e)) => {
                 last_msg = Instant::now();
-                let n = old_errors + rx.errors() + retired.as_ref().map_or(0, |r| r.errors());
+                let n = rx.errors();
                 if n <= 10 {
                     tracing::warn!("ptmp recv: bad message #{n}: {e}");
                 }
@@ -196,7 +176,7 @@ fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
     pb.finish_and_clear();
     // Everything counted is shown as committed before the summary.
     rx.commit_now();
-    let errors = old_errors + rx.errors() + retired.as_ref().map_or(0, |r| r.errors());
+    let errors = rx.errors();
     let elapsed = start.map_or(0.0, |s| (last_at - s).as_secs_f64());
     let rate = if elapsed > 0.0 {
         (tally.received.saturating_sub(1)) as f64 / elapsed

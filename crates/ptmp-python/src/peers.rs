@@ -307,15 +307,16 @@ pub fn withdraw_names() {
 
 /// After a receive that found nothing: when a peer `rx` connects to by
 /// name is announced elsewhere now, `rx` is made again connected there
-/// ([`ptmp::Receiver::follow_moved`]), and `last_look` gets the old one
-/// for a message that reached it since (what it returns is returned).
+/// ([`ptmp::Receiver::follow_moved`], which keeps the old socket and
+/// reads it first), and `look` takes one more look through it at once
+/// (what it returns is returned).
 pub(crate) fn followed(
     rx: &mut ptmp::Receiver,
-    last_look: impl FnOnce(&mut ptmp::Receiver) -> bool,
+    look: impl FnOnce(&mut ptmp::Receiver) -> bool,
 ) -> PyResult<bool> {
     match rx.follow_moved() {
-        Ok(Some(mut old)) => Ok(last_look(&mut old)),
-        Ok(None) => Ok(false),
+        Ok(true) => Ok(look(rx)),
+        Ok(false) => Ok(false),
         Err(e) => Err(PtmpError::new_err(e.to_string())),
     }
 }

@@ -236,9 +236,8 @@ impl PyReceiver {
         let got = blocking(py, timeout, |slice| {
             with(m, "receiver", |rx| {
                 let got = intr(rx.recv_into(&mut set, Some(slice)))?
-                    || peers::followed(rx, |old| {
-                        old.recv_into(&mut set, Some(Duration::ZERO))
-                            .unwrap_or(false)
+                    || peers::followed(rx, |r| {
+                        r.recv_into(&mut set, Some(Duration::ZERO)).unwrap_or(false)
                     })?;
                 if !got {
                     quiet(rx)?;
@@ -264,9 +263,8 @@ impl PyReceiver {
             with(m, "receiver", |rx| {
                 let mut set = TPSet::default();
                 if !(intr(rx.recv_into(&mut set, Some(slice)))?
-                    || peers::followed(rx, |old| {
-                        old.recv_into(&mut set, Some(Duration::ZERO))
-                            .unwrap_or(false)
+                    || peers::followed(rx, |r| {
+                        r.recv_into(&mut set, Some(Duration::ZERO)).unwrap_or(false)
                     })?)
                 {
                     quiet(rx)?;
@@ -300,8 +298,8 @@ impl PyReceiver {
         let got = blocking(py, timeout, |slice| {
             with(m, "receiver", |rx| {
                 let got = intr(rx.recv_raw_into(&mut f, Some(slice)))?
-                    || peers::followed(rx, |old| {
-                        old.recv_raw_into(&mut f, Some(Duration::ZERO))
+                    || peers::followed(rx, |r| {
+                        r.recv_raw_into(&mut f, Some(Duration::ZERO))
                             .unwrap_or(false)
                     })?;
                 if !got {

@@ -12,6 +12,11 @@ use std::time::Duration;
 
 mod forward;
 
+/// How long a receiver left behind by a move ([`Receiver::follow_moved`])
+/// is waited on once it first looks empty, for what its connection still
+/// held to be read (libzmq reads a connection on its own thread).
+const RETIRED_SETTLE: Duration = Duration::from_millis(50);
+
 /// Receives PTMP messages on a PAIR, SUB or PULL socket.
 ///
 /// `recv_into` decodes into the caller's [`TPSet`]: over zmq through two
@@ -34,6 +39,10 @@ pub struct Receiver {
     /// Where a zmq message is received for [`Self::recv_raw_with`] and
     /// [`Self::forward`].
     scratch: Frames,
+    /// The receiver this one replaced when its named peer moved
+    /// ([`Self::follow_moved`]): read first, without waiting, until it is
+    /// empty, so nothing that reached it is dropped.
+    retired: Option<Box<Receiver>>,
 }
 
 impl Receiver {
@@ -63,6 +72,7 @@ impl Receiver {
             bound,
             held: None,
             scratch: Frames::new(),
+            retired: None,
         })
     }
 
@@ -104,21 +114,58 @@ impl Receiver {
     /// After a wait that found nothing: when a peer this receiver connects
     /// to by name is announced elsewhere now (it died and came back on
     /// another host, port or process), make the receiver again connected
-    /// there and return the old one, for a last look at what reached it
-    /// (read it before anything from the new one, so nothing that reached
-    /// this process is dropped). `None` when nothing moved, for a receiver
-    /// that binds (a bound port stays where it is), and for one not made
-    /// by [`Self::following`]. A process that never used names pays one
+    /// there; `true` when it did. The old socket is kept and read first,
+    /// without waiting, until it is empty: what reached it (from the peer
+    /// before it moved, or from another that did not) is received, not
+    /// dropped with it. The counts ([`Self::received`], [`Self::errors`])
+    /// go on. `false` when nothing moved, for a receiver that binds (a
+    /// bound port stays where it is), and for one not made by
+    /// [`Self::following`]. A process that never used names pays one
     /// atomic load.
-    pub fn follow_moved(&mut self) -> Result<Option<Receiver>> {
+    pub fn follow_moved(&mut self) -> Result<bool> {
         if !self.cfg.bind().is_empty() {
-            return Ok(None);
+            return Ok(false);
         }
         let Some(fresh) = self.cfg.moved() else {
-            return Ok(None);
+            return Ok(false);
         };
-        let new = Receiver::new(fresh)?;
-        Ok(Some(std::mem::replace(self, new)))
+        let mut new = Receiver::new(fresh)?;
+        new.received = self.received;
+        new.errors = self.errors;
+        let old = std::mem::replace(self, new);
+        self.retired = Some(Box::new(old));
+        Ok(true)
+    }
+
+    /// The next message the retired receiver (see [`Self::follow_moved`])
+    /// still holds, through `take` with the wait it is given: `Some` with
+    /// what `take` gave (a malformed message as its error), `None` once it
+    /// is empty or broken, and then it is let go. Empty means it found
+    /// nothing at once and nothing in [`RETIRED_SETTLE`] more, so what its
+    /// connection's kernel buffer still held when it was retired is read
+    /// too. Counted here as received.
+    #[cold]
+    fn take_retired<T>(
+        &mut self,
+        mut take: impl FnMut(&mut Receiver, Option<Duration>) -> Result<Option<T>>,
+    ) -> Option<Result<T>> {
+        let old = self.retired.as_mut()?;
+        let (received, errors) = (old.received, old.errors);
+        let got = match take(old, Some(Duration::ZERO)) {
+            Ok(None) => take(old, Some(RETIRED_SETTLE)),
+            got => got,
+        };
+        let counted = (old.received - received, old.errors - errors);
+        self.received += counted.0;
+        self.errors += counted.1;
+        match got {
+            Ok(Some(v)) => Some(Ok(v)),
+            Err(e @ Error::Wire(_)) => Some(Err(e)),
+            Ok(None) | Err(_) => {
+                self.retired = None;
+                None
+            }
+        }
     }
 
     /// Endpoints bound, with wildcards resolved.
@@ -202,6 +249,12 @@ impl Receiver {
     /// Receive one TPSet into `out`, reusing its storage. `Ok(false)` on
     /// timeout.
     pub fn recv_into(&mut self, out: &mut TPSet, timeout: Option<Duration>) -> Result<bool> {
+        if self.retired.is_some() {
+            let take = |old: &mut Receiver, t| Ok(old.recv_into(out, t)?.then_some(()));
+            if let Some(r) = self.take_retired(take) {
+                return r.map(|()| true);
+            }
+        }
         let mut bad = None;
         let got = self.link.recv_tpset(out, timeout, &mut bad)?;
         let Some(bytes) = got else {
@@ -259,6 +312,12 @@ impl Receiver {
         frames: &mut Frames,
         timeout: Option<Duration>,
     ) -> Result<bool> {
+        if self.retired.is_some() {
+            let take = |old: &mut Receiver, t| Ok(old.recv_raw_into(frames, t)?.then_some(()));
+            if let Some(r) = self.take_retired(take) {
+                return r.map(|()| true);
+            }
+        }
         let got = self.link.recv_frames(frames, timeout)?;
         if got {
             self.received += 1;

@@ -107,45 +107,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
         Some(c) if drain.is_none() => Some(crate::curve::watch::Watch::start(&ctx, &sock, c)?),
         _ => None,
     };
-    // A socket connecting by name queues messages only on live
-    // connections: when the named peer dies, a sender's messages wait
-    // here (and it can follow the peer elsewhere) instead of piling up
-    // for an address nobody will answer at again.
-    if cfg
-        .connect()
-        .iter()
-        .any(|e| crate::names::stands_for_name(&e.address))
-    {
-        sock.set_immediate(true)
-            .map_err(Error::zmq("set immediate"))?;
-    }
-    // Heartbeats drop a connection whose peer went silent (a host that
-    // vanished without closing it), so a sender stops queueing for it: on
-    // by default for sockets that bind or connect by name.
-    let named = cfg
-        .connect()
-        .iter()
-        .any(|e| crate::names::stands_for_name(&e.address))
-        || cfg
-            .bind()
-            .iter()
-            .any(|e| crate::names::parse(&e.address).is_some());
-    let beat = match cfg.heartbeat() {
-        Some(b) => b,
-        None if named => crate::config::DEFAULT_NAME_HEARTBEAT,
-        None => std::time::Duration::ZERO,
-    };
-    if !beat.is_zero() {
-        // build() keeps the interval within 1 000 000 ms.
-        let ms = beat.as_millis() as i32;
-        let (timeout, ttl) = heartbeat_limits(cfg.socket_type(), ms);
-        sock.set_heartbeat_ivl(ms)
-            .map_err(Error::zmq("set heartbeat_ivl"))?;
-        sock.set_heartbeat_timeout(timeout)
-            .map_err(Error::zmq("set heartbeat_timeout"))?;
-        sock.set_heartbeat_ttl(ttl)
-            .map_err(Error::zmq("set heartbeat_ttl"))?;
-    }
+    watch_peers(&sock, cfg)?;
     let mut bound = Vec::new();
     let mut guards = Vec::new();
     for (attach, ep) in cfg.endpoints() {
@@ -268,6 +230,60 @@ pub(crate) fn timeout_ms(t: Option<std::time::Duration>) -> i32 {
         None => -1,
         Some(d) => d.as_millis().min(i32::MAX as u128) as i32,
     }
+}
+
+/// The options that let `sock` notice a peer that went away: on a sender
+/// connecting by name, ZMQ_IMMEDIATE; on a socket with names or a
+/// `heartbeat_ms`, ZeroMQ heartbeats (see [`heartbeat_limits`]).
+fn watch_peers(sock: &zmq::Socket, cfg: &SocketConfig) -> Result<()> {
+    // A sender connecting by name queues messages only on live
+    // connections: when the named peer dies, its messages wait here (and
+    // it can follow the peer elsewhere) instead of piling up for an
+    // address nobody will answer at again. Not a receiver: with
+    // ZMQ_IMMEDIATE libzmq drops, when a connection ends, the messages it
+    // had received that were not read yet (450 of 500 from a peer that
+    // sent them and closed, in `tests/follow.rs`).
+    let sends_only = matches!(
+        cfg.socket_type(),
+        SocketType::Push | SocketType::Pub | SocketType::XPub
+    );
+    if sends_only
+        && cfg
+            .connect()
+            .iter()
+            .any(|e| crate::names::stands_for_name(&e.address))
+    {
+        sock.set_immediate(true)
+            .map_err(Error::zmq("set immediate"))?;
+    }
+    // Heartbeats drop a connection whose peer went silent (a host that
+    // vanished without closing it), so a sender stops queueing for it: on
+    // by default for sockets that bind or connect by name.
+    let named = cfg
+        .connect()
+        .iter()
+        .any(|e| crate::names::stands_for_name(&e.address))
+        || cfg
+            .bind()
+            .iter()
+            .any(|e| crate::names::parse(&e.address).is_some());
+    let beat = match cfg.heartbeat() {
+        Some(b) => b,
+        None if named => crate::config::DEFAULT_NAME_HEARTBEAT,
+        None => std::time::Duration::ZERO,
+    };
+    if !beat.is_zero() {
+        // build() keeps the interval within 1 000 000 ms.
+        let ms = beat.as_millis() as i32;
+        let (timeout, ttl) = heartbeat_limits(cfg.socket_type(), ms);
+        sock.set_heartbeat_ivl(ms)
+            .map_err(Error::zmq("set heartbeat_ivl"))?;
+        sock.set_heartbeat_timeout(timeout)
+            .map_err(Error::zmq("set heartbeat_timeout"))?;
+        sock.set_heartbeat_ttl(ttl)
+            .map_err(Error::zmq("set heartbeat_ttl"))?;
+    }
+    Ok(())
 }
 
 /// How long a socket with heartbeats every `ms` waits for a word from its

@@ -29,6 +29,35 @@ impl Receiver {
         timeout: Option<Duration>,
         mut f: impl FnMut(FramesView<'_>) -> R,
     ) -> Result<Option<R>> {
+        if self.retired.is_some() {
+            if let Some(r) = self.retired_raw_with(&mut f) {
+                return r.map(Some);
+            }
+        }
+        self.link_raw_with(timeout, f)
+    }
+
+    /// [`Self::recv_raw_with`] from the receiver a move left behind (and
+    /// any it left behind in turn), `f` taken as a trait object so that
+    /// reading down that chain makes no new instance of the generic.
+    #[cold]
+    fn retired_raw_with<R>(&mut self, f: &mut dyn FnMut(FramesView<'_>) -> R) -> Option<Result<R>> {
+        self.take_retired(|old, t| {
+            if old.retired.is_some() {
+                if let Some(r) = old.retired_raw_with(&mut *f) {
+                    return r.map(Some);
+                }
+            }
+            old.link_raw_with(t, &mut *f)
+        })
+    }
+
+    /// [`Self::recv_raw_with`] from this receiver's own transport.
+    fn link_raw_with<R>(
+        &mut self,
+        timeout: Option<Duration>,
+        mut f: impl FnMut(FramesView<'_>) -> R,
+    ) -> Result<Option<R>> {
         let got = match &mut self.link {
             Rx::Shm(rx) => rx.recv_with(timeout, &mut f)?,
             Rx::Zmq(rx) => match rx.recv_frames(&mut self.scratch, timeout)? {
