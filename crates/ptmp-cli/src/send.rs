@@ -14,8 +14,10 @@ pub const EXIT_UNDELIVERED: i32 = 3;
     after_help = "Exit status: 0 when every TPSet left for a connected peer (or, \
 for PUB and inproc://, when delivery is not tracked: \"undelivered: unknown\"); \
 3 when some were not delivered (exactly N when no peer ever connected, \"at most N\" \
-when the linger ran out with data queued, or, over shm://, with a reader the ring keeps \
-not yet past them: one with shm_reader_id must have committed them); 2 for bad arguments; 1 for other failures.
+when the linger ran out with data queued, when a connection ended while TPSets were still \
+being sent (its peer reset it, or went silent and heartbeats dropped it), or, over shm://, \
+with a reader the ring keeps not yet past them: one with shm_reader_id must have committed \
+them); 2 for bad arguments; 1 for other failures.
 
 On a data clock (--clock 50: PTMP's 50 MHz hardware clock, 50 ticks per microsecond),
 each TPSet's tstart is the wall clock in ticks when it is due, and it is sent then: set i

@@ -54,6 +54,12 @@ pub(crate) struct Drain {
     curve_client: bool,
     /// A CURVE server: the clients it turns away at the handshake.
     server: Option<Refusals>,
+    /// The events are read while the socket is still sending (see
+    /// [`Drain::poll_while_sending`]).
+    sending: bool,
+    /// The first connection seen to end while the socket was still
+    /// sending, by its endpoint: what it held was lost with it.
+    ended_mid_stream: Option<String>,
     m: zmq::Message,
 }
 
@@ -82,6 +88,8 @@ impl Drain {
             refusal: None,
             curve_client,
             server: server.map(Refusals::new),
+            sending: false,
+            ended_mid_stream: None,
             m: zmq::Message::new(),
         })
     }
@@ -106,13 +114,34 @@ impl Drain {
             .map(|e| String::from_utf8_lossy(e).into_owned())
     }
 
+    /// Read the monitor events that have arrived while the socket is still
+    /// sending (a send that found no room): a connection that ended by
+    /// then (its peer reset it, or went silent and heartbeats dropped it)
+    /// ended mid-stream, and what libzmq and the kernel held for it is
+    /// gone; no peer read it ([`Self::ended_mid_stream`]).
+    pub(crate) fn poll_while_sending(&mut self) {
+        self.sending = true;
+        self.poll_events();
+        self.sending = false;
+    }
+
+    /// The endpoint of the first connection seen to end while the socket
+    /// was still sending.
+    pub(crate) fn ended_mid_stream(&self) -> Option<&str> {
+        self.ended_mid_stream.as_deref()
+    }
+
     /// Read the monitor events that have arrived.
     pub(crate) fn poll_events(&mut self) {
         while self.mon.recv(&mut self.m, zmq::DONTWAIT).is_ok() {
             let ev = event_of(&self.m);
+            let mut endpoint = None;
             // The second frame names the endpoint.
             while self.m.get_more() && self.mon.recv(&mut self.m, zmq::DONTWAIT).is_ok() {
                 let Some((e, v)) = ev else { continue };
+                if e == EVENT_DISCONNECTED {
+                    endpoint = Some(String::from_utf8_lossy(&self.m).into_owned());
+                }
                 let known = |list: &[Vec<u8>], m: &[u8]| list.iter().any(|x| x[..] == *m);
                 let outgoing = known(&self.reached, &self.m[..]);
                 if e == EVENT_CONNECTED && !outgoing {
@@ -138,7 +167,13 @@ impl Drain {
                     self.connected = true;
                 }
                 EVENT_HANDSHAKE_SUCCEEDED => self.shook = true,
-                EVENT_DISCONNECTED => self.fds.retain(|&f| f != fd),
+                EVENT_DISCONNECTED => {
+                    let watched = self.fds.contains(&fd);
+                    if self.sending && watched && self.ended_mid_stream.is_none() {
+                        self.ended_mid_stream = Some(endpoint.unwrap_or_default());
+                    }
+                    self.fds.retain(|&f| f != fd)
+                }
                 _ => {}
             }
         }

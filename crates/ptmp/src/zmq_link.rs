@@ -81,9 +81,19 @@ impl ZmqTx {
             Ok(()) => Ok(()),
             Err(zmq::Error::EAGAIN) => {
                 self.meter.add_stall();
+                self.note_ended();
                 self.sock.send(frame, flags).map_err(Error::zmq("send"))
             }
             Err(e) => Err(Error::zmq("send")(e)),
+        }
+    }
+
+    /// At a send that found no room (not per message): note a connection
+    /// that ended meanwhile, with what it held ([`Drain::ended_mid_stream`]).
+    #[cold]
+    fn note_ended(&mut self) {
+        if let Some(d) = &mut self.drain {
+            d.poll_while_sending();
         }
     }
 
@@ -92,6 +102,7 @@ impl ZmqTx {
         match self.sock.send(frame, flags | zmq::DONTWAIT) {
             Ok(()) => return Ok(true),
             Err(zmq::Error::EAGAIN) => {
+                self.note_ended();
                 // Once per message, however many calls it takes to get it
                 // out.
                 if !self.stalled {
@@ -224,6 +235,13 @@ impl Transmit for ZmqTx {
         let unshaken = d.unshaken().map(|at| {
             format!("the peer at {at} never completed the ZeroMQ handshake (it is not a ZeroMQ peer, or it expects CURVE keys this socket does not have)")
         });
+        // A connection that ended mid-stream took what it held with it.
+        if let (Some(at), false) = (d.ended_mid_stream(), pubsub) {
+            let why = format!(
+                "a connection at {at} ended while sets were still being sent (its peer reset it, or went silent and heartbeats dropped it): what it held then was lost with it"
+            );
+            return (Undelivered::AtMost(sent), Some(why));
+        }
         let none_shook = || {
             unshaken.clone().or_else(|| {
                 Some("no peer that connected completed the ZeroMQ handshake".to_string())
