@@ -132,6 +132,8 @@ impl Receiver {
         let mut new = Receiver::new(fresh)?;
         new.received = self.received;
         new.errors = self.errors;
+        // A message a forward took and could not send yet goes first.
+        new.held = self.held.take();
         let old = std::mem::replace(self, new);
         self.retired = Some(Box::new(old));
         Ok(true)
