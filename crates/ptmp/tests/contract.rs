@@ -188,17 +188,25 @@ fn fill(tx: &mut Sender, wait: Duration) -> (u32, Duration) {
     }
 }
 
+/// A sender (with `extra` keys, its timed sends waiting in slices) and a
+/// receiver with small queues, the receiver's connection up: one set
+/// sent and received (set 0).
+fn small_link(t: &Transport, extra: Value) -> (Sender, Receiver) {
+    let mut tx = t.sender(t.small(extra));
+    tx.wait_in_slices();
+    let mut rx = t.receiver(t.small(json!({})));
+    let mut got = TPSet::default();
+    tx.send(&tpset(0, 1)).unwrap();
+    assert!(rx.recv_into(&mut got, T).unwrap());
+    (tx, rx)
+}
+
 /// A send to a full link gives up within the caller's time, nothing
 /// sent; once the receiver reads, everything accepted arrives in order
 /// and sending goes on.
 fn a_full_link_gives_up_in_time(t: &Transport) {
-    let mut tx = t.sender(t.small(json!({})));
-    tx.wait_in_slices();
-    let mut rx = t.receiver(t.small(json!({})));
-    // The receiver's connection is up before the link counts as full.
+    let (mut tx, mut rx) = small_link(t, json!({}));
     let mut got = TPSet::default();
-    tx.send(&tpset(0, 1)).unwrap();
-    assert!(rx.recv_into(&mut got, T).unwrap());
     let (accepted, took) = fill(&mut tx, Duration::from_millis(150));
     assert!(took >= Duration::from_millis(140), "{}: {took:?}", t.kind);
     assert!(took < Duration::from_secs(5), "{}: {took:?}", t.kind);
@@ -295,12 +303,7 @@ fn what_nobody_took_is_delivered_later_or_reported(t: &Transport) {
 /// A sender whose receiver never reads ends within its linger when
 /// finished, and says some may not have arrived.
 fn a_stuck_link_finishes_within_its_linger(t: &Transport) {
-    let mut tx = t.sender(t.small(json!({"linger_ms": 300})));
-    tx.wait_in_slices();
-    let mut rx = t.receiver(t.small(json!({})));
-    let mut got = TPSet::default();
-    tx.send(&tpset(0, 1)).unwrap();
-    assert!(rx.recv_into(&mut got, T).unwrap());
+    let (mut tx, rx) = small_link(t, json!({"linger_ms": 300}));
     let (accepted, _) = fill(&mut tx, Duration::from_millis(20));
     assert!(accepted > 0);
     let t0 = Instant::now();
