@@ -662,20 +662,23 @@ fn bench_ring_smoke() {
 /// with one value per run, and a note saying why Aeron is left out.
 #[test]
 fn bench_peers_smoke() {
-    let out = run(&[
-        "bench",
-        "peers",
-        "--runs",
-        "2",
-        "--seconds",
-        "1",
-        "-n",
-        "2000",
-        "--sizes",
-        "64",
-        "--aeron-jar",
-        "/nonexistent/aeron-all.jar",
-    ]);
+    let (out, pid) = common::run_within(
+        &[
+            "bench",
+            "peers",
+            "--runs",
+            "2",
+            "--seconds",
+            "1",
+            "-n",
+            "2000",
+            "--sizes",
+            "64",
+            "--aeron-jar",
+            "/nonexistent/aeron-all.jar",
+        ],
+        Duration::from_secs(180),
+    );
     let (s, e) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -735,13 +738,18 @@ fn bench_peers_smoke() {
     }
     assert!(s.contains("| hand-over ns | median, CPUs near |"), "{s}");
     assert!(!s.contains("| Aeron |"), "{s}");
-    // The large frame's rings and the two-process ring are gone once the
-    // run is over.
+    // The large frame's rings and the two-process ring of this run are
+    // gone once it is over (named with its process id: a run killed
+    // earlier on this machine may have left its own).
+    let (frames, ring2) = (
+        format!("bench-frames-{pid}-"),
+        format!("bench-ring2-{pid}-"),
+    );
     let left: Vec<_> = std::fs::read_dir(ptmp_shm::shm_dir())
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("bench-frames-") || n.contains("bench-ring2-"))
+        .filter(|n| n.contains(&frames) || n.contains(&ring2))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
     let out = run(&["bench", "peers", "--runs", "0"]);
