@@ -16,7 +16,7 @@ use crate::cfg::Cfg;
 use crate::error::{Error, Result};
 use crate::{Agent, Ctl, Report, POLL};
 use ptmp::{Frames, Receiver, Sender, SocketConfig};
-use ptmp_data::dump::{DumpReader, DumpWriter};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;

@@ -51,7 +51,7 @@ use crate::io::{open_rx, open_tx};
 use crate::seen::{Seen, Verdict};
 use crate::{recv_frames, send_frames, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet, TrigPrim};
-use ptmp_data::dump::DumpWriter;
+use ptmp_formats::dump::DumpWriter;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
@@ -387,7 +387,7 @@ impl Agent for SourceAgent {
 
 /// Open an agent's `ofile`: created anew (emptied if it exists), or with
 /// `append` written after the records it holds
-/// ([`ptmp_data::dump::open_append`]: a torn last record, left by a
+/// ([`ptmp_formats::dump::open_append`]: a torn last record, left by a
 /// writer that died while writing it, is cut off; a file damaged before
 /// its end is left alone and `PATH.1` written instead). With `seen`, each
 /// TPSet the file holds is marked seen in it, so that one sent again is
@@ -410,7 +410,7 @@ pub(crate) fn open_ofile(
             again(s, fr, &mut scratch);
         }
     };
-    let a = ptmp_data::dump::open_append_reading(f, &mut visit).map_err(Error::io(
+    let a = ptmp_formats::dump::open_append_reading(f, &mut visit).map_err(Error::io(
         agent,
         format!("open ofile {} to append", f.display()),
     ))?;

@@ -3,9 +3,9 @@
 
 use crate::{c_str, c_tps, guard, null, ptmp_tpset, to_c, to_rust, Fail};
 use crate::{PTMP_END, PTMP_ERR_ARG, PTMP_ERR_IO, PTMP_ERR_MESSAGE, PTMP_OK};
-use ptmp_core::data::dump::{DumpReader, DumpWriter};
 use ptmp_core::data::{encode_tpset, wire, VERSION_FRAME};
 use ptmp_core::{Frames, TPSet};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use std::ffi::{c_char, c_int};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};

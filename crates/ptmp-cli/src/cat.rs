@@ -5,7 +5,7 @@
 use crate::common::{parse_socket_type, progress, stopping, CliError, CliResult};
 use ptmp::duration as units;
 use ptmp::{Attach, Frames, Receiver, Sender, SocketConfig, TPSet};
-use ptmp_data::dump::{DumpReader, DumpWriter};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;

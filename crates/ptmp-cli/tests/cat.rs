@@ -1,8 +1,8 @@
 //! `ptmp cat` (czmqat) as real processes: dump files to text and sockets,
 //! sockets to dump files, truncated and corrupt files, bad arguments.
 
-use ptmp_data::dump::DumpWriter;
 use ptmp_data::{encode_tpset, TPSet, TrigPrim, VERSION_FRAME};
+use ptmp_formats::dump::DumpWriter;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,8 @@
 //! a crashed process (kill -9) restarted and rejoining, status on demand,
 //! clean SIGINT, and a graph across two network namespaces over tcp.
 
-use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames};
+use ptmp_formats::dump::DumpReader;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

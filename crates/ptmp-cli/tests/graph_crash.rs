@@ -6,8 +6,8 @@
 //! of making it fail; a restarted node delivers nothing twice and a
 //! restarted source goes on counting.
 
-use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames, TPSet};
+use ptmp_formats::dump::DumpReader;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -69,7 +69,7 @@ fn counts_so_far(dump: &Path) -> Vec<u64> {
     let Ok(f) = std::fs::File::open(dump) else {
         return vec![];
     };
-    let mut r = ptmp_data::dump::DumpReader::new(std::io::BufReader::new(f));
+    let mut r = ptmp_formats::dump::DumpReader::new(std::io::BufReader::new(f));
     let mut f = ptmp_data::Frames::new();
     let mut out = vec![];
     while r.read_into(&mut f).unwrap_or(false) {

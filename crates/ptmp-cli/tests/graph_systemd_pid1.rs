@@ -14,8 +14,8 @@ mod lan;
 mod nspawn;
 
 use common::{text, PTMP};
-use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames};
+use ptmp_formats::dump::DumpReader;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};

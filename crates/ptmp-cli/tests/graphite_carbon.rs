@@ -9,8 +9,8 @@
 //! figures are checked on a plain TCP listener that reads Graphite's
 //! plaintext protocol line by line; the test prints which of the two ran.
 
-use ptmp_data::dump::DumpWriter;
 use ptmp_data::{encode_tpset, TPSet, TrigPrim, VERSION_FRAME};
+use ptmp_formats::dump::DumpWriter;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -5,8 +5,8 @@
 //! feed a zipper or a sorted by SIGINT loses none of the windows they flush.
 
 use ptmp::{Sender, TPSet, TrigPrim};
-use ptmp_data::dump::{DumpReader, DumpWriter};
 use ptmp_data::{decode_tpset, encode_tpset, Frames, VERSION_FRAME};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Child, Command};

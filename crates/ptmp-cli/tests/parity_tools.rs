@@ -4,8 +4,8 @@
 //! writing Graphite's plaintext protocol to a TCP listener standing in for
 //! carbon, and Jsonnet code given with `--ext-code` / `--tla-code`.
 
-use ptmp_data::dump::{DumpReader, DumpWriter};
 use ptmp_data::{encode_tpset, Frames, TPSet, TrigPrim, VERSION_FRAME};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::net::TcpListener;

@@ -3,8 +3,8 @@
 //! file; a C plugin engine; validation before start; SIGINT flushing what
 //! the agents hold; Jsonnet configurations.
 
-use ptmp_data::dump::DumpWriter;
 use ptmp_data::{encode_tpset, TPSet, TrigPrim, VERSION_FRAME};
+use ptmp_formats::dump::DumpWriter;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;

@@ -2,8 +2,8 @@
 //! documented window pipeline stopped without loss, and ttl and SIGINT
 //! honoured at the end of the tick range and under a flood.
 
-use ptmp_data::dump::{DumpReader, DumpWriter};
 use ptmp_data::{encode_tpset, Frames, TPSet, VERSION_FRAME};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use serde_json::{json, Value};
 use std::time::Duration;
 

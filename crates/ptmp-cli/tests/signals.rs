@@ -10,8 +10,8 @@ use std::time::Duration;
 
 mod common;
 use common::{finish, s, sock, text, write_json, PTMP};
-use ptmp_data::dump::DumpReader;
 use ptmp_data::Frames;
+use ptmp_formats::dump::DumpReader;
 
 const LIMIT: Duration = Duration::from_secs(60);
 

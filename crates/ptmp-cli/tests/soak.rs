@@ -3,8 +3,8 @@
 //! what the killed processes could hold, nothing twice), agrees with the
 //! sink's own dump, and a soak that could inject nothing is not a pass.
 
-use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames};
+use ptmp_formats::dump::DumpReader;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

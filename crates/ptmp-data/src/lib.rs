@@ -15,12 +15,13 @@
 //! * [`wire`]: PTMP's two-frame message `[i32 version = 0, payload]`;
 //! * [`Frames`]: a reusable multi-frame buffer for schema-blind tools;
 //! * [`zmsg`]: CZMQ's `zmsg_encode` framing of one multi-frame message in
-//!   one buffer, as a dump record and a `shm://` ring slot both carry it;
-//! * [`dump`]: the czmqat dump-file format (8-byte length + a [`zmsg`] body).
+//!   one buffer, as a dump record and a `shm://` ring slot both carry it.
+//!
+//! Files (the czmqat dump format and those to come) live one layer up, in
+//! `ptmp-formats`.
 
 pub mod clock;
 pub mod codec;
-pub mod dump;
 pub mod frames;
 pub mod wire;
 pub mod zmsg;

@@ -2,7 +2,7 @@
 //!
 //! Each frame is one length byte when it is shorter than 255 bytes,
 //! otherwise `0xFF` and a 4-byte big-endian length, then the frame's bytes.
-//! It is the record body of a dump file ([`crate::dump`]) and the body of
+//! It is the record body of a czmqat dump file (in `ptmp-formats`) and the body of
 //! one message in a `shm://` ring slot, so both read and write it here.
 
 /// Bytes the `zmsg_encode` form of `frames` takes.

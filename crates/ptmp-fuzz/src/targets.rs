@@ -2,9 +2,9 @@
 
 use crate::mutate::varint;
 use crate::{Corpus, Target};
-use ptmp_data::dump::{DumpReader, DumpWriter};
 use ptmp_data::zmsg::{zmsg_encode, zmsg_frames};
 use ptmp_data::{decode_tpset, encode_tpset, Frames, TPSet, TrigPrim, VERSION_FRAME};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -7,8 +7,8 @@
 //! * A part killed (SIGKILL) is restarted by the supervisor; its source
 //!   goes on counting, and the sink's file holds no number twice.
 
-use ptmp::data::dump::DumpReader;
 use ptmp::data::{decode_tpset, Frames};
+use ptmp_formats::dump::DumpReader;
 use ptmp_graph::{part, status, supervise};
 use serde_json::{json, Value};
 use std::path::Path;

@@ -31,7 +31,7 @@ use shm::*;
 use sockets::*;
 
 use ptmp::{Frames, Receiver, Sender, TPSet, TrigPrim};
-use ptmp_data::dump::{DumpReader, DumpWriter};
+use ptmp_formats::dump::{DumpReader, DumpWriter};
 use ptmp_shm::{
     ChannelConfig, OwnedView, Policy, Reader, StartAt, View, Writer, DEFAULT_BLOCK_TIMEOUT,
 };

@@ -55,7 +55,7 @@ fn read_dumps(g: &Graph, sources: &[usize], failures: &mut Vec<String>) -> Dumps
                 continue;
             }
         };
-        let mut r = ptmp::data::dump::DumpReader::new(std::io::BufReader::new(file));
+        let mut r = ptmp_formats::dump::DumpReader::new(std::io::BufReader::new(file));
         let mut fr = ptmp::Frames::new();
         let mut set = ptmp::TPSet::default();
         loop {

@@ -1,6 +1,6 @@
 use super::*;
-use ptmp::data::dump::DumpWriter;
 use ptmp::TPSet;
+use ptmp_formats::dump::DumpWriter;
 
 #[test]
 fn fault_names_are_checked() {

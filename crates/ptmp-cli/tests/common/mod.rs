@@ -10,8 +10,8 @@ pub mod monitored;
 pub mod proc;
 pub mod prometheus;
 
-use ptmp_data::dump::DumpReader;
 use ptmp_data::{decode_tpset, Frames, TPSet, VERSION_FRAME};
+use ptmp_formats::dump::DumpReader;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -23,8 +23,11 @@
 //! CZMQ's `zmsg_send` does with an empty message), silently losing a record
 //! that had been counted. [`DumpWriter::write`] refuses to write one.
 
-use crate::zmsg::{zmsg_encode, zmsg_frames};
-use crate::Frames;
+mod file;
+
+pub use file::{FileReader, FileWriter};
+use ptmp_data::zmsg::{zmsg_encode, zmsg_frames};
+use ptmp_data::Frames;
 use std::io::{self, Read, Write};
 
 /// Largest record accepted when reading (1 GiB): a bigger length is taken to

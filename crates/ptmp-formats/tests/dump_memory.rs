@@ -2,8 +2,8 @@
 //! file holds, not to the lengths it claims. Measured with a counting global
 //! allocator: the peak of live heap bytes while one file is read.
 
-use ptmp_data::dump::{DumpError, DumpReader, MAX_RECORD};
 use ptmp_data::Frames;
+use ptmp_formats::dump::{DumpError, DumpReader, MAX_RECORD};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Write;

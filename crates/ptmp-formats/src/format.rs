@@ -1,0 +1,138 @@
+//! Which format a file is in, from its extension or a name given by hand.
+
+use crate::{Error, Result};
+use std::fmt;
+use std::path::Path;
+
+/// A file format ptmp reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// PTMP's czmqat dump: each message an 8-byte little-endian length and
+    /// CZMQ's `zmsg_encode` form of its frames. Keeps the frames only: no
+    /// channel, no receive time.
+    Dump,
+}
+
+/// Every name a format is known by: the extensions and `--format` values
+/// that mean it, in the order help texts list them. `None` marks a format
+/// ptmp knows of and refuses by name rather than writing a dump under its
+/// extension.
+const NAMES: &[(&str, Option<Format>, &str)] = &[
+    ("dump", Some(Format::Dump), "czmqat dump"),
+    ("czmqat", Some(Format::Dump), "czmqat dump"),
+    ("mcap", None, "MCAP"),
+    ("parquet", None, "Parquet"),
+    ("h5", None, "HDF5"),
+    ("hdf5", None, "HDF5"),
+];
+
+impl Format {
+    /// Every format ptmp reads and writes, for help texts and errors.
+    pub const ALL: &'static [Format] = &[Format::Dump];
+
+    /// The name `--format` takes and [`fmt::Display`] prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Dump => "dump",
+        }
+    }
+
+    /// The format a `--format` value names (any case).
+    pub fn named(name: &str) -> Result<Format> {
+        match lookup(name) {
+            Some((Some(f), _)) => Ok(f),
+            Some((None, long)) => Err(not_yet(Path::new(name), long)),
+            None => Err(Error::Format {
+                path: name.into(),
+                what: format!("no such format; {}", offered()),
+            }),
+        }
+    }
+
+    /// The format of `path`: the one `given` names if any, otherwise the
+    /// one its extension says. A file with no extension, or one ptmp does
+    /// not know, is a czmqat dump, as PTMP's czmqat wrote them under any
+    /// name; an extension of a format ptmp does not write yet (`.mcap`,
+    /// `.parquet`, `.h5`) is refused, naming it.
+    pub fn of(path: &Path, given: Option<Format>) -> Result<Format> {
+        if let Some(f) = given {
+            return Ok(f);
+        }
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        match lookup(ext) {
+            Some((Some(f), _)) => Ok(f),
+            Some((None, long)) => Err(not_yet(path, long)),
+            None => Ok(Format::Dump),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn lookup(name: &str) -> Option<(Option<Format>, &'static str)> {
+    NAMES
+        .iter()
+        .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+        .map(|&(_, f, long)| (f, long))
+}
+
+fn offered() -> String {
+    let names: Vec<&str> = NAMES
+        .iter()
+        .filter(|(_, f, _)| f.is_some())
+        .map(|(n, _, _)| *n)
+        .collect();
+    format!("ptmp reads and writes: {}", names.join(", "))
+}
+
+fn not_yet(path: &Path, long: &str) -> Error {
+    Error::Format {
+        path: path.into(),
+        what: format!(
+            "ptmp does not read or write {long} files yet; {}",
+            offered()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extensions_choose_and_unknown_ones_mean_a_dump() {
+        let of = |p: &str| Format::of(Path::new(p), None);
+        assert_eq!(of("run.dump").unwrap(), Format::Dump);
+        assert_eq!(of("RUN.DUMP").unwrap(), Format::Dump);
+        assert_eq!(of("tpsets").unwrap(), Format::Dump);
+        assert_eq!(of("out.dat").unwrap(), Format::Dump);
+        let e = of("run.mcap").unwrap_err().to_string();
+        assert!(e.starts_with("run.mcap: ") && e.contains("MCAP"), "{e}");
+        assert!(e.contains("dump, czmqat"), "{e}");
+        assert!(of("x.parquet").unwrap_err().to_string().contains("Parquet"));
+        assert!(of("x.h5").unwrap_err().to_string().contains("HDF5"));
+    }
+
+    #[test]
+    fn a_given_format_wins_over_the_extension() {
+        let p = Path::new("run.mcap");
+        assert_eq!(Format::of(p, Some(Format::Dump)).unwrap(), Format::Dump);
+    }
+
+    #[test]
+    fn format_names_are_checked() {
+        assert_eq!(Format::named("Dump").unwrap(), Format::Dump);
+        assert_eq!(Format::named("czmqat").unwrap(), Format::Dump);
+        let e = Format::named("csv").unwrap_err().to_string();
+        assert!(e.contains("csv") && e.contains("no such format"), "{e}");
+        let e = Format::named("parquet").unwrap_err().to_string();
+        assert!(e.contains("Parquet files yet"), "{e}");
+        for f in Format::ALL {
+            assert_eq!(Format::named(f.name()).unwrap(), *f);
+        }
+    }
+}
