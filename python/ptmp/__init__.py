@@ -12,8 +12,10 @@ tcp, shm) at native speed::
 
 Blocking calls release the GIL and honour Ctrl-C. Shared memory:
 ``ShmWriter.publish`` and ``ShmReader.view`` (a zero-copy buffer of the ring
-slot; ``memoryview(v)`` or ``v.numpy()``). Dump files: ``read_dump``,
-``read_tpsets``, ``DumpWriter``. Agents: ``run(config)``. Graphs:
+slot; ``memoryview(v)`` or ``v.numpy()``). Files of messages (the
+format follows the extension; a czmqat dump unless it says otherwise):
+``read_dump``, ``read_tpsets``, ``read_rows`` (columns for pandas or
+polars), ``DumpWriter``. Agents: ``run(config)``. Graphs:
 ``graph_check(config)`` and ``run_graph(config)`` (each process a
 ``python -m ptmp._part`` child); Jsonnet files take ``tla_str``,
 ``tla_code``, ``ext_str`` and ``jpath``. Shared-memory channels:
@@ -43,6 +45,7 @@ from ._ptmp import (  # noqa: F401
     graph_check,
     now_us,
     read_dump,
+    read_rows,
     read_tpsets,
     run,
     run_graph,
@@ -71,6 +74,7 @@ __all__ = [
     "graph_check",
     "now_us",
     "read_dump",
+    "read_rows",
     "read_tpsets",
     "run",
     "run_graph",

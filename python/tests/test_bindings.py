@@ -160,6 +160,33 @@ def test_dump_files(tmp_path):
 
 
 
+def test_rows_are_one_per_trigprim_with_the_sets_columns(tmp_path):
+    p = tmp_path / "rows.dump"
+    sets = [sample(0, ntps=2), sample(1, ntps=0), sample(2, ntps=1)]
+    with ptmp.DumpWriter(p) as w:
+        for s in sets:
+            w.write_tpset(s)
+    cols = ptmp.read_rows(p)
+    assert list(cols) == ["set", "count", "detid", "created", "set_tstart", "set_tspan",
+                          "chanbeg", "chanend", "totaladc", "channel", "tstart", "tspan",
+                          "adcsum", "adcpeak", "flags"]
+    assert all(len(c) == 4 for c in cols.values())
+    assert cols["set"] == [0, 0, 1, 2]
+    assert cols["set_tstart"] == [0, 0, 1000, 2000]
+    # The set of no TrigPrims is kept, as one row without a TrigPrim.
+    assert cols["channel"] == [10, 11, None, 10]
+    assert cols["tstart"] == [0, 1, None, 2000]
+    assert cols["created"][:2] == [sets[0].created] * 2
+
+
+def test_formats_ptmp_does_not_write_are_refused_by_name(tmp_path):
+    with pytest.raises(ptmp.PtmpError, match=r"run\.mcap: ptmp does not read or write MCAP files yet"):
+        ptmp.DumpWriter(tmp_path / "run.mcap")
+    with pytest.raises(ptmp.PtmpError, match="Parquet"):
+        ptmp.read_rows(tmp_path / "tps.parquet")
+    assert not (tmp_path / "run.mcap").exists()
+
+
 def test_dump_message_of_no_frames_is_refused_both_ways(tmp_path):
     p = tmp_path / "e.dump"
     with ptmp.DumpWriter(p) as w:

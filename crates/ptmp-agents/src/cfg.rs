@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use ptmp::fields::{FieldError, Object, Options, Problem};
 use ptmp::SocketConfig;
 use serde_json::Value;
+use std::path::PathBuf;
 
 /// Keys that PTMP's own configurations write but no PTMP program reads
 /// (`tick_per_off`, from the `stats()` helper of PTMP's `ptmp.jsonnet`): the
@@ -152,6 +153,22 @@ impl<'a> Cfg<'a> {
     /// A string, if present.
     pub fn str_opt(&self, key: &str) -> Result<Option<&'a str>> {
         self.obj.str(key).map_err(|e| self.field(*e))
+    }
+
+    /// A file of messages, if named (an empty name is none): its format,
+    /// chosen by its extension, must be one ptmp writes.
+    pub fn file_opt(&self, key: &str) -> Result<Option<PathBuf>> {
+        let Some(f) = self.str_opt(key)?.filter(|s| !s.is_empty()) else {
+            return Ok(None);
+        };
+        let p = PathBuf::from(f);
+        match ptmp_formats::Format::of(&p, None) {
+            Ok(_) => Ok(Some(p)),
+            Err(ptmp_formats::Error::Format { what, .. }) => {
+                Err(self.err(key, format!("{f:?}"), what))
+            }
+            Err(e) => Err(self.err(key, format!("{f:?}"), e.to_string())),
+        }
     }
 
     /// A string, which must be present.

@@ -15,10 +15,8 @@
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
 use crate::{Agent, Ctl, Report, POLL};
-use ptmp::{Frames, Receiver, Sender, SocketConfig};
-use ptmp_formats::dump::{DumpReader, DumpWriter};
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use ptmp::{Receiver, Sender, SocketConfig};
+use ptmp_formats::{Reader, Record, Writer};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -46,14 +44,8 @@ impl Config {
     pub fn parse(c: &Cfg) -> Result<Config> {
         let input = c.socket_opt("input")?;
         let output = c.socket_opt("output")?;
-        let ifile = c
-            .str_opt("ifile")?
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from);
-        let ofile = c
-            .str_opt("ofile")?
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from);
+        let ifile = c.file_opt("ifile")?;
+        let ofile = c.file_opt("ofile")?;
         match (&input, &ifile) {
             (Some(_), Some(f)) => {
                 return Err(c.err(
@@ -100,7 +92,7 @@ pub const MAX_DELAYUS: i64 = 86_400_000_000;
 
 enum Source {
     Sock(Box<Receiver>),
-    File(DumpReader<BufReader<File>>, PathBuf),
+    File(Box<dyn Reader>),
 }
 
 /// The copier between its source and its destinations.
@@ -108,7 +100,7 @@ pub struct CatAgent {
     name: String,
     src: Source,
     tx: Option<Sender>,
-    out: Option<(DumpWriter<BufWriter<File>>, PathBuf)>,
+    out: Option<Box<dyn Writer>>,
     number: Option<u64>,
     delay: Duration,
     /// What opening the dump file found, for the report.
@@ -121,9 +113,7 @@ impl CatAgent {
         let src = match (&c.input, &c.ifile) {
             (Some(s), _) => Source::Sock(Box::new(crate::io::open_rx(&name, s)?)),
             (None, Some(f)) => {
-                let file = File::open(f)
-                    .map_err(Error::io(&name, format!("open ifile {}", f.display())))?;
-                Source::File(DumpReader::new(BufReader::new(file)), f.clone())
+                Source::File(ptmp_formats::open(f, None).map_err(Error::file(&name, "ifile"))?)
             }
             (None, None) => unreachable!("validated"),
         };
@@ -134,9 +124,9 @@ impl CatAgent {
         let mut notes = Vec::new();
         let out = match &c.ofile {
             Some(f) => {
-                let (file, path, lines) = crate::nodes::open_ofile(&name, f, c.append, None)?;
+                let (w, _, lines) = crate::ofile::open(&name, f, c.append, None)?;
                 notes = lines;
-                Some((DumpWriter::new(BufWriter::new(file)), path))
+                Some(w)
             }
             None => None,
         };
@@ -158,7 +148,7 @@ impl Agent for CatAgent {
     }
 
     fn run(&mut self, ctl: &Ctl) -> Result<Report> {
-        let mut frames = Frames::new();
+        let mut rec = Record::default();
         let mut n = 0u64;
         let mut next = Instant::now();
         let mut file_done = false;
@@ -166,17 +156,18 @@ impl Agent for CatAgent {
         let res: Result<()> = (|| {
             while !ctl.done(false) && self.number.is_none_or(|m| n < m) {
                 let got = match &mut self.src {
-                    Source::Sock(rx) => match crate::recv_frames(rx, &mut frames, ctl, &self.name)?
-                    {
-                        crate::Got::Set => true,
-                        crate::Got::Nothing => false,
-                        crate::Got::Done => break,
-                    },
-                    Source::File(_, _) if ctl.stopped() => break,
-                    Source::File(r, path) => {
-                        let g = r.read_into(&mut frames).map_err(|e| {
-                            Error::run(&self.name, format!("ifile {}: {e}", path.display()))
-                        })?;
+                    Source::Sock(rx) => {
+                        match crate::recv_frames(rx, &mut rec.frames, ctl, &self.name)? {
+                            crate::Got::Set => true,
+                            crate::Got::Nothing => false,
+                            crate::Got::Done => break,
+                        }
+                    }
+                    Source::File(_) if ctl.stopped() => break,
+                    Source::File(r) => {
+                        let g = r
+                            .read_into(&mut rec)
+                            .map_err(Error::file(&self.name, "ifile"))?;
                         if !g {
                             file_done = true;
                             break;
@@ -204,14 +195,12 @@ impl Agent for CatAgent {
                         std::thread::sleep((next - now).min(POLL));
                     }
                 }
-                if let Some((w, path)) = &mut self.out {
-                    w.write(frames.iter()).map_err(Error::io(
-                        &self.name,
-                        format!("write ofile {}", path.display()),
-                    ))?;
+                if let Some(w) = &mut self.out {
+                    w.write(&rec.channel, rec.log_time_ns, &rec.frames)
+                        .map_err(Error::file(&self.name, "ofile"))?;
                 }
                 if let Some(tx) = &mut self.tx {
-                    if !crate::send_frames(tx, &frames, ctl, &self.name)? {
+                    if !crate::send_frames(tx, &rec.frames, ctl, &self.name)? {
                         unsent += 1;
                     }
                 }
@@ -220,11 +209,8 @@ impl Agent for CatAgent {
             Ok(())
         })();
         // Flush what was accepted even when the loop failed.
-        if let Some((w, path)) = &mut self.out {
-            w.flush().map_err(Error::io(
-                &self.name,
-                format!("flush ofile {}", path.display()),
-            ))?;
+        if let Some(w) = &mut self.out {
+            w.flush().map_err(Error::file(&self.name, "ofile"))?;
         }
         res?;
         let mut r = Report::new(&self.name, "czmqat")
@@ -241,7 +227,11 @@ impl Agent for CatAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ptmp::Frames;
+    use ptmp_formats::dump::{DumpReader, DumpWriter};
     use serde_json::json;
+    use std::fs::File;
+    use std::io::BufReader;
 
     fn parse(v: &serde_json::Value) -> std::result::Result<Config, String> {
         let c = Cfg::new("cat", v).unwrap();

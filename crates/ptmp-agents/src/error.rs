@@ -37,6 +37,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A file of messages could not be opened, read or written (the
+    /// error names the file, and where a record is damaged, which).
+    #[error("agent {agent}: {key} {source}")]
+    File {
+        /// The agent whose file failed.
+        agent: String,
+        /// The key of the agent's config naming the file (`ifile`, `ofile`).
+        key: &'static str,
+        /// The file's error.
+        #[source]
+        source: ptmp_formats::Error,
+    },
     /// A plugin library could not be loaded or does not follow the ABI.
     #[error("plugin {library}: {reason}")]
     Plugin {
@@ -103,6 +115,16 @@ impl Error {
         }
     }
 
+    /// A mapper from a file's error to [`Error::File`] for the file the
+    /// key `key` of `agent`'s config names, for `map_err`.
+    pub fn file(
+        agent: impl Into<String>,
+        key: &'static str,
+    ) -> impl FnOnce(ptmp_formats::Error) -> Self {
+        let agent = agent.into();
+        move |source| Error::File { agent, key, source }
+    }
+
     /// Whether this is a configuration error no retry can mend: a bad
     /// value, a plugin or Jsonnet file that cannot be used, or a socket
     /// refused for its configuration (an shm ring that does not fit, an
@@ -112,6 +134,7 @@ impl Error {
         match self {
             Error::Config { .. } | Error::Plugin { .. } | Error::Jsonnet { .. } => true,
             Error::Socket { source, .. } => matches!(source, ptmp::Error::Config { .. }),
+            Error::File { source, .. } => matches!(source, ptmp_formats::Error::Format { .. }),
             Error::Io { .. } | Error::Run { .. } => false,
         }
     }

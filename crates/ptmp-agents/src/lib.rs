@@ -68,6 +68,7 @@ mod metered;
 pub mod metrics;
 pub mod monitor;
 pub mod nodes;
+mod ofile;
 mod ports;
 #[cfg(feature = "progress")]
 pub mod progress;

@@ -48,12 +48,10 @@
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};
 use crate::io::{open_rx, open_tx};
-use crate::seen::{Seen, Verdict};
+use crate::seen::{again, Seen};
 use crate::{recv_frames, send_frames, send_set, Agent, Ctl, Got, Report, POLL};
 use ptmp::{Frames, Receiver, Sender, SocketConfig, TPSet, TrigPrim};
-use ptmp_formats::dump::DumpWriter;
-use std::fs::File;
-use std::io::BufWriter;
+use ptmp_formats::Writer;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -143,10 +141,7 @@ impl SinkConfig {
                 "a sink with a done port needs a count: it says done when count messages have arrived",
             ));
         }
-        let ofile = c
-            .str_opt("ofile")?
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from);
+        let ofile = c.file_opt("ofile")?;
         Ok(SinkConfig {
             input,
             done,
@@ -243,14 +238,6 @@ pub fn pace_until(due: Instant) {
             std::hint::spin_loop();
         }
     }
-}
-
-/// Whether the message in `f` is a TPSet `seen` has seen before (a
-/// message that is not a TPSet passes).
-fn again(seen: &mut Seen, f: &Frames, scratch: &mut TPSet) -> bool {
-    f.get(1)
-        .and_then(|b| crate::seen::count_and_detid(b, scratch))
-        .is_some_and(|(count, detid)| seen.check(detid, count) == Verdict::Again)
 }
 
 /// A sink writing an `ofile` flushes it and commits its input every this
@@ -385,59 +372,13 @@ impl Agent for SourceAgent {
     }
 }
 
-/// Open an agent's `ofile`: created anew (emptied if it exists), or with
-/// `append` written after the records it holds
-/// ([`ptmp_formats::dump::open_append`]: a torn last record, left by a
-/// writer that died while writing it, is cut off; a file damaged before
-/// its end is left alone and `PATH.1` written instead). With `seen`, each
-/// TPSet the file holds is marked seen in it, so that one sent again is
-/// not written twice. Gives the file, where it is, and lines for the
-/// agent's report saying what was found.
-pub(crate) fn open_ofile(
-    agent: &str,
-    f: &std::path::Path,
-    append: bool,
-    mut seen: Option<&mut Seen>,
-) -> Result<(File, PathBuf, Vec<String>)> {
-    if !append {
-        let file =
-            File::create(f).map_err(Error::io(agent, format!("create ofile {}", f.display())))?;
-        return Ok((file, f.to_path_buf(), Vec::new()));
-    }
-    let mut scratch = TPSet::default();
-    let mut visit = |fr: &Frames| {
-        if let Some(s) = seen.as_deref_mut() {
-            again(s, fr, &mut scratch);
-        }
-    };
-    let a = ptmp_formats::dump::open_append_reading(f, &mut visit).map_err(Error::io(
-        agent,
-        format!("open ofile {} to append", f.display()),
-    ))?;
-    let mut lines = Vec::new();
-    for why in &a.passed_over {
-        lines.push(format!("ofile left as it is: {why}"));
-    }
-    lines.push(format!(
-        "ofile {}: appended after the {} records it held{}",
-        a.path.display(),
-        a.records,
-        if a.cut > 0 {
-            format!(" (cut off a torn last record of {} bytes)", a.cut)
-        } else {
-            String::new()
-        }
-    ));
-    Ok((a.file, a.path, lines))
-}
-
 /// A `sink` with its socket and optional dump file.
 pub struct SinkAgent {
     name: String,
     c: SinkConfig,
     rx: Receiver,
     done: Option<Sender>,
-    out: Option<DumpWriter<BufWriter<File>>>,
+    out: Option<Box<dyn Writer>>,
     /// What opening the dump file found, for the report.
     notes: Vec<String>,
     /// With `dedup`: the sets seen so far (those an appended file holds),
@@ -458,10 +399,10 @@ impl SinkAgent {
         let mut seen = c.dedup.then(Seen::new);
         let out = match c.ofile.clone() {
             Some(f) => {
-                let (file, path, lines) = open_ofile(&name, &f, c.append, seen.as_mut())?;
+                let (w, path, lines) = crate::ofile::open(&name, &f, c.append, seen.as_mut())?;
                 c.ofile = Some(path);
                 notes = lines;
-                Some(DumpWriter::new(BufWriter::new(file)))
+                Some(w)
             }
             None => None,
         };
@@ -486,11 +427,8 @@ impl SinkAgent {
     /// holds is never received again by a restarted sink, and what it does
     /// not hold yet is.
     fn flush_and_commit(&mut self) -> Result<()> {
-        if let (Some(w), Some(p)) = (&mut self.out, &self.c.ofile) {
-            w.flush().map_err(Error::io(
-                &self.name,
-                format!("flush ofile {}", p.display()),
-            ))?;
+        if let Some(w) = &mut self.out {
+            w.flush().map_err(Error::file(&self.name, "ofile"))?;
             self.rx.commit_now();
         }
         Ok(())
@@ -498,13 +436,8 @@ impl SinkAgent {
 
     fn write(&mut self, f: &Frames) -> Result<()> {
         if let Some(w) = &mut self.out {
-            let what = || {
-                format!(
-                    "write ofile {}",
-                    self.c.ofile.as_ref().map(|p| p.display()).expect("ofile")
-                )
-            };
-            w.write(f.iter()).map_err(Error::io(&self.name, what()))?;
+            w.write("", None, f)
+                .map_err(Error::file(&self.name, "ofile"))?;
         }
         Ok(())
     }
@@ -686,6 +619,16 @@ mod tests {
         let v = json!({"input": inp, "done": out});
         let e = SinkConfig::parse(&cfg(&v)).unwrap_err().to_string();
         assert!(e.contains("count"), "{e}");
+        // A file in a format ptmp does not write is refused by name, as a
+        // config error (no restart mends it).
+        let v = json!({"input": inp, "ofile": "tps.parquet"});
+        let e = SinkConfig::parse(&cfg(&v)).unwrap_err();
+        assert!(e.is_config());
+        let e = e.to_string();
+        assert!(
+            e.contains("ofile") && e.contains("Parquet files yet"),
+            "{e}"
+        );
         let v = json!({"input": inp, "output": out, "wait": "doze"});
         let e = WorkerConfig::parse(&cfg(&v), false)
             .unwrap_err()

@@ -183,6 +183,14 @@ pub fn count_and_detid(bytes: &[u8], scratch: &mut ptmp::TPSet) -> Option<(u32, 
     Some((scratch.count, scratch.detid))
 }
 
+/// Whether the message in `f` is a TPSet `seen` has seen before (a
+/// message that is not a TPSet passes).
+pub(crate) fn again(seen: &mut Seen, f: &ptmp::Frames, scratch: &mut ptmp::TPSet) -> bool {
+    f.get(1)
+        .and_then(|b| count_and_detid(b, scratch))
+        .is_some_and(|(count, detid)| seen.check(detid, count) == Verdict::Again)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

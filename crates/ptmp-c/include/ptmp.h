@@ -360,7 +360,9 @@ void ptmp_tpset_clear(struct ptmp_tpset *tpset);
  * Opens the dump file at `path` for reading and stores the handle in
  * `*out` (NULL on failure).
  *
- * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8) or
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8, or
+ * named for a format ptmp does not read: `.mcap`, `.parquet`, `.h5`; the
+ * format follows the extension, a czmqat dump unless it says otherwise) or
  * [`PTMP_ERR_IO`] (the message names the path and why: missing,
  * unreadable, or not a regular file, "a FIFO" or "a directory" say; a
  * link is followed). The call never waits: a FIFO is refused, not

@@ -1,30 +1,29 @@
-//! Dump files from C: the czmqat format PTMP records message streams in,
-//! read as TPSets and written from TPSets.
+//! Files of messages from C, read as TPSets and written from TPSets: the
+//! czmqat format PTMP records message streams in, or whichever format the
+//! file's extension names.
 
 use crate::{c_str, c_tps, guard, null, ptmp_tpset, to_c, to_rust, Fail};
 use crate::{PTMP_END, PTMP_ERR_ARG, PTMP_ERR_IO, PTMP_ERR_MESSAGE, PTMP_OK};
 use ptmp_core::data::{encode_tpset, wire, VERSION_FRAME};
-use ptmp_core::{Frames, TPSet};
-use ptmp_formats::dump::{DumpReader, DumpWriter};
+use ptmp_core::TPSet;
+use ptmp_formats::{Reader, Record, Writer};
 use std::ffi::{c_char, c_int};
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
 
 /// A dump file open for reading (opaque), made by `ptmp_dump_reader_new`.
 #[allow(non_camel_case_types)]
 pub struct ptmp_dump_reader {
     path: String,
-    inner: DumpReader<BufReader<File>>,
-    frames: Frames,
+    inner: Box<dyn Reader>,
+    rec: Record,
     scratch: TPSet,
 }
 
 /// A dump file open for writing (opaque), made by `ptmp_dump_writer_new`.
 #[allow(non_camel_case_types)]
 pub struct ptmp_dump_writer {
-    path: String,
-    inner: DumpWriter<BufWriter<File>>,
+    inner: Box<dyn Writer>,
     buf: Vec<u8>,
+    frames: ptmp_core::Frames,
     scratch: TPSet,
 }
 
@@ -32,10 +31,22 @@ fn io(path: &str, what: &str, e: impl std::fmt::Display) -> Fail {
     Fail(PTMP_ERR_IO, format!("{path}: {what}: {e}"))
 }
 
+/// A file's error for C: a format ptmp does not write is a bad argument;
+/// everything else, damaged bytes included, an I/O error. The message
+/// names the file.
+fn file(e: ptmp_formats::Error) -> Fail {
+    match e {
+        ptmp_formats::Error::Format { .. } => Fail(PTMP_ERR_ARG, e.to_string()),
+        _ => Fail(PTMP_ERR_IO, e.to_string()),
+    }
+}
+
 /// Opens the dump file at `path` for reading and stores the handle in
 /// `*out` (NULL on failure).
 ///
-/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8) or
+/// Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8, or
+/// named for a format ptmp does not read: `.mcap`, `.parquet`, `.h5`; the
+/// format follows the extension, a czmqat dump unless it says otherwise) or
 /// [`PTMP_ERR_IO`] (the message names the path and why: missing,
 /// unreadable, or not a regular file, "a FIFO" or "a directory" say; a
 /// link is followed). The call never waits: a FIFO is refused, not
@@ -61,12 +72,16 @@ pub unsafe extern "C" fn ptmp_dump_reader_new(
         let path = unsafe { c_str(path, "path") }?;
         // A regular file only, opened without waiting: a FIFO (which
         // would wait for a writer) or a directory is refused, named.
-        let f = ptmp_core::files::open_regular(path.as_ref())
+        let at = std::path::Path::new(path);
+        // The format first, so a file of one ptmp does not read is refused
+        // before it is opened.
+        let format = ptmp_formats::Format::of(at, None).map_err(file)?;
+        let f = ptmp_core::files::open_regular(at)
             .map_err(|e| io(path, "cannot open a dump file", e))?;
         let h = Box::new(ptmp_dump_reader {
             path: path.to_string(),
-            inner: DumpReader::new(BufReader::new(f)),
-            frames: Frames::new(),
+            inner: ptmp_formats::open_file(f, at, Some(format)).map_err(file)?,
+            rec: Record::default(),
             scratch: TPSet::default(),
         });
         // SAFETY: as above; the box goes back through `ptmp_dump_reader_free`.
@@ -105,15 +120,12 @@ pub unsafe extern "C" fn ptmp_dump_reader_next(
             ));
         }
         let rec = r.inner.records();
-        let more = r
-            .inner
-            .read_into(&mut r.frames)
-            .map_err(|e| io(&r.path, "read", e))?;
+        let more = r.inner.read_into(&mut r.rec).map_err(file)?;
         if !more {
             return Ok(PTMP_END);
         }
         let bad = |why: String| Fail(PTMP_ERR_MESSAGE, format!("{}: record {rec}: {why}", r.path));
-        wire::decode_frames(&r.frames, &mut r.scratch).map_err(|e| bad(e.to_string()))?;
+        wire::decode_frames(&r.rec.frames, &mut r.scratch).map_err(|e| bad(e.to_string()))?;
         // SAFETY: `o.tps` is NULL or a malloc block of `tps_capacity`, as
         // the caller promises.
         unsafe { to_c(&r.scratch, o) }?;
@@ -162,11 +174,11 @@ pub unsafe extern "C" fn ptmp_dump_writer_new(
         unsafe { *out = std::ptr::null_mut() };
         // SAFETY: the caller promises NULL or a NUL-terminated string.
         let path = unsafe { c_str(path, "path") }?;
-        let f = File::create(path).map_err(|e| io(path, "cannot create", e))?;
+        let w = ptmp_formats::create(path.as_ref(), None).map_err(file)?;
         let h = Box::new(ptmp_dump_writer {
-            path: path.to_string(),
-            inner: DumpWriter::new(BufWriter::new(f)),
+            inner: w,
             buf: Vec::new(),
+            frames: ptmp_core::Frames::new(),
             scratch: TPSet::default(),
         });
         // SAFETY: as above; the box goes back through `ptmp_dump_writer_free`.
@@ -199,9 +211,10 @@ pub unsafe extern "C" fn ptmp_dump_writer_write(
         to_rust(t, tps, &mut w.scratch);
         w.buf.clear();
         encode_tpset(&w.scratch, &mut w.buf);
-        w.inner
-            .write([&VERSION_FRAME[..], &w.buf[..]])
-            .map_err(|e| io(&w.path, "write", e))?;
+        w.frames.clear();
+        w.frames.push(&VERSION_FRAME[..]);
+        w.frames.push(&w.buf);
+        w.inner.write("", None, &w.frames).map_err(file)?;
         Ok(PTMP_OK)
     })
 }
@@ -220,7 +233,7 @@ pub unsafe extern "C" fn ptmp_dump_writer_flush(writer: *mut ptmp_dump_writer) -
     guard("ptmp_dump_writer_flush", || {
         // SAFETY: the caller promises NULL or a live handle.
         let w = unsafe { writer.as_mut() }.ok_or_else(|| null("writer"))?;
-        w.inner.flush().map_err(|e| io(&w.path, "write", e))?;
+        w.inner.flush().map_err(file)?;
         Ok(PTMP_OK)
     })
 }
@@ -238,8 +251,8 @@ pub unsafe extern "C" fn ptmp_dump_writer_free(writer: *mut ptmp_dump_writer) {
         if !writer.is_null() {
             // SAFETY: the caller gives back the box from
             // `ptmp_dump_writer_new` and never uses it again.
-            let mut w = unsafe { Box::from_raw(writer) };
-            let _ = w.inner.flush();
+            let w = unsafe { Box::from_raw(writer) };
+            let _ = w.inner.finish();
         }
         Ok(PTMP_OK)
     });

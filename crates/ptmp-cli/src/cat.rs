@@ -5,9 +5,8 @@
 use crate::common::{parse_socket_type, progress, stopping, CliError, CliResult};
 use ptmp::duration as units;
 use ptmp::{Attach, Frames, Receiver, Sender, SocketConfig, TPSet};
-use ptmp_formats::dump::{DumpReader, DumpWriter};
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use ptmp_formats::{Reader, Record, Writer};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -34,13 +33,15 @@ pub struct CatArgs {
     /// microseconds, as czmqat's option).
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = units::micros)]
     pub delayus: Duration,
-    /// Read messages from this dump file.
+    /// Read messages from this file (a czmqat dump; the format follows
+    /// the extension).
     #[arg(long)]
     pub ifile: Option<PathBuf>,
     /// Read messages from a socket: JSON config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...].
     #[arg(long)]
     pub isock: Option<String>,
-    /// Write messages to this dump file.
+    /// Write messages to this file (a czmqat dump; the format follows
+    /// the extension).
     #[arg(long)]
     pub ofile: Option<PathBuf>,
     /// Send messages to a socket: JSON config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...].
@@ -75,7 +76,7 @@ fn sock_spec(opt: &str, spec: &str) -> CliResult<SocketConfig> {
 }
 
 enum Input {
-    File(DumpReader<BufReader<File>>, PathBuf),
+    File(Box<dyn Reader>),
     Sock(Box<Receiver>),
 }
 
@@ -91,7 +92,7 @@ impl Input {
 }
 
 enum Output {
-    File(DumpWriter<BufWriter<File>>, PathBuf),
+    File(Box<dyn Writer>),
     Sock(Box<Sender>),
     Text(BufWriter<std::io::StdoutLock<'static>>),
 }
@@ -126,21 +127,24 @@ fn open(a: &CatArgs) -> CliResult<(Input, Output)> {
             )));
         }
     }
+    let format = |opt: &str, p: &Option<PathBuf>| {
+        p.as_deref()
+            .map(|p| ptmp_formats::Format::of(p, None))
+            .transpose()
+            .map_err(|e| CliError::usage(format!("--{opt} {e}")))
+    };
+    let (iformat, oformat) = (format("ifile", &a.ifile)?, format("ofile", &a.ofile)?);
     let input = match (&a.ifile, icfg) {
-        (Some(p), _) => {
-            let f = File::open(p)
-                .map_err(|e| CliError::fail(format!("--ifile {}: {e}", p.display())))?;
-            Input::File(DumpReader::new(BufReader::new(f)), p.clone())
-        }
+        (Some(p), _) => Input::File(
+            ptmp_formats::open(p, iformat).map_err(|e| CliError::fail(format!("--ifile {e}")))?,
+        ),
         (None, Some(c)) => Input::Sock(Box::new(Receiver::new(c)?)),
         (None, None) => unreachable!("clap requires an input"),
     };
     let output = match (&a.ofile, ocfg) {
-        (Some(p), _) => {
-            let f = File::create(p)
-                .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display())))?;
-            Output::File(DumpWriter::new(BufWriter::new(f)), p.clone())
-        }
+        (Some(p), _) => Output::File(
+            ptmp_formats::create(p, oformat).map_err(|e| CliError::fail(format!("--ofile {e}")))?,
+        ),
         (None, Some(c)) => {
             let mut tx = Sender::new(c)?;
             // Every wait for room in slices, so a stop request ends it.
@@ -161,7 +165,7 @@ pub fn run(a: &CatArgs) -> CliResult {
     };
     let limit = a.number.unwrap_or(u64::MAX);
     let slice = Duration::from_millis(100);
-    let mut frames = Frames::new();
+    let mut rec = Record::default();
     let mut tpset = TPSet::default();
     let mut copied = 0u64;
     let mut not_tpsets = 0u64;
@@ -195,18 +199,18 @@ pub fn run(a: &CatArgs) -> CliResult {
             continue;
         }
         let offset = match &input {
-            Input::File(r, _) => Some(r.offset()),
+            Input::File(r) => r.position(),
             Input::Sock(_) => None,
         };
         let got = match &mut input {
-            Input::File(r, p) => match r.read_into(&mut frames) {
+            Input::File(r) => match r.read_into(&mut rec) {
                 Ok(g) => g,
                 Err(e) => {
-                    failure = Some(CliError::fail(format!("{}: {e}", p.display())));
+                    failure = Some(CliError::fail(e.to_string()));
                     break;
                 }
             },
-            Input::Sock(rx) => match rx.recv_raw_into(&mut frames, Some(wait)) {
+            Input::Sock(rx) => match rx.recv_raw_into(&mut rec.frames, Some(wait)) {
                 Ok(true) => true,
                 Ok(false) => {
                     if let Some(why) = rx.refused() {
@@ -230,16 +234,16 @@ pub fn run(a: &CatArgs) -> CliResult {
         }
         last = Instant::now();
         let r = match &mut output {
-            Output::File(w, p) => w
-                .write(frames.iter())
-                .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display()))),
-            Output::Sock(tx) => match send_out(tx, &frames) {
+            Output::File(w) => w
+                .write(&rec.channel, rec.log_time_ns, &rec.frames)
+                .map_err(|e| CliError::fail(format!("--ofile {e}"))),
+            Output::Sock(tx) => match send_out(tx, &rec.frames) {
                 Ok(true) => Ok(()),
                 Ok(false) => break,
                 Err(e) => Err(e),
             },
             Output::Text(out) => {
-                match print_text(out, copied, offset, &frames, &mut tpset, a.tps) {
+                match print_text(out, copied, offset, &rec.frames, &mut tpset, a.tps) {
                     Ok(valid) => {
                         not_tpsets += u64::from(!valid);
                         Ok(())
@@ -266,11 +270,39 @@ pub fn run(a: &CatArgs) -> CliResult {
         }
     }
     pb.finish_and_clear();
+    let end = Ending {
+        copied,
+        not_tpsets,
+        closed,
+        failure,
+    };
+    close(output, a.end_wait, end)
+}
+
+/// How the copy ended, for [`close`].
+struct Ending {
+    copied: u64,
+    not_tpsets: u64,
+    /// Standard output was closed by its reader.
+    closed: bool,
+    failure: Option<CliError>,
+}
+
+/// Deliver what was accepted, wait `end_wait`, close the output and say
+/// how the copy ended: the first failure, or a refusal that left what was
+/// sent undelivered.
+fn close(mut output: Output, end_wait: Duration, end: Ending) -> CliResult {
+    let Ending {
+        copied,
+        not_tpsets,
+        closed,
+        failure,
+    } = end;
     // Deliver what was accepted before reporting any failure.
     let flushed = match &mut output {
-        Output::File(w, p) => w
+        Output::File(w) => w
             .flush()
-            .map_err(|e| CliError::fail(format!("--ofile {}: {e}", p.display()))),
+            .map_err(|e| CliError::fail(format!("--ofile {e}"))),
         Output::Text(_) if closed => Ok(()),
         Output::Text(out) => match out.flush() {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -278,12 +310,13 @@ pub fn run(a: &CatArgs) -> CliResult {
         },
         Output::Sock(_) => Ok(()),
     };
-    std::thread::sleep(a.end_wait);
+    std::thread::sleep(end_wait);
     // A sender drains its queue here; one refused by its CURVE server
     // delivered nothing there, which is a failure even if all was sent.
-    let refused = match output {
-        Output::Sock(tx) => (*tx).finish().refused,
-        _ => None,
+    let (refused, finished) = match output {
+        Output::Sock(tx) => ((*tx).finish().refused, Ok(0)),
+        Output::File(w) => (None, w.finish()),
+        Output::Text(_) => (None, Ok(0)),
     };
     let mut summary = format!("ptmp cat: copied {copied} message(s)");
     if not_tpsets > 0 {
@@ -291,6 +324,7 @@ pub fn run(a: &CatArgs) -> CliResult {
     }
     tracing::info!("{summary}");
     flushed?;
+    finished.map_err(|e| CliError::fail(format!("--ofile {e}")))?;
     if let (None, Some(why)) = (&failure, refused) {
         return Err(CliError::fail(format!(
             "--osock refused: {why}; the {copied} message(s) sent there were not delivered"

@@ -330,6 +330,22 @@ fn bad_arguments_exit_2_and_name_the_value() {
             ],
             "--osock",
         ),
+        // A format ptmp knows of but does not write: refused by name
+        // before the socket is bound.
+        (
+            &[
+                "cat",
+                "--isock",
+                "PULL,bind,tcp://127.0.0.1:5",
+                "--ofile",
+                "run.mcap",
+            ],
+            "--ofile run.mcap: ptmp does not read or write MCAP files yet",
+        ),
+        (
+            &["cat", "--ifile", "tps.parquet"],
+            "--ifile tps.parquet: ptmp does not read or write Parquet files yet",
+        ),
     ];
     for (args, needle) in cases {
         let out = run(args);

@@ -7,8 +7,8 @@
 //!
 //! * [`Format`]: which format a path or a `--format` name means, with a
 //!   clear error for a format ptmp knows of but does not write yet;
-//! * [`open`] and [`create`]: a [`Reader`] or a [`Writer`] of [`Record`]s
-//!   for that format, whatever it is;
+//! * [`open`], [`create`] and [`append`]: a [`Reader`] or a [`Writer`] of
+//!   [`Record`]s for that format, whatever it is;
 //! * [`dump`]: the czmqat dump format of PTMP (8-byte length + CZMQ's
 //!   `zmsg_encode` body per message), the format ptmp has always written;
 //! * [`rows`]: TPSets as table rows (one per TrigPrim, with its set's
@@ -26,4 +26,4 @@ pub mod rows;
 
 pub use error::{Error, Result};
 pub use format::Format;
-pub use record::{create, open, Reader, Record, Writer};
+pub use record::{append, create, open, open_file, Appended, Reader, Record, Writer};

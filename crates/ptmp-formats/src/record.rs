@@ -7,9 +7,9 @@
 //! less (a czmqat dump keeps the frames only) reads back an empty channel
 //! and no time; a format that keeps more says so in its own module.
 
-use crate::{dump, Format, Result};
+use crate::{dump, Error, Format, Result};
 use ptmp_data::Frames;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One message read from a file.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -38,6 +38,12 @@ pub trait Reader: Send {
 
     /// Records returned so far.
     fn records(&self) -> u64;
+
+    /// Byte of the file where the next record starts, where the format
+    /// can tell (a compressed or columnar one cannot).
+    fn position(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Writes records into one file.
@@ -72,10 +78,66 @@ pub fn open(path: &Path, given: Option<Format>) -> Result<Box<dyn Reader>> {
     }
 }
 
+/// Read `file`, already open at its start, as the file at `path` in the
+/// format `given` or its extension's: for a caller that opens files its
+/// own way (refusing a FIFO without waiting on it, say).
+pub fn open_file(
+    file: std::fs::File,
+    path: &Path,
+    given: Option<Format>,
+) -> Result<Box<dyn Reader>> {
+    match Format::of(path, given)? {
+        Format::Dump => Ok(Box::new(dump::FileReader::from_file(file, path))),
+    }
+}
+
 /// Create (or truncate) `path` for writing, in the format `given`, or the
 /// one its extension says ([`Format::of`]).
 pub fn create(path: &Path, given: Option<Format>) -> Result<Box<dyn Writer>> {
     match Format::of(path, given)? {
         Format::Dump => Ok(Box::new(dump::FileWriter::create(path)?)),
+    }
+}
+
+/// A file opened by [`append`] to go on after the records it holds.
+pub struct Appended {
+    /// Writes after the last whole record.
+    pub writer: Box<dyn Writer>,
+    /// The file written: the one asked for, or `PATH.N` past damaged ones.
+    pub path: PathBuf,
+    /// Records the file held.
+    pub records: u64,
+    /// Bytes of a torn last record cut off (a writer died writing it).
+    pub cut: u64,
+    /// Files left as they were because they are damaged before their end,
+    /// each with why.
+    pub passed_over: Vec<String>,
+}
+
+/// Open `path` (in the format `given` or its extension's) to write after
+/// the records it holds, creating it if missing, showing each record it
+/// holds to `visit` first. How a format goes on after a writer that died
+/// is its own: a czmqat dump cuts a torn last record off and writes
+/// `PATH.1` (`.2`, ...) in place of a file damaged before its end
+/// ([`dump::open_append_reading`]).
+pub fn append(
+    path: &Path,
+    given: Option<Format>,
+    visit: &mut dyn FnMut(&Frames),
+) -> Result<Appended> {
+    match Format::of(path, given)? {
+        Format::Dump => {
+            let a = dump::open_append_reading(path, visit).map_err(|source| Error::Io {
+                path: path.into(),
+                source,
+            })?;
+            Ok(Appended {
+                writer: Box::new(dump::FileWriter::from_file(a.file, &a.path)),
+                path: a.path,
+                records: a.records,
+                cut: a.cut,
+                passed_over: a.passed_over,
+            })
+        }
     }
 }

@@ -1,92 +1,146 @@
-//! The Python binding's dump files: read them whole, write them a set at a time.
+//! The Python binding's files of messages: read them whole, write them a
+//! message at a time, or read their TPSets as table columns. The format
+//! follows the file's extension, as everywhere in ptmp.
 
 #[allow(unused_imports)]
 use super::*;
+use ptmp_formats::rows::{rows, TpRow, COLUMNS};
+use ptmp_formats::{Record, Writer};
 
-/// Read a czmqat dump file: a list of messages, each a list of frames.
+/// A file's error as Python sees it: damaged bytes are a `WireError`,
+/// everything else a `PtmpError`, each naming the file.
+fn file_err(e: ptmp_formats::Error) -> PyErr {
+    match e {
+        ptmp_formats::Error::Dump { .. } => WireError::new_err(e.to_string()),
+        _ => PtmpError::new_err(e.to_string()),
+    }
+}
+
+/// Every message of the file at `path`, each passed to `each` with its
+/// number.
+fn each_record(
+    path: &std::path::Path,
+    mut each: impl FnMut(u64, &Record) -> PyResult<()>,
+) -> PyResult<()> {
+    let mut r = ptmp_formats::open(path, None).map_err(file_err)?;
+    let mut rec = Record::default();
+    while r.read_into(&mut rec).map_err(file_err)? {
+        each(r.records() - 1, &rec)?;
+    }
+    Ok(())
+}
+
+/// The TPSet in message `n` of `path`.
+fn tpset_of(path: &std::path::Path, n: u64, rec: &Record) -> PyResult<TPSet> {
+    let mut s = TPSet::default();
+    ptmp_data::wire::decode_frames(&rec.frames, &mut s)
+        .map_err(|e| WireError::new_err(format!("{}: record {n}: {e}", path.display())))?;
+    Ok(s)
+}
+
+/// Read a file of messages: a list of messages, each a list of frames.
 #[pyfunction]
 pub(crate) fn read_dump<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
 ) -> PyResult<Vec<Vec<Bound<'py, PyBytes>>>> {
-    let f =
-        File::open(&path).map_err(|e| PtmpError::new_err(format!("{}: {e}", path.display())))?;
-    let mut r = DumpReader::new(BufReader::new(f));
-    let mut frames = Frames::new();
     let mut out = Vec::new();
-    while r
-        .read_into(&mut frames)
-        .map_err(|e| WireError::new_err(format!("{}: {e}", path.display())))?
-    {
-        out.push(frames.iter().map(|b| PyBytes::new(py, b)).collect());
-    }
+    each_record(&path, |_, rec| {
+        out.push(rec.frames.iter().map(|b| PyBytes::new(py, b)).collect());
+        Ok(())
+    })?;
     Ok(out)
 }
 
-/// Read a dump file of PTMP messages as TPSets.
+/// Read a file of PTMP messages as TPSets.
 #[pyfunction]
 pub(crate) fn read_tpsets(path: std::path::PathBuf) -> PyResult<Vec<PyTPSet>> {
-    let f =
-        File::open(&path).map_err(|e| PtmpError::new_err(format!("{}: {e}", path.display())))?;
-    let mut r = DumpReader::new(BufReader::new(f));
-    let mut frames = Frames::new();
     let mut out = Vec::new();
-    while r
-        .read_into(&mut frames)
-        .map_err(|e| WireError::new_err(format!("{}: {e}", path.display())))?
-    {
-        let rec = out.len();
-        let bad =
-            |why: String| WireError::new_err(format!("{}: record {rec}: {why}", path.display()));
-        let mut s = ptmp_data::TPSet::default();
-        ptmp_data::wire::decode_frames(&frames, &mut s).map_err(|e| bad(e.to_string()))?;
-        out.push(PyTPSet { inner: s });
-    }
+    each_record(&path, |n, rec| {
+        out.push(PyTPSet {
+            inner: tpset_of(&path, n, rec)?,
+        });
+        Ok(())
+    })?;
     Ok(out)
 }
 
-/// Writes a czmqat dump file.
+/// Read a file of PTMP messages as a table: a dict of columns (lists), one
+/// row per TrigPrim with its set's fields, for `pandas.DataFrame(...)` or
+/// `polars.DataFrame(...)`. A set of no TrigPrims is one row whose
+/// TrigPrim columns are None.
+#[pyfunction]
+pub(crate) fn read_rows<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut all: Vec<TpRow> = Vec::new();
+    each_record(&path, |n, rec| {
+        all.extend(rows(n, &tpset_of(&path, n, rec)?));
+        Ok(())
+    })?;
+    let d = PyDict::new(py);
+    macro_rules! column {
+        ($($field:ident),*) => {$(
+            d.set_item(stringify!($field), all.iter().map(|r| r.$field).collect::<Vec<_>>())?;
+        )*};
+    }
+    column!(
+        set, count, detid, created, set_tstart, set_tspan, chanbeg, chanend, totaladc, channel,
+        tstart, tspan, adcsum, adcpeak, flags
+    );
+    debug_assert_eq!(d.len(), COLUMNS.len());
+    Ok(d)
+}
+
+/// Writes a file of messages, in the format its extension says (a czmqat
+/// dump unless it says otherwise).
 #[pyclass(module = "ptmp._ptmp", name = "DumpWriter")]
 pub struct PyDumpWriter {
-    w: Option<DumpWriter<BufWriter<File>>>,
+    /// Behind a lock because Python may hand the object to any thread;
+    /// the methods take it mutably, so the lock is never contended.
+    w: Mutex<Option<Box<dyn Writer>>>,
+}
+
+impl PyDumpWriter {
+    fn writer(&mut self) -> PyResult<&mut Box<dyn Writer>> {
+        self.w
+            .get_mut()
+            .map_err(|_| PtmpError::new_err("a write failed in another thread"))?
+            .as_mut()
+            .ok_or_else(|| PtmpError::new_err("closed"))
+    }
 }
 
 #[pymethods]
 impl PyDumpWriter {
     #[new]
     fn new(path: std::path::PathBuf) -> PyResult<Self> {
-        let f = File::create(&path)
-            .map_err(|e| PtmpError::new_err(format!("{}: {e}", path.display())))?;
         Ok(PyDumpWriter {
-            w: Some(DumpWriter::new(BufWriter::new(f))),
+            w: Mutex::new(Some(ptmp_formats::create(&path, None).map_err(file_err)?)),
         })
     }
 
     /// Append one message given as its frames.
     fn write(&mut self, frames: Vec<Vec<u8>>) -> PyResult<()> {
-        let w = self
-            .w
-            .as_mut()
-            .ok_or_else(|| PtmpError::new_err("closed"))?;
-        w.write(frames.iter())
-            .map_err(|e| PtmpError::new_err(e.to_string()))
+        let w = self.writer()?;
+        w.write("", None, &Frames::from_slices(&frames))
+            .map_err(file_err)
     }
 
     /// Append one TPSet as a PTMP message.
     fn write_tpset(&mut self, tpset: PyRef<'_, PyTPSet>) -> PyResult<()> {
-        let w = self
-            .w
-            .as_mut()
-            .ok_or_else(|| PtmpError::new_err("closed"))?;
+        let w = self.writer()?;
         let mut buf = Vec::new();
         ptmp_data::encode_tpset(&tpset.inner, &mut buf);
-        w.write([&ptmp_data::VERSION_FRAME[..], &buf[..]])
-            .map_err(|e| PtmpError::new_err(e.to_string()))
+        let f = Frames::from_slices(&[&ptmp_data::VERSION_FRAME[..], &buf[..]]);
+        w.write("", None, &f).map_err(file_err)
     }
 
     fn close(&mut self) -> PyResult<()> {
-        if let Some(mut w) = self.w.take() {
-            w.flush().map_err(|e| PtmpError::new_err(e.to_string()))?;
+        let w = self.w.get_mut().map(Option::take).unwrap_or(None);
+        if let Some(w) = w {
+            w.finish().map_err(file_err)?;
         }
         Ok(())
     }

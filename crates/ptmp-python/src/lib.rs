@@ -31,7 +31,6 @@ use shm::*;
 use sockets::*;
 
 use ptmp::{Frames, Receiver, Sender, TPSet, TrigPrim};
-use ptmp_formats::dump::{DumpReader, DumpWriter};
 use ptmp_shm::{
     ChannelConfig, OwnedView, Policy, Reader, StartAt, View, Writer, DEFAULT_BLOCK_TIMEOUT,
 };
@@ -40,8 +39,6 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use std::fs::File;
-use std::io::{BufReader, BufWriter};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -296,6 +293,7 @@ fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(peers::withdraw_names, m)?)?;
     m.add_function(wrap_pyfunction!(read_dump, m)?)?;
     m.add_function(wrap_pyfunction!(read_tpsets, m)?)?;
+    m.add_function(wrap_pyfunction!(read_rows, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(graph_check, m)?)?;
     m.add_function(wrap_pyfunction!(run_graph, m)?)?;

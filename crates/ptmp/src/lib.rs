@@ -6,7 +6,7 @@
 //! so C++ PTMP peers, pyzmq scripts and this library interoperate.
 //!
 //! Layers, bottom up:
-//! * `ptmp-data`: schema, codec, wire and dump formats (no transport);
+//! * `ptmp-data`: schema, codec, wire format and framing (no transport);
 //! * [`fields`]: typed, path-aware reading of JSON configuration objects,
 //!   shared by the socket config, the agents and the graphs;
 //! * `config`: the socket configuration front ([`SocketConfig`]), which names the transport of

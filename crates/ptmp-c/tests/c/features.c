@@ -152,6 +152,17 @@ static void dump_files(const char* dir) {
     EXPECT(strstr(ptmp_last_error(), "pipe.dump") != NULL);
     EXPECT(strstr(ptmp_last_error(), "a FIFO, not a regular file") != NULL);
     ptmp_dump_reader_free(dr);
+    /* A format ptmp knows of but does not read or write: refused by name
+     * as a bad argument, and no file is made. */
+    snprintf(path, sizeof path, "%s/run.mcap", dir);
+    rc = ptmp_dump_reader_new(path, &dr);
+    printf("an MCAP file: %d %s\n", rc, ptmp_last_error());
+    EXPECT(rc == PTMP_ERR_ARG && dr == NULL);
+    EXPECT(strstr(ptmp_last_error(), "MCAP files yet") != NULL);
+    ptmp_dump_writer* mw = NULL;
+    EXPECT(ptmp_dump_writer_new(path, &mw) == PTMP_ERR_ARG && mw == NULL);
+    EXPECT(strstr(ptmp_last_error(), "run.mcap") != NULL);
+    EXPECT(access(path, F_OK) != 0);
     EXPECT(ptmp_dump_writer_write(NULL, &got) == PTMP_ERR_NULL);
 }
 

@@ -20,10 +20,15 @@ impl FileReader {
             path: path.into(),
             source,
         })?;
-        Ok(FileReader {
-            r: DumpReader::new(BufReader::new(f)),
+        Ok(Self::from_file(f, path))
+    }
+
+    /// Read `file`, open at its start, as the dump at `path`.
+    pub fn from_file(file: File, path: &Path) -> Self {
+        FileReader {
+            r: DumpReader::new(BufReader::new(file)),
             path: path.into(),
-        })
+        }
     }
 
     /// Byte of the file where the next record starts.
@@ -55,6 +60,10 @@ impl Reader for FileReader {
     fn records(&self) -> u64 {
         self.r.records()
     }
+
+    fn position(&self) -> Option<u64> {
+        Some(self.r.offset())
+    }
 }
 
 /// A dump file written record by record, through a buffer.
@@ -70,10 +79,16 @@ impl FileWriter {
             path: path.into(),
             source,
         })?;
-        Ok(FileWriter {
-            w: DumpWriter::new(BufWriter::new(f)),
+        Ok(Self::from_file(f, path))
+    }
+
+    /// Write into `file`, already open at `path` where the next record
+    /// goes (at the end of those it holds, see [`super::open_append`]).
+    pub fn from_file(file: File, path: &Path) -> Self {
+        FileWriter {
+            w: DumpWriter::new(BufWriter::new(file)),
             path: path.into(),
-        })
+        }
     }
 
     fn io(&self, source: std::io::Error) -> Error {
@@ -165,6 +180,31 @@ mod tests {
             "{e}"
         );
         assert!(!r.read_into(&mut rec).unwrap(), "nothing after an error");
+    }
+
+    #[test]
+    fn appending_goes_on_after_what_the_file_holds() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sink.dump");
+        let mut w = create(&p, None).unwrap();
+        w.write("", None, &Frames::from_slices(&[b"one"])).unwrap();
+        w.write("", None, &Frames::from_slices(&[b"two"])).unwrap();
+        w.finish().unwrap();
+        let mut seen = Vec::new();
+        let mut a = crate::append(&p, None, &mut |f| seen.push(f.to_vecs())).unwrap();
+        assert_eq!((a.records, a.cut, a.path.as_path()), (2, 0, p.as_path()));
+        assert_eq!(seen, [vec![b"one".to_vec()], vec![b"two".to_vec()]]);
+        a.writer
+            .write("", None, &Frames::from_slices(&[b"three"]))
+            .unwrap();
+        assert_eq!(a.writer.finish().unwrap(), 1);
+        let mut r = open(&p, None).unwrap();
+        let mut rec = Record::default();
+        let mut all = Vec::new();
+        while r.read_into(&mut rec).unwrap() {
+            all.push(rec.frames.get(0).unwrap().to_vec());
+        }
+        assert_eq!(all, [b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]);
     }
 
     #[test]
