@@ -194,58 +194,133 @@ pub fn run(a: &BaselineArgs) -> BenchResult<Vec<BaselineRow>> {
     let mut rows = Vec::new();
     for t in which {
         // Held for the row: the server is stopped (by its PID) on drop.
-        let mut _redis = None;
-        let addr = match t {
-            Base::PosixMq => format!("/ptmp-baseline-{}", std::process::id()),
-            Base::UnixStream | Base::UnixDgram => {
-                dir.join(format!("{}.sock", t.name())).display().to_string()
-            }
-            Base::Udp | Base::Tcp => {
-                let port = std::net::TcpListener::bind("127.0.0.1:0")?
-                    .local_addr()?
-                    .port();
-                format!("127.0.0.1:{port}")
-            }
-            Base::ZmqIpc | Base::PtmpIpc => {
-                format!("ipc://{}", dir.join(format!("{}.ipc", t.name())).display())
-            }
-            Base::ZmqTcp | Base::PtmpTcp => {
-                let port = std::net::TcpListener::bind("127.0.0.1:0")?
-                    .local_addr()?
-                    .port();
-                format!("tcp://127.0.0.1:{port}")
-            }
-            Base::PtmpShm => format!("shm://baseline-{}", std::process::id()),
-            Base::RedisStreams => match crate::redis::RedisServer::start() {
-                Ok(srv) => {
-                    let url = srv.tcp_url();
-                    _redis = Some(srv);
-                    url
-                }
-                Err(note) => {
-                    eprintln!("note: redis-streams row skipped: {note}");
-                    continue;
-                }
-            },
+        let Some((addr, _redis)) = meeting_point(t, &dir)? else {
+            continue;
         };
-        let child = |role: &str| {
-            Command::new(&exe)
-                .args([
-                    "bench-child",
-                    "--role",
-                    role,
-                    "--transport",
-                    t.name(),
-                    "--addr",
-                    &addr,
-                ])
-                .args(["-n", &a.count.to_string(), "-m", &a.size.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
+        let pair = Pair {
+            exe: &exe,
+            transport: t,
+            addr: &addr,
+            a,
         };
+        let row = pair.run()?;
+        crate::report::row(&row);
+        rows.push(row);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::report::note(format!(
+        "\n{} messages of {} bytes, one writer process and one reader process per row; CPU % = a process's CPU time over its life (spawn to exit), peak RSS = each process's VmHWM.",
+        a.count, a.size
+    ));
+    Ok(rows)
+}
+
+/// Where the reader and the writer of transport `t` meet: its address (a
+/// file under `dir`, a free loopback port, a queue or ring named for this
+/// process), with the Redis server a redis row runs on, to be held for the
+/// row. `None` when the redis row is skipped, after a note saying why.
+fn meeting_point(
+    t: Base,
+    dir: &std::path::Path,
+) -> BenchResult<Option<(String, Option<crate::redis::RedisServer>)>> {
+    let mut redis = None;
+    let addr = match t {
+        Base::PosixMq => format!("/ptmp-baseline-{}", std::process::id()),
+        Base::UnixStream | Base::UnixDgram => {
+            dir.join(format!("{}.sock", t.name())).display().to_string()
+        }
+        Base::Udp | Base::Tcp => {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                .local_addr()?
+                .port();
+            format!("127.0.0.1:{port}")
+        }
+        Base::ZmqIpc | Base::PtmpIpc => {
+            format!("ipc://{}", dir.join(format!("{}.ipc", t.name())).display())
+        }
+        Base::ZmqTcp | Base::PtmpTcp => {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                .local_addr()?
+                .port();
+            format!("tcp://127.0.0.1:{port}")
+        }
+        Base::PtmpShm => format!("shm://baseline-{}", std::process::id()),
+        Base::RedisStreams => match crate::redis::RedisServer::start() {
+            Ok(srv) => {
+                let url = srv.tcp_url();
+                redis = Some(srv);
+                url
+            }
+            Err(note) => {
+                eprintln!("note: redis-streams row skipped: {note}");
+                return Ok(None);
+            }
+        },
+    };
+    Ok(Some((addr, redis)))
+}
+
+/// One row's two processes: this binary (`exe`) run again as the
+/// `bench-child` reader and writer of `transport` at `addr`, with the
+/// suite's count and size.
+struct Pair<'a> {
+    exe: &'a std::path::Path,
+    transport: Base,
+    addr: &'a str,
+    a: &'a BaselineArgs,
+}
+
+impl Pair<'_> {
+    /// Spawns the child playing `role`, its stdout piped to us.
+    fn spawn(&self, role: &str) -> std::io::Result<std::process::Child> {
+        Command::new(self.exe)
+            .args([
+                "bench-child",
+                "--role",
+                role,
+                "--transport",
+                self.transport.name(),
+                "--addr",
+                self.addr,
+            ])
+            .args([
+                "-n",
+                &self.a.count.to_string(),
+                "-m",
+                &self.a.size.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+    }
+
+    /// Runs the row: the reader started and listening, the writer run to
+    /// its end, then the reader's result line read, the reader reaped and
+    /// an shm ring removed. The row is made of what both reported.
+    fn run(&self) -> BenchResult<BaselineRow> {
+        let name = self.transport.name();
         let reader_spawned = Instant::now();
-        let mut reader = child("reader")?;
+        let (mut reader, mut out) = self.start_reader()?;
+        let (wst, wcost, writer_rss) = self.run_writer()?;
+        let mut line = String::new();
+        out.read_line(&mut line)?;
+        let (_, rcost) = wait_cost(&mut reader, reader_spawned)?;
+        if let Some(p) = self.addr.strip_prefix("shm://") {
+            let _ = ptmp_shm::remove(p);
+        }
+        let j: Value = serde_json::from_str(line.trim()).map_err(|_| {
+            BenchError::fail(format!("{name}: reader gave no result (writer {wst})"))
+        })?;
+        Ok(self.row(&j, &wcost, &rcost, writer_rss))
+    }
+
+    /// Starts the reader and waits for its "ready" line (killing it if
+    /// another line comes): the child, and its stdout, where its result
+    /// line will come.
+    fn start_reader(
+        &self,
+    ) -> BenchResult<(std::process::Child, BufReader<std::process::ChildStdout>)> {
+        let mut reader = self.spawn("reader")?;
         let mut out = BufReader::new(reader.stdout.take().expect("piped"));
         let mut line = String::new();
         out.read_line(&mut line)?;
@@ -253,11 +328,17 @@ pub fn run(a: &BaselineArgs) -> BenchResult<Vec<BaselineRow>> {
             let _ = reader.kill();
             return Err(BenchError::fail(format!(
                 "{}: reader failed to start",
-                t.name()
+                self.transport.name()
             )));
         }
+        Ok((reader, out))
+    }
+
+    /// Runs the writer to its exit: its status, what it cost, and the peak
+    /// RSS it reported on its last line (0 if none).
+    fn run_writer(&self) -> BenchResult<(std::process::ExitStatus, Cost, f64)> {
         let writer_spawned = Instant::now();
-        let mut writer = child("writer")?;
+        let mut writer = self.spawn("writer")?;
         let (wst, wcost) = wait_cost(&mut writer, writer_spawned)?;
         let mut wout = String::new();
         if let Some(mut o) = writer.stdout.take() {
@@ -269,43 +350,29 @@ pub fn run(a: &BaselineArgs) -> BenchResult<Vec<BaselineRow>> {
             .and_then(|l| serde_json::from_str::<Value>(l).ok())
             .and_then(|j| j["hwm_mb"].as_f64())
             .unwrap_or(0.0);
-        line.clear();
-        out.read_line(&mut line)?;
-        let (_, rcost) = wait_cost(&mut reader, reader_spawned)?;
-        if let Some(p) = addr.strip_prefix("shm://") {
-            let _ = ptmp_shm::remove(p);
-        }
-        let j: Value = serde_json::from_str(line.trim()).map_err(|_| {
-            BenchError::fail(format!(
-                "{}: reader gave no result (writer {wst})",
-                t.name()
-            ))
-        })?;
+        Ok((wst, wcost, writer_rss))
+    }
+
+    /// The row of the reader's result `j` (received, elapsed_s, cpu_s,
+    /// hwm_mb), the two processes' costs and the writer's peak RSS.
+    fn row(&self, j: &Value, wcost: &Cost, rcost: &Cost, writer_rss: f64) -> BaselineRow {
         let got = j["received"].as_u64().unwrap_or(0);
         let el = j["elapsed_s"].as_f64().unwrap_or(0.0);
         let rate = if el > 0.0 { got as f64 / el } else { 0.0 };
-        let row = BaselineRow {
-            transport: t,
-            messages: a.count,
+        BaselineRow {
+            transport: self.transport,
+            messages: self.a.count,
             received: got,
             elapsed_s: el,
             reader_cpu_s: j["cpu_s"].as_f64().unwrap_or(0.0),
             rate,
-            mb_s: rate * a.size as f64 / 1e6,
+            mb_s: rate * self.a.size as f64 / 1e6,
             writer_cpu_pct: wcost.cpu_pct(),
             reader_cpu_pct: rcost.cpu_pct(),
             writer_rss_mb: writer_rss,
             reader_rss_mb: j["hwm_mb"].as_f64().unwrap_or(0.0),
-        };
-        crate::report::row(&row);
-        rows.push(row);
+        }
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    crate::report::note(format!(
-        "\n{} messages of {} bytes, one writer process and one reader process per row; CPU % = a process's CPU time over its life (spawn to exit), peak RSS = each process's VmHWM.",
-        a.count, a.size
-    ));
-    Ok(rows)
 }
 
 /// Messages the reader handles: checks the index, keeps counts.

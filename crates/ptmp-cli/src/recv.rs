@@ -102,127 +102,199 @@ fn write_set(out: &mut impl Write, t: &TPSet) -> std::io::Result<()> {
 
 fn receive(a: &RecvArgs, cfg: &ptmp::SocketConfig) -> CliResult {
     let mut rx = Receiver::following(cfg)?;
-    let idle = a.timeout.0;
-    // Receive in slices of at most 100 ms so a signal is noticed promptly.
-    let wait = idle.map_or(Duration::from_millis(100), |d| {
-        d.min(Duration::from_millis(100))
-    });
     let pb = progress(a.count, "recv");
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
-    let mut tally = Tally::default();
-    let mut t = TPSet::default();
-    let mut gap_lines = 0u64;
-    let mut start: Option<Instant> = None;
-    let mut last_at = Instant::now();
-    let mut last_msg = Instant::now();
-    let mut ended_by = "count";
-    let mut refusals = crate::refusals::RefusalLog::new("ptmp recv");
-    while tally.received < a.count {
-        match rx.recv_into(&mut t, Some(wait)) {
-            Ok(true) => {
-                let now = Instant::now();
-                start.get_or_insert(now);
-                last_at = now;
-                last_msg = now;
-                if let Some((exp, got)) = tally.note(t.count) {
-                    if gap_lines < a.max_gap_lines {
-                        writeln!(out, "{exp} - {got} = {}", exp as i64 - i64::from(got))?;
-                        gap_lines += 1;
-                    }
-                }
-                if crate::log::verbose() > 0 {
-                    write_set(&mut out, &t)?;
-                }
-                if tally.received & 1023 == 0 {
-                    pb.set_position(tally.received);
-                    refusals.note(rx.curve_admissions());
-                }
-                // Counted (and printed): handed on. A receiver with an
-                // identity in its shm rings holds its writer back by what
-                // it has not committed; for any other this does nothing.
-                rx.commit();
-            }
-            Ok(false) => {
-                // What was printed reaches a pipe when the stream pauses,
-                // not only when the buffer fills (nothing per message).
-                out.flush()?;
-                refusals.note(rx.curve_admissions());
-                if let Some(why) = rx.refused() {
-                    return Err(CliError::fail(format!("refused: {why}")));
-                }
-                // The old socket, when it moved, is read first.
-                rx.follow_moved()?;
-            }
-            Err(ptmp::Error::Wire(e)) => {
-                last_msg = Instant::now();
-                let n = rx.errors();
-                if n <= 10 {
-                    tracing::warn!("ptmp recv: bad message #{n}: {e}");
-                }
-            }
-            Err(ptmp::Error::Interrupted) => {}
-            Err(e) => return Err(e.into()),
-        }
-        if stopping() {
-            ended_by = "signal";
-            break;
-        }
-        if idle.is_some_and(|d| last_msg.elapsed() >= d) {
-            ended_by = "timeout";
-            break;
-        }
-    }
+    let mut r = Reception::new();
+    let ended_by = r.receive_all(a, &mut rx, &pb, &mut out)?;
     pb.finish_and_clear();
     // Everything counted is shown as committed before the summary.
     rx.commit_now();
-    let errors = rx.errors();
-    let elapsed = start.map_or(0.0, |s| (last_at - s).as_secs_f64());
-    let rate = if elapsed > 0.0 {
-        (tally.received.saturating_sub(1)) as f64 / elapsed
-    } else {
-        0.0
-    };
-    if gap_lines < tally.gaps {
-        writeln!(out, "... {} more gap(s) not shown", tally.gaps - gap_lines)?;
-    }
-    let fmt_opt = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
-    writeln!(
-        out,
-        "received {} of {} TPSets, lost {}, gaps {}, backwards {}, errors {}, first {}, last {}, {:.3} s, {:.0} Hz (ended by {})",
-        tally.received,
-        a.count,
-        tally.lost,
-        tally.gaps,
-        tally.backwards,
-        errors,
-        fmt_opt(tally.first),
-        fmt_opt(tally.last),
-        elapsed,
-        rate,
-        ended_by
-    )?;
-    let curve = crate::refusals::write_summary(&mut out, rx.curve_admissions())?;
-    if a.json {
-        let j = serde_json::json!({
-                "received": tally.received,
-                "expected": a.count,
-                "lost": tally.lost,
-                "gaps": tally.gaps,
-                "backwards": tally.backwards,
-                "errors": errors,
-                "first_count": tally.first,
-                "last_count": tally.last,
-                "elapsed_s": elapsed,
-                "rate_hz": rate,
-                "ended_by": ended_by,
-        });
-        writeln!(out, "{}", crate::refusals::with_counts(j, curve))?;
-    }
+    r.summarize(a, &rx, &mut out, ended_by)?;
     out.flush()?;
-    if tally.received == 0 {
+    if r.tally.received == 0 {
         return Err(CliError::fail("nothing was received"));
     }
+    Ok(())
+}
+
+/// What receiving keeps from one set to the next.
+struct Reception {
+    tally: Tally,
+    /// The set received into, reused.
+    t: TPSet,
+    /// Gap lines printed so far.
+    gap_lines: u64,
+    /// When the first set came.
+    start: Option<Instant>,
+    /// When the last set came.
+    last_at: Instant,
+    /// When the last message came, a set or a bad one: --timeout counts
+    /// from it.
+    last_msg: Instant,
+}
+
+impl Reception {
+    fn new() -> Reception {
+        Reception {
+            tally: Tally::default(),
+            t: TPSet::default(),
+            gap_lines: 0,
+            start: None,
+            last_at: Instant::now(),
+            last_msg: Instant::now(),
+        }
+    }
+
+    /// Receives from `rx`, printing on `out` and moving `pb`, until
+    /// --ntpsets sets have come, a stop is asked or nothing has come for
+    /// --timeout; gives what ended it: "count", "signal" or "timeout".
+    fn receive_all(
+        &mut self,
+        a: &RecvArgs,
+        rx: &mut Receiver,
+        pb: &indicatif::ProgressBar,
+        out: &mut impl Write,
+    ) -> CliResult<&'static str> {
+        let idle = a.timeout.0;
+        // Receive in slices of at most 100 ms so a signal is noticed promptly.
+        let wait = idle.map_or(Duration::from_millis(100), |d| {
+            d.min(Duration::from_millis(100))
+        });
+        let mut refusals = crate::refusals::RefusalLog::new("ptmp recv");
+        while self.tally.received < a.count {
+            match rx.recv_into(&mut self.t, Some(wait)) {
+                Ok(true) => {
+                    self.took(a, out)?;
+                    if self.tally.received & 1023 == 0 {
+                        pb.set_position(self.tally.received);
+                        refusals.note(rx.curve_admissions());
+                    }
+                    // Counted (and printed): handed on. A receiver with an
+                    // identity in its shm rings holds its writer back by what
+                    // it has not committed; for any other this does nothing.
+                    rx.commit();
+                }
+                Ok(false) => paused(rx, out, &mut refusals)?,
+                Err(ptmp::Error::Wire(e)) => {
+                    self.last_msg = Instant::now();
+                    let n = rx.errors();
+                    if n <= 10 {
+                        tracing::warn!("ptmp recv: bad message #{n}: {e}");
+                    }
+                }
+                Err(ptmp::Error::Interrupted) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if stopping() {
+                return Ok("signal");
+            }
+            if idle.is_some_and(|d| self.last_msg.elapsed() >= d) {
+                return Ok("timeout");
+            }
+        }
+        Ok("count")
+    }
+
+    /// A set came, in `self.t`: notes when and its count, prints a gap
+    /// line while fewer than --max-gap-lines have been, and with -v the
+    /// set.
+    #[inline]
+    fn took(&mut self, a: &RecvArgs, out: &mut impl Write) -> std::io::Result<()> {
+        let now = Instant::now();
+        self.start.get_or_insert(now);
+        self.last_at = now;
+        self.last_msg = now;
+        if let Some((exp, got)) = self.tally.note(self.t.count) {
+            if self.gap_lines < a.max_gap_lines {
+                writeln!(out, "{exp} - {got} = {}", exp as i64 - i64::from(got))?;
+                self.gap_lines += 1;
+            }
+        }
+        if crate::log::verbose() > 0 {
+            write_set(out, &self.t)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the end on `out`: the gaps not shown, the summary line
+    /// (ended by `ended_by`), a CURVE server's counts from `rx` and, with
+    /// --json, the summary as JSON.
+    fn summarize(
+        &self,
+        a: &RecvArgs,
+        rx: &Receiver,
+        out: &mut impl Write,
+        ended_by: &str,
+    ) -> CliResult {
+        let tally = &self.tally;
+        let errors = rx.errors();
+        let elapsed = self.start.map_or(0.0, |s| (self.last_at - s).as_secs_f64());
+        let rate = if elapsed > 0.0 {
+            (tally.received.saturating_sub(1)) as f64 / elapsed
+        } else {
+            0.0
+        };
+        if self.gap_lines < tally.gaps {
+            writeln!(
+                out,
+                "... {} more gap(s) not shown",
+                tally.gaps - self.gap_lines
+            )?;
+        }
+        let fmt_opt = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
+        writeln!(
+            out,
+            "received {} of {} TPSets, lost {}, gaps {}, backwards {}, errors {}, first {}, last {}, {:.3} s, {:.0} Hz (ended by {})",
+            tally.received,
+            a.count,
+            tally.lost,
+            tally.gaps,
+            tally.backwards,
+            errors,
+            fmt_opt(tally.first),
+            fmt_opt(tally.last),
+            elapsed,
+            rate,
+            ended_by
+        )?;
+        let curve = crate::refusals::write_summary(out, rx.curve_admissions())?;
+        if a.json {
+            let j = serde_json::json!({
+                    "received": tally.received,
+                    "expected": a.count,
+                    "lost": tally.lost,
+                    "gaps": tally.gaps,
+                    "backwards": tally.backwards,
+                    "errors": errors,
+                    "first_count": tally.first,
+                    "last_count": tally.last,
+                    "elapsed_s": elapsed,
+                    "rate_hz": rate,
+                    "ended_by": ended_by,
+            });
+            writeln!(out, "{}", crate::refusals::with_counts(j, curve))?;
+        }
+        Ok(())
+    }
+}
+
+/// Nothing came within one wait: what was printed is flushed on `out`
+/// (it reaches a pipe when the stream pauses, not only when the buffer
+/// fills: nothing per message), new CURVE refusals are told, a server's
+/// refusal of `rx` ends the command, and a socket that moved is followed
+/// (the old one read first).
+fn paused(
+    rx: &mut Receiver,
+    out: &mut impl Write,
+    refusals: &mut crate::refusals::RefusalLog,
+) -> CliResult {
+    out.flush()?;
+    refusals.note(rx.curve_admissions());
+    if let Some(why) = rx.refused() {
+        return Err(CliError::fail(format!("refused: {why}")));
+    }
+    rx.follow_moved()?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 
 use crate::common::{outln, progress, stopping, CliError, CliResult, SockArgs};
 use ptmp::duration as units;
-use ptmp::{Sender, SocketType, TPSet, TrigPrim, Undelivered};
+use ptmp::{Delivery, Sender, SocketType, TPSet, TrigPrim, Undelivered};
 use ptmp_agents::nodes::pace_until;
 use std::time::{Duration, Instant};
 
@@ -160,37 +160,96 @@ fn send(a: &SendArgs, cfg: ptmp::SocketConfig) -> CliResult {
         None => None,
         Some(c) => Some(Clock::new(c, a.tspan, a.rate)?),
     };
+    let mut tx = open(a, &cfg)?;
+    let pb = progress(a.count, "send");
+    let schedule = Schedule::new(a, clock);
+    let sent = send_all(a, &mut tx, &pb, &schedule)?;
+    let elapsed = schedule.start.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    std::thread::sleep(a.end_wait);
+    let end = Ending::close(tx, sent, elapsed);
+    end.tell(a.json);
+    end.verdict(a.count)
+}
+
+/// The sender of `cfg`, ready to send: made (names connected to are
+/// resolved last, once the arguments are known to be good: each may be
+/// waited for), then --begin-wait slept, then, for a PUB told to, its
+/// subscribers waited for.
+fn open(a: &SendArgs, cfg: &ptmp::SocketConfig) -> CliResult<Sender> {
     let waits = cfg.subscribers() > 0;
-    // Names connected to are resolved last, once the arguments are known
-    // to be good: each may be waited for.
-    let mut tx = Sender::following(&cfg)?;
+    let mut tx = Sender::following(cfg)?;
     std::thread::sleep(a.begin_wait);
     if waits {
         let n = tx.wait_configured()?;
         tracing::info!("{n} subscriber(s) ready");
     }
-    let pb = progress(a.count, "send");
-    let mut t = TPSet::default();
-    let period = a.rate.map(|r| Duration::from_secs_f64(1.0 / r));
-    let start = Instant::now();
-    // On a data clock: where the grid starts, in ticks, and the Instant it
-    // corresponds to (wall-clock ticks are turned into Instants once).
-    let grid = clock.map(Clock::start);
-    let mut sent = 0u64;
-    let mut clock = ptmp::data::Clock::new();
-    let mut refusals = crate::refusals::RefusalLog::new("ptmp send");
-    'sending: for i in 0..a.count {
-        let tstart = if let Some((c, t0, at)) = grid {
+    Ok(tx)
+}
+
+/// When each set is due and the tstart it carries: on a data clock's
+/// grid; else at --rate (or at once) with tstarts --tspan apart.
+struct Schedule {
+    /// When sending began.
+    start: Instant,
+    /// The time between sets at --rate.
+    period: Option<Duration>,
+    /// On a data clock: the clock, where the grid starts, in ticks, and
+    /// the Instant it corresponds to (wall-clock ticks are turned into
+    /// Instants once).
+    grid: Option<(Clock, u64, Instant)>,
+    /// Ticks between the tstarts of sets off a data clock.
+    tspan: u32,
+}
+
+impl Schedule {
+    /// The schedule of `a`'s --rate and --tspan, on `clock` if given,
+    /// starting now.
+    fn new(a: &SendArgs, clock: Option<Clock>) -> Schedule {
+        let period = a.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+        let start = Instant::now();
+        let grid = clock.map(Clock::start);
+        Schedule {
+            start,
+            period,
+            grid,
+            tspan: a.tspan,
+        }
+    }
+
+    /// Waits until set `i` is due, and gives its tstart.
+    #[inline]
+    fn due(&self, i: u64) -> u64 {
+        if let Some((c, t0, at)) = self.grid {
             let tstart = t0 + i * c.step;
             pace_until(at + c.after(tstart - t0));
             tstart
         } else {
-            if let Some(p) = period {
-                let due = start + p.mul_f64(i as f64);
+            if let Some(p) = self.period {
+                let due = self.start + p.mul_f64(i as f64);
                 pace_until(due);
             }
-            i * u64::from(a.tspan)
-        };
+            i * u64::from(self.tspan)
+        }
+    }
+}
+
+/// Sends sets 0 to --ntpsets - 1 on `tx`, each when `schedule` has it due,
+/// filled and stamped in one reused TPSet, until all have left or a stop
+/// is asked; gives how many left. Every 1024 sets it looks for a stop,
+/// moves `pb` and tells new CURVE refusals.
+fn send_all(
+    a: &SendArgs,
+    tx: &mut Sender,
+    pb: &indicatif::ProgressBar,
+    schedule: &Schedule,
+) -> CliResult<u64> {
+    let mut t = TPSet::default();
+    let mut sent = 0u64;
+    let mut clock = ptmp::data::Clock::new();
+    let mut refusals = crate::refusals::RefusalLog::new("ptmp send");
+    for i in 0..a.count {
+        let tstart = schedule.due(i);
         if i & 1023 == 0 {
             if stopping() {
                 break;
@@ -200,86 +259,143 @@ fn send(a: &SendArgs, cfg: ptmp::SocketConfig) -> CliResult {
         }
         fill_at(&mut t, i, tstart, a.detid, a.ntps, a.tspan);
         t.created = clock.now_us();
-        // Bounded waits, so that a PUSH nobody connects to still stops on
-        // SIGINT/SIGTERM instead of blocking forever.
-        let mut waited = 0u32;
-        loop {
-            // A signal that ends a wait is seen just below, as any other.
-            match tx.send_within(&t, Duration::from_millis(100)) {
-                Ok(true) => break,
-                Ok(false) | Err(ptmp::Error::Interrupted) => {}
-                Err(e) => return Err(e.into()),
-            }
-            if stopping() {
-                break 'sending;
-            }
-            waited += 1;
-            refusals.note(tx.curve_admissions());
-            if let Some(why) = tx.refused() {
-                return Err(CliError::fail(format!("refused: {why}")));
-            }
-            if waited == 20 {
-                // Two seconds without room: say what the wait is for.
-                tracing::info!("{}", waiting_for(&tx, sent));
-            }
-            tx.follow_moved()?;
+        if !deliver(tx, &t, &mut refusals, sent)? {
+            break;
         }
         sent += 1;
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    pb.finish_and_clear();
-    std::thread::sleep(a.end_wait);
-    // Finishing waits (up to linger) until the queue has drained and says
-    // what may not have been delivered.
-    let drain = Instant::now();
-    crate::refusals::summarize(tx.curve_admissions());
-    let report = tx.finish();
-    let drain_s = drain.elapsed().as_secs_f64();
-    let rate = if elapsed > 0.0 {
-        sent as f64 / elapsed
-    } else {
-        0.0
-    };
-    let und = report.undelivered;
-    tracing::info!(
-        "sent {sent} TPSets in {elapsed:.3} s ({rate:.0} Hz), drained in {drain_s:.3} s, undelivered: {und}"
-    );
-    if a.json {
-        let (n, how) = match und {
-            Undelivered::None => (Some(0), "exact"),
-            Undelivered::Exactly(n) => (Some(n), "exact"),
-            Undelivered::AtMost(n) => (Some(n), "at_most"),
-            Undelivered::Unknown => (None, "unknown"),
+    Ok(sent)
+}
+
+/// Sends `t` on `tx`, in bounded waits, so that a PUSH nobody connects to
+/// still stops on SIGINT/SIGTERM instead of blocking forever. Between
+/// waits it tells new CURVE refusals, fails if a server refused `tx`,
+/// says after two seconds what the wait is for (`sent` so far) and
+/// follows a name that moved. Gives false when a stop came first.
+#[inline]
+fn deliver(
+    tx: &mut Sender,
+    t: &TPSet,
+    refusals: &mut crate::refusals::RefusalLog,
+    sent: u64,
+) -> CliResult<bool> {
+    let mut waited = 0u32;
+    loop {
+        // A signal that ends a wait is seen just below, as any other.
+        match tx.send_within(t, Duration::from_millis(100)) {
+            Ok(true) => return Ok(true),
+            Ok(false) | Err(ptmp::Error::Interrupted) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if stopping() {
+            return Ok(false);
+        }
+        waited += 1;
+        refusals.note(tx.curve_admissions());
+        if let Some(why) = tx.refused() {
+            return Err(CliError::fail(format!("refused: {why}")));
+        }
+        if waited == 20 {
+            // Two seconds without room: say what the wait is for.
+            tracing::info!("{}", waiting_for(tx, sent));
+        }
+        tx.follow_moved()?;
+    }
+}
+
+/// How a run ended: what was sent, how fast, and what closing the sender
+/// reported.
+struct Ending {
+    sent: u64,
+    /// Seconds from the start of sending to the last set.
+    elapsed: f64,
+    /// Sets a second over `elapsed`.
+    rate: f64,
+    /// Seconds closing took.
+    drain_s: f64,
+    report: Delivery,
+}
+
+impl Ending {
+    /// Closes `tx`, after `sent` sets in `elapsed` seconds: a CURVE
+    /// server's summary is logged, then closing waits (up to linger) until
+    /// the queue has drained and says what may not have been delivered.
+    fn close(mut tx: Sender, sent: u64, elapsed: f64) -> Ending {
+        let drain = Instant::now();
+        crate::refusals::summarize(tx.curve_admissions());
+        let report = tx.finish();
+        let drain_s = drain.elapsed().as_secs_f64();
+        let rate = if elapsed > 0.0 {
+            sent as f64 / elapsed
+        } else {
+            0.0
         };
-        let _ = outln!(
-            "{}",
-            serde_json::json!({"sent": sent, "elapsed_s": elapsed, "rate_hz": rate,
-                "drain_s": drain_s, "undelivered": n, "undelivered_is": how,
-                "undelivered_why": report.reason})
+        Ending {
+            sent,
+            elapsed,
+            rate,
+            drain_s,
+            report,
+        }
+    }
+
+    /// Logs the summary, and with `json` prints it as JSON on stdout.
+    fn tell(&self, json: bool) {
+        let Ending {
+            sent,
+            elapsed,
+            rate,
+            drain_s,
+            ..
+        } = *self;
+        let und = self.report.undelivered;
+        tracing::info!(
+            "sent {sent} TPSets in {elapsed:.3} s ({rate:.0} Hz), drained in {drain_s:.3} s, undelivered: {und}"
         );
+        if json {
+            let (n, how) = match und {
+                Undelivered::None => (Some(0), "exact"),
+                Undelivered::Exactly(n) => (Some(n), "exact"),
+                Undelivered::AtMost(n) => (Some(n), "at_most"),
+                Undelivered::Unknown => (None, "unknown"),
+            };
+            let _ = outln!(
+                "{}",
+                serde_json::json!({"sent": sent, "elapsed_s": elapsed, "rate_hz": rate,
+                    "drain_s": drain_s, "undelivered": n, "undelivered_is": how,
+                    "undelivered_why": self.report.reason})
+            );
+        }
     }
-    if let Some(why) = &report.refused {
-        return Err(CliError::fail(format!(
-            "refused: {why}; {und} of {sent} TPSets not delivered"
-        )));
+
+    /// The command's end with `count` sets asked for: an error when a
+    /// server refused the sender, when nothing was sent, or (exit status
+    /// [`EXIT_UNDELIVERED`]) when some sets may not have been delivered.
+    fn verdict(&self, count: u64) -> CliResult {
+        let (sent, und, report) = (self.sent, self.report.undelivered, &self.report);
+        if let Some(why) = &report.refused {
+            return Err(CliError::fail(format!(
+                "refused: {why}; {und} of {sent} TPSets not delivered"
+            )));
+        }
+        if sent == 0 && count > 0 {
+            return Err(CliError::fail(
+                "sent nothing: no receiver took a set before the stop",
+            ));
+        }
+        if und.any() {
+            let why = match (und, &report.reason) {
+                (_, Some(why)) => why.as_str(),
+                (Undelivered::Exactly(_), None) => "no peer connected before the linger ran out",
+                _ => "still queued when the linger ran out",
+            };
+            return Err(CliError {
+                code: EXIT_UNDELIVERED,
+                msg: format!("{und} of {sent} TPSets not delivered: {why}"),
+            });
+        }
+        Ok(())
     }
-    if sent == 0 && a.count > 0 {
-        return Err(CliError::fail(
-            "sent nothing: no receiver took a set before the stop",
-        ));
-    }
-    if und.any() {
-        let why = match (und, &report.reason) {
-            (_, Some(why)) => why.as_str(),
-            (Undelivered::Exactly(_), None) => "no peer connected before the linger ran out",
-            _ => "still queued when the linger ran out",
-        };
-        return Err(CliError {
-            code: EXIT_UNDELIVERED,
-            msg: format!("{und} of {sent} TPSets not delivered: {why}"),
-        });
-    }
-    Ok(())
 }
 
 /// What a sender that has had no room for two seconds is waiting for.

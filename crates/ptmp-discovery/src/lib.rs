@@ -59,6 +59,7 @@
 //! # Ok::<(), ptmp_discovery::Error>(())
 //! ```
 
+mod announce;
 mod named;
 pub mod process;
 mod txt;
@@ -70,6 +71,7 @@ pub use named::{DEFAULT_RESOLVE_TIMEOUT, NAME_SCHEME};
 pub use txt::{name_problem, sign, signature_ok, signed_text, MAX_NAME_BYTES, MAX_TXT_BYTES};
 pub use txt::{seal, MAX_FIELD_BYTES, SIGNATURE_VERSION, TXT_VERSION};
 
+use announce::Origin;
 use mdns_sd::ServiceDaemon;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
@@ -560,130 +562,16 @@ impl Discovery {
         if let Some(p) = name_problem("node", node) {
             return Err(Error::Config(p));
         }
-        let start = process_start();
-        let host = host_name();
-        let pid = std::process::id();
-        let mut infos = Vec::new();
-        for spec in ports {
-            if let Some(p) = name_problem("port", &spec.name) {
-                return Err(Error::Config(p));
-            }
-            let Some((transport, _)) = spec.address.split_once("://") else {
-                return Err(Error::Config(format!(
-                    "port {:?} address {:?} has no transport (as in tcp://host:port)",
-                    spec.name, spec.address
-                )));
-            };
-            if spec.address.len() > MAX_FIELD_BYTES {
-                return Err(Error::Config(format!(
-                    "port {:?} address is longer than {MAX_FIELD_BYTES} bytes",
-                    spec.name
-                )));
-            }
-            let mut fields = BTreeMap::new();
-            let mut put = |k: &str, v: String| fields.insert(k.to_string(), v);
-            put("v", TXT_VERSION.to_string());
-            put("node", node.to_string());
-            put("port", spec.name.clone());
-            put("addr", spec.address.clone());
-            put("transport", transport.to_string());
-            put("host", host.clone());
-            put("pid", pid.to_string());
-            put("start", start.to_string());
-            put("group", self.config.group.clone());
-            if let Some(k) = &spec.curve_key {
-                if ptmp::curve::PublicKey::from_z85(k).is_none() {
-                    return Err(Error::Config(format!(
-                        "port {:?} CURVE key {k:?} is not 40 Z85 characters",
-                        spec.name
-                    )));
-                }
-                put(CURVE_KEY_FIELD, k.clone());
-            }
-            infos.push((spec, fields));
-        }
+        let origin = Origin::here(node);
+        let ports = ports
+            .iter()
+            .map(|spec| Ok((spec, origin.fields(spec, &self.config.group)?)))
+            .collect::<Result<Vec<_>>>()?;
         // Listen long enough to have heard the peers already present.
         let settle_left = self.config.settle.saturating_sub(self.started.elapsed());
         std::thread::sleep(settle_left);
-        // A holder of one of our names may be a process that died without
-        // a goodbye (the one this process replaces, say): ask it again, and
-        // take the name over if it does not answer in time.
-        let holders = |t: &Table| -> Vec<Peer> {
-            t.peers
-                .values()
-                .filter(|p| p.node == node && infos.iter().any(|(s, _)| s.name == p.port))
-                .cloned()
-                .collect()
-        };
-        let present = holders(&self.shared.lock());
-        for p in &present {
-            worker::ask_again(
-                &self.daemon,
-                &self.shared,
-                &p.instance,
-                self.config.liveness_timeout,
-            );
-        }
-        if !present.is_empty() {
-            let deadline = after(
-                self.config
-                    .liveness_timeout
-                    .saturating_add(Duration::from_secs(1)),
-            );
-            let mut t = self.shared.lock();
-            loop {
-                let still = holders(&t);
-                let Some(p) = still.first() else { break };
-                let now = Instant::now();
-                if now >= deadline {
-                    let spec = infos.iter().find(|(s, _)| s.name == p.port).map(|x| x.0);
-                    return Err(Error::Duplicate {
-                        name: p.name(),
-                        existing: p.location(),
-                        ours: format!(
-                            "{} on {host} (pid {pid})",
-                            spec.map_or("", |s| s.address.as_str())
-                        ),
-                    });
-                }
-                t = self
-                    .shared
-                    .changed
-                    .wait_timeout(t, deadline - now)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
-        }
-        let tag = unique_tag();
-        let mdns_host = format!("ptmp-{tag}.local.");
-        // Built empty and filled, so that if one port fails, dropping it
-        // withdraws the ports already announced: all or nothing.
-        let mut ann = Announcement {
-            daemon: self.daemon.clone(),
-            shared: self.shared.clone(),
-            fullnames: Vec::new(),
-        };
-        for (spec, fields) in infos {
-            let mut own = Own {
-                registered: String::new(),
-                label: format!("{node}/{}#{tag}", spec.name),
-                host: mdns_host.clone(),
-                fields,
-                first_signed: None,
-                withdrawn: false,
-            };
-            let (info, signed) = worker::service_info(&own, self.config.secret.as_deref(), true)?;
-            own.first_signed = signed;
-            own.registered = info.get_fullname().to_string();
-            let fullname = wire_name(&own.registered);
-            // Known as ours before our own browser can hear it.
-            own_instances().insert(fullname.clone());
-            ann.fullnames.push(fullname.clone());
-            let mut t = self.shared.lock();
-            t.own.insert(fullname, own);
-            self.daemon.register(info).map_err(mdns_err)?;
-        }
-        Ok(ann)
+        self.take_over(&origin, &ports)?;
+        self.register(node, ports)
     }
 }
 

@@ -339,148 +339,195 @@ impl P<'_> {
 
     /// The edges, their ends checked against the nodes' ports.
     fn edges(&self, top: &Object<'_>, nodes: &[Node]) -> Result<Vec<Edge>> {
-        let p = self;
-        let mut edges = Vec::new();
-        let elist = match top.get("edges") {
-            None | Some(Value::Null) => &Vec::new(),
+        let list: &[Value] = match top.get("edges") {
+            None | Some(Value::Null) => &[],
             Some(Value::Array(a)) => a,
             Some(v) => {
-                return Err(p.err(format!(
+                return Err(self.err(format!(
                     "edges = {}: must be a list of {{from, to, pattern}}",
                     show(v)
                 )))
             }
         };
-        for (i, e) in elist.iter().enumerate() {
-            let at = format!("edges[{i}]");
-            let o = p.obj(&at, e)?;
-            p.keys(
-                &o,
-                &[
-                    "from",
-                    "to",
-                    "pattern",
-                    "transport",
-                    "address",
-                    "hwm",
-                    "heartbeat_ms",
-                    "bind",
-                    "shm_slots",
-                    "shm_max_message",
-                ],
-            )?;
-            let ends = |key: &str, dir: Dir| -> Result<Vec<PortRef>> {
-                let v = o
-                    .raw(key)
-                    .ok_or_else(|| p.err(format!("{at}: needs {key:?} (\"node.port\")")))?;
-                let mut out = Vec::new();
-                for s in p.strings(&o, &format!("{at}.{key}"), v)? {
-                    let (n, port) = s.split_once('.').ok_or_else(|| {
-                        p.err(format!("{at}.{key}: {s:?}: write a port as \"node.port\""))
-                    })?;
-                    let k = find(nodes, n)
-                        .ok_or_else(|| p.err(format!("{at}.{key}: {s:?}: no node named {n}")))?;
-                    let node = &nodes[k];
-                    let spec = node.port(port).ok_or_else(|| {
-                        p.err(format!(
-                            "{at}.{key}: node {n}: no port {port:?} on a {}; its ports: {}",
-                            node.kind.name(),
-                            ports(node.kind)
-                                .unwrap_or(&[])
-                                .iter()
-                                .map(|p| p.name)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    })?;
-                    if spec.dir != dir {
-                        return Err(p.err(format!(
-                            "{at}.{key}: node {n}: port {port} is an {}; edges go from outputs to inputs",
-                            if spec.dir == Dir::In { "input" } else { "output" }
-                        )));
-                    }
-                    let r = PortRef {
-                        node: k,
-                        port: spec.name,
-                    };
-                    if out.contains(&r) {
-                        return Err(
-                            p.err(format!("{at}.{key}: node {n}: port {port} listed twice"))
-                        );
-                    }
-                    out.push(r);
-                }
-                Ok(out)
-            };
-            let from = ends("from", Dir::Out)?;
-            let to = ends("to", Dir::In)?;
-            let pattern = match p.string(&o, "pattern")? {
-                Some("pubsub") => Pattern::PubSub,
-                Some("pushpull") => Pattern::PushPull,
-                Some("pair") => Pattern::Pair,
-                Some(s) => {
-                    return Err(p.err(format!(
-                        "{at}.pattern = {s:?}: must be pubsub, pushpull or pair"
-                    )))
-                }
-                None => {
-                    return Err(p.err(format!("{at}: needs a pattern: pubsub, pushpull or pair")))
-                }
-            };
-            let transport = match p.string(&o, "transport")? {
-                None | Some("auto") => None,
-                Some("inproc") => Some(Transport::Inproc),
-                Some("ipc") => Some(Transport::Ipc),
-                Some("tcp") => Some(Transport::Tcp),
-                Some("shm") => Some(Transport::Shm),
-                Some(s) => {
-                    return Err(p.err(format!(
-                        "{at}.transport = {s:?}: must be auto, inproc, ipc, shm or tcp"
-                    )))
-                }
-            };
-            let address = p.string(&o, "address")?.map(str::to_string);
-            let hwm = p.int(&o, ("hwm", &o.key_path("hwm")), 0, i32::MAX as i64, true)?;
-            let hb = o.key_path("heartbeat_ms");
-            let heartbeat_ms = p.int(&o, ("heartbeat_ms", &hb), 0, 1_000_000, true)?;
-            let shm = p.edge_ring(&o)?;
-            let bind_inputs = match p.string(&o, "bind")? {
-                None | Some("out") => false,
-                Some("in") if from.len() > 1 => {
-                    return Err(p.err(format!(
-                        "{at}.bind = \"in\": several outputs fan in to one input, which binds already"
-                    )))
-                }
-                Some("in") if address.is_some() && to.len() > 1 => {
-                    return Err(p.err(format!(
-                        "{at}.bind = \"in\": several inputs cannot all bind the one pinned address"
-                    )))
-                }
-                Some("in") if transport == Some(Transport::Shm) => {
-                    return Err(p.err(format!(
-                        "{at}.bind = \"in\": an shm ring is made by its writer, so over shm the output binds"
-                    )))
-                }
-                Some("in") => true,
-                Some(s) => {
-                    return Err(p.err(format!(
-                        "{at}.bind = {s:?}: must be out (the output binds, the default) or in (the inputs bind)"
-                    )))
-                }
-            };
-            edges.push(Edge {
-                from,
-                to,
-                pattern,
-                transport,
-                address,
-                hwm,
-                heartbeat_ms,
-                bind_inputs,
-                shm,
-            });
+        list.iter()
+            .enumerate()
+            .map(|(i, e)| self.edge(&format!("edges[{i}]"), e, nodes))
+            .collect()
+    }
+
+    /// The edge `e`, written at `at`: its keys, its two ends, its
+    /// pattern, transport and address, its sockets' settings, its ring,
+    /// and which side binds.
+    fn edge(&self, at: &str, e: &Value, nodes: &[Node]) -> Result<Edge> {
+        let p = self;
+        let o = p.obj(at, e)?;
+        p.keys(
+            &o,
+            &[
+                "from",
+                "to",
+                "pattern",
+                "transport",
+                "address",
+                "hwm",
+                "heartbeat_ms",
+                "bind",
+                "shm_slots",
+                "shm_max_message",
+            ],
+        )?;
+        let from = p.ends(&o, at, ("from", Dir::Out), nodes)?;
+        let to = p.ends(&o, at, ("to", Dir::In), nodes)?;
+        let pattern = p.pattern(&o, at)?;
+        let transport = p.transport(&o, at)?;
+        let address = p.string(&o, "address")?.map(str::to_string);
+        let hwm = p.int(&o, ("hwm", &o.key_path("hwm")), 0, i32::MAX as i64, true)?;
+        let hb = o.key_path("heartbeat_ms");
+        let heartbeat_ms = p.int(&o, ("heartbeat_ms", &hb), 0, 1_000_000, true)?;
+        let shm = p.edge_ring(&o)?;
+        let fan = (from.len(), to.len());
+        let bind_inputs = p.bind_inputs(&o, at, fan, address.is_some(), transport)?;
+        Ok(Edge {
+            from,
+            to,
+            pattern,
+            transport,
+            address,
+            hwm,
+            heartbeat_ms,
+            bind_inputs,
+            shm,
+        })
+    }
+
+    /// One end of the edge `o` (written at `at`): the ports its `key`
+    /// names, one `"node.port"` or a list of them, each a port of
+    /// direction `dir` on one of `nodes`, none twice.
+    fn ends(
+        &self,
+        o: &Object<'_>,
+        at: &str,
+        (key, dir): (&str, Dir),
+        nodes: &[Node],
+    ) -> Result<Vec<PortRef>> {
+        let p = self;
+        let v = o
+            .raw(key)
+            .ok_or_else(|| p.err(format!("{at}: needs {key:?} (\"node.port\")")))?;
+        let at = format!("{at}.{key}");
+        let mut out = Vec::new();
+        for s in p.strings(o, &at, v)? {
+            let r = p.port_ref(&at, &s, dir, nodes, &out)?;
+            out.push(r);
         }
-        Ok(edges)
+        Ok(out)
+    }
+
+    /// The port `s` (`"node.port"`), written at `at`: a port of direction
+    /// `dir` on one of `nodes`, and not one of `listed` already.
+    fn port_ref(
+        &self,
+        at: &str,
+        s: &str,
+        dir: Dir,
+        nodes: &[Node],
+        listed: &[PortRef],
+    ) -> Result<PortRef> {
+        let p = self;
+        let (n, port) = s
+            .split_once('.')
+            .ok_or_else(|| p.err(format!("{at}: {s:?}: write a port as \"node.port\"")))?;
+        let k = find(nodes, n).ok_or_else(|| p.err(format!("{at}: {s:?}: no node named {n}")))?;
+        let node = &nodes[k];
+        let spec = node.port(port).ok_or_else(|| {
+            p.err(format!(
+                "{at}: node {n}: no port {port:?} on a {}; its ports: {}",
+                node.kind.name(),
+                ports(node.kind)
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        if spec.dir != dir {
+            return Err(p.err(format!(
+                "{at}: node {n}: port {port} is an {}; edges go from outputs to inputs",
+                if spec.dir == Dir::In {
+                    "input"
+                } else {
+                    "output"
+                }
+            )));
+        }
+        let r = PortRef {
+            node: k,
+            port: spec.name,
+        };
+        if listed.contains(&r) {
+            return Err(p.err(format!("{at}: node {n}: port {port} listed twice")));
+        }
+        Ok(r)
+    }
+
+    /// The edge `o`'s `pattern` (written at `at`), which it must have.
+    fn pattern(&self, o: &Object<'_>, at: &str) -> Result<Pattern> {
+        match self.string(o, "pattern")? {
+            Some("pubsub") => Ok(Pattern::PubSub),
+            Some("pushpull") => Ok(Pattern::PushPull),
+            Some("pair") => Ok(Pattern::Pair),
+            Some(s) => Err(self.err(format!(
+                "{at}.pattern = {s:?}: must be pubsub, pushpull or pair"
+            ))),
+            None => Err(self.err(format!("{at}: needs a pattern: pubsub, pushpull or pair"))),
+        }
+    }
+
+    /// The transport the edge `o` (written at `at`) pins; `None` for
+    /// `auto` or none given.
+    fn transport(&self, o: &Object<'_>, at: &str) -> Result<Option<Transport>> {
+        match self.string(o, "transport")? {
+            None | Some("auto") => Ok(None),
+            Some("inproc") => Ok(Some(Transport::Inproc)),
+            Some("ipc") => Ok(Some(Transport::Ipc)),
+            Some("tcp") => Ok(Some(Transport::Tcp)),
+            Some("shm") => Ok(Some(Transport::Shm)),
+            Some(s) => Err(self.err(format!(
+                "{at}.transport = {s:?}: must be auto, inproc, ipc, shm or tcp"
+            ))),
+        }
+    }
+
+    /// Whether the inputs of the edge `o` (written at `at`) bind (`"bind":
+    /// "in"`) rather than its output (`"out"`, the default), given how
+    /// many outputs (`from`) and inputs (`to`) it has, whether it pins an
+    /// address and the transport it pins.
+    fn bind_inputs(
+        &self,
+        o: &Object<'_>,
+        at: &str,
+        (from, to): (usize, usize),
+        pinned: bool,
+        transport: Option<Transport>,
+    ) -> Result<bool> {
+        let p = self;
+        match p.string(o, "bind")? {
+            None | Some("out") => Ok(false),
+            Some("in") if from > 1 => Err(p.err(format!(
+                "{at}.bind = \"in\": several outputs fan in to one input, which binds already"
+            ))),
+            Some("in") if pinned && to > 1 => Err(p.err(format!(
+                "{at}.bind = \"in\": several inputs cannot all bind the one pinned address"
+            ))),
+            Some("in") if transport == Some(Transport::Shm) => Err(p.err(format!(
+                "{at}.bind = \"in\": an shm ring is made by its writer, so over shm the output binds"
+            ))),
+            Some("in") => Ok(true),
+            Some(s) => Err(p.err(format!(
+                "{at}.bind = {s:?}: must be out (the output binds, the default) or in (the inputs bind)"
+            ))),
+        }
     }
 
     /// An edge's ring shape when it goes over shm: `shm_slots` (a power of
