@@ -434,7 +434,7 @@ pub fn run(c: &GraphCmd) -> CliResult {
             let pp = part::PartPlan::read(plan).map_err(|e| CliError::usage(e.to_string()))?;
             // A graph placed without addresses finds its parts by name.
             let origin = format!("graph {} process {}", pp.graph, pp.process);
-            let presence = crate::peers::presence_for(&pp.config, &origin)?;
+            let presence = crate::peers::presence_for(&pp.config.to_value(), &origin)?;
             let mut log = crate::log::Lines::default();
             // Stopped by a signal, the part exits 128 + its number (said in
             // its log already), so the supervisor can tell it from a part
@@ -653,8 +653,8 @@ pub fn butterfly(a: &ButterflyArgs) -> CliResult {
     let elapsed_us = status::read_all(&p.run_dir)
         .iter()
         .flat_map(|s| s.reports.clone().unwrap_or_default())
-        .find(|r| r["name"] == "send_requests")
-        .and_then(|r| r["counters"]["elapsed_us"].as_u64())
+        .find(|r| r.name == "send_requests")
+        .and_then(|r| r.counter("elapsed_us"))
         .ok_or_else(|| CliError::fail("send_requests reported no elapsed time"))?;
     let measured = a.count as f64 / (elapsed_us as f64 / 1e6);
     let rate = |c: u32, t: f64| {

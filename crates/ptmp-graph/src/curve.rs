@@ -13,7 +13,8 @@
 //! they are (file and process permissions guard them).
 
 use crate::{Error, Graph, Result};
-use serde_json::{json, Value};
+use ptmp::curve::{Allow, Curve};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The certificates' name in their directory.
@@ -108,32 +109,36 @@ pub fn prepare(g: &Graph, run_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Give the socket configuration `socket` (`{"socket": {...}}`) of port
-/// `port` its `curve` object when the graph is secured and the socket has
-/// a tcp endpoint: a server admitting the graph's key when it binds, a
+/// The `curve` part of the socket of port `port`, which binds `bind` and
+/// connects to `connect`, when the graph is secured and the socket has a
+/// tcp endpoint: a server admitting the graph's key when it binds, a
 /// client of that key when it connects.
-pub(crate) fn secure(g: &Graph, run_dir: &Path, port: &str, socket: &mut Value) -> Result<()> {
+pub(crate) fn secure(
+    g: &Graph,
+    run_dir: &Path,
+    port: &str,
+    bind: &[String],
+    connect: &[String],
+) -> Result<Option<Curve>> {
     let Some((public, secret)) = key_files(g, run_dir) else {
-        return Ok(());
+        return Ok(None);
     };
-    let s = &mut socket["socket"];
-    let tcp = |k: &str| {
-        s[k].as_array().is_some_and(|a| {
-            a.iter().any(|e| {
-                e.as_str().is_some_and(|e| {
-                    !e.starts_with("ipc://")
-                        && !e.starts_with("inproc://")
-                        && !e.starts_with("shm://")
-                })
-            })
+    let tcp = |list: &[String]| {
+        list.iter().any(|e| {
+            !e.starts_with("ipc://") && !e.starts_with("inproc://") && !e.starts_with("shm://")
         })
     };
-    let (binds, connects) = (tcp("bind"), tcp("connect"));
-    let (public, secret) = (public.display().to_string(), secret.display().to_string());
-    let curve = match (binds, connects) {
-        (false, false) => return Ok(()),
-        (true, false) => json!({"secret_key_file": secret, "allow": [public]}),
-        (false, true) => json!({"secret_key_file": secret, "server_key": public}),
+    let public = public.display().to_string();
+    let curve = match (tcp(bind), tcp(connect)) {
+        (false, false) => return Ok(None),
+        (true, false) => Curve::Server {
+            secret_key_file: secret,
+            allow: Allow::Listed(vec![public]),
+        },
+        (false, true) => Curve::Client {
+            secret_key_file: secret,
+            server_key: public,
+        },
         (true, true) => {
             return Err(Error::Invalid {
                 graph: g.name.clone(),
@@ -144,6 +149,5 @@ pub(crate) fn secure(g: &Graph, run_dir: &Path, port: &str, socket: &mut Value) 
             })
         }
     };
-    s["curve"] = curve;
-    Ok(())
+    Ok(Some(curve))
 }

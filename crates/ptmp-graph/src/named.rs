@@ -84,9 +84,9 @@ mod tests {
     }
 
     fn socket<'a>(p: &'a Plan, proc: usize, node: &str, key: &str) -> &'a Value {
-        let proxies = p.configs[proc]["proxies"].as_array().unwrap();
-        let n = proxies.iter().find(|x| x["name"] == node).unwrap();
-        &n["data"][key]["socket"]
+        let proxies = &p.configs[proc].proxies;
+        let n = proxies.iter().find(|x| x.name == node).unwrap();
+        &n.data[key]["socket"]
     }
 
     #[test]
@@ -111,7 +111,7 @@ mod tests {
         assert!(wk.starts_with("shm://"), "{wk}");
         // Every process asks for presence in the graph's group.
         for c in &p.configs {
-            assert_eq!(c["discovery"], json!({"group": "bn"}));
+            assert_eq!(c.to_value()["discovery"], json!({"group": "bn"}));
         }
     }
 
@@ -129,7 +129,7 @@ mod tests {
                 .starts_with("tcp://10.0.0.2:"),
             "{c}"
         );
-        assert!(p.configs.iter().all(|c| c.get("discovery").is_none()));
+        assert!(p.configs.iter().all(|c| c.discovery.is_none()));
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! SIGTERM from the supervisor), when every node that ends by itself has
 //! ended (a source with a count, a sink with a count), or with a failure.
 //!
-//! The plan file is written by the supervisor: `{graph, process, run_dir,
-//! config}`, `config` being a ptmper configuration with every socket
-//! filled in. Exit status: 0 when the part finished (or its caller asked it
+//! The plan file ([`PartPlan`]) is written by the supervisor: `{graph,
+//! process, run_dir, config}`, `config` being a ptmper configuration
+//! ([`PartConfig`]) with every socket filled in. Exit status: 0 when the part finished (or its caller asked it
 //! to stop), 128 + the signal's number when it stopped cleanly because of
 //! a signal (SIGINT from the supervisor stopping the graph; any other, or
 //! SIGINT the supervisor did not send, makes the supervisor restart it: a
@@ -14,13 +14,12 @@
 //! that failed for its configuration, which no restart can mend (see
 //! [`ptmp_agents::Error::is_config`]; the supervisor stops the graph).
 
-use crate::rundir::docs::{self, ProcessStatus, Sequence, SourceStart};
+use crate::rundir::docs::{self, NodeReport, ProcessStatus, Sequence, SourceStart};
 pub use crate::rundir::hold_file;
 use crate::rundir::{self, ofile_marker, sequence_file};
 use crate::status::{self, Rates};
 use ptmp_agents::ptmper::RunConfig;
 use ptmp_agents::{Ctl, Proxy, Running};
-use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -77,7 +76,9 @@ pub fn signal_name(sig: i32) -> String {
 /// How often a part rewrites its status file.
 pub const STATUS_EVERY: Duration = Duration::from_millis(250);
 
-pub use crate::rundir::docs::PartPlan;
+pub use crate::rundir::docs::{
+    Discovery, NodePlan, PartConfig, PartPlan, PlannedSocket, SocketPlan,
+};
 
 impl PartPlan {
     /// Read a plan file; the error names the file and what is missing or
@@ -101,12 +102,7 @@ pub(crate) fn carry_counts(run_dir: &Path) {
     };
     for e in rd.flatten() {
         let path = e.path();
-        let Some(process) = path
-            .file_name()
-            .and_then(|f| f.to_str())
-            .and_then(|f| f.strip_suffix(".json"))
-            .map(str::to_string)
-        else {
+        let Some(process) = rundir::doc_process(&path).map(str::to_string) else {
             continue;
         };
         let Some(before) = read_doc::<Sequence>(&path) else {
@@ -151,25 +147,18 @@ fn resumed_at(name: &str, prev: Option<&SourceStart>, st: Option<&ProcessStatus>
 /// Numbers sent in the last moments before the crash may be sent again;
 /// the nodes downstream drop those they already had (`dedup`). Records
 /// the starts, with our pid, for the next restart.
-pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
+pub(crate) fn continue_counts(plan: &PartPlan, config: &mut PartConfig) {
     let seq = sequence_file(&plan.run_dir, &plan.process);
     let before: Sequence = read_doc(&seq).unwrap_or_default();
     let st: Option<ProcessStatus> = read_doc(&status::status_file(&plan.run_dir, &plan.process));
     let mut now = Sequence::new();
-    let Some(proxies) = config["proxies"].as_array_mut() else {
-        return;
-    };
-    for p in proxies.iter_mut().filter(|p| p["type"] == "source") {
-        let name = p["name"].as_str().unwrap_or_default().to_string();
-        let first = resumed_at(&name, before.get(&name), st.as_ref())
-            .or_else(|| p["data"]["first_count"].as_u64())
+    for p in config.proxies.iter_mut().filter(|p| p.kind == "source") {
+        let first = resumed_at(&p.name, before.get(&p.name), st.as_ref())
+            .or_else(|| p.first_count())
             .unwrap_or(0);
-        if !p["data"].is_object() {
-            p["data"] = json!({});
-        }
-        p["data"]["first_count"] = json!(first);
+        p.set_first_count(first);
         let pid = Some(std::process::id());
-        now.insert(name, SourceStart { first, pid });
+        now.insert(p.name.clone(), SourceStart { first, pid });
     }
     if now.is_empty() {
         return;
@@ -187,15 +176,13 @@ pub(crate) fn continue_counts(plan: &PartPlan, config: &mut Value) {
 /// `ptmp graph apply`) appends to it (`"append": true`), so nothing
 /// written earlier in the run is lost; the first opening in a run starts
 /// the file anew, as a lone `ptmp run` does.
-pub(crate) fn continue_ofiles(plan: &PartPlan, config: &mut Value) {
-    let Some(proxies) = config["proxies"].as_array_mut() else {
-        return;
-    };
-    for p in proxies
+pub(crate) fn continue_ofiles(plan: &PartPlan, config: &mut PartConfig) {
+    for p in config
+        .proxies
         .iter_mut()
-        .filter(|p| p["type"] == "sink" || p["type"] == "czmqat")
+        .filter(|p| p.kind == "sink" || p.kind == "czmqat")
     {
-        let Some(f) = p["data"]["ofile"].as_str().filter(|f| !f.is_empty()) else {
+        let Some(f) = p.ofile() else {
             continue;
         };
         let marker = ofile_marker(&plan.run_dir, Path::new(f));
@@ -208,28 +195,18 @@ pub(crate) fn continue_ofiles(plan: &PartPlan, config: &mut Value) {
             .open(&marker)
             .is_ok();
         if !first {
-            p["data"]["append"] = json!(true);
+            p.set_append();
         }
     }
 }
 
 /// Give every shm reader identity of the part's sockets the run's token
 /// ([`crate::rundir::reader_token`]), binding the identities to this run.
-pub(crate) fn lock_reader_ids(plan: &PartPlan, config: &mut Value) -> crate::Result<()> {
-    fn walk(v: &mut Value, token: &str) {
-        match v {
-            Value::Object(o) => {
-                if o.contains_key("shm_reader_id") {
-                    o.insert("shm_reader_token".into(), json!(token));
-                }
-                o.values_mut().for_each(|x| walk(x, token));
-            }
-            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, token)),
-            _ => {}
-        }
-    }
+pub(crate) fn lock_reader_ids(plan: &PartPlan, config: &mut PartConfig) -> crate::Result<()> {
     let token = crate::rundir::reader_token(&plan.run_dir)?;
-    walk(config, &token);
+    for p in &mut config.proxies {
+        p.set_reader_token(&token);
+    }
     Ok(())
 }
 
@@ -254,7 +231,7 @@ pub fn run_until(plan: &PartPlan, stop: &dyn Fn() -> Option<i32>, log: &mut dyn 
         let _ = writeln!(log, "{who}: {e}");
         return EXIT_CONFIG;
     }
-    let rc = match RunConfig::parse(&config) {
+    let rc = match RunConfig::parse(&config.to_value()) {
         Ok(rc) => rc,
         Err(e) => {
             let _ = writeln!(log, "{who}: {e}");
@@ -355,19 +332,13 @@ pub fn run_until(plan: &PartPlan, stop: &dyn Fn() -> Option<i32>, log: &mut dyn 
         match r {
             Ok(rep) => {
                 let _ = writeln!(out, "[{}] {rep}", plan.process);
-                let counters: serde_json::Map<String, Value> = rep
-                    .counters
-                    .iter()
-                    .map(|(k, v)| (k.clone(), json!(v)))
-                    .collect();
-                reports.push(json!({"name": name, "kind": rep.kind,
-                                    "counters": counters, "lines": rep.lines}));
+                reports.push(NodeReport::ended(name, rep.kind, &rep.counters, &rep.lines));
             }
             Err(e) => {
                 failed = true;
                 config_error |= e.is_config();
                 let _ = writeln!(log, "{who}: {e}");
-                reports.push(json!({"name": name, "error": e.to_string()}));
+                reports.push(NodeReport::failed(name, e.to_string()));
             }
         }
     }

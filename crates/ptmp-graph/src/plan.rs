@@ -26,11 +26,12 @@
 //! among all tcp bindings (edge order), HOSTADDR the binding node's host. LABEL is
 //! `NODE-PORT-eINDEX` of the binding port.
 
+use crate::rundir::docs::{Discovery, NodePlan, PartConfig};
 use crate::{Error, Graph, Pattern, PortRef, Result};
 use ptmp::{Attach, Endpoint, ShmSettings, SocketConfig, Transport};
 use ptmp_agents::plugin::Plugins;
 use ptmp_agents::{Kind, Proxy};
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,8 +61,9 @@ impl Link {
 pub struct Plan {
     /// Per edge, in [`Graph::edges`](crate::Graph::edges) order.
     pub links: Vec<Link>,
-    /// Per process (graph order): a ptmper configuration `{name, proxies}`.
-    pub configs: Vec<Value>,
+    /// Per process (graph order): its ptmper configuration, as its plan
+    /// file gives it.
+    pub configs: Vec<PartConfig>,
     /// Per process: whether it ends by itself (has a finite node).
     pub finite: Vec<bool>,
     /// Where ipc sockets, plan files and status files go.
@@ -121,9 +123,8 @@ pub const RUN_DIR_PREFIX: &str = "{run_dir}/";
 pub fn output_files(plan: &Plan) -> Vec<PathBuf> {
     plan.configs
         .iter()
-        .flat_map(|c| c["proxies"].as_array().cloned().unwrap_or_default())
-        .filter_map(|p| p["data"]["ofile"].as_str().map(PathBuf::from))
-        .filter(|f| !f.as_os_str().is_empty())
+        .flat_map(|c| &c.proxies)
+        .filter_map(|p| p.ofile().map(PathBuf::from))
         .collect()
 }
 
@@ -216,10 +217,12 @@ impl Plan {
                 fin |= ends;
                 proxies.push(proxy);
             }
-            let mut c = json!({"name": format!("{}/{}", g.name, p.name),
-                                "plugins": g.plugins, "proxies": proxies});
-            add_discovery(g, &links, &mut c);
-            configs.push(c);
+            configs.push(PartConfig {
+                discovery: discovery(g, &links),
+                name: format!("{}/{}", g.name, p.name),
+                plugins: g.plugins.clone(),
+                proxies,
+            });
             finite.push(fin);
         }
         Ok(Plan {
@@ -450,9 +453,9 @@ impl Plan {
         Ok(())
     }
 
-    /// Node `k`'s proxy configuration `{name, type, data}` with its sockets
+    /// Node `k`'s proxy configuration `{data, name, type}` with its sockets
     /// filled in and checked by its agent, and whether it ends by itself.
-    fn node_config(g: &Graph, k: usize, w: &Sources<'_>) -> Result<(Value, bool)> {
+    fn node_config(g: &Graph, k: usize, w: &Sources<'_>) -> Result<(NodePlan, bool)> {
         let err = invalid(g);
         let (links, pe, counted, shared, run_dir, plugins) =
             (w.links, w.pe, w.counted, w.shared, w.run_dir, w.plugins);
@@ -465,9 +468,7 @@ impl Plan {
             },
         ) {
             let spec = node.port(r.port).expect("validated");
-            let mut sock = socket(g, links, r, list)?;
-            let port = format!("{}.{}", node.name, r.port);
-            crate::curve::secure(g, run_dir, &port, &mut sock)?;
+            let sock = socket(g, links, r, list, run_dir)?;
             data.insert(spec.key.into(), sock);
             // A zipper counts its streams by its input's endpoints,
             // and a fan-in arrives at one: tell it how many senders
@@ -476,16 +477,16 @@ impl Plan {
             if node.kind == Kind::Zipper && spec.key == "input" {
                 let senders: usize = list.iter().map(|&e| g.edges[e].from.len()).sum();
                 if senders > 1 {
-                    data.entry("streams").or_insert(json!(senders));
+                    data.entry("streams").or_insert(Value::from(senders));
                 }
             }
         }
         if counted[k] && node.kind.commits_inputs() {
-            data.entry("dedup").or_insert(json!(true));
+            data.entry("dedup").or_insert(Value::Bool(true));
             // A round-robin share: numbers it never sees went to a
             // sibling, and are not reported as missing.
             if shared[k] {
-                data.entry("share").or_insert(json!(true));
+                data.entry("share").or_insert(Value::Bool(true));
             }
         }
         // An output file named from the run directory, so a graph
@@ -497,7 +498,7 @@ impl Plan {
             .and_then(|f| f.strip_prefix(RUN_DIR_PREFIX))
         {
             let f = run_dir.join(rest).to_string_lossy().into_owned();
-            data.insert("ofile".into(), json!(f));
+            data.insert("ofile".into(), Value::from(f));
         }
         if let Some(f) = data.get("ofile").and_then(Value::as_str) {
             output_file_problem(Path::new(f)).map_or(Ok(()), |why| {
@@ -521,15 +522,21 @@ impl Plan {
                 source: Box::new(ptmp_agents::Error::config(
                     &node.name,
                     k,
-                    v[k.as_str()].to_string(),
+                    v.get(k.as_str()).unwrap_or(&Value::Null).to_string(),
                     format!("unknown key for a {} node", node.type_name),
                 )),
             });
         }
-        Ok((
-            json!({"name": node.name, "type": node.type_name, "data": v}),
-            proxy.finite(),
-        ))
+        let data = match v {
+            Value::Object(data) => data,
+            _ => Map::new(),
+        };
+        let node_plan = NodePlan {
+            data,
+            name: node.name.clone(),
+            kind: node.type_name.clone(),
+        };
+        Ok((node_plan, proxy.finite()))
     }
 
     /// The shm channel names and ipc socket paths the processes of `host` bind.
@@ -572,23 +579,12 @@ pub fn shm_rings_on(g: &Graph, plan: &Plan, host: usize) -> Vec<(String, usize)>
         .enumerate()
         .filter(|(_, p)| p.host == host)
     {
-        let proxies = plan.configs[i]["proxies"].as_array().into_iter().flatten();
-        for v in proxies
-            .filter_map(|p| p["data"].as_object())
-            .flat_map(|d| d.values())
-        {
-            let Some(bind) = v["socket"]["bind"].as_array() else {
+        for s in plan.configs[i].proxies.iter().flat_map(NodePlan::sockets) {
+            let Some(ring) = s.socket.bind.iter().find(|a| a.starts_with("shm://")) else {
                 continue;
             };
-            let Some(ring) = bind
-                .iter()
-                .filter_map(Value::as_str)
-                .find(|a| a.starts_with("shm://"))
-            else {
-                continue;
-            };
-            if let Ok(c) = ptmp::SocketConfig::from_value(v) {
-                out.push((ring.to_string(), c.shm().ring_bytes()));
+            if let Ok(c) = ptmp::SocketConfig::from_value(s.config) {
+                out.push((ring.clone(), c.shm().ring_bytes()));
             }
         }
     }
@@ -673,19 +669,25 @@ fn fresh(
             }
         }
     }
-    let a = address(g, run_dir, t, b, i, tcp_rank)?;
+    let label = label(g, b, i);
+    let a = labelled(g, run_dir, t, b, &label, tcp_rank)?;
     if !k.taken.contains(&a) {
         return Ok(a);
     }
-    // The label is the address's last part; mark it with a generation.
-    let (head, tail) = match t {
-        Transport::Ipc => (a.trim_end_matches(".ipc"), ".ipc"),
-        _ => (a.as_str(), ""),
-    };
-    (2..)
-        .map(|n| format!("{head}-g{n}{tail}"))
-        .find(|x| !k.taken.contains(x))
-        .ok_or_else(|| "no free address".to_string())
+    // Mark the label with a generation.
+    for n in 2..=k.taken.len() + 2 {
+        let x = labelled(g, run_dir, t, b, &format!("{label}-g{n}"), tcp_rank)?;
+        if !k.taken.contains(&x) {
+            return Ok(x);
+        }
+    }
+    Err("no free address".to_string())
+}
+
+/// The label of the address port `b` binds for edge `i`:
+/// `NODE-PORT-eINDEX`.
+fn label(g: &Graph, b: PortRef, i: usize) -> String {
+    format!("{}-{}-e{i}", g.nodes[b.node].name, b.port)
 }
 
 /// The address port `b` binds for edge `i` over `t`.
@@ -697,11 +699,23 @@ fn address(
     i: usize,
     tcp_rank: &mut u32,
 ) -> std::result::Result<String, String> {
-    let label = format!("{}-{}-e{i}", g.nodes[b.node].name, b.port);
+    labelled(g, run_dir, t, b, &label(g, b, i), tcp_rank)
+}
+
+/// The address port `b` binds over `t` under `label`.
+fn labelled(
+    g: &Graph,
+    run_dir: &Path,
+    t: Transport,
+    b: PortRef,
+    label: &str,
+    tcp_rank: &mut u32,
+) -> std::result::Result<String, String> {
     Ok(match t {
         Transport::Inproc => format!("inproc://{}/{label}", g.name),
         Transport::Ipc => {
-            let a = format!("ipc://{}/{label}.ipc", run_dir.display());
+            let f = crate::rundir::ipc_socket_file(run_dir, label);
+            let a = format!("ipc://{}", f.display());
             if a.len() - 6 > 107 {
                 return Err(format!(
                     "ipc path {a} is longer than the 107 bytes a Unix socket path may have; use a shorter --run-dir"
@@ -723,19 +737,26 @@ fn address(
     })
 }
 
-/// Adds `"discovery": {"group": GRAPH}` to a process's configuration when
+/// The presence a process joins, `"discovery": {"group": GRAPH}`, when
 /// any edge of the graph is wired by name.
-fn add_discovery(g: &Graph, links: &[Link], config: &mut Value) {
+fn discovery(g: &Graph, links: &[Link]) -> Option<Discovery> {
     let named = links
         .iter()
         .any(|l| l.binds.iter().any(|(_, a)| crate::named::is_name(a)));
-    if let (true, Some(o)) = (named, config.as_object_mut()) {
-        o.insert("discovery".into(), json!({"group": g.name}));
-    }
+    named.then(|| Discovery {
+        group: g.name.clone(),
+    })
 }
 
-/// The socket configuration of port `r`, which meets edges `list`.
-fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -> Result<Value> {
+/// The socket configuration of port `r`, which meets edges `list`, for a
+/// run from `run_dir`.
+fn socket(
+    g: &Graph,
+    links: &[crate::plan::Link],
+    r: &PortRef,
+    list: &[usize],
+    run_dir: &Path,
+) -> Result<Value> {
     let spec = g.nodes[r.node].port(r.port).expect("validated");
     let e0 = &g.edges[list[0]];
     let (st, rt) = e0.pattern.socket_types();
@@ -826,6 +847,10 @@ fn socket(g: &Graph, links: &[crate::plan::Link], r: &PortRef, list: &[usize]) -
         b = b
             .shm_reader_id(format!("{}/{}/{}", g.name, g.nodes[r.node].name, r.port))
             .shm_reader_grace(SHM_READER_GRACE);
+    }
+    let port = format!("{}.{}", g.nodes[r.node].name, r.port);
+    if let Some(c) = crate::curve::secure(g, run_dir, &port, &bind, &connect)? {
+        b = b.curve(c);
     }
     let c = b.build().map_err(|e| {
         invalid(g)(format!(

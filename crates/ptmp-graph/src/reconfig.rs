@@ -20,8 +20,9 @@
 //!   round its loop (50 times a second), answers it and removes it.
 
 use crate::plan::{Keep, Plan};
+use crate::rundir::docs::SocketPlan;
 use crate::{Error, Graph, PortRef, Result};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -328,13 +329,13 @@ pub fn check_clashes(g: &Graph, p: &Plan) -> Result<()> {
 }
 
 /// The data of node `name` as `plan` gives it to its process.
-fn planned_data<'a>(g: &Graph, plan: &'a Plan, name: &str) -> Option<&'a Value> {
+fn planned_data<'a>(g: &Graph, plan: &'a Plan, name: &str) -> Option<&'a Map<String, Value>> {
     let k = g.nodes.iter().position(|n| n.name == name)?;
-    plan.configs[g.nodes[k].process]["proxies"]
-        .as_array()?
+    plan.configs[g.nodes[k].process]
+        .proxies
         .iter()
-        .find(|p| p["name"] == name)
-        .map(|p| &p["data"])
+        .find(|p| p.name == name)
+        .map(|p| &p.data)
 }
 
 /// Keys the runner sets in a node's data (not its sockets, which follow
@@ -354,14 +355,11 @@ fn runner_set(
     ) else {
         return Vec::new();
     };
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return Vec::new();
-    };
     let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     let mut why = Vec::new();
     for k in keys {
         let (x, y) = (a.get(k), b.get(k));
-        if x == y || [x, y].iter().flatten().any(|v| v.get("socket").is_some()) {
+        if x == y || [x, y].iter().flatten().any(|v| SocketPlan::of(v).is_some()) {
             continue;
         }
         let show = |v: Option<&Value>| v.map_or("(none)".to_string(), Value::to_string);
@@ -861,8 +859,8 @@ mod tests {
         assert_eq!(p.links[0].transport, ptmp::Transport::Ipc);
         assert_eq!(p.links[0].binds[0].0.node, 1, "the worker binds");
         assert_eq!(
-            p.configs[0]["proxies"][0]["data"]["output"]["socket"]["connect"][0],
-            p.configs[1]["proxies"][0]["data"]["input"]["socket"]["bind"][0]
+            p.configs[0].proxies[0].data["output"]["socket"]["connect"][0],
+            p.configs[1].proxies[0].data["input"]["socket"]["bind"][0]
         );
         assert!(!g.edges[1].bind_inputs);
         for (set, want) in [

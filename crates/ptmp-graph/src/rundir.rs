@@ -21,7 +21,9 @@
 //! │                            (`--http-allow-remote`; the log says where
 //! │                            it is, never what it is)
 //! ├── curve/                   the graph's key pair, when made for the run
-//! └── *.ipc                    the ipc sockets of edges between processes
+//! ├── soak-SINK.dump           a sink's recording under `ptmp graph soak`
+//! │                            when the graph gives it no `ofile`
+//! └── LABEL.ipc                the ipc sockets of edges between processes
 //! ```
 //!
 //! * Where: `--run-dir` when given; else `ptmp-graph-NAME` in this user's
@@ -35,7 +37,10 @@
 //!   what the parts run (a plan's `plugins` is code to load).
 //! * Paths: every path in the tree above is made by a function of this
 //!   module ([`plan_file`], [`status_file`], [`sequence_file`],
-//!   [`request_file`], ...); nothing else joins them.
+//!   [`request_file`], ...), and every question about a name found there
+//!   is answered by one ([`plan_process`], [`doc_process`],
+//!   [`is_apply_leftover`], [`looks_like_run_dir`]); nothing else joins
+//!   these paths or spells these names.
 //! * Documents: every JSON file there is one of the serde types of
 //!   [`docs`], written with [`docs::write`] and read with [`docs::read`];
 //!   nothing else joins these paths or indexes these documents by key.
@@ -70,8 +75,8 @@
 pub mod docs;
 
 pub use docs::{
-    Latency, NodeCounts, ProcessStatus, Sequence, SocketStatus, SourceStart, Supervised,
-    SupervisedProcess,
+    Latency, NodeCounts, NodeReport, ProcessStatus, Sequence, SocketDir, SocketStatus, SourceStart,
+    Supervised, SupervisedProcess, SupervisedState,
 };
 
 use crate::{Error, Result};
@@ -87,6 +92,25 @@ pub const STATUS_LIMIT: u64 = 1 << 20;
 pub const PLAN_LIMIT: u64 = 8 << 20;
 /// The most read from a lock file (a pid and a path).
 pub const LOCK_LIMIT: u64 = 4096;
+
+/// The supervisor's pid and lock ([`lock_path`]).
+const LOCK_FILE: &str = "supervisor.pid";
+/// The supervisor's process states ([`processes_file`]).
+const PROCESSES_FILE: &str = "processes.json";
+/// How a plan file's name starts ([`plan_file`]).
+const PLAN_PREFIX: &str = "plan-";
+/// How the name of every JSON document of the run directory ends.
+const DOC_SUFFIX: &str = ".json";
+/// A pending apply request ([`request_file`]).
+const REQUEST_FILE: &str = "apply-request.json";
+/// How the name of a request being written starts ([`request_tmp_file`]).
+const REQUEST_TMP_PREFIX: &str = "apply-request.";
+/// How the name of a request being written ends.
+const TMP_SUFFIX: &str = ".tmp";
+/// How the name of an answer to a request starts ([`reply_file`]).
+const REPLY_PREFIX: &str = "apply-reply-";
+/// How the name of an ipc socket file ends ([`ipc_socket_file`]).
+const IPC_SUFFIX: &str = ".ipc";
 
 /// Read the run-directory file `path`, at most `limit` bytes: no link is
 /// followed, a FIFO is never waited on, only a regular file is read (see
@@ -347,7 +371,16 @@ impl Drop for Lock {
 
 /// The file holding the supervisor's pid and lock.
 pub fn lock_path(dir: &Path) -> PathBuf {
-    dir.join("supervisor.pid")
+    dir.join(LOCK_FILE)
+}
+
+/// The pid the supervisor of the run in `dir` wrote in its lock file
+/// ([`lock_path`]), whether or not it still runs; `None` when there is no
+/// such file or no pid in it.
+pub fn supervisor_pid(dir: &Path) -> Option<u32> {
+    let b = read(&lock_path(dir), LOCK_LIMIT).ok()??;
+    let pid = first_pid(&String::from_utf8_lossy(&b))?;
+    u32::try_from(pid).ok()
 }
 
 /// The whole text of a lock file, through the open file.
@@ -508,12 +541,33 @@ pub fn remove_socket_file(path: &Path) -> bool {
 
 /// Where `ptmp graph apply` hands the supervisor a change.
 pub fn request_file(run_dir: &Path) -> PathBuf {
-    run_dir.join("apply-request.json")
+    run_dir.join(REQUEST_FILE)
+}
+
+/// Where `ptmp graph apply` writes request `id` whole before it links it
+/// into place as [`request_file`].
+pub fn request_tmp_file(run_dir: &Path, id: &str) -> PathBuf {
+    run_dir.join(format!("{REQUEST_TMP_PREFIX}{id}{TMP_SUFFIX}"))
 }
 
 /// Where the supervisor answers apply request `id`.
 pub fn reply_file(run_dir: &Path, id: &str) -> PathBuf {
-    run_dir.join(format!("apply-reply-{id}.json"))
+    run_dir.join(format!("{REPLY_PREFIX}{id}{DOC_SUFFIX}"))
+}
+
+/// Whether the file called `name` in a run directory is what an apply
+/// left behind: an answer nobody took ([`reply_file`]) or a request
+/// never linked into place ([`request_tmp_file`]). A new run removes
+/// them.
+pub fn is_apply_leftover(name: &str) -> bool {
+    name.starts_with(REPLY_PREFIX)
+        || (name.starts_with(REQUEST_TMP_PREFIX) && name.ends_with(TMP_SUFFIX))
+}
+
+/// Whether the file called `name` in a run directory is an answer to an
+/// apply request ([`reply_file`]).
+pub fn is_reply_file(name: &str) -> bool {
+    name.starts_with(REPLY_PREFIX) && name.ends_with(DOC_SUFFIX)
 }
 
 /// The directory of the parts' sequence files and output marks.
@@ -524,12 +578,80 @@ pub fn sequence_dir(run_dir: &Path) -> PathBuf {
 /// The file where a part records, per source node, the `count` its
 /// sources started from and its pid: `RUNDIR/sequence/PROCESS.json`.
 pub fn sequence_file(run_dir: &Path, process: &str) -> PathBuf {
-    sequence_dir(run_dir).join(format!("{process}.json"))
+    sequence_dir(run_dir).join(format!("{process}{DOC_SUFFIX}"))
+}
+
+/// The process whose status or sequence file is at `path`
+/// (`status/PROCESS.json`, `sequence/PROCESS.json`); `None` for any
+/// other file there (an output file's mark, a temporary file).
+pub fn doc_process(path: &Path) -> Option<&str> {
+    path.file_name()?
+        .to_str()?
+        .strip_suffix(DOC_SUFFIX)
+        .filter(|p| !p.is_empty())
 }
 
 /// The file holding what process `process` runs: `RUNDIR/plan-PROCESS.json`.
 pub fn plan_file(run_dir: &Path, process: &str) -> PathBuf {
-    run_dir.join(format!("plan-{process}.json"))
+    run_dir.join(format!("{PLAN_PREFIX}{process}{DOC_SUFFIX}"))
+}
+
+/// The process a plan file called `name` is for ([`plan_file`]); `None`
+/// when `name` is no plan file's.
+pub fn plan_process(name: &str) -> Option<&str> {
+    name.strip_prefix(PLAN_PREFIX)?
+        .strip_suffix(DOC_SUFFIX)
+        .filter(|p| !p.is_empty())
+}
+
+/// Every plan file in `run_dir` ([`plan_file`]), in name order; none when
+/// the directory cannot be read.
+pub fn plan_files(run_dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(run_dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .and_then(plan_process)
+                .is_some()
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Whether `dir` looks like the run directory of one part of a graph: it
+/// holds the supervisor's files ([`processes_file`], [`lock_path`]) or a
+/// plan ([`plan_file`]).
+pub fn looks_like_run_dir(dir: &Path) -> bool {
+    if processes_file(dir).exists() || lock_path(dir).exists() {
+        return true;
+    }
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| e.file_name().to_str().and_then(plan_process).is_some())
+    })
+}
+
+/// The ipc socket file of an edge's binding port labelled `label`:
+/// `RUNDIR/LABEL.ipc`, `RUNDIR` as given (a trailing `/` kept), so every
+/// process computes the same address from the same run directory.
+pub fn ipc_socket_file(run_dir: &Path, label: &str) -> PathBuf {
+    let mut p = run_dir.as_os_str().to_owned();
+    p.push("/");
+    p.push(label);
+    p.push(IPC_SUFFIX);
+    PathBuf::from(p)
+}
+
+/// Where `ptmp graph soak` has sink `sink` record when the graph gives it
+/// no output file: `RUNDIR/soak-SINK.dump`.
+pub fn soak_dump_file(run_dir: &Path, sink: &str) -> PathBuf {
+    run_dir.join(format!("soak-{sink}.dump"))
 }
 
 /// The file marking that dump file `ofile` was opened by a node of this
@@ -552,12 +674,12 @@ pub fn status_dir(run_dir: &Path) -> PathBuf {
 
 /// The status file process `process` rewrites while it runs.
 pub fn status_file(run_dir: &Path, process: &str) -> PathBuf {
-    status_dir(run_dir).join(format!("{process}.json"))
+    status_dir(run_dir).join(format!("{process}{DOC_SUFFIX}"))
 }
 
 /// The supervisor's file of process states.
 pub fn processes_file(run_dir: &Path) -> PathBuf {
-    run_dir.join("processes.json")
+    run_dir.join(PROCESSES_FILE)
 }
 
 /// The file whose presence asks process `process` to hold its outputs:
@@ -583,6 +705,43 @@ pub fn curve_dir(run_dir: &Path) -> PathBuf {
 /// Whether `arg` (a command-line argument, as bytes) names a plan file of
 /// the run in `run_dir` ([`plan_file`]).
 pub(crate) fn names_plan_file(run_dir: &Path, arg: &[u8]) -> bool {
-    let prefix = run_dir.join("plan-");
-    arg.starts_with(prefix.as_os_str().as_encoded_bytes()) && arg.ends_with(b".json")
+    let prefix = run_dir.join(PLAN_PREFIX);
+    arg.starts_with(prefix.as_os_str().as_encoded_bytes()) && arg.ends_with(DOC_SUFFIX.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name this module makes is one it recognises again, and no
+    /// other.
+    #[test]
+    fn names_made_here_are_recognised_here() {
+        let d = tempfile::tempdir().unwrap();
+        let rd = d.path();
+        let name = |p: PathBuf| p.file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(plan_process(&name(plan_file(rd, "front"))), Some("front"));
+        for other in ["plan-.json", "plan-x.json.tmp", "processes.json", "x.json"] {
+            assert_eq!(plan_process(other), None, "{other}");
+        }
+        assert!(is_apply_leftover(&name(reply_file(rd, "1-2"))));
+        assert!(is_apply_leftover(&name(request_tmp_file(rd, "1-2"))));
+        assert!(!is_apply_leftover(&name(request_file(rd))));
+        assert!(is_reply_file(&name(reply_file(rd, "1-2"))));
+        assert_eq!(doc_process(&status_file(rd, "p")), Some("p"));
+        assert_eq!(doc_process(&sequence_file(rd, "q")), Some("q"));
+        assert_eq!(doc_process(&ofile_marker(rd, Path::new("/tmp/x"))), None);
+        let a = ipc_socket_file(Path::new("/r/"), "n-out-e0");
+        assert_eq!(a, PathBuf::from("/r//n-out-e0.ipc"));
+        // A directory with a plan, or the supervisor's files, is a run's.
+        assert!(!looks_like_run_dir(rd));
+        std::fs::write(plan_file(rd, "p"), "{}").unwrap();
+        assert!(looks_like_run_dir(rd));
+        assert_eq!(plan_files(rd), [plan_file(rd, "p")]);
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(lock_path(other.path()), "4242\n").unwrap();
+        assert!(looks_like_run_dir(other.path()));
+        assert_eq!(supervisor_pid(other.path()), Some(4242));
+        assert_eq!(supervisor_pid(rd), None);
+    }
 }

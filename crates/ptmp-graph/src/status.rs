@@ -21,16 +21,20 @@
 
 use crate::rundir::docs;
 pub use crate::rundir::{processes_file, status_dir, status_file};
+mod collect;
 mod edge;
+pub mod live;
 mod report;
 mod state;
 pub use crate::rundir::docs::{
-    Latency, NodeCounts, ProcessStatus, SocketStatus, Supervised, SupervisedProcess,
+    Latency, NodeCounts, NodeReport, ProcessStatus, SocketDir, SocketStatus, Supervised,
+    SupervisedProcess, SupervisedState,
 };
+pub use collect::{Collector, Placement, Reading, SocketRow};
 pub use edge::EdgeFigures;
+pub use live::GraphState;
 use ptmp::meter::{self, Snapshot};
 pub use report::{EdgeReport, Report};
-use serde_json::Value;
 pub use state::{node_state, now_us, process_state, runs_here, this_node, NodeState, STALE};
 use std::collections::VecDeque;
 use std::path::Path;
@@ -107,15 +111,14 @@ pub fn read_all_noting(run_dir: &Path) -> (Vec<ProcessStatus>, Vec<String>) {
     };
     for e in rd.flatten() {
         let p = e.path();
-        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+        let Some(process) = crate::rundir::doc_process(&p) else {
             continue;
-        }
+        };
         match docs::read::<ProcessStatus>(&p, crate::rundir::STATUS_LIMIT) {
             Ok(Some(mut v)) => {
                 if v.process.is_empty() {
                     // Named by its file, as the part that wrote it is.
-                    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-                    v.process = stem.to_string();
+                    v.process = process.to_string();
                 }
                 out.push(v);
             }
@@ -133,7 +136,7 @@ pub fn read_all_noting(run_dir: &Path) -> (Vec<ProcessStatus>, Vec<String>) {
 pub fn node_states(
     statuses: &[ProcessStatus],
     sup: Option<&Supervised>,
-) -> std::collections::BTreeMap<String, String> {
+) -> std::collections::BTreeMap<String, NodeState> {
     let local = runs_here(sup, this_node().as_deref());
     let now = now_us();
     let mut out = std::collections::BTreeMap::new();
@@ -141,7 +144,7 @@ pub fn node_states(
         let said = sup.and_then(|s| s.process(&st.process));
         for n in &st.nodes {
             let state = node_state(said, Some(st), &n.name, local, now);
-            out.insert(n.name.clone(), state.to_string());
+            out.insert(n.name.clone(), state);
         }
     }
     out
@@ -152,7 +155,7 @@ pub fn node_states(
 pub fn process_states(
     statuses: &[ProcessStatus],
     sup: Option<&Supervised>,
-) -> std::collections::BTreeMap<String, String> {
+) -> std::collections::BTreeMap<String, NodeState> {
     let local = runs_here(sup, this_node().as_deref());
     let now = now_us();
     let mut names: std::collections::BTreeSet<&str> =
@@ -166,10 +169,7 @@ pub fn process_states(
         .map(|name| {
             let st = statuses.iter().find(|s| s.process == name);
             let said = sup.and_then(|s| s.process(name));
-            (
-                name.to_string(),
-                process_state(said, st, local, now).to_string(),
-            )
+            (name.to_string(), process_state(said, st, local, now))
         })
         .collect()
 }
@@ -204,7 +204,7 @@ pub fn document(
     graph: &str,
     process: &str,
     nodes: &[NodeStatus],
-    final_reports: Option<Vec<Value>>,
+    final_reports: Option<Vec<NodeReport>>,
 ) -> ProcessStatus {
     let nodes = nodes
         .iter()
@@ -324,7 +324,10 @@ fn socket_status(
         _ => None,
     };
     SocketStatus {
-        dir: s.dir.name().to_string(),
+        dir: match s.dir {
+            meter::Dir::Send => SocketDir::Send,
+            meter::Dir::Recv => SocketDir::Recv,
+        },
         endpoints: s.endpoints.clone(),
         messages: s.messages,
         bytes: s.bytes,
@@ -341,35 +344,12 @@ fn socket_status(
     }
 }
 
-/// One process of a graph as the supervisor sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessState {
-    /// The process's name.
-    pub name: String,
-    /// Its current pid, while a part runs.
-    pub pid: Option<u32>,
-    /// `starting`, `running`, `restarting`, `finished`, `failed` or
-    /// `stopped`.
-    pub state: &'static str,
-    /// Restarts so far.
-    pub restarts: u32,
-}
-
 /// Write the supervisor's view of its processes (atomically).
-pub fn write_processes(run_dir: &Path, procs: &[ProcessState]) -> std::io::Result<()> {
-    let processes = procs
-        .iter()
-        .map(|p| SupervisedProcess {
-            name: p.name.clone(),
-            pid: p.pid,
-            state: p.state.to_string(),
-            restarts: p.restarts,
-        })
-        .collect();
+pub fn write_processes(run_dir: &Path, procs: &[SupervisedProcess]) -> std::io::Result<()> {
     let (node, step) = slurm_step();
     let doc = Supervised {
         supervisor_pid: std::process::id(),
-        processes,
+        processes: procs.to_vec(),
         node,
         step,
     };

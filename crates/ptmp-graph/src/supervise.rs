@@ -570,20 +570,26 @@ fn wait_quiet(dir: &Path, processes: &[&str], limit: Duration) {
 /// Write `RUNDIR/processes.json` (each process's pid, state and restarts)
 /// when it differs from what was last written; `ending` marks every
 /// process not finished or failed (given up) as stopped.
-fn publish_states(dir: &Path, procs: &[Proc], ending: bool, shown: &mut Vec<status::ProcessState>) {
-    let now: Vec<status::ProcessState> = procs
+fn publish_states(
+    dir: &Path,
+    procs: &[Proc],
+    ending: bool,
+    shown: &mut Vec<status::SupervisedProcess>,
+) {
+    use status::SupervisedState as S;
+    let now: Vec<status::SupervisedProcess> = procs
         .iter()
         .enumerate()
-        .map(|(i, p)| status::ProcessState {
+        .map(|(i, p)| status::SupervisedProcess {
             name: p.name.clone(),
             pid: p.child.as_ref().map(Child::id),
             state: match (&p.child, p.restart_at, p.exited_clean) {
-                (Some(_), _, _) if !ending => "running",
-                (None, Some(_), _) if !ending => "restarting",
-                (None, _, true) => "finished",
-                (None, None, false) if !ending => "failed",
-                _ if shown.get(i).is_some_and(|s| s.state == "failed") => "failed",
-                _ => "stopped",
+                (Some(_), _, _) if !ending => S::Running,
+                (None, Some(_), _) if !ending => S::Restarting,
+                (None, _, true) => S::Finished,
+                (None, None, false) if !ending => S::Failed,
+                _ if shown.get(i).is_some_and(|s| s.state == S::Failed) => S::Failed,
+                _ => S::Stopped,
             },
             restarts: p.restarts,
         })
@@ -600,8 +606,8 @@ fn missing_counts(dir: &Path) -> std::collections::BTreeMap<String, u64> {
     let mut m = std::collections::BTreeMap::new();
     for st in status::read_all(dir) {
         for r in st.reports.iter().flatten() {
-            if let (Some(n), Some(k)) = (r["name"].as_str(), r["counters"]["missing"].as_u64()) {
-                m.insert(n.to_string(), k);
+            if let Some(k) = r.counter("missing") {
+                m.insert(r.name.clone(), k);
             }
         }
     }

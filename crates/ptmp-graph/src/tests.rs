@@ -47,11 +47,11 @@ fn each_node_its_own_process_by_default_and_shm_between_them() {
     // The source's process ends by itself, the others do not.
     assert_eq!(p.finite, vec![true, false, false]);
     // Sockets filled in: the worker reads what the source binds.
-    let w = &p.configs[1]["proxies"][0]["data"];
+    let w = Value::Object(p.configs[1].proxies[0].data.clone());
     assert_eq!(w["input"]["socket"]["type"], "PULL");
     assert_eq!(
         w["input"]["socket"]["connect"][0],
-        p.configs[0]["proxies"][0]["data"]["output"]["socket"]["bind"][0]
+        p.configs[0].proxies[0].data["output"]["socket"]["bind"][0]
     );
     assert_eq!(g.process_order(), vec![0, 1, 2]);
     // A done edge back to the source does not feed it: the source still
@@ -101,19 +101,19 @@ fn one_process_is_inproc_and_fan_out_pushpull_is_ipc() {
     let b0: Vec<&str> = p.links[0].binds.iter().map(|(_, a)| a.as_str()).collect();
     assert_eq!(b0.len(), 2);
     assert_eq!(
-        p.configs[1]["proxies"][0]["data"]["input"]["socket"]["bind"][0],
+        p.configs[1].proxies[0].data["input"]["socket"]["bind"][0],
         b0[0]
     );
     assert_eq!(
-        p.configs[2]["proxies"][0]["data"]["input"]["socket"]["bind"][0],
+        p.configs[2].proxies[0].data["input"]["socket"]["bind"][0],
         b0[1]
     );
-    let src = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    let src = p.configs[0].proxies[0].data["output"]["socket"].clone();
     assert_eq!(src["connect"], json!(b0));
     assert_eq!(p.links[1].transport, Transport::Ipc);
     assert_eq!(p.links[1].binds[0].0.node, 3, "fan-in binds at the input");
     assert_eq!(p.links[2].transport, Transport::Shm);
-    let m = &p.configs[3]["proxies"][0]["data"];
+    let m = Value::Object(p.configs[3].proxies[0].data.clone());
     assert_eq!(
         m["input"]["socket"]["bind"][0],
         p.links[1].binds[0].1.as_str()
@@ -136,9 +136,9 @@ fn hosts_get_tcp_with_deterministic_ports() {
     assert_eq!(p.links[0].transport, Transport::Inproc);
     assert_eq!(p.links[1].transport, Transport::Tcp);
     assert_eq!(p.links[1].binds[0].1, "tcp://10.9.0.1:20000");
-    let snk = &p.configs[1]["proxies"][0]["data"];
+    let snk = Value::Object(p.configs[1].proxies[0].data.clone());
     assert_eq!(snk["input"]["socket"]["connect"][0], "tcp://10.9.0.1:20000");
-    let w = &p.configs[0]["proxies"][1]["data"];
+    let w = Value::Object(p.configs[0].proxies[1].data.clone());
     assert_eq!(w["output"]["socket"]["bind"][0], "tcp://10.9.0.1:20000");
     // The same graph planned again (another host) wires the same.
     let p2 = Plan::make(&g, Path::new("/tmp/other")).unwrap();
@@ -397,19 +397,19 @@ fn a_cycle_of_data_edges_is_refused_naming_its_nodes() {
 fn graph_shm_writers_wait_for_a_slow_reader_instead_of_failing() {
     let g = Graph::parse(&chain(), "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
-    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    let out = p.configs[0].proxies[0].data["output"]["socket"].clone();
     assert_eq!(
         out["shm_block_timeout_ms"],
         json!(crate::plan::SHM_BLOCK_TIMEOUT.as_millis() as u64),
         "{out}"
     );
     // Readers do not get it; zmq edges do not either.
-    let inp = &p.configs[1]["proxies"][0]["data"]["input"]["socket"];
+    let inp = p.configs[1].proxies[0].data["input"]["socket"].clone();
     assert!(inp.get("shm_block_timeout_ms").is_none(), "{inp}");
     let v = edit(|v| v["edges"][0]["transport"] = json!("ipc"));
     let g = Graph::parse(&v, "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
-    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    let out = p.configs[0].proxies[0].data["output"]["socket"].clone();
     assert!(out.get("shm_block_timeout_ms").is_none(), "{out}");
 }
 
@@ -422,13 +422,13 @@ fn an_edge_shapes_its_shm_ring_and_the_rings_are_counted() {
     let g = Graph::parse(&v, "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
     // The writer makes the ring, so the shape goes there.
-    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
+    let out = p.configs[0].proxies[0].data["output"]["socket"].clone();
     assert_eq!(
         (out["shm_slots"].as_u64(), out["shm_max_message"].as_u64()),
         (Some(16), Some(4096)),
         "{out}"
     );
-    let inp = &p.configs[1]["proxies"][0]["data"]["input"]["socket"];
+    let inp = p.configs[1].proxies[0].data["input"]["socket"].clone();
     assert!(inp.get("shm_slots").is_none(), "{inp}");
     // Two rings on the host: the shaped one and a default one.
     let rings = crate::plan::shm_rings_on(&g, &p, 0);
@@ -451,11 +451,11 @@ fn an_edge_sets_its_sockets_heartbeat() {
     let v = edit(|v| v["edges"][0]["heartbeat_ms"] = json!(250));
     let g = Graph::parse(&v, "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
-    let out = &p.configs[0]["proxies"][0]["data"]["output"]["socket"];
-    let inp = &p.configs[1]["proxies"][0]["data"]["input"]["socket"];
+    let out = p.configs[0].proxies[0].data["output"]["socket"].clone();
+    let inp = p.configs[1].proxies[0].data["input"]["socket"].clone();
     assert_eq!(out["heartbeat_ms"].as_u64(), Some(250), "{out}");
     assert_eq!(inp["heartbeat_ms"].as_u64(), Some(250), "{inp}");
-    let other = &p.configs[1]["proxies"][0]["data"]["output"]["socket"];
+    let other = p.configs[1].proxies[0].data["output"]["socket"].clone();
     assert!(other.get("heartbeat_ms").is_none(), "{other}");
     let e = err_of(&edit(|v| v["edges"][1]["heartbeat_ms"] = json!(-1)));
     assert!(e.contains("edges[1].heartbeat_ms"), "{e}");
@@ -494,7 +494,13 @@ fn the_run_directory_lock_is_exclusive_and_notices_a_dead_holder() {
 
 #[test]
 fn only_receivers_of_uniquely_numbered_streams_drop_repeats() {
-    let dedup = |p: &Plan, proc_: usize| p.configs[proc_]["proxies"][0]["data"]["dedup"].clone();
+    let dedup = |p: &Plan, proc_: usize| {
+        p.configs[proc_].proxies[0]
+            .data
+            .get("dedup")
+            .cloned()
+            .unwrap_or_default()
+    };
     // src -> w -> snk: w and snk drop repeats, and both see whole streams.
     let g = Graph::parse(&chain(), "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/ptmp-graph-test")).unwrap();
@@ -542,12 +548,9 @@ fn only_receivers_of_uniquely_numbered_streams_drop_repeats() {
     // sink gets every set again.
     let p = Plan::make(&g, Path::new("/tmp/x")).unwrap();
     let share = |name: &str| {
-        let c = p
-            .configs
-            .iter()
-            .flat_map(|c| c["proxies"].as_array().unwrap().iter());
-        let node: Vec<_> = c.filter(|x| x["name"] == name).collect();
-        node[0]["data"]["share"].clone()
+        let c = p.configs.iter().flat_map(|c| &c.proxies);
+        let node: Vec<_> = c.filter(|x| x.name == name).collect();
+        node[0].data.get("share").cloned().unwrap_or_default()
     };
     assert_eq!((share("w1"), share("w2")), (json!(true), json!(true)));
     assert_eq!(share("snk"), Value::Null);
@@ -560,25 +563,26 @@ fn only_receivers_of_uniquely_numbered_streams_drop_repeats() {
 
 #[test]
 fn a_restarted_part_continues_its_sources_counts() {
-    use crate::part::{continue_counts, PartPlan};
+    use crate::part::{continue_counts, PartConfig, PartPlan};
     use crate::rundir::sequence_file;
     let d = tempfile::tempdir().unwrap();
     let plan = PartPlan {
         graph: "t".into(),
         process: "front".into(),
         run_dir: d.path().to_path_buf(),
-        config: json!({"name": "t/front", "proxies": [
+        config: serde_json::from_value(json!({"name": "t/front", "proxies": [
             {"name": "src", "type": "source", "data": {"count": 100}},
             {"name": "w", "type": "worker", "data": {}}
-        ]}),
+        ]}))
+        .unwrap(),
     };
-    let first = |c: &Value| c["proxies"][0]["data"]["first_count"].clone();
+    let first = |c: &PartConfig| json!(c.proxies[0].first_count());
     let me = std::process::id() as i64;
     // The first start: from 0, recorded with our pid; workers untouched.
     let mut c = plan.config.clone();
     continue_counts(&plan, &mut c);
     assert_eq!(first(&c), json!(0));
-    assert!(c["proxies"][1]["data"].get("first_count").is_none());
+    assert!(c.proxies[1].first_count().is_none());
     let seq: Value =
         serde_json::from_slice(&std::fs::read(sequence_file(d.path(), "front")).unwrap()).unwrap();
     assert_eq!(seq["src"], json!({"first": 0, "pid": me}));
@@ -604,7 +608,7 @@ fn a_restarted_part_continues_its_sources_counts() {
         config: plan.config.clone(),
         ..plan
     };
-    p2.config["proxies"][0]["data"]["first_count"] = json!(7);
+    p2.config.proxies[0].set_first_count(7);
     let mut c = p2.config.clone();
     continue_counts(&p2, &mut c);
     assert_eq!(first(&c), json!(7));
@@ -635,6 +639,11 @@ fn a_reader_token_made_by_many_at_once_is_one_and_whole() {
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert_eq!(left, ["reader-token"], "nothing but the token is left");
+        let token = crate::rundir::token_path(&dir);
+        assert_eq!(
+            left,
+            [token.file_name().unwrap()],
+            "nothing but the token is left"
+        );
     }
 }

@@ -187,7 +187,7 @@ fn a_killed_part_is_restarted_and_counts_on(dir: &Path) {
         .into_iter()
         .filter(|s| s.process == "back")
         .flat_map(|s| s.reports.unwrap_or_default())
-        .find_map(|r| r["counters"]["repeats_dropped"].as_u64())
+        .find_map(|r| r.counter("repeats_dropped"))
         .expect("the sink's final report");
     assert!(
         dropped <= 600,

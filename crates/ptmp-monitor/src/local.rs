@@ -5,9 +5,13 @@
 //! an address: its senders are the sockets that send to it, its receivers
 //! those that receive from it.
 
-use crate::state::{add_figures, Gather, SocketRow};
-use ptmp_graph::status::{EdgeFigures, SocketStatus};
-use serde_json::{json, Value};
+use crate::state::{Gather, SocketRow};
+use ptmp_graph::status::live::{
+    EdgeShown, EdgeView, GraphState, HostState, NodeView, PortDir, PortRefView, PortView,
+    ProcessState,
+};
+use ptmp_graph::status::{EdgeFigures, NodeState, SocketStatus};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -47,11 +51,8 @@ fn walk(path: &str, v: &Value, out: &mut Vec<Port>) {
                         _ => vec![],
                     })
                     .collect();
-                let send = match stype.as_str() {
-                    "PUB" | "PUSH" | "XPUB" | "STREAM" => true,
-                    "PAIR" => path.contains("out"),
-                    _ => false,
-                };
+                let send = ptmp::SocketType::parse(&stype)
+                    .map_or(path.contains("out"), |t| t.sends_under(path));
                 out.push(Port {
                     key: path.to_string(),
                     send,
@@ -125,39 +126,82 @@ impl Local {
 }
 
 impl Gather for Local {
-    fn gather(&mut self) -> (Value, Vec<SocketRow>) {
+    fn gather(&mut self) -> (GraphState, Vec<SocketRow>) {
         let docs = ptmp_graph::status::sockets();
         // Every address, numbered in order, is an edge.
         let mut addrs: BTreeMap<&str, usize> = BTreeMap::new();
-        for a in &self.agents {
-            for p in &a.ports {
-                for e in &p.endpoints {
-                    let n = addrs.len();
-                    addrs.entry(e.as_str()).or_insert(n);
-                }
-            }
+        for e in self
+            .agents
+            .iter()
+            .flat_map(|a| &a.ports)
+            .flat_map(|p| &p.endpoints)
+        {
+            let n = addrs.len();
+            addrs.entry(e.as_str()).or_insert(n);
         }
-        // Sockets to ports: same direction and endpoints, in order.
+        let (rows, owned) = self.rows(&docs, &addrs);
+        let nodes = self.nodes(&docs, &owned);
+        let mut by_index: Vec<(&str, usize)> = addrs.iter().map(|(a, n)| (*a, *n)).collect();
+        by_index.sort_by_key(|x| x.1);
+        let edges = by_index
+            .into_iter()
+            .map(|(addr, n)| self.edge(addr, n, &docs))
+            .collect();
+        let t = self.started.elapsed().as_secs_f64();
+        let state = GraphState {
+            graph: self.name.clone(),
+            host: "localhost".into(),
+            time_us: ptmp_graph::status::now_us(),
+            uptime_s: (t * 10.0).round() / 10.0,
+            structure: None,
+            hosts: vec![HostState {
+                name: "localhost".into(),
+                address: "127.0.0.1".into(),
+                node: None,
+                step: None,
+            }],
+            processes: vec![ProcessState {
+                name: self.name.clone(),
+                host: "localhost".into(),
+                node: None,
+                step: None,
+                state: NodeState::Running,
+                restarts: 0,
+                pid: Some(u64::from(std::process::id())),
+            }],
+            nodes,
+            edges,
+        };
+        (state, rows)
+    }
+}
+
+/// Which socket documents each (agent, port) owns.
+type Owned = BTreeMap<(usize, usize), Vec<usize>>;
+
+impl Local {
+    /// Every socket of this process, matched to the agents' ports: same
+    /// direction and endpoints, in order.
+    fn rows(
+        &self,
+        docs: &[SocketStatus],
+        addrs: &BTreeMap<&str, usize>,
+    ) -> (Vec<SocketRow>, Owned) {
         let mut used: Vec<Vec<bool>> = self
             .agents
             .iter()
             .map(|a| vec![false; a.ports.len()])
             .collect();
         let mut rows = Vec::new();
-        // (agent, port) -> the socket documents it owns.
-        let mut owned: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        let mut owned = Owned::new();
         for (k, d) in docs.iter().enumerate() {
-            let (mut row, send, eps) =
-                SocketRow::from_doc(self.name.clone(), "localhost".into(), k, d);
-            let mut hit = None;
-            'find: for (ai, a) in self.agents.iter().enumerate() {
-                for (pi, p) in a.ports.iter().enumerate() {
-                    if !used[ai][pi] && p.send == send && p.endpoints == eps {
-                        hit = Some((ai, pi));
-                        break 'find;
-                    }
-                }
-            }
+            let mut row = SocketRow::from_doc(self.name.clone(), "localhost".into(), k, d);
+            let hit = self.agents.iter().enumerate().find_map(|(ai, a)| {
+                let pi = a.ports.iter().enumerate().position(|(pi, p)| {
+                    !used[ai][pi] && p.send == d.sends() && p.endpoints == d.endpoints
+                })?;
+                Some((ai, pi))
+            });
             if let Some((ai, pi)) = hit {
                 used[ai][pi] = true;
                 owned.entry((ai, pi)).or_default().push(k);
@@ -171,14 +215,18 @@ impl Gather for Local {
             }
             rows.push(row);
         }
+        (rows, owned)
+    }
+
+    /// Every agent as a node: its ports and their sockets' counts summed.
+    fn nodes(&self, docs: &[SocketStatus], owned: &Owned) -> Vec<NodeView> {
         let fsum = |ks: &[usize], figure: fn(&SocketStatus) -> f64| -> f64 {
             // Plus 0.0: an empty sum of floats is -0.0.
             ks.iter().map(|&k| figure(&docs[k])).sum::<f64>() + 0.0
         };
         let mut nodes = Vec::new();
         for (ai, a) in self.agents.iter().enumerate() {
-            let mut ins = vec![];
-            let mut outs = vec![];
+            let (mut ins, mut outs) = (vec![], vec![]);
             for (pi, p) in a.ports.iter().enumerate() {
                 let ks = owned.get(&(ai, pi)).cloned().unwrap_or_default();
                 if p.send {
@@ -187,71 +235,74 @@ impl Gather for Local {
                     ins.extend(ks);
                 }
             }
-            let ports: Vec<Value> = a
+            let ports = a
                 .ports
                 .iter()
-                .map(|p| json!({"name": p.key, "dir": if p.send { "out" } else { "in" }}))
+                .map(|p| PortView {
+                    name: p.key.clone(),
+                    dir: PortDir::of(p.send),
+                })
                 .collect();
-            nodes.push(json!({
-                "name": a.name, "kind": a.kind, "process": self.name, "host": "localhost",
-                "state": "running", "restarts": 0,
-                "in": fsum(&ins, |d| d.messages as f64) as u64, "out": fsum(&outs, |d| d.messages as f64) as u64,
-                "in_rate": fsum(&ins, |d| d.rate), "out_rate": fsum(&outs, |d| d.rate), "ports": ports,
-            }));
+            nodes.push(NodeView {
+                name: a.name.clone(),
+                kind: a.kind.clone(),
+                process: self.name.clone(),
+                host: "localhost".into(),
+                state: NodeState::Running,
+                restarts: 0,
+                received: fsum(&ins, |d| d.messages as f64) as u64,
+                sent: fsum(&outs, |d| d.messages as f64) as u64,
+                in_rate: fsum(&ins, |d| d.rate),
+                out_rate: fsum(&outs, |d| d.rate),
+                ports,
+            });
         }
-        let mut edges = Vec::new();
-        let mut by_index: Vec<(&str, usize)> = addrs.iter().map(|(a, n)| (*a, *n)).collect();
-        by_index.sort_by_key(|x| x.1);
-        for (addr, n) in by_index {
-            let mut from = vec![];
-            let mut to = vec![];
-            // The pattern, from the socket types of either side: an
-            // address fed (or read) from outside this process has one
-            // side only.
-            let mut pattern: Option<String> = None;
-            for a in &self.agents {
-                for p in &a.ports {
-                    if !p.endpoints.iter().any(|e| e == addr) {
-                        continue;
-                    }
-                    let r = json!({"node": a.name, "port": p.key});
-                    if pattern.is_none() || p.send {
-                        pattern = Some(pattern_of(&p.stype));
-                    }
-                    if p.send {
-                        from.push(r);
-                    } else {
-                        to.push(r);
-                    }
+        nodes
+    }
+
+    /// The edge at address `addr`, the `n`th: the ports that send to it
+    /// and read from it, and its figures.
+    fn edge(&self, addr: &str, n: usize, docs: &[SocketStatus]) -> EdgeView {
+        let (mut from, mut to) = (vec![], vec![]);
+        // The pattern, from the socket types of either side: an address
+        // fed (or read) from outside this process has one side only.
+        let mut pattern: Option<String> = None;
+        for a in &self.agents {
+            for p in a
+                .ports
+                .iter()
+                .filter(|p| p.endpoints.iter().any(|e| e == addr))
+            {
+                let r = PortRefView {
+                    node: a.name.clone(),
+                    port: p.key.clone(),
+                };
+                if pattern.is_none() || p.send {
+                    pattern = Some(pattern_of(&p.stype));
+                }
+                if p.send {
+                    from.push(r);
+                } else {
+                    to.push(r);
                 }
             }
-            let mut edge = json!({
-                "id": format!("e{n}"), "pattern": pattern.unwrap_or_default(), "transport": scheme(addr),
-                "addresses": [addr], "from": from, "to": to,
-            });
-            add_figures(&mut edge, &EdgeFigures::of(&[addr.to_string()], &docs));
-            edges.push(edge);
         }
-        let t = self.started.elapsed().as_secs_f64();
-        let state = json!({
-            "graph": self.name, "host": "localhost",
-            "time_us": std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_micros() as u64)
-                .unwrap_or(0),
-            "uptime_s": (t * 10.0).round() / 10.0,
-            "hosts": [{"name": "localhost", "address": "127.0.0.1"}],
-            "processes": [{"name": self.name, "host": "localhost", "state": "running",
-                           "restarts": 0, "pid": std::process::id()}],
-            "nodes": nodes, "edges": edges,
-        });
-        (state, rows)
+        EdgeView {
+            id: format!("e{n}"),
+            pattern: pattern.unwrap_or_default(),
+            transport: scheme(addr).to_string(),
+            addresses: vec![addr.to_string()],
+            from,
+            to,
+            figures: EdgeShown::from(&EdgeFigures::of(&[addr.to_string()], docs)),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// An address with a receiver only (fed by a `ptmp send` of another
     /// process, say) is named by its receiver's pattern, as is one with a
@@ -271,6 +322,7 @@ mod tests {
                 "input": {"socket": {"type": "STREAM", "connect": ["tcp://127.0.0.1:3"]}}}}
         ]});
         let (st, _) = Local::new(&cfg).gather();
+        let st = serde_json::to_value(&st).unwrap();
         let pat: Vec<(&str, &str)> = st["edges"]
             .as_array()
             .unwrap()
@@ -293,5 +345,9 @@ mod tests {
             ]
         );
         assert!(st["edges"][0]["from"].as_array().unwrap().is_empty());
+        // A STREAM socket under `input` receives, by the rule `ptmp top`
+        // uses too (its type says neither way; its key does).
+        assert_eq!(st["edges"][4]["to"][0]["node"], "st", "{}", st["edges"][4]);
+        assert!(st["edges"][4]["from"].as_array().unwrap().is_empty());
     }
 }

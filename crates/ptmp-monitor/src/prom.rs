@@ -23,8 +23,7 @@
 //! * `ptmp_process_restarts_total`: per process.
 
 use crate::state::SocketRow;
-use ptmp_graph::status::SocketStatus;
-use serde_json::Value;
+use ptmp_graph::status::{GraphState, SocketStatus};
 use std::fmt::Write;
 
 /// Escape a label value: backslash, double quote and newline.
@@ -55,8 +54,8 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// Render the state and its sockets as a Prometheus scrape.
-pub fn render(state: &Value, rows: &[SocketRow]) -> String {
-    let graph = state["graph"].as_str().unwrap_or("");
+pub fn render(state: &GraphState, rows: &[SocketRow]) -> String {
+    let graph = state.graph.as_str();
     let mut out = String::new();
     sockets(&mut out, graph, rows);
     nodes(&mut out, graph, state);
@@ -186,30 +185,24 @@ fn sockets(out: &mut String, graph: &str, rows: &[SocketRow]) {
 
 /// The per-node and per-process families: messages in and out, whether
 /// the node runs, restarts.
-fn nodes(out: &mut String, graph: &str, state: &Value) {
+fn nodes(out: &mut String, graph: &str, state: &GraphState) {
     family(
         out,
         "ptmp_node_messages_total",
         "counter",
         "Messages a node took in or sent out.",
     );
-    let nodes = state["nodes"].as_array().cloned().unwrap_or_default();
-    for n in &nodes {
-        for dir in ["in", "out"] {
+    for n in &state.nodes {
+        for (dir, count) in [("in", n.received), ("out", n.sent)] {
             let l = [
                 ("graph", graph),
-                ("host", n["host"].as_str().unwrap_or("")),
-                ("process", n["process"].as_str().unwrap_or("")),
-                ("node", n["name"].as_str().unwrap_or("")),
-                ("kind", n["kind"].as_str().unwrap_or("")),
+                ("host", &n.host),
+                ("process", &n.process),
+                ("node", &n.name),
+                ("kind", &n.kind),
                 ("direction", dir),
             ];
-            let _ = writeln!(
-                out,
-                "ptmp_node_messages_total{} {}",
-                labels(&l),
-                n[dir].as_u64().unwrap_or(0)
-            );
+            let _ = writeln!(out, "ptmp_node_messages_total{} {count}", labels(&l));
         }
     }
     family(
@@ -218,40 +211,40 @@ fn nodes(out: &mut String, graph: &str, state: &Value) {
         "gauge",
         "1 while the node's process is running, else 0.",
     );
-    for n in &nodes {
+    for n in &state.nodes {
         let l = [
             ("graph", graph),
-            ("host", n["host"].as_str().unwrap_or("")),
-            ("process", n["process"].as_str().unwrap_or("")),
-            ("node", n["name"].as_str().unwrap_or("")),
+            ("host", &n.host),
+            ("process", &n.process),
+            ("node", &n.name),
         ];
-        let up = matches!(n["state"].as_str(), Some("running"));
+        let up = n.state.is_running();
         let _ = writeln!(out, "ptmp_node_up{} {}", labels(&l), u8::from(up));
     }
+    processes(out, graph, state);
+}
+
+/// The per-process families: restarts, and where a scheduler placed it.
+fn processes(out: &mut String, graph: &str, state: &GraphState) {
     family(
         out,
         "ptmp_process_restarts_total",
         "counter",
         "Times the supervisor restarted a process.",
     );
-    for p in state["processes"].as_array().into_iter().flatten() {
-        let l = [
-            ("graph", graph),
-            ("host", p["host"].as_str().unwrap_or("")),
-            ("process", p["name"].as_str().unwrap_or("")),
-        ];
+    for p in &state.processes {
+        let l = [("graph", graph), ("host", &p.host), ("process", &p.name)];
         let _ = writeln!(
             out,
             "ptmp_process_restarts_total{} {}",
             labels(&l),
-            p["restarts"].as_u64().unwrap_or(0)
+            p.restarts
         );
     }
-    let placed: Vec<&Value> = state["processes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["node"].is_string())
+    let placed: Vec<_> = state
+        .processes
+        .iter()
+        .filter(|p| p.node.is_some())
         .collect();
     if placed.is_empty() {
         return;
@@ -265,10 +258,10 @@ fn nodes(out: &mut String, graph: &str, state: &Value) {
     for p in placed {
         let l = [
             ("graph", graph),
-            ("host", p["host"].as_str().unwrap_or("")),
-            ("process", p["name"].as_str().unwrap_or("")),
-            ("node", p["node"].as_str().unwrap_or("")),
-            ("step", p["step"].as_str().unwrap_or("")),
+            ("host", &p.host),
+            ("process", &p.name),
+            ("node", p.node.as_deref().unwrap_or("")),
+            ("step", p.step.as_deref().unwrap_or("")),
         ];
         let _ = writeln!(out, "ptmp_process_info{} 1", labels(&l));
     }
@@ -277,31 +270,67 @@ fn nodes(out: &mut String, graph: &str, state: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ptmp_graph::status::live::{NodeView, ProcessState};
+    use ptmp_graph::status::NodeState;
     use serde_json::json;
 
     /// A process a scheduler placed has an info sample naming its node
     /// and step; without placement there is no such family.
     #[test]
     fn where_a_process_runs_is_an_info_sample() {
-        let mut state = json!({"graph": "g", "nodes": [],
-            "processes": [{"name": "p", "host": "h", "restarts": 0, "node": "n2", "step": "7.1"},
-                          {"name": "q", "host": "i", "restarts": 0, "node": null}]});
+        let process = |name: &str, host: &str, node: Option<&str>| ProcessState {
+            name: name.into(),
+            host: host.into(),
+            node: node.map(str::to_string),
+            step: node.map(|_| "7.1".to_string()),
+            state: NodeState::Running,
+            restarts: 0,
+            pid: None,
+        };
+        let mut state = GraphState {
+            graph: "g".into(),
+            processes: vec![process("p", "h", Some("n2")), process("q", "i", None)],
+            ..Default::default()
+        };
         let t = render(&state, &[]);
         assert!(t.contains("# TYPE ptmp_process_info gauge\n"), "{t}");
         assert!(t.contains(
             "ptmp_process_info{graph=\"g\",host=\"h\",process=\"p\",node=\"n2\",step=\"7.1\"} 1\n"
         ));
         assert_eq!(t.matches("ptmp_process_info{").count(), 1);
-        state["processes"][0]["node"] = Value::Null;
+        state.processes[0].node = None;
         assert!(!render(&state, &[]).contains("ptmp_process_info"));
     }
 
     #[test]
     fn escapes_and_families() {
         assert_eq!(esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-        let state = json!({"graph": "g", "nodes": [{"name": "n\"1", "host": "h", "process": "p",
-            "kind": "source", "in": 0, "out": 7, "state": "running"}],
-            "processes": [{"name": "p", "host": "h", "restarts": 2}]});
+        let state = GraphState {
+            graph: "g".into(),
+            nodes: vec![NodeView {
+                name: "n\"1".into(),
+                kind: "source".into(),
+                process: "p".into(),
+                host: "h".into(),
+                state: NodeState::Running,
+                restarts: 2,
+                received: 0,
+                sent: 7,
+                in_rate: 0.0,
+                out_rate: 0.0,
+                ports: vec![],
+            }],
+            processes: vec![ProcessState {
+                name: "p".into(),
+                host: "h".into(),
+                node: None,
+                step: None,
+                state: NodeState::Running,
+                restarts: 2,
+                pid: None,
+            }],
+            ..Default::default()
+        };
         let row = SocketRow {
             process: "p".into(),
             host: "h".into(),

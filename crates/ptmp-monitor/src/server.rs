@@ -89,14 +89,15 @@ impl Drop for Monitor {
 }
 
 fn snapshot(c: &mut dyn Gather, h: &mut History) -> Snapshot {
-    let (mut state, rows) = c.gather();
+    let (state, rows) = c.gather();
     h.record(&state);
     let metrics = prom::render(&state, &rows);
-    let brief = serde_json::to_vec(&state).unwrap_or_default();
-    state["history"] = h.to_json();
+    let mut full = serde_json::to_value(&state).unwrap_or_default();
+    let brief = serde_json::to_vec(&full).unwrap_or_default();
+    full["history"] = h.to_json();
     Snapshot {
         state: Bytes::from(brief),
-        full: Bytes::from(serde_json::to_vec(&state).unwrap_or_default()),
+        full: Bytes::from(serde_json::to_vec(&full).unwrap_or_default()),
         metrics: Bytes::from(metrics),
     }
 }

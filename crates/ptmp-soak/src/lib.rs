@@ -550,7 +550,7 @@ impl Write for SayLog<'_, '_> {
 
 /// Where the soak writes a sink's dump when the graph gives none.
 pub fn default_ofile(run_dir: &Path, sink: &str) -> PathBuf {
-    run_dir.join(format!("soak-{sink}.dump"))
+    ptmp_graph::rundir::soak_dump_file(run_dir, sink)
 }
 
 #[cfg(test)]

@@ -8,8 +8,10 @@ use super::{
 mod hosts;
 mod wiring;
 
-use ptmp_graph::status::{self, EdgeFigures, SocketStatus, Supervised, SupervisedProcess};
-use serde_json::Value;
+use ptmp_graph::rundir;
+use ptmp_graph::status::{
+    self, EdgeFigures, NodeState, SocketStatus, Supervised, SupervisedProcess,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -57,26 +59,13 @@ impl GraphView {
         }
     }
 
-    /// Every `plan-*.json`: the graph's name, nodes and sockets.
+    /// Every plan file: the graph's name, nodes and sockets.
     fn plans(
         dir: &Path,
         msgs: &mut Vec<String>,
     ) -> (Option<String>, Vec<PlanNode>, Vec<PlanSocket>) {
         let (mut graph, mut nodes, mut socks) = (None, Vec::new(), Vec::new());
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return (graph, nodes, socks);
-        };
-        let mut files: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|f| f.to_str())
-                    .is_some_and(|f| f.starts_with("plan-") && f.ends_with(".json"))
-            })
-            .collect();
-        files.sort();
-        for f in files {
+        for f in rundir::plan_files(dir) {
             let v = match ptmp_graph::part::PartPlan::read(&f) {
                 Ok(v) => v,
                 Err(e) => {
@@ -88,14 +77,13 @@ impl GraphView {
             if graph.is_none() {
                 graph = Some(v.graph);
             }
-            for p in v.config["proxies"].as_array().into_iter().flatten() {
-                let name = p["name"].as_str().unwrap_or("?").to_string();
+            for p in &v.config.proxies {
                 nodes.push(PlanNode {
-                    name: name.clone(),
-                    kind: p["type"].as_str().unwrap_or("?").to_string(),
+                    name: p.name.clone(),
+                    kind: p.kind.clone(),
                     process: process.clone(),
                 });
-                sockets_of(&name, "", &p["data"], &mut socks);
+                socks.extend(p.sockets().into_iter().map(|s| plan_socket(&p.name, &s)));
             }
         }
         (graph, nodes, socks)
@@ -126,41 +114,15 @@ impl GraphView {
     }
 }
 
-/// Find the sockets in a node's `data`: every object with a `socket`.
-fn sockets_of(node: &str, key: &str, v: &Value, out: &mut Vec<PlanSocket>) {
-    match v {
-        Value::Object(m) => {
-            if let Some(s) = m.get("socket").filter(|s| s.is_object()) {
-                let stype = s["type"].as_str().unwrap_or("").to_ascii_uppercase();
-                let sends = match stype.as_str() {
-                    "PUSH" | "PUB" | "XPUB" => true,
-                    "PULL" | "SUB" | "XSUB" => false,
-                    // A pair: by the key it sits under (input / output).
-                    _ => key.contains("out"),
-                };
-                let addresses = ["bind", "connect"]
-                    .iter()
-                    .flat_map(|k| s[*k].as_array().cloned().unwrap_or_default())
-                    .filter_map(|a| a.as_str().map(String::from))
-                    .collect();
-                out.push(PlanSocket {
-                    node: node.to_string(),
-                    sends,
-                    stype,
-                    addresses,
-                });
-                return;
-            }
-            for (k, x) in m {
-                sockets_of(node, k, x, out);
-            }
-        }
-        Value::Array(a) => {
-            for x in a {
-                sockets_of(node, key, x, out);
-            }
-        }
-        _ => {}
+/// A socket of node `node` as its plan gives it.
+fn plan_socket(node: &str, s: &ptmp_graph::part::PlannedSocket<'_>) -> PlanSocket {
+    let stype = s.socket.stype.to_ascii_uppercase();
+    PlanSocket {
+        node: node.to_string(),
+        sends: ptmp::SocketType::parse(&stype)
+            .map_or(s.key.contains("out"), |t| t.sends_under(s.key)),
+        stype,
+        addresses: s.socket.addresses().map(String::from).collect(),
     }
 }
 
@@ -184,7 +146,7 @@ struct SockFig {
 
 /// A node's row as the frame shows it.
 struct NodeFig {
-    state: String,
+    state: NodeState,
     pid: Option<u64>,
     restarts: Option<u64>,
     inn: Option<u64>,
@@ -236,7 +198,7 @@ fn node_rows(
                 kind.clone(),
                 process.clone(),
                 num(f.pid),
-                f.state.clone(),
+                f.state.to_string(),
                 num(f.restarts),
                 num(f.inn),
                 rate(f.in_rate),
@@ -326,17 +288,13 @@ impl GraphView {
         }
     }
 
-    /// The supervisor's pid: from `processes.json`, else its pid file.
+    /// The supervisor's pid: from its file of process states, else from
+    /// its lock file.
     fn supervisor_pid(&self, supervised: &Supervised) -> Option<u64> {
-        let said = Some(u64::from(supervised.supervisor_pid)).filter(|&p| p > 0);
-        said.or_else(|| {
-            ptmp::files::read_file(
-                &self.dir.join("supervisor.pid"),
-                ptmp_graph::rundir::LOCK_LIMIT,
-            )
-            .ok()
-            .and_then(|t| String::from_utf8_lossy(&t).trim().parse::<u64>().ok())
-        })
+        Some(supervised.supervisor_pid)
+            .filter(|&p| p > 0)
+            .or_else(|| rundir::supervisor_pid(&self.dir))
+            .map(u64::from)
     }
 
     /// Per node figures from the status files, and each node's process.
@@ -369,7 +327,7 @@ impl GraphView {
                 let (inn, out) = (Some(n.received), Some(n.sent));
                 let (in_rate, out_rate) = (Some(n.in_rate), Some(n.out_rate));
                 let sup = sup_proc.copied();
-                let state = status::node_state(sup, Some(d), &name, st.local, wall).to_string();
+                let state = status::node_state(sup, Some(d), &name, st.local, wall);
                 // Lost and latency: those of the sockets it receives on.
                 let mine = || {
                     sock_figs
@@ -642,7 +600,7 @@ impl View for GraphView {
             }
         }
         order.sort_by(|a, b| depth_of(&a.0).cmp(&depth_of(&b.0)).then(a.0.cmp(&b.0)));
-        let running = figs.values().filter(|f| f.state == "running").count();
+        let running = figs.values().filter(|f| f.state.is_running()).count();
         let sup_state = match sup {
             _ if across => format!("{} hosts", parts.len()),
             Some(p) if pid_alive(p) => format!("supervisor pid {p}"),
@@ -713,7 +671,7 @@ impl View for GraphView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     /// An edge whose sending ring gave a durable reader up: its row is
     /// red and a line under the tables says what happened, naming the
@@ -722,7 +680,7 @@ mod tests {
     fn readers_given_up_are_shown() {
         let d = tempfile::tempdir().unwrap();
         let rd = d.path();
-        std::fs::create_dir(rd.join("status")).unwrap();
+        std::fs::create_dir(status::status_dir(rd)).unwrap();
         let (gone, kept) = (
             format!("shm://top-given-up-{}-a", std::process::id()),
             format!("shm://top-given-up-{}-b", std::process::id()),
@@ -731,7 +689,7 @@ mod tests {
         let plan = |p: &str, proxies: Value| {
             let v = json!({"graph": "g", "process": p, "run_dir": rd,
                            "config": {"proxies": proxies}});
-            std::fs::write(rd.join(format!("plan-{p}.json")), v.to_string()).unwrap();
+            std::fs::write(rundir::plan_file(rd, p), v.to_string()).unwrap();
         };
         plan(
             "src",
@@ -753,7 +711,7 @@ mod tests {
             "nodes": [{"name": "a", "in": 0, "out": 10, "ended": false},
                       {"name": "b", "in": 0, "out": 10, "ended": false}],
             "sockets": [send(&gone, 2), send(&kept, 0)]});
-        std::fs::write(rd.join("status/src.json"), status.to_string()).unwrap();
+        std::fs::write(status::status_file(rd, "src"), status.to_string()).unwrap();
         let f = GraphView::new(rd.to_path_buf()).frame();
         let text = f.lines.join("\n");
         let row = |ep: &str| {

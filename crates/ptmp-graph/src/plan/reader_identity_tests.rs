@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 
 /// Every shm input of a worker, proxy or sink reads under
 /// GRAPH/NODE/PORT with the graph's grace; an agent that does not
@@ -23,7 +24,7 @@ fn shm_inputs_of_committing_nodes_get_a_stable_identity() {
     });
     let g = Graph::parse(&v, "x").unwrap();
     let p = Plan::make(&g, Path::new("/tmp/d")).unwrap();
-    let input = |k: usize| p.configs[k]["proxies"][0]["data"]["input"]["socket"].clone();
+    let input = |k: usize| p.configs[k].proxies[0].data["input"]["socket"].clone();
     for (k, id) in [
         (1, Some("t/w/in")),
         (2, None),
@@ -58,9 +59,9 @@ fn a_zipper_fed_by_a_fan_in_is_told_how_many_streams_come() {
     let data = |name: &str| {
         p.configs
             .iter()
-            .map(|c| &c["proxies"][0])
-            .find(|n| n["name"] == name)
-            .map(|n| n["data"].clone())
+            .map(|c| &c.proxies[0])
+            .find(|n| n.name == name)
+            .map(|n| Value::Object(n.data.clone()))
             .unwrap()
     };
     // Its input binds one endpoint that three senders reach.

@@ -7,18 +7,9 @@ use crate::rundir::docs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::rundir::{reply_file, request_file};
+use crate::rundir::{reply_file, request_file, request_tmp_file};
 
 pub use crate::rundir::docs::{Refusal, Reply, Request};
-
-fn supervisor_pid(run_dir: &Path) -> Option<i32> {
-    let b = crate::rundir::read(
-        &crate::rundir::lock_path(run_dir),
-        crate::rundir::LOCK_LIMIT,
-    )
-    .ok()??;
-    String::from_utf8_lossy(&b).trim().parse().ok()
-}
 
 /// Hand `req` to the supervisor running from `run_dir` and wait up to
 /// `limit` for its answer. Errors (as text) when none runs there, another
@@ -33,15 +24,17 @@ fn send_text(run_dir: &Path, req: &Request, limit: Duration) -> Result<Reply, St
     if run_dir.exists() {
         crate::rundir::check_private(run_dir).map_err(|e| e.to_string())?;
     }
-    let pid = supervisor_pid(run_dir).filter(|p| Path::new(&format!("/proc/{p}")).exists());
+    let pid = crate::rundir::supervisor_pid(run_dir)
+        .filter(|p| Path::new(&format!("/proc/{p}")).exists());
     let Some(pid) = pid else {
         return Err(format!(
-            "no graph is running from {} (no live supervisor.pid there); start it with `ptmp graph run`, or give its --run-dir",
-            run_dir.display()
+            "no graph is running from {} (no live supervisor's pid in {}); start it with `ptmp graph run`, or give its --run-dir",
+            run_dir.display(),
+            crate::rundir::lock_path(run_dir).display()
         ));
     };
     let path = request_file(run_dir);
-    let tmp = run_dir.join(format!("apply-request.{}.tmp", req.id));
+    let tmp = request_tmp_file(run_dir, &req.id);
     ptmp::files::write_new(&tmp, &serde_json::to_vec(req).unwrap_or_default())
         .map_err(|e| format!("write {}: {e}", tmp.display()))?;
     let linked = std::fs::hard_link(&tmp, &path);

@@ -104,10 +104,15 @@ impl EdgeFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::SocketDir;
 
     fn sock(dir: &str, eps: &[&str], messages: u64, rate: f64) -> SocketStatus {
         SocketStatus {
-            dir: dir.into(),
+            dir: if dir == "send" {
+                SocketDir::Send
+            } else {
+                SocketDir::Recv
+            },
             endpoints: eps.iter().map(|e| e.to_string()).collect(),
             messages,
             rate,

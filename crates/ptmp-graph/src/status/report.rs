@@ -1,11 +1,12 @@
 //! The state of a whole graph run, read from its run directory: what `ptmp
-//! graph status --json` prints and Python's `run_graph` hands back, built
-//! from the same rules as the terminal view and the monitor
-//! ([`node_state`](super::node_state), [`process_state`](super::process_state),
-//! [`EdgeFigures`]).
+//! graph status --json` prints and Python's `run_graph` hands back. It is
+//! the [`GraphState`] every view serializes (read by the same
+//! [`Collector`]), keyed for a script: each node's and each process's state
+//! by name, each edge with its ends written `node.port`, and the status
+//! documents it was read from.
 
-use super::{node_states, process_states, read_all_noting, read_processes, EdgeFigures};
-use super::{ProcessStatus, Supervised};
+use super::live::EdgeShown;
+use super::{Collector, GraphState, NodeState, ProcessStatus, Supervised};
 use crate::plan::Plan;
 use crate::Graph;
 use serde::Serialize;
@@ -25,9 +26,9 @@ pub struct EdgeReport {
     pub transport: String,
     /// The addresses its binding ports bind.
     pub addresses: Vec<String>,
-    /// What its sockets say, summed.
+    /// What its sockets say, summed, as every view shows it.
     #[serde(flatten)]
-    pub figures: EdgeFigures,
+    pub figures: EdgeShown,
 }
 
 /// A graph run's state, as every process's status file and the
@@ -41,9 +42,9 @@ pub struct Report {
     /// Every process's status document, by process name.
     pub parts: Vec<ProcessStatus>,
     /// Each node's state by name.
-    pub states: BTreeMap<String, String>,
+    pub states: BTreeMap<String, NodeState>,
     /// Each process's state by name.
-    pub process_states: BTreeMap<String, String>,
+    pub process_states: BTreeMap<String, NodeState>,
     /// Each edge's figures, in the graph's order.
     pub edges: Vec<EdgeReport>,
     /// Status files that could not be read, each with why.
@@ -52,42 +53,50 @@ pub struct Report {
     /// The supervisor's `processes.json`, when there is one.
     #[serde(skip)]
     pub supervised: Option<Supervised>,
+    /// The state every view shows, whole.
+    #[serde(skip)]
+    pub state: GraphState,
 }
 
 impl Report {
     /// Read the state of the run of `graph` planned as `plan` from its run
-    /// directory now.
+    /// directory now: every host's part is taken to be there (a run on
+    /// one machine).
     pub fn read(graph: &Graph, plan: &Plan) -> Report {
-        let (parts, unreadable) = read_all_noting(&plan.run_dir);
-        let sup: Option<Supervised> = read_processes(&plan.run_dir);
-        let sockets: Vec<_> = parts.iter().flat_map(|p| &p.sockets).collect();
-        let port = |r: &crate::PortRef| format!("{}.{}", graph.nodes[r.node].name, r.port);
-        let edges = graph
+        let parts = (0..graph.hosts.len().max(1))
+            .map(|h| (h, plan.run_dir.clone()))
+            .collect();
+        let reading = Collector::across(graph, plan, parts, Default::default()).read();
+        let state = reading.state;
+        let edges = state
             .edges
             .iter()
-            .zip(&plan.links)
-            .enumerate()
-            .map(|(i, (e, l))| {
-                let addresses = l.addresses();
-                EdgeReport {
-                    id: format!("e{i}"),
-                    from: e.from.iter().map(port).collect(),
-                    to: e.to.iter().map(port).collect(),
-                    transport: l.transport.scheme().to_string(),
-                    figures: EdgeFigures::of(&addresses, sockets.iter().copied()),
-                    addresses,
-                }
+            .map(|e| EdgeReport {
+                id: e.id.clone(),
+                from: e.from.iter().map(|p| p.dotted()).collect(),
+                to: e.to.iter().map(|p| p.dotted()).collect(),
+                transport: e.transport.clone(),
+                addresses: e.addresses.clone(),
+                figures: e.figures.clone(),
             })
             .collect();
         Report {
             graph: graph.name.clone(),
             run_dir: plan.run_dir.clone(),
-            states: node_states(&parts, sup.as_ref()),
-            process_states: process_states(&parts, sup.as_ref()),
-            parts,
+            states: by_name(state.nodes.iter().map(|n| (&n.name, &n.state))),
+            process_states: by_name(state.processes.iter().map(|p| (&p.name, &p.state))),
+            parts: reading.statuses,
             edges,
-            unreadable,
-            supervised: sup,
+            unreadable: reading.unreadable,
+            supervised: reading.supervised.into_values().flatten().next(),
+            state,
         }
     }
+}
+
+/// Names and states as a map.
+fn by_name<'a>(
+    it: impl Iterator<Item = (&'a String, &'a NodeState)>,
+) -> BTreeMap<String, NodeState> {
+    it.map(|(n, s)| (n.clone(), s.clone())).collect()
 }

@@ -15,7 +15,7 @@
 //! 6. its status is older than [`STALE`]: `stale Ns`;
 //! 7. otherwise `running`.
 
-use super::{ProcessStatus, Supervised, SupervisedProcess};
+use super::{ProcessStatus, Supervised, SupervisedProcess, SupervisedState};
 use std::fmt;
 use std::time::Duration;
 
@@ -23,12 +23,13 @@ use std::time::Duration;
 /// every quarter second).
 pub const STALE: Duration = Duration::from_secs(5);
 
-/// What a view says of a node.
+/// What a view says of a node. It is written out (in `ptmp graph status
+/// --json`, the monitor's documents) as the word or words it displays as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeState {
     /// The supervisor's word for a process not running (or running
     /// without a status yet).
-    Supervisor(String),
+    Supervisor(SupervisedState),
     /// Neither a status nor the supervisor's word.
     NoStatus,
     /// The process wrote its final status.
@@ -41,6 +42,8 @@ pub enum NodeState {
     Stale(u64),
     /// Running.
     Running,
+    /// Its part runs on a host this view does not read.
+    Elsewhere,
 }
 
 impl NodeState {
@@ -48,7 +51,7 @@ impl NodeState {
     pub fn is_running(&self) -> bool {
         match self {
             NodeState::Running => true,
-            NodeState::Supervisor(s) => s == "running",
+            NodeState::Supervisor(s) => *s == SupervisedState::Running,
             _ => false,
         }
     }
@@ -57,14 +60,21 @@ impl NodeState {
 impl fmt::Display for NodeState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NodeState::Supervisor(s) => f.write_str(s),
+            NodeState::Supervisor(s) => f.write_str(s.word()),
             NodeState::NoStatus => f.write_str("no status"),
             NodeState::Exited => f.write_str("exited"),
             NodeState::Ended => f.write_str("ended"),
             NodeState::Gone => f.write_str("gone"),
             NodeState::Stale(s) => write!(f, "stale {s}s"),
             NodeState::Running => f.write_str("running"),
+            NodeState::Elsewhere => f.write_str("elsewhere"),
         }
+    }
+}
+
+impl serde::Serialize for NodeState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -79,12 +89,12 @@ pub fn process_state(
     local: bool,
     now_us: u64,
 ) -> NodeState {
-    let said = sup.map(|p| p.state.as_str());
-    if let Some(s) = said.filter(|s| *s != "running") {
-        return NodeState::Supervisor(s.to_string());
+    let said = sup.map(|p| p.state);
+    if let Some(s) = said.filter(|s| *s != SupervisedState::Running) {
+        return NodeState::Supervisor(s);
     }
     let Some(st) = st else {
-        return said.map_or(NodeState::NoStatus, |s| NodeState::Supervisor(s.into()));
+        return said.map_or(NodeState::NoStatus, NodeState::Supervisor);
     };
     if st.ended {
         return NodeState::Exited;
@@ -151,9 +161,9 @@ mod tests {
     #[test]
     fn each_rule_in_its_order() {
         let now = now_us();
-        let sup = |s: &str| SupervisedProcess {
+        let sup = |s: SupervisedState| SupervisedProcess {
             name: "p".into(),
-            state: s.into(),
+            state: s,
             ..Default::default()
         };
         let st = |ended: bool, node_ended: bool, pid: u32, age_s: u64| ProcessStatus {
@@ -173,12 +183,22 @@ mod tests {
             node_state(sp, ps, "a", local, now).to_string()
         };
         let live = st(false, false, me, 0);
-        assert_eq!(s(Some(&sup("restarting")), Some(&live), true), "restarting");
-        assert_eq!(s(Some(&sup("running")), None, true), "running");
+        assert_eq!(
+            s(Some(&sup(SupervisedState::Restarting)), Some(&live), true),
+            "restarting"
+        );
+        assert_eq!(
+            s(Some(&sup(SupervisedState::Running)), None, true),
+            "running"
+        );
         assert_eq!(s(None, None, true), "no status");
         assert_eq!(s(None, Some(&st(true, true, me, 0)), true), "exited");
         assert_eq!(
-            s(Some(&sup("running")), Some(&st(false, true, me, 0)), true),
+            s(
+                Some(&sup(SupervisedState::Running)),
+                Some(&st(false, true, me, 0)),
+                true
+            ),
             "ended"
         );
         // A pid no process has (beyond the kernel's largest).
@@ -190,7 +210,10 @@ mod tests {
             "a remote pid is not checked"
         );
         assert_eq!(s(None, Some(&st(false, false, me, 9)), true), "stale 9s");
-        assert_eq!(s(Some(&sup("running")), Some(&live), true), "running");
+        assert_eq!(
+            s(Some(&sup(SupervisedState::Running)), Some(&live), true),
+            "running"
+        );
         assert!(node_state(None, Some(&live), "a", true, now).is_running());
         // An ended node of a process that then died or stalled is ended;
         // its process is gone, or stale.
@@ -202,7 +225,10 @@ mod tests {
         assert_eq!(p(None, Some(&dead_ended), true), "gone");
         assert_eq!(p(None, Some(&st(false, true, me, 9)), true), "stale 9s");
         assert_eq!(p(None, Some(&st(false, true, me, 0)), true), "running");
-        assert_eq!(p(Some(&sup("failed")), Some(&live), true), "failed");
+        assert_eq!(
+            p(Some(&sup(SupervisedState::Failed)), Some(&live), true),
+            "failed"
+        );
         assert_eq!(p(None, Some(&st(true, true, me, 0)), true), "exited");
         assert_eq!(p(None, None, true), "no status");
     }

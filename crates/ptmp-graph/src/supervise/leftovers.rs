@@ -85,11 +85,7 @@ pub(crate) fn clear(
     let _ = std::fs::remove_file(rundir::request_file(dir));
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
-            let f = e.file_name();
-            let f = f.to_string_lossy();
-            if f.starts_with("apply-reply-")
-                || (f.starts_with("apply-request.") && f.ends_with(".tmp"))
-            {
+            if rundir::is_apply_leftover(&e.file_name().to_string_lossy()) {
                 let _ = std::fs::remove_file(e.path());
             }
         }

@@ -13,6 +13,12 @@
 //!
 //! Each part also appends its log to `$PTMP_GRAPH_TEST_LOGS/GRAPH.PROCESS.log`
 //! (the runner sets the variable), so a test can read what a part said.
+//!
+//! A graph whose edges go by name is not among these scenarios: its parts
+//! find each other by presence over multicast DNS, which needs hosts of
+//! their own (network namespaces on a bridge, made as root) and the
+//! presence the `ptmp` command starts around a part. It is tested through
+//! the command, host by host, in `ptmp-cli/tests/graph_by_name.rs`.
 
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]

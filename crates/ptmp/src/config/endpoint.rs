@@ -101,6 +101,20 @@ impl SocketType {
         )
     }
 
+    /// Whether a socket of this type, sitting under the configuration key
+    /// `key` (`output`, `input`, `outputs[1]`...), sends: a PUB, PUSH or
+    /// XPUB does, a SUB, PULL or XSUB does not, and any other (a PAIR,
+    /// which may do either, and the types a TPSet socket cannot be) by its
+    /// key: under a key naming an output it sends. Every view of a
+    /// configuration asks this, so they agree on which way a socket goes.
+    pub fn sends_under(self, key: &str) -> bool {
+        match self {
+            SocketType::Pub | SocketType::Push | SocketType::XPub => true,
+            SocketType::Sub | SocketType::Pull | SocketType::XSub => false,
+            _ => key.contains("out"),
+        }
+    }
+
     /// Types a TPSet [`Receiver`](crate::Receiver) may use.
     pub fn can_recv(self) -> bool {
         matches!(

@@ -185,3 +185,19 @@ fn a_default_shm_ring_leaves_room_for_several_in_64_mib() {
     // Docker's default /dev/shm holds seven: a graph's several rings fit.
     const _: () = assert!(7 * DEFAULT_SHM_RING_BYTES < 64 << 20);
 }
+
+#[test]
+fn which_way_a_socket_goes_by_type_then_key() {
+    for t in SocketType::ALL {
+        let (out, inp) = (t.sends_under("output"), t.sends_under("input"));
+        // A type that can only send sends wherever it sits, one that can
+        // only receive never does; the rest go by their key.
+        match (t.can_send(), t.can_recv()) {
+            (true, false) => assert!(out && inp, "{t}"),
+            (false, true) => assert!(!out && !inp, "{t}"),
+            _ => assert!(out && !inp, "{t}"),
+        }
+    }
+    assert!(SocketType::Stream.sends_under("outputs[1]"));
+    assert!(!SocketType::Stream.sends_under("input"));
+}

@@ -4,7 +4,7 @@
 //! parts, and the table of hosts, saying where each part runs.
 
 use super::{add_table, now_us, num, ProcStatus, Sheet, Tone, STALE};
-use ptmp_graph::status::Supervised;
+use ptmp_graph::status::{NodeState, Supervised};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,21 +13,6 @@ use std::time::Duration;
 pub(super) struct PartDir {
     pub(super) host: Option<String>,
     pub(super) dir: PathBuf,
-}
-
-/// Whether `dir` is one part's run directory: it has the supervisor's
-/// files or a plan.
-fn is_part(dir: &Path) -> bool {
-    if dir.join("processes.json").exists() || dir.join("supervisor.pid").exists() {
-        return true;
-    }
-    std::fs::read_dir(dir).is_ok_and(|rd| {
-        rd.flatten().any(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|f| f.starts_with("plan-") && f.ends_with(".json"))
-        })
-    })
 }
 
 /// The parts under `dir`: `dir` itself when it is one; else each
@@ -40,7 +25,7 @@ pub(super) fn part_dirs(dir: &Path) -> Vec<PartDir> {
             dir: dir.to_path_buf(),
         }]
     };
-    if is_part(dir) {
+    if ptmp_graph::rundir::looks_like_run_dir(dir) {
         return single();
     }
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -49,7 +34,7 @@ pub(super) fn part_dirs(dir: &Path) -> Vec<PartDir> {
     let mut parts: Vec<PartDir> = rd
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter(|e| is_part(&e.path()))
+        .filter(|e| ptmp_graph::rundir::looks_like_run_dir(&e.path()))
         .map(|e| PartDir {
             host: Some(e.file_name().to_string_lossy().into_owned()),
             dir: e.path(),
@@ -77,13 +62,13 @@ pub(super) fn add_host_table(
     for ((part, sup), st) in parts.iter().zip(supervised).zip(stats) {
         let newest = st.iter().map(|s| s.doc.time_us).filter(|&t| t > 0).max();
         let state = match newest {
-            None => "no status".to_string(),
+            None => NodeState::NoStatus,
             Some(t) => {
                 let age = Duration::from_micros(wall.saturating_sub(t));
                 if age > STALE {
-                    format!("stale {}s", age.as_secs())
+                    NodeState::Stale(age.as_secs())
                 } else {
-                    "running".to_string()
+                    NodeState::Running
                 }
             }
         };
@@ -94,7 +79,7 @@ pub(super) fn add_host_table(
             text(&sup.step),
             num(Some(u64::from(sup.supervisor_pid)).filter(|&p| p > 0)),
             st.len().to_string(),
-            state,
+            state.to_string(),
         ]);
     }
     add_table(
