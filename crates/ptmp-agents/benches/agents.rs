@@ -5,8 +5,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ptmp_agents::filter::{Adjacency, Engine};
-use ptmp_agents::window::Windower;
-use ptmp_agents::zipper::{Pushed, TardyPolicy, Zipper};
+use ptmp_agents::merge::{Pushed, TardyPolicy, Zipper};
+use ptmp_agents::Windower;
 use ptmp_data::{TPSet, TrigPrim};
 use std::hint::black_box;
 use std::time::Duration;

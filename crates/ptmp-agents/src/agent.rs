@@ -31,7 +31,8 @@ pub struct Ctl {
     /// it runs (the graph runner's per-node counts and rates).
     pub counts: Arc<Counts>,
     /// The per-period figures of the agent's `metrics`, when configured
-    /// (fed by the reads and writes of [`crate::io`]).
+    /// (fed by the agent's reads and writes: [`crate::recv_set`],
+    /// [`crate::send_set`] and the like).
     pub meter: Option<Arc<crate::metrics::Meter>>,
 }
 

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 /// (`tick_per_off`, from the `stats()` helper of PTMP's `ptmp.jsonnet`): the
 /// agents accept them, saying they ignore them, so a PTMP configuration
 /// runs unmodified; every other unknown key near a known one is refused.
-pub const PTMP_SPELLINGS: &[&str] = &["tick_per_off"];
+pub(crate) const PTMP_SPELLINGS: &[&str] = &["tick_per_off"];
 
 /// An agent's configuration object with its name for error messages.
 ///
@@ -221,7 +221,7 @@ impl<'a> Cfg<'a> {
 }
 
 /// Validate a socket config found at `key` of agent `agent`.
-pub fn socket_at(agent: &str, key: &str, v: &Value) -> Result<SocketConfig> {
+pub(crate) fn socket_at(agent: &str, key: &str, v: &Value) -> Result<SocketConfig> {
     SocketConfig::from_value(v).map_err(|e| match e {
         ptmp::Error::Config {
             key: k,

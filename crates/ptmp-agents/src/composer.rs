@@ -8,7 +8,7 @@ use crate::filter::plugin::Plugins;
 use crate::Proxy;
 
 /// Validate the `proxies` list of a composer (or of ptmper).
-pub fn parse(c: &Cfg, plugins: &Plugins) -> Result<Vec<Proxy>> {
+pub(crate) fn parse(c: &Cfg, plugins: &Plugins) -> Result<Vec<Proxy>> {
     let list = c
         .array_opt("proxies")?
         .ok_or_else(|| c.err("proxies", "(missing)", "a composer needs a proxies list"))?;
@@ -16,7 +16,7 @@ pub fn parse(c: &Cfg, plugins: &Plugins) -> Result<Vec<Proxy>> {
 }
 
 /// Validate a list of proxies; names must be unique.
-pub fn parse_list(
+pub(crate) fn parse_list(
     owner: &str,
     list: &[serde_json::Value],
     plugins: &Plugins,

@@ -88,7 +88,7 @@ impl Config {
 }
 
 /// Longest accepted `delayus`: one day.
-pub const MAX_DELAYUS: i64 = 86_400_000_000;
+pub(crate) const MAX_DELAYUS: i64 = 86_400_000_000;
 
 enum Source {
     Sock(Box<Receiver>),
@@ -96,7 +96,7 @@ enum Source {
 }
 
 /// The copier between its source and its destinations.
-pub struct CatAgent {
+pub(crate) struct CatAgent {
     name: String,
     src: Source,
     tx: Option<Sender>,
@@ -109,7 +109,7 @@ pub struct CatAgent {
 
 impl CatAgent {
     /// Open the sockets and files `c` names.
-    pub fn new(name: String, c: &Config) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &Config) -> Result<Self> {
         let src = match (&c.input, &c.ifile) {
             (Some(s), _) => Source::Sock(Box::new(crate::io::open_rx(&name, s)?)),
             (None, Some(f)) => {

@@ -43,12 +43,12 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 /// The type tag PTMP puts before Graphite text kept inside ZeroMQ.
-pub const GLOT_TYPE: i32 = 0x474c_4f54;
+pub(crate) const GLOT_TYPE: i32 = 0x474c_4f54;
 
 /// How long to wait for carbon's connection before the first message is
 /// given up (later messages do not wait: a lost carbon must not stall the
 /// stats).
-pub const CONNECT_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 /// A validated stats_graphite configuration (keys in the module docs).
@@ -167,7 +167,7 @@ pub(crate) enum Out {
 }
 
 /// The converter between its sockets.
-pub struct GraphiteAgent {
+pub(crate) struct GraphiteAgent {
     name: String,
     rx: Receiver,
     out: Out,
@@ -268,7 +268,7 @@ fn zerr(agent: &str, what: &str) -> impl FnOnce(zmq::Error) -> Error {
 
 impl GraphiteAgent {
     /// Open the input socket and connect (or bind) the output.
-    pub fn new(name: String, c: &Config) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &Config) -> Result<Self> {
         let rx = crate::io::open_rx(&name, &c.input)?;
         let out = Out::open(&name, &c.output)?;
         Ok(GraphiteAgent {

@@ -41,7 +41,7 @@ fn wait_while_held(ctl: &Ctl) {
 /// Open an input socket of `agent`; an error names the agent. Names it
 /// connects to (`name://NODE/PORT`) are resolved first, so the socket can
 /// follow a named peer that moves (see [`recv_set`]).
-pub fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
+pub(crate) fn open_rx(agent: &str, c: &SocketConfig) -> Result<Receiver> {
     Receiver::following(c).map_err(Error::socket(agent))
 }
 
@@ -61,7 +61,7 @@ fn follow_rx(rx: &mut Receiver, agent: &str) -> Result<()> {
 /// its timed sends wait in slices, as zmq's do at their high-water mark,
 /// so an agent waiting for a slow reader still sees its stop request (the
 /// ring's block timeout still bounds the whole wait for one message).
-pub fn open_tx(agent: &str, c: &SocketConfig) -> Result<Sender> {
+pub(crate) fn open_tx(agent: &str, c: &SocketConfig) -> Result<Sender> {
     let mut tx = Sender::following(c).map_err(Error::socket(agent))?;
     tx.wait_in_slices();
     Ok(tx)

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 /// An agent with its metric sender: the sender runs on a thread of its own
 /// beside the agent, reading the agent's live counts.
-pub struct Metered {
+pub(crate) struct Metered {
     inner: Box<dyn Agent>,
     cfg: Config,
     out: Sink,
@@ -27,7 +27,7 @@ enum Sink {
 
 impl Metered {
     /// Open the metric socket of `cfg` for `inner`.
-    pub fn new(inner: Box<dyn Agent>, cfg: &Config) -> Result<Self> {
+    pub(crate) fn new(inner: Box<dyn Agent>, cfg: &Config) -> Result<Self> {
         let name = inner.name().to_string();
         let out = match cfg.proto {
             Proto::Json => Sink::Json(Box::new(crate::io::open_tx(&name, &cfg.socket)?)),

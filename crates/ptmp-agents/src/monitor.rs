@@ -33,7 +33,7 @@ use std::sync::Mutex;
 
 /// The first line of the rows file: the column names, space separated, as
 /// PTMP's monitor writes them.
-pub const HEADER: &str = "tapid now nrecv nrecvtot count detid created tstart tspan ntps\n";
+pub(crate) const HEADER: &str = "tapid now nrecv nrecvtot count detid created tstart tspan ntps\n";
 
 #[derive(Debug, Clone)]
 /// One tap: a pass-through whose messages are recorded.
@@ -96,7 +96,7 @@ struct Tap {
 }
 
 /// The monitor's taps and their rows file.
-pub struct MonitorAgent {
+pub(crate) struct MonitorAgent {
     name: String,
     file: BufWriter<File>,
     path: PathBuf,
@@ -105,7 +105,7 @@ pub struct MonitorAgent {
 
 impl MonitorAgent {
     /// Open the rows file and every tap's sockets.
-    pub fn new(name: String, c: &Config) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &Config) -> Result<Self> {
         let mut taps = Vec::new();
         for t in &c.taps {
             taps.push(Tap {
@@ -129,7 +129,14 @@ impl MonitorAgent {
 }
 
 /// Format one row into `line` (cleared first).
-pub fn format_row(line: &mut String, tapid: i64, now: i64, nrecv: u64, nrecvtot: u64, s: &TPSet) {
+pub(crate) fn format_row(
+    line: &mut String,
+    tapid: i64,
+    now: i64,
+    nrecv: u64,
+    nrecvtot: u64,
+    s: &TPSet,
+) {
     use std::fmt::Write as _;
     line.clear();
     let _ = writeln!(

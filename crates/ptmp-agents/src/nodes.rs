@@ -246,10 +246,10 @@ pub fn pace_until(due: Instant) {
 const OFILE_COMMIT_EVERY: u64 = 64;
 
 /// Slowest `rate` of a source other than 0 (one set in about 11.6 days).
-pub const MIN_RATE: f64 = 1e-6;
+pub(crate) const MIN_RATE: f64 = 1e-6;
 
 /// A `source` between its sockets.
-pub struct SourceAgent {
+pub(crate) struct SourceAgent {
     name: String,
     c: SourceConfig,
     tx: Sender,
@@ -258,7 +258,7 @@ pub struct SourceAgent {
 
 impl SourceAgent {
     /// Open the sockets of `c`.
-    pub fn new(name: String, c: &SourceConfig) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &SourceConfig) -> Result<Self> {
         let tx = open_tx(&name, &c.output)?;
         let done = match &c.done {
             Some(d) => Some(open_rx(&name, d)?),
@@ -373,7 +373,7 @@ impl Agent for SourceAgent {
 }
 
 /// A `sink` with its socket and optional dump file.
-pub struct SinkAgent {
+pub(crate) struct SinkAgent {
     name: String,
     c: SinkConfig,
     rx: Receiver,
@@ -388,7 +388,7 @@ pub struct SinkAgent {
 
 impl SinkAgent {
     /// Open the sockets and the dump file of `c`.
-    pub fn new(name: String, c: &SinkConfig) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &SinkConfig) -> Result<Self> {
         let rx = open_rx(&name, &c.input)?;
         let done = match &c.done {
             Some(d) => Some(open_tx(&name, d)?),
@@ -520,7 +520,7 @@ impl Agent for SinkAgent {
 }
 
 /// A `worker` (or a `proxy`) between its sockets.
-pub struct WorkerAgent {
+pub(crate) struct WorkerAgent {
     name: String,
     kind: &'static str,
     c: WorkerConfig,
@@ -531,7 +531,7 @@ pub struct WorkerAgent {
 impl WorkerAgent {
     /// Open the sockets of `c`; `kind` (`"worker"` or `"proxy"`) names it in
     /// its report.
-    pub fn new(name: String, kind: &'static str, c: &WorkerConfig) -> Result<Self> {
+    pub(crate) fn new(name: String, kind: &'static str, c: &WorkerConfig) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(WorkerAgent {
             name,
@@ -621,14 +621,11 @@ mod tests {
         assert!(e.contains("count"), "{e}");
         // A file in a format ptmp does not write is refused by name, as a
         // config error (no restart mends it).
-        let v = json!({"input": inp, "ofile": "tps.parquet"});
+        let v = json!({"input": inp, "ofile": "tps.h5"});
         let e = SinkConfig::parse(&cfg(&v)).unwrap_err();
         assert!(e.is_config());
         let e = e.to_string();
-        assert!(
-            e.contains("ofile") && e.contains("Parquet files yet"),
-            "{e}"
-        );
+        assert!(e.contains("ofile") && e.contains("HDF5 files yet"), "{e}");
         let v = json!({"input": inp, "output": out, "wait": "doze"});
         let e = WorkerConfig::parse(&cfg(&v), false)
             .unwrap_err()

@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 
 /// Slowest accepted `speed`: u64::MAX ticks at it is about 585 million
 /// years, still a `Duration`.
-pub const MIN_SPEED: f64 = 1e-3;
+pub(crate) const MIN_SPEED: f64 = 1e-3;
 /// Fastest accepted `speed` (a tera-tick per microsecond).
-pub const MAX_SPEED: f64 = 1e12;
+pub(crate) const MAX_SPEED: f64 = 1e12;
 /// Fastest `speed` with `rewrite_tstart`: u64::MAX / (microseconds from
 /// 1970 to 2100), rounded down.
-pub const MAX_REWRITE_SPEED: f64 = 4400.0;
+pub(crate) const MAX_REWRITE_SPEED: f64 = 4400.0;
 
 #[derive(Debug, Clone)]
 /// A validated replay configuration (keys in the module docs).
@@ -113,7 +113,7 @@ pub struct Pacer {
 }
 
 /// What to do with a set.
-pub enum Step {
+pub enum PaceStep {
     /// Send it at this instant (rewritten in place).
     At(Instant),
     /// Drop it: its tstart is before the last sent.
@@ -141,10 +141,10 @@ impl Pacer {
     }
 
     /// Decide about `set` arriving at `now`.
-    pub fn step(&mut self, set: &TPSet, now: Instant) -> Step {
+    pub fn step(&mut self, set: &TPSet, now: Instant) -> PaceStep {
         if self.last.is_some_and(|l| set.tstart < l) {
             self.out_of_order += 1;
-            return Step::Drop;
+            return PaceStep::Drop;
         }
         self.last = Some(set.tstart);
         let (t0, ts0) = *self.anchor.get_or_insert((now, set.tstart));
@@ -155,8 +155,8 @@ impl Pacer {
             .ok()
             .and_then(|d| t0.checked_add(d))
         {
-            Some(t) => Step::At(t),
-            None => Step::Never,
+            Some(t) => PaceStep::At(t),
+            None => PaceStep::Never,
         }
     }
 
@@ -179,7 +179,7 @@ impl Pacer {
 }
 
 /// The pacer between its sockets.
-pub struct ReplayAgent {
+pub(crate) struct ReplayAgent {
     name: String,
     rx: Receiver,
     tx: Sender,
@@ -188,7 +188,7 @@ pub struct ReplayAgent {
 
 impl ReplayAgent {
     /// Open the sockets of `c`.
-    pub fn new(name: String, c: &Config) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &Config) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(ReplayAgent {
             name,
@@ -216,9 +216,9 @@ impl Agent for ReplayAgent {
             }
             nin += 1;
             let when = match self.pacer.step(&set, Instant::now()) {
-                Step::Drop => continue,
-                Step::At(t) => Some(t),
-                Step::Never => None,
+                PaceStep::Drop => continue,
+                PaceStep::At(t) => Some(t),
+                PaceStep::Never => None,
             };
             // Sleep in slices so a stop is noticed; once stopping, pacing
             // ends and what is accepted is sent at once (not dropped).
@@ -271,17 +271,17 @@ mod tests {
     fn due_times_follow_data_time_over_speed() {
         let mut p = Pacer::new(50.0, true, 0);
         let t0 = Instant::now();
-        let Step::At(a) = p.step(&s(9, 1000), t0) else {
+        let PaceStep::At(a) = p.step(&s(9, 1000), t0) else {
             panic!()
         };
         assert_eq!(a, t0);
         // 50_000 ticks at 50 ticks/us = 1000 us later, whatever "now" is.
-        let Step::At(b) = p.step(&s(10, 51_000), t0 + Duration::from_micros(3)) else {
+        let PaceStep::At(b) = p.step(&s(10, 51_000), t0 + Duration::from_micros(3)) else {
             panic!()
         };
         assert_eq!(b - t0, Duration::from_micros(1000));
         // Out of order: dropped and counted.
-        assert!(matches!(p.step(&s(11, 50_999), t0), Step::Drop));
+        assert!(matches!(p.step(&s(11, 50_999), t0), PaceStep::Drop));
         assert_eq!(p.out_of_order, 1);
         let mut x = s(77, 51_000);
         p.rewrite(&mut x, 123);
@@ -364,13 +364,13 @@ mod tests {
                         let mut p = Pacer::new(speed, true, i64::from(speed <= MAX_REWRITE_SPEED));
                         let t0 = Instant::now();
                         let mut x = s(u32::MAX, a);
-                        assert!(matches!(p.step(&x, t0), Step::At(t) if t == t0));
+                        assert!(matches!(p.step(&x, t0), PaceStep::At(t) if t == t0));
                         p.rewrite(&mut x, now_us);
                         let mut y = s(0, b);
                         match p.step(&y, t0) {
-                            Step::Drop => assert!(b < a),
-                            Step::At(t) => assert!(b >= a && t >= t0),
-                            Step::Never => assert!(b > a),
+                            PaceStep::Drop => assert!(b < a),
+                            PaceStep::At(t) => assert!(b >= a && t >= t0),
+                            PaceStep::Never => assert!(b > a),
                         }
                         p.rewrite(&mut y, now_us);
                         assert_eq!((x.count, y.count), (0, 1));

@@ -15,7 +15,7 @@
 //! first set of a new `detid` allocates its window.
 
 /// How many numbers behind the newest a stream remembers.
-pub const WINDOW: u64 = 1 << 16;
+pub(crate) const WINDOW: u64 = 1 << 16;
 
 struct Stream {
     detid: u32,
@@ -62,7 +62,7 @@ impl Stream {
 
 /// What [`Seen::check`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Not seen before (or too old to tell): deliver it.
     New,
     /// Seen before: drop it.
@@ -71,7 +71,7 @@ pub enum Verdict {
 
 /// Sets seen so far, per `detid`.
 #[derive(Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     streams: Vec<Stream>,
     /// Sets dropped as seen before.
     pub dropped: u64,
@@ -79,12 +79,12 @@ pub struct Seen {
 
 impl Seen {
     /// Nothing seen yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Judge set (`detid`, `count`) and remember it.
-    pub fn check(&mut self, detid: u32, count: u32) -> Verdict {
+    pub(crate) fn check(&mut self, detid: u32, count: u32) -> Verdict {
         let s = match self.streams.iter().position(|s| s.detid == detid) {
             Some(i) => &mut self.streams[i],
             None => {
@@ -141,7 +141,7 @@ impl Seen {
 
     /// Numbers not (yet) arrived, over every stream: those that left the
     /// window unseen and the holes inside it.
-    pub fn missing(&self) -> u64 {
+    pub(crate) fn missing(&self) -> u64 {
         self.streams
             .iter()
             .map(|s| {
@@ -155,7 +155,7 @@ impl Seen {
 /// The `count` and `detid` of an encoded TPSet, read from its first bytes
 /// when they are the two leading fields (as ptmp and PTMP write them), else
 /// by decoding it into `scratch`. `None` when the bytes are not a TPSet.
-pub fn count_and_detid(bytes: &[u8], scratch: &mut ptmp::TPSet) -> Option<(u32, u32)> {
+pub(crate) fn count_and_detid(bytes: &[u8], scratch: &mut ptmp::TPSet) -> Option<(u32, u32)> {
     fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {

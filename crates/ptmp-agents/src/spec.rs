@@ -6,9 +6,8 @@ use crate::agent::Agent;
 use crate::cfg;
 use crate::error::{Error, Result};
 use crate::filter::{self, plugin};
-use crate::{
-    composer, czmqat, graphite, metrics, monitor, nodes, replay, sorted, stats, window, zipper,
-};
+use crate::merge::{sorted, zipper};
+use crate::{composer, czmqat, graphite, metrics, monitor, nodes, replay, stats, window};
 use ptmp::SocketConfig;
 use serde_json::Value;
 

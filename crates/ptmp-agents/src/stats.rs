@@ -53,15 +53,15 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// The first frame of a stats message.
-pub const JSON_TYPE_FRAME: &[u8] = b"1246973774";
+pub(crate) const JSON_TYPE_FRAME: &[u8] = b"1246973774";
 
 /// The top-level key of the messages when the config gives no `topkey`.
-pub const DEFAULT_TOPKEY: &str = "tpsets";
+pub(crate) const DEFAULT_TOPKEY: &str = "tpsets";
 
 /// Smallest accepted `tick_per_us` (one tick per millisecond).
-pub const MIN_TICK_PER_US: f64 = 1e-3;
+pub(crate) const MIN_TICK_PER_US: f64 = 1e-3;
 /// Largest accepted `tick_per_us`.
-pub const MAX_TICK_PER_US: f64 = 1e12;
+pub(crate) const MAX_TICK_PER_US: f64 = 1e12;
 
 #[derive(Debug, Clone)]
 /// A validated stats configuration (keys in the module docs).
@@ -346,7 +346,7 @@ impl Stats {
 }
 
 /// The statistics between their sockets.
-pub struct StatsAgent {
+pub(crate) struct StatsAgent {
     name: String,
     rx: Receiver,
     tx: Sender,
@@ -355,7 +355,7 @@ pub struct StatsAgent {
 
 impl StatsAgent {
     /// Open the sockets of `c`.
-    pub fn new(name: String, c: &Config) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &Config) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(StatsAgent {
             name,
@@ -634,7 +634,7 @@ mod tests {
     /// near misses of known keys are still refused.
     #[test]
     fn ptmp_spelling_tick_per_off_is_ignored_with_a_warning() {
-        let plugins = crate::plugin::Plugins::default();
+        let plugins = crate::Plugins::default();
         let mut v = serde_json::json!({
             "input": {"socket": {"type": "PULL", "connect": ["inproc://a"]}},
             "output": {"socket": {"type": "PUB", "bind": ["inproc://b"]}},

@@ -354,7 +354,7 @@ impl Windower {
 }
 
 /// The windower between its sockets.
-pub struct WindowAgent {
+pub(crate) struct WindowAgent {
     name: String,
     rx: Receiver,
     tx: Sender,
@@ -363,7 +363,7 @@ pub struct WindowAgent {
 
 impl WindowAgent {
     /// Open the sockets of `c`.
-    pub fn new(name: String, c: &Config) -> Result<Self> {
+    pub(crate) fn new(name: String, c: &Config) -> Result<Self> {
         let (rx, tx) = crate::open_io(&name, &c.input, &c.output)?;
         Ok(WindowAgent {
             name,

@@ -1,12 +1,11 @@
-//! Held outputs ([`ptmp_agents::io::hold_outputs`]): an agent's sends wait
+//! Held outputs ([`ptmp_agents::hold_outputs`]): an agent's sends wait
 //! while its process holds them and go on, in order and complete, when
 //! released; a stopped agent sends despite the hold. The hold is
 //! process-wide, so these tests live in a test binary of their own and run
 //! one after the other.
 
 use ptmp::{Receiver, Sender, TPSet};
-use ptmp_agents::io::{hold_outputs, outputs_held};
-use ptmp_agents::{send_set, Ctl};
+use ptmp_agents::{hold_outputs, outputs_held, send_set, Ctl};
 use std::time::Duration;
 
 fn pair(name: &str) -> (Sender, Receiver) {

@@ -9,10 +9,8 @@ mod parity_support;
 
 use parity_support::{golden, read_sets};
 use ptmp::{Receiver, Sender};
-use ptmp_agents::cfg::Cfg;
-use ptmp_agents::filter::plugin::Plugins;
 use ptmp_agents::filter::{Config, FilterAgent};
-use ptmp_agents::{Agent, Ctl};
+use ptmp_agents::{Agent, Cfg, Ctl, Plugins};
 use std::time::Duration;
 
 #[test]

@@ -11,7 +11,7 @@ mod parity_support;
 
 use parity_support::{drive, ident, read_sets, replay};
 use ptmp::TPSet;
-use ptmp_agents::merge::{sorted::Sorted, zipper::Zipper, Merge, TardyPolicy};
+use ptmp_agents::merge::{Merge, Sorted, TardyPolicy, Zipper};
 use std::time::Duration;
 
 const MS: i64 = 1000;

@@ -7,7 +7,7 @@
 mod parity_support;
 
 use parity_support::read_sets;
-use ptmp_agents::replay::{Pacer, Step};
+use ptmp_agents::{PaceStep, Pacer};
 use std::time::Instant;
 
 #[test]
@@ -20,9 +20,9 @@ fn replay_drops_renumbers_and_rewrites_as_ptmp() {
     let mut n = 0;
     for s in &input {
         match p.step(s, t0) {
-            Step::Drop => continue,
-            Step::At(_) => {}
-            Step::Never => panic!("no data-time jump in this input"),
+            PaceStep::Drop => continue,
+            PaceStep::At(_) => {}
+            PaceStep::Never => panic!("no data-time jump in this input"),
         }
         let c = cpp_it.next().expect("PTMP passed as many sets");
         let mut ours = s.clone();

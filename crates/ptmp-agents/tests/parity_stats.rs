@@ -7,9 +7,8 @@
 mod parity_support;
 
 use parity_support::{golden, read_sets};
-use ptmp_agents::graphite::flatten;
 use ptmp_agents::metrics::Meter;
-use ptmp_agents::stats::Stats;
+use ptmp_agents::{graphite_lines, Stats};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -92,8 +91,8 @@ fn graphite_paths_and_timestamps_are_ptmps() {
     let (links, chans) = messages();
     let arrival = 1_700_000_000;
     let mut text = String::new();
-    flatten(&links, "", arrival, &mut text);
-    flatten(&chans, "", arrival, &mut text);
+    graphite_lines(&links, "", arrival, &mut text);
+    graphite_lines(&chans, "", arrival, &mut text);
     let mut ours = BTreeSet::new();
     for l in text.lines() {
         let f: Vec<&str> = l.split(' ').collect();

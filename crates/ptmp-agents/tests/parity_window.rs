@@ -8,7 +8,7 @@ mod parity_support;
 
 use parity_support::read_sets;
 use ptmp::TPSet;
-use ptmp_agents::window::Windower;
+use ptmp_agents::Windower;
 
 const TSPAN: u64 = 3000;
 const TOFFSET: u64 = 1234;

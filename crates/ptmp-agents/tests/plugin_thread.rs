@@ -2,8 +2,7 @@
 //! (create, process, destroy) comes from one thread. A test plugin records
 //! the thread that created each engine and counts calls from any other.
 
-use ptmp_agents::plugin::Plugins;
-use ptmp_agents::{upstream_first, Ctl, Proxy, Running};
+use ptmp_agents::{upstream_first, Ctl, Plugins, Proxy, Running};
 use serde_json::json;
 use std::path::Path;
 use std::process::Command;

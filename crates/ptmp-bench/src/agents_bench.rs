@@ -17,9 +17,8 @@ use crate::report::{Cell, Row};
 use crate::sys::stopping;
 use hdrhistogram::Histogram;
 use ptmp::{Receiver, Sender, SocketConfig, TPSet, TrigPrim};
-use ptmp_agents::window::Windower;
-use ptmp_agents::zipper::{Pushed, TardyPolicy, Zipper};
-use ptmp_agents::{Ctl, Proxy, Running};
+use ptmp_agents::merge::{Pushed, TardyPolicy, Zipper};
+use ptmp_agents::{Ctl, Proxy, Running, Windower};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -206,7 +205,7 @@ fn flow(
     make: impl Fn(usize, u64, &mut TPSet) + Sync,
     expect: u64,
 ) -> Result<Flow, BenchError> {
-    let p = Proxy::parse("bench", &proxy, &ptmp_agents::plugin::Plugins::builtin())
+    let p = Proxy::parse("bench", &proxy, &ptmp_agents::Plugins::builtin())
         .map_err(|e| BenchError::fail(e.to_string()))?;
     let mut sink = Receiver::new(
         SocketConfig::from_value(&sock("PULL", "connect", &[out_ep.to_string()], 100_000))

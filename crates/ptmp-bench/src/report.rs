@@ -173,7 +173,7 @@ pub fn note(s: String) {
 }
 
 /// A progress bar on stderr, for long runs on a terminal only.
-pub use ptmp_agents::progress::bar as progress;
+pub use ptmp_agents::progress_bar as progress;
 
 /// Show a progress line for a suite that has no bar of its own.
 pub fn spinner(suite: &str) {

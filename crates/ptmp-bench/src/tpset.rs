@@ -30,4 +30,4 @@ pub fn tpset(ntps: u32) -> TPSet {
 }
 
 /// The sleep-then-spin wait that paces a sender, shared with `ptmp send`.
-pub use ptmp_agents::nodes::pace_until;
+pub use ptmp_agents::pace_until;

@@ -357,4 +357,4 @@ pub fn ignore_stray_signals() -> CliResult {
 }
 
 /// A progress bar on stderr, for long runs on a terminal only.
-pub use ptmp_agents::progress::bar as progress;
+pub use ptmp_agents::progress_bar as progress;

@@ -3,7 +3,7 @@
 use crate::common::{outln, progress, stopping, CliError, CliResult, SockArgs};
 use ptmp::duration as units;
 use ptmp::{Delivery, Sender, SocketType, TPSet, TrigPrim, Undelivered};
-use ptmp_agents::nodes::pace_until;
+use ptmp_agents::pace_until;
 use std::time::{Duration, Instant};
 
 /// Exit status of `ptmp send` when messages were, or may have been, lost.

@@ -2,7 +2,7 @@
 //!
 //! A PTMP user hand-writes every socket address and starts every process.
 //! Here the *graph* is the unit: nodes (agents, or the built-in source,
-//! sink, worker and proxy of [`ptmp_agents::nodes`]) with named ports,
+//! sink, worker and proxy of [`ptmp_agents::Kind`]) with named ports,
 //! edges between ports with a messaging pattern, and a placement of nodes
 //! into processes and processes onto hosts. From that the runner
 //!

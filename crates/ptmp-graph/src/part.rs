@@ -241,7 +241,7 @@ pub fn run_until(plan: &PartPlan, stop: &dyn Fn() -> Option<i32>, log: &mut dyn 
     // A part (re)started while a hold is asked for starts held.
     let hfile = hold_file(&plan.run_dir, &plan.process);
     let mut held = hfile.exists();
-    ptmp_agents::io::hold_outputs(held);
+    ptmp_agents::hold_outputs(held);
     let leaves: Vec<&Proxy> = rc.proxies.iter().flat_map(|p| p.leaves()).collect();
     let finite: Vec<usize> = (0..leaves.len()).filter(|&i| leaves[i].finite()).collect();
     let order = ptmp_agents::upstream_first(&leaves);
@@ -303,7 +303,7 @@ pub fn run_until(plan: &PartPlan, stop: &dyn Fn() -> Option<i32>, log: &mut dyn 
         // supervisor waits for the word before it stops what we feed).
         if hfile.exists() != held {
             held = !held;
-            ptmp_agents::io::hold_outputs(held);
+            ptmp_agents::hold_outputs(held);
             write_status(&running, &mut rates, held);
         }
         if Instant::now() >= next_status {
@@ -321,7 +321,7 @@ pub fn run_until(plan: &PartPlan, stop: &dyn Fn() -> Option<i32>, log: &mut dyn 
         }
     }
     // Stopping drains: what the agents hold goes on downstream.
-    ptmp_agents::io::hold_outputs(false);
+    ptmp_agents::hold_outputs(false);
     let handles = running.count_handles();
     let results = running.stop_in_order(&order);
     let mut failed = reason == "a node failed";

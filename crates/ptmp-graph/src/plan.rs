@@ -29,8 +29,7 @@
 use crate::rundir::docs::{Discovery, NodePlan, PartConfig};
 use crate::{Error, Graph, Pattern, PortRef, Result};
 use ptmp::{Attach, Endpoint, ShmSettings, SocketConfig, Transport};
-use ptmp_agents::plugin::Plugins;
-use ptmp_agents::{Kind, Proxy};
+use ptmp_agents::{Kind, Plugins, Proxy};
 use serde_json::{Map, Value};
 
 use std::collections::BTreeMap;

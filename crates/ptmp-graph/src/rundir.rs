@@ -685,7 +685,7 @@ pub fn processes_file(run_dir: &Path) -> PathBuf {
 /// The file whose presence asks process `process` to hold its outputs:
 /// `RUNDIR/hold/PROCESS`. The supervisor makes it while it replaces what
 /// the process feeds and removes it after; the part holds its agents'
-/// outputs ([`ptmp_agents::io::hold_outputs`]) while it exists, and says so
+/// outputs ([`ptmp_agents::hold_outputs`]) while it exists, and says so
 /// at once in its status file (`"held": true`).
 pub fn hold_file(run_dir: &Path, process: &str) -> PathBuf {
     hold_dir(run_dir).join(process)

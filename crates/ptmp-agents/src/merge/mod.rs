@@ -1,4 +1,4 @@
-//! The two merges of time-ordered streams, [`zipper`] and [`sorted`], and
+//! The two merges of time-ordered streams, [`Zipper`] and [`Sorted`], and
 //! what they share: the agent loop ([`MergeAgent`]), the tardy-set policy,
 //! and per-stream statistics. They differ in their release rules, which
 //! each core implements as [`Merge`], and in how they read their input: the
@@ -6,8 +6,11 @@
 //! `detid`, sorted opens one socket per endpoint, each its own stream (as
 //! PTMP's do).
 
-pub mod sorted;
-pub mod zipper;
+pub(crate) mod sorted;
+pub(crate) mod zipper;
+
+pub use sorted::Sorted;
+pub use zipper::Zipper;
 
 use crate::cfg::Cfg;
 use crate::error::{Error, Result};

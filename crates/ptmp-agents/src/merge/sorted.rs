@@ -255,7 +255,7 @@ impl Sorted {
 }
 
 /// The head-of-line merge between its sockets.
-pub type SortedAgent = MergeAgent<Sorted>;
+pub(crate) type SortedAgent = MergeAgent<Sorted>;
 
 impl SortedAgent {
     /// The merge between the sockets of `c`: one input socket, and one

@@ -22,11 +22,7 @@
 //! tardy, how late the tardy ones were in data time (ticks behind the last
 //! sent `tstart`), and how long sets were held in real time (microseconds).
 
-// Paths other crates use for the zipper's types, from before the merges
-// shared a module.
-pub use super::{Pushed, TardyPolicy};
-
-use super::{Merge, MergeAgent, StreamStats};
+use super::{Merge, MergeAgent, Pushed, StreamStats, TardyPolicy};
 use crate::cfg::Cfg;
 use crate::error::Result;
 use ptmp::{SocketConfig, TPSet};
@@ -253,7 +249,7 @@ impl Zipper {
 }
 
 /// The zipper between its sockets.
-pub type ZipperAgent = MergeAgent<Zipper>;
+pub(crate) type ZipperAgent = MergeAgent<Zipper>;
 
 impl ZipperAgent {
     /// The zipper between the sockets of `c`; the input's endpoints give the
