@@ -180,11 +180,11 @@ def test_rows_are_one_per_trigprim_with_the_sets_columns(tmp_path):
 
 
 def test_formats_ptmp_does_not_write_are_refused_by_name(tmp_path):
-    with pytest.raises(ptmp.PtmpError, match=r"run\.mcap: ptmp does not read or write MCAP files yet"):
-        ptmp.DumpWriter(tmp_path / "run.mcap")
-    with pytest.raises(ptmp.PtmpError, match="Parquet"):
-        ptmp.read_rows(tmp_path / "tps.parquet")
-    assert not (tmp_path / "run.mcap").exists()
+    with pytest.raises(ptmp.PtmpError, match=r"run\.h5: ptmp does not read or write HDF5 files yet"):
+        ptmp.DumpWriter(tmp_path / "run.h5")
+    with pytest.raises(ptmp.PtmpError, match="HDF5"):
+        ptmp.read_rows(tmp_path / "tps.hdf5")
+    assert not (tmp_path / "run.h5").exists()
 
 
 def test_dump_message_of_no_frames_is_refused_both_ways(tmp_path):

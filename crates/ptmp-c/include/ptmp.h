@@ -361,8 +361,9 @@ void ptmp_tpset_clear(struct ptmp_tpset *tpset);
  * `*out` (NULL on failure).
  *
  * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8, or
- * named for a format ptmp does not read: `.mcap`, `.parquet`, `.h5`; the
- * format follows the extension, a czmqat dump unless it says otherwise) or
+ * named for a format ptmp does not read yet: `.h5`, `.hdf5`; the format
+ * follows the extension: `.mcap` is MCAP, `.parquet` Parquet, anything
+ * else a czmqat dump) or
  * [`PTMP_ERR_IO`] (the message names the path and why: missing,
  * unreadable, or not a regular file, "a FIFO" or "a directory" say; a
  * link is followed). The call never waits: a FIFO is refused, not

@@ -33,15 +33,17 @@ pub struct CatArgs {
     /// microseconds, as czmqat's option).
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = units::micros)]
     pub delayus: Duration,
-    /// Read messages from this file (a czmqat dump; the format follows
-    /// the extension).
+    /// Read messages from this file; the format follows the extension:
+    /// .mcap (MCAP), .parquet (Parquet, a row per TrigPrim), anything else
+    /// a czmqat dump.
     #[arg(long)]
     pub ifile: Option<PathBuf>,
     /// Read messages from a socket: JSON config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...].
     #[arg(long)]
     pub isock: Option<String>,
-    /// Write messages to this file (a czmqat dump; the format follows
-    /// the extension).
+    /// Write messages to this file; the format follows the extension:
+    /// .mcap (MCAP, readable by MCAP's own tools), .parquet (Parquet, for
+    /// pandas, polars, DuckDB), anything else a czmqat dump.
     #[arg(long)]
     pub ofile: Option<PathBuf>,
     /// Send messages to a socket: JSON config or TYPE,bind|connect,ENDPOINT[,ENDPOINT...].

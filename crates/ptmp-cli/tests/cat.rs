@@ -338,13 +338,13 @@ fn bad_arguments_exit_2_and_name_the_value() {
                 "--isock",
                 "PULL,bind,tcp://127.0.0.1:5",
                 "--ofile",
-                "run.mcap",
+                "run.h5",
             ],
-            "--ofile run.mcap: ptmp does not read or write MCAP files yet",
+            "--ofile run.h5: ptmp does not read or write HDF5 files yet",
         ),
         (
-            &["cat", "--ifile", "tps.parquet"],
-            "--ifile tps.parquet: ptmp does not read or write Parquet files yet",
+            &["cat", "--ifile", "tps.hdf5"],
+            "--ifile tps.hdf5: ptmp does not read or write HDF5 files yet",
         ),
     ];
     for (args, needle) in cases {

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The path or the `--format` name asks for a format ptmp does not
-    /// read or write (yet); `what` says which and what ptmp offers.
+    /// read or write (yet), or for something its format does not do
+    /// (appending to an MCAP or a Parquet file); `what` says which and
+    /// what ptmp offers.
     #[error("{path}: {what}")]
     Format {
         /// The file, or the `--format` value.
@@ -30,6 +32,21 @@ pub enum Error {
         path: PathBuf,
         /// The record, the byte and the problem.
         source: DumpError,
+    },
+    /// The file, from one of its records on, cannot be read: it is cut
+    /// short (its writer was killed before finishing it), damaged, or
+    /// holds something other than what ptmp reads from its format (an
+    /// MCAP channel of another schema, a Parquet table of other columns).
+    /// Every record before `record` has been returned.
+    #[error("{path}: {what}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Records read before the problem (the number, from 0, of the
+        /// first record not read).
+        record: u64,
+        /// What is wrong and where, in words.
+        what: String,
     },
     /// A record the format cannot hold (a message of no frames, say).
     #[error("{path}: {what}")]
@@ -58,6 +75,7 @@ impl Error {
     pub fn record(&self) -> Option<u64> {
         match self {
             Error::Dump { source, .. } => Some(source.record()),
+            Error::Unreadable { record, .. } => Some(*record),
             _ => None,
         }
     }

@@ -11,6 +11,13 @@ pub enum Format {
     /// CZMQ's `zmsg_encode` form of its frames. Keeps the frames only: no
     /// channel, no receive time.
     Dump,
+    /// MCAP (<https://mcap.dev>): TPSets as protobuf messages with their
+    /// schema, a channel per stream, receive times; chunks compressed with
+    /// zstd and a summary to seek by ([`crate::mcap`]).
+    Mcap,
+    /// Parquet: a table of one row per TrigPrim with its set's columns,
+    /// its channel and receive time ([`crate::parquet`]).
+    Parquet,
 }
 
 /// Every name a format is known by: the extensions and `--format` values
@@ -20,20 +27,31 @@ pub enum Format {
 const NAMES: &[(&str, Option<Format>, &str)] = &[
     ("dump", Some(Format::Dump), "czmqat dump"),
     ("czmqat", Some(Format::Dump), "czmqat dump"),
-    ("mcap", None, "MCAP"),
-    ("parquet", None, "Parquet"),
+    ("mcap", Some(Format::Mcap), "MCAP"),
+    ("parquet", Some(Format::Parquet), "Parquet"),
     ("h5", None, "HDF5"),
     ("hdf5", None, "HDF5"),
 ];
 
 impl Format {
     /// Every format ptmp reads and writes, for help texts and errors.
-    pub const ALL: &'static [Format] = &[Format::Dump];
+    pub const ALL: &'static [Format] = &[Format::Dump, Format::Mcap, Format::Parquet];
 
     /// The name `--format` takes and [`fmt::Display`] prints.
     pub fn name(self) -> &'static str {
         match self {
             Format::Dump => "dump",
+            Format::Mcap => "mcap",
+            Format::Parquet => "parquet",
+        }
+    }
+
+    /// The format's name in prose ("czmqat dump", "MCAP", "Parquet").
+    pub fn long_name(self) -> &'static str {
+        match self {
+            Format::Dump => "czmqat dump",
+            Format::Mcap => "MCAP",
+            Format::Parquet => "Parquet",
         }
     }
 
@@ -52,8 +70,9 @@ impl Format {
     /// The format of `path`: the one `given` names if any, otherwise the
     /// one its extension says. A file with no extension, or one ptmp does
     /// not know, is a czmqat dump, as PTMP's czmqat wrote them under any
-    /// name; an extension of a format ptmp does not write yet (`.mcap`,
-    /// `.parquet`, `.h5`) is refused, naming it.
+    /// name; `.mcap` is MCAP and `.parquet` Parquet; an extension of a
+    /// format ptmp does not write yet (`.h5`, `.hdf5`) is refused, naming
+    /// it.
     pub fn of(path: &Path, given: Option<Format>) -> Result<Format> {
         if let Some(f) = given {
             return Ok(f);
@@ -110,29 +129,43 @@ mod tests {
         assert_eq!(of("RUN.DUMP").unwrap(), Format::Dump);
         assert_eq!(of("tpsets").unwrap(), Format::Dump);
         assert_eq!(of("out.dat").unwrap(), Format::Dump);
-        let e = of("run.mcap").unwrap_err().to_string();
-        assert!(e.starts_with("run.mcap: ") && e.contains("MCAP"), "{e}");
-        assert!(e.contains("dump, czmqat"), "{e}");
-        assert!(of("x.parquet").unwrap_err().to_string().contains("Parquet"));
-        assert!(of("x.h5").unwrap_err().to_string().contains("HDF5"));
+        assert_eq!(of("run.mcap").unwrap(), Format::Mcap);
+        assert_eq!(of("RUN.MCAP").unwrap(), Format::Mcap);
+        assert_eq!(of("tps.parquet").unwrap(), Format::Parquet);
+        let e = of("run.h5").unwrap_err().to_string();
+        assert!(
+            e.starts_with("run.h5: ") && e.contains("ptmp does not read or write HDF5 files yet"),
+            "{e}"
+        );
+        assert!(e.contains("dump, czmqat, mcap, parquet"), "{e}");
+        assert!(of("x.hdf5").unwrap_err().to_string().contains("HDF5"));
     }
 
     #[test]
     fn a_given_format_wins_over_the_extension() {
         let p = Path::new("run.mcap");
         assert_eq!(Format::of(p, Some(Format::Dump)).unwrap(), Format::Dump);
+        let p = Path::new("run.dump");
+        assert_eq!(
+            Format::of(p, Some(Format::Parquet)).unwrap(),
+            Format::Parquet
+        );
     }
 
     #[test]
     fn format_names_are_checked() {
         assert_eq!(Format::named("Dump").unwrap(), Format::Dump);
         assert_eq!(Format::named("czmqat").unwrap(), Format::Dump);
+        assert_eq!(Format::named("MCAP").unwrap(), Format::Mcap);
+        assert_eq!(Format::named("parquet").unwrap(), Format::Parquet);
         let e = Format::named("csv").unwrap_err().to_string();
         assert!(e.contains("csv") && e.contains("no such format"), "{e}");
-        let e = Format::named("parquet").unwrap_err().to_string();
-        assert!(e.contains("Parquet files yet"), "{e}");
+        let e = Format::named("hdf5").unwrap_err().to_string();
+        assert!(e.contains("HDF5 files yet"), "{e}");
         for f in Format::ALL {
             assert_eq!(Format::named(f.name()).unwrap(), *f);
+            assert_eq!(f.to_string(), f.name());
+            assert!(!f.long_name().is_empty());
         }
     }
 }

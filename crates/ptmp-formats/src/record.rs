@@ -7,7 +7,7 @@
 //! less (a czmqat dump keeps the frames only) reads back an empty channel
 //! and no time; a format that keeps more says so in its own module.
 
-use crate::{dump, Error, Format, Result};
+use crate::{dump, mcap, parquet, Error, Format, Result};
 use ptmp_data::Frames;
 use std::path::{Path, PathBuf};
 
@@ -75,6 +75,8 @@ pub trait Writer: Send {
 pub fn open(path: &Path, given: Option<Format>) -> Result<Box<dyn Reader>> {
     match Format::of(path, given)? {
         Format::Dump => Ok(Box::new(dump::FileReader::open(path)?)),
+        Format::Mcap => Ok(Box::new(mcap::FileReader::open(path)?)),
+        Format::Parquet => Ok(Box::new(parquet::FileReader::open(path)?)),
     }
 }
 
@@ -88,6 +90,8 @@ pub fn open_file(
 ) -> Result<Box<dyn Reader>> {
     match Format::of(path, given)? {
         Format::Dump => Ok(Box::new(dump::FileReader::from_file(file, path))),
+        Format::Mcap => Ok(Box::new(mcap::FileReader::from_file(file, path)?)),
+        Format::Parquet => Ok(Box::new(parquet::FileReader::from_file(file, path)?)),
     }
 }
 
@@ -96,6 +100,8 @@ pub fn open_file(
 pub fn create(path: &Path, given: Option<Format>) -> Result<Box<dyn Writer>> {
     match Format::of(path, given)? {
         Format::Dump => Ok(Box::new(dump::FileWriter::create(path)?)),
+        Format::Mcap => Ok(Box::new(mcap::FileWriter::create(path)?)),
+        Format::Parquet => Ok(Box::new(parquet::FileWriter::create(path)?)),
     }
 }
 
@@ -119,7 +125,10 @@ pub struct Appended {
 /// holds to `visit` first. How a format goes on after a writer that died
 /// is its own: a czmqat dump cuts a torn last record off and writes
 /// `PATH.1` (`.2`, ...) in place of a file damaged before its end
-/// ([`dump::open_append_reading`]).
+/// ([`dump::open_append_reading`]). MCAP and Parquet files end with what
+/// their writer writes when it finishes (a summary, a footer), so they are
+/// not appended to: refused, as a [`Error::Format`], before the file is
+/// touched.
 pub fn append(
     path: &Path,
     given: Option<Format>,
@@ -139,5 +148,16 @@ pub fn append(
                 passed_over: a.passed_over,
             })
         }
+        f @ (Format::Mcap | Format::Parquet) => Err(no_append(path, f.long_name())),
+    }
+}
+
+/// Refusing to append to `path`: its format ends with what its writer writes last.
+fn no_append(path: &Path, long: &str) -> Error {
+    Error::Format {
+        path: path.into(),
+        what: format!(
+            "ptmp does not append to {long} files (such a file is closed by what its writer writes at its end); write a new file, or append to a czmqat dump (.dump)"
+        ),
     }
 }

@@ -11,7 +11,9 @@ use ptmp_formats::{Record, Writer};
 /// everything else a `PtmpError`, each naming the file.
 fn file_err(e: ptmp_formats::Error) -> PyErr {
     match e {
-        ptmp_formats::Error::Dump { .. } => WireError::new_err(e.to_string()),
+        ptmp_formats::Error::Dump { .. } | ptmp_formats::Error::Unreadable { .. } => {
+            WireError::new_err(e.to_string())
+        }
         _ => PtmpError::new_err(e.to_string()),
     }
 }

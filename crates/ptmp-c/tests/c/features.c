@@ -154,14 +154,14 @@ static void dump_files(const char* dir) {
     ptmp_dump_reader_free(dr);
     /* A format ptmp knows of but does not read or write: refused by name
      * as a bad argument, and no file is made. */
-    snprintf(path, sizeof path, "%s/run.mcap", dir);
+    snprintf(path, sizeof path, "%s/run.h5", dir);
     rc = ptmp_dump_reader_new(path, &dr);
-    printf("an MCAP file: %d %s\n", rc, ptmp_last_error());
+    printf("an HDF5 file: %d %s\n", rc, ptmp_last_error());
     EXPECT(rc == PTMP_ERR_ARG && dr == NULL);
-    EXPECT(strstr(ptmp_last_error(), "MCAP files yet") != NULL);
+    EXPECT(strstr(ptmp_last_error(), "HDF5 files yet") != NULL);
     ptmp_dump_writer* mw = NULL;
     EXPECT(ptmp_dump_writer_new(path, &mw) == PTMP_ERR_ARG && mw == NULL);
-    EXPECT(strstr(ptmp_last_error(), "run.mcap") != NULL);
+    EXPECT(strstr(ptmp_last_error(), "run.h5") != NULL);
     EXPECT(access(path, F_OK) != 0);
     EXPECT(ptmp_dump_writer_write(NULL, &got) == PTMP_ERR_NULL);
 }
