@@ -29,6 +29,7 @@
 //! This crate depends on `ptmp-data` (the schema and the framing) and on no
 //! transport: it never opens a socket or a ring.
 
+mod beside;
 pub mod dump;
 mod error;
 mod format;

@@ -34,7 +34,8 @@
 //! log time is kept, and the frames are PTMP's version frame and the
 //! protobuf bytes exactly as written.
 //!
-//! MCAP files are not appended to: [`crate::append`] refuses them.
+//! MCAP files are not appended to: [`crate::append`] leaves one as it
+//! is and writes the next numbered file beside it.
 
 mod read;
 

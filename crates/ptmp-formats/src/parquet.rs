@@ -28,7 +28,8 @@
 //! its channel and receive time. A Parquet file of other columns is
 //! refused at opening, naming each column missing or of another type.
 //!
-//! Parquet files are not appended to: [`crate::append`] refuses them.
+//! Parquet files are not appended to: [`crate::append`] leaves one as it
+//! is and writes the next numbered file beside it.
 
 mod read;
 

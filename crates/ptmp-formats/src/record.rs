@@ -109,14 +109,16 @@ pub fn create(path: &Path, given: Option<Format>) -> Result<Box<dyn Writer>> {
 pub struct Appended {
     /// Writes after the last whole record.
     pub writer: Box<dyn Writer>,
-    /// The file written: the one asked for, or `PATH.N` past damaged ones.
+    /// The file written: the one asked for, or the next of a numbered
+    /// series (`PATH.N` past damaged dumps, `STEM.N.EXT` after MCAP and
+    /// Parquet files, which are not appended to).
     pub path: PathBuf,
     /// Records the file held.
     pub records: u64,
     /// Bytes of a torn last record cut off (a writer died writing it).
     pub cut: u64,
-    /// Files left as they were because they are damaged before their end,
-    /// each with why.
+    /// Files left as they were (damaged before their end, or of a format
+    /// not appended to), each with why.
     pub passed_over: Vec<String>,
 }
 
@@ -127,8 +129,9 @@ pub struct Appended {
 /// `PATH.1` (`.2`, ...) in place of a file damaged before its end
 /// ([`dump::open_append_reading`]). MCAP and Parquet files end with what
 /// their writer writes when it finishes (a summary, a footer), so they are
-/// not appended to: refused, as a [`Error::Format`], before the file is
-/// touched.
+/// not appended to: they are read through and left as they are, and the
+/// records go to the next numbered file beside them (`run.1.mcap`, ...;
+/// each file left is said in [`Appended::passed_over`]).
 pub fn append(
     path: &Path,
     given: Option<Format>,
@@ -148,16 +151,6 @@ pub fn append(
                 passed_over: a.passed_over,
             })
         }
-        f @ (Format::Mcap | Format::Parquet) => Err(no_append(path, f.long_name())),
-    }
-}
-
-/// Refusing to append to `path`: its format ends with what its writer writes last.
-fn no_append(path: &Path, long: &str) -> Error {
-    Error::Format {
-        path: path.into(),
-        what: format!(
-            "ptmp does not append to {long} files (such a file is closed by what its writer writes at its end); write a new file, or append to a czmqat dump (.dump)"
-        ),
+        f @ (Format::Mcap | Format::Parquet) => crate::beside::append_beside(path, f, visit),
     }
 }

@@ -267,21 +267,47 @@ fn a_recorder_killed_after_flushing_leaves_what_it_flushed() {
     );
 }
 
+/// Going on after an MCAP file (a sink restarted in a graph) leaves it
+/// as it is and writes the next numbered file, having shown every record
+/// already written; one cut short by a killed writer is read to its last
+/// whole chunk and said so.
 #[test]
-fn mcap_files_are_not_appended_to() {
+fn going_on_after_mcap_files_writes_the_next_one_beside_them() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("run.mcap");
     recording(&p, 3, McapOptions::default(), u32::MAX)
         .finish()
         .unwrap();
     let before = std::fs::read(&p).unwrap();
-    let e = append(&p, None, &mut |_| {}).err().unwrap();
-    assert!(matches!(e, Error::Format { .. }), "{e}");
+    let mut seen = Vec::new();
+    let a = append(&p, None, &mut |f| seen.push(f.clone())).unwrap();
+    assert_eq!(a.path, d.path().join("run.1.mcap"));
+    assert_eq!((a.records, seen.len()), (3, 3));
+    assert_eq!(seen[2], frames(&numbered(2, 2)));
     assert!(
-        e.to_string().contains("does not append to MCAP files"),
-        "{e}"
+        a.passed_over[0].contains("MCAP files are not appended to"),
+        "{:?}",
+        a.passed_over
     );
+    let mut w = a.writer;
+    w.write("x", Some(1), &frames(&numbered(3, 1))).unwrap();
+    w.finish().unwrap();
     assert_eq!(std::fs::read(&p).unwrap(), before);
+    let (got, err) = read_all(&mut *open(&d.path().join("run.1.mcap"), None).unwrap());
+    assert!(err.is_none());
+    assert_eq!(got.len(), 1);
+    // The next time on, both are read and the third file is written; a
+    // second one cut short (here to its first bytes) is kept as it is.
+    let cut = std::fs::read(d.path().join("run.1.mcap")).unwrap();
+    std::fs::write(d.path().join("run.1.mcap"), &cut[..12]).unwrap();
+    let a = append(&p, None, &mut |_| {}).unwrap();
+    assert_eq!(a.path, d.path().join("run.2.mcap"));
+    assert_eq!(a.records, 3);
+    assert!(
+        a.passed_over[1].contains("kept as it is"),
+        "{:?}",
+        a.passed_over
+    );
 }
 
 #[test]

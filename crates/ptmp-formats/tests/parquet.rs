@@ -148,17 +148,30 @@ fn a_table_of_other_columns_is_refused_naming_them() {
     assert!(e.contains("dump.parquet: not a Parquet file"), "{e}");
 }
 
+/// Going on after a Parquet file leaves it as it is and writes the next
+/// numbered file; a missing one is simply created.
 #[test]
-fn parquet_files_are_not_appended_to() {
+fn going_on_after_parquet_files_writes_the_next_one_beside_them() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("tps.parquet");
-    create(&p, None).unwrap().finish().unwrap();
-    let e = append(&p, None, &mut |_| {}).err().unwrap();
-    assert!(matches!(e, Error::Format { .. }), "{e}");
-    assert!(
-        e.to_string().contains("does not append to Parquet files"),
-        "{e}"
+    let a = append(&p, None, &mut |_| {}).unwrap();
+    assert_eq!((a.path.clone(), a.records), (p.clone(), 0));
+    let mut w = a.writer;
+    w.write("a", Some(7), &frames(&numbered(0, 2))).unwrap();
+    w.finish().unwrap();
+    let mut n = 0;
+    let a = append(&p, None, &mut |_| n += 1).unwrap();
+    assert_eq!(
+        (a.path.clone(), a.records, n),
+        (d.path().join("tps.1.parquet"), 1, 1)
     );
+    assert!(
+        a.passed_over[0].contains("Parquet files are not appended to"),
+        "{:?}",
+        a.passed_over
+    );
+    a.writer.finish().unwrap();
+    assert!(open(&d.path().join("tps.1.parquet"), None).is_ok());
 }
 
 #[test]
