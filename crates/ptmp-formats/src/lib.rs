@@ -29,7 +29,7 @@
 //! This crate depends on `ptmp-data` (the schema and the framing) and on no
 //! transport: it never opens a socket or a ring.
 
-mod beside;
+mod append;
 pub mod dump;
 mod error;
 mod format;
@@ -38,6 +38,7 @@ pub mod parquet;
 mod record;
 pub mod rows;
 
+pub use append::{append, Appended};
 pub use error::{Error, Result};
 pub use format::Format;
-pub use record::{append, create, open, open_file, Appended, Reader, Record, Writer};
+pub use record::{create, open, open_file, Reader, Record, Writer};

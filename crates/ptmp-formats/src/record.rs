@@ -7,9 +7,9 @@
 //! less (a czmqat dump keeps the frames only) reads back an empty channel
 //! and no time; a format that keeps more says so in its own module.
 
-use crate::{dump, mcap, parquet, Error, Format, Result};
+use crate::{dump, mcap, parquet, Format, Result};
 use ptmp_data::Frames;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One message read from a file.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -102,55 +102,5 @@ pub fn create(path: &Path, given: Option<Format>) -> Result<Box<dyn Writer>> {
         Format::Dump => Ok(Box::new(dump::FileWriter::create(path)?)),
         Format::Mcap => Ok(Box::new(mcap::FileWriter::create(path)?)),
         Format::Parquet => Ok(Box::new(parquet::FileWriter::create(path)?)),
-    }
-}
-
-/// A file opened by [`append`] to go on after the records it holds.
-pub struct Appended {
-    /// Writes after the last whole record.
-    pub writer: Box<dyn Writer>,
-    /// The file written: the one asked for, or the next of a numbered
-    /// series (`PATH.N` past damaged dumps, `STEM.N.EXT` after MCAP and
-    /// Parquet files, which are not appended to).
-    pub path: PathBuf,
-    /// Records the file held.
-    pub records: u64,
-    /// Bytes of a torn last record cut off (a writer died writing it).
-    pub cut: u64,
-    /// Files left as they were (damaged before their end, or of a format
-    /// not appended to), each with why.
-    pub passed_over: Vec<String>,
-}
-
-/// Open `path` (in the format `given` or its extension's) to write after
-/// the records it holds, creating it if missing, showing each record it
-/// holds to `visit` first. How a format goes on after a writer that died
-/// is its own: a czmqat dump cuts a torn last record off and writes
-/// `PATH.1` (`.2`, ...) in place of a file damaged before its end
-/// ([`dump::open_append_reading`]). MCAP and Parquet files end with what
-/// their writer writes when it finishes (a summary, a footer), so they are
-/// not appended to: they are read through and left as they are, and the
-/// records go to the next numbered file beside them (`run.1.mcap`, ...;
-/// each file left is said in [`Appended::passed_over`]).
-pub fn append(
-    path: &Path,
-    given: Option<Format>,
-    visit: &mut dyn FnMut(&Frames),
-) -> Result<Appended> {
-    match Format::of(path, given)? {
-        Format::Dump => {
-            let a = dump::open_append_reading(path, visit).map_err(|source| Error::Io {
-                path: path.into(),
-                source,
-            })?;
-            Ok(Appended {
-                writer: Box::new(dump::FileWriter::from_file(a.file, &a.path)),
-                path: a.path,
-                records: a.records,
-                cut: a.cut,
-                passed_over: a.passed_over,
-            })
-        }
-        f @ (Format::Mcap | Format::Parquet) => crate::beside::append_beside(path, f, visit),
     }
 }
