@@ -5,12 +5,13 @@
 //! status` reads: the plan of each process (`plan-PROCESS.json`, which
 //! names its nodes and their sockets, from which the edges are found) and
 //! the status file each process rewrites a few times a second
-//! (`status/PROCESS.json`: pid, per node counts and rates). Figures a
-//! status file does not carry are worked out where they can be (rates from
-//! successive counts, restarts from a process's pid changing, an shm edge's
-//! rate and lag from its channel's header) and shown as `-` where they
-//! cannot. Nothing here needs the graph's cooperation beyond those files:
-//! no HTTP, no socket.
+//! (`status/PROCESS.json`: pid, per node counts and rates), gathered into
+//! the graph library's `GraphState` (by `status::Planned`), the state
+//! every other view shows. Figures a status file does not carry are
+//! worked out where they can be (restarts from a process's pid changing,
+//! an shm edge's rate and lag from its channel's header) and shown as `-`
+//! where they cannot. Nothing here needs the graph's cooperation beyond
+//! those files: no HTTP, no socket.
 //!
 //! The shm view reads every channel's header and reader registry: writer,
 //! messages published and their rate, and per registered reader how far it

@@ -80,15 +80,6 @@ pub use crate::rundir::docs::{
     Discovery, NodePlan, PartConfig, PartPlan, PlannedSocket, SocketPlan,
 };
 
-impl PartPlan {
-    /// Read a plan file; the error names the file and what is missing or
-    /// malformed.
-    pub fn read(path: &Path) -> crate::Result<PartPlan> {
-        docs::read(path, crate::rundir::PLAN_LIMIT)?
-            .ok_or_else(|| crate::Error::RunDir(format!("plan {}: no such file", path.display())))
-    }
-}
-
 /// For a run taking over from a supervisor that died with its parts: each
 /// source's start in the sequence files moves on by what the source's last
 /// status said it had sent, and no longer names the pid, so that the new

@@ -39,8 +39,8 @@
 //!   module ([`plan_file`], [`status_file`], [`sequence_file`],
 //!   [`request_file`], ...), and every question about a name found there
 //!   is answered by one ([`plan_process`], [`doc_process`],
-//!   [`is_apply_leftover`], [`looks_like_run_dir`]); nothing else joins
-//!   these paths or spells these names.
+//!   [`is_apply_leftover`], [`looks_like_run_dir`], [`part_dirs`]);
+//!   nothing else joins these paths or spells these names.
 //! * Documents: every JSON file there is one of the serde types of
 //!   [`docs`], written with [`docs::write`] and read with [`docs::read`];
 //!   nothing else joins these paths or indexes these documents by key.
@@ -637,6 +637,54 @@ pub fn looks_like_run_dir(dir: &Path) -> bool {
     })
 }
 
+/// One host's part of a graph run: its run directory, and the host's name
+/// when the directory read holds one run directory per host
+/// ([`part_dirs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartDir {
+    /// The host's name (its directory's), or `None` for a lone run
+    /// directory.
+    pub host: Option<String>,
+    /// Its run directory.
+    pub dir: PathBuf,
+}
+
+/// The parts under `dir`, a graph's run directory or the directory
+/// holding one per host (`DIR/HOST`, as `ptmp graph run --slurm
+/// --run-dir DIR` lays them out on a file system the nodes share): `dir`
+/// itself when it is a run directory ([`looks_like_run_dir`]); else each
+/// subdirectory that is one, named by its host, in name order; else `dir`
+/// (which then holds nothing to show).
+pub fn part_dirs(dir: &Path) -> Vec<PartDir> {
+    let single = || {
+        vec![PartDir {
+            host: None,
+            dir: dir.to_path_buf(),
+        }]
+    };
+    if looks_like_run_dir(dir) {
+        return single();
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return single();
+    };
+    let mut parts: Vec<PartDir> = rd
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| looks_like_run_dir(&e.path()))
+        .map(|e| PartDir {
+            host: Some(e.file_name().to_string_lossy().into_owned()),
+            dir: e.path(),
+        })
+        .collect();
+    parts.sort_by(|a, b| a.host.cmp(&b.host));
+    if parts.is_empty() {
+        single()
+    } else {
+        parts
+    }
+}
+
 /// The ipc socket file of an edge's binding port labelled `label`:
 /// `RUNDIR/LABEL.ipc`, `RUNDIR` as given (a trailing `/` kept), so every
 /// process computes the same address from the same run directory.
@@ -743,5 +791,39 @@ mod tests {
         assert!(looks_like_run_dir(other.path()));
         assert_eq!(supervisor_pid(other.path()), Some(4242));
         assert_eq!(supervisor_pid(rd), None);
+    }
+
+    /// A run directory is one part; a directory of run directories is one
+    /// part per host, in name order, its other entries passed over; a
+    /// directory of neither is itself, holding nothing.
+    #[test]
+    fn parts_are_run_directories_side_by_side() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path();
+        let lone = |dir: &Path| {
+            vec![PartDir {
+                host: None,
+                dir: dir.to_path_buf(),
+            }]
+        };
+        assert_eq!(part_dirs(top), lone(top));
+        for h in ["b", "a"] {
+            std::fs::create_dir(top.join(h)).unwrap();
+            std::fs::write(plan_file(&top.join(h), "p"), "{}").unwrap();
+        }
+        std::fs::create_dir(top.join("other")).unwrap();
+        std::fs::write(top.join("c"), "").unwrap();
+        let hosts: Vec<(Option<String>, PathBuf)> = part_dirs(top)
+            .into_iter()
+            .map(|p| (p.host, p.dir))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                (Some("a".to_string()), top.join("a")),
+                (Some("b".to_string()), top.join("b"))
+            ]
+        );
+        assert_eq!(part_dirs(&top.join("a")), lone(&top.join("a")));
     }
 }

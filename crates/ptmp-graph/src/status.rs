@@ -24,6 +24,7 @@ pub use crate::rundir::{processes_file, status_dir, status_file};
 mod collect;
 mod edge;
 pub mod live;
+mod planned;
 mod report;
 mod state;
 pub use crate::rundir::docs::{
@@ -31,8 +32,9 @@ pub use crate::rundir::docs::{
     SupervisedProcess, SupervisedState,
 };
 pub use collect::{Collector, Placement, Reading, SocketRow};
-pub use edge::EdgeFigures;
+pub use edge::{pattern_of, EdgeFigures};
 pub use live::GraphState;
+pub use planned::{PartRead, Planned, PlannedReading, LOCALHOST};
 use ptmp::meter::{self, Snapshot};
 pub use report::{EdgeReport, Report};
 pub use state::{node_state, now_us, process_state, runs_here, this_node, NodeState, STALE};

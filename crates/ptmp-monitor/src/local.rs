@@ -10,7 +10,7 @@ use ptmp_graph::status::live::{
     EdgeShown, EdgeView, GraphState, HostState, NodeView, PortDir, PortRefView, PortView,
     ProcessState,
 };
-use ptmp_graph::status::{EdgeFigures, NodeState, SocketStatus};
+use ptmp_graph::status::{pattern_of, EdgeFigures, NodeState, SocketStatus};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -76,19 +76,6 @@ fn walk(path: &str, v: &Value, out: &mut Vec<Port>) {
             }
         }
         _ => {}
-    }
-}
-
-/// The messaging pattern a socket type takes part in: `pushpull`,
-/// `pubsub`, `pair`, or the type itself in lower case for the others
-/// (`stream`, `router`...).
-fn pattern_of(stype: &str) -> String {
-    match stype {
-        "PUSH" | "PULL" => "pushpull".into(),
-        "PUB" | "XPUB" | "SUB" | "XSUB" => "pubsub".into(),
-        "PAIR" => "pair".into(),
-        "" => "?".into(),
-        t => t.to_ascii_lowercase(),
     }
 }
 

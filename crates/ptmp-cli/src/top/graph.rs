@@ -1,160 +1,33 @@
-//! `ptmp top` of a graph: its run directory read as `ptmp graph status`
-//! reads it (plans and status files), figures a status file does not carry
-//! worked out from successive readings and from the shm channels' headers.
+//! `ptmp top` of a graph: the [`GraphState`] of its run directory, as
+//! [`Planned`] reads it from the plans, status files and supervisors'
+//! files there (the same typed state `ptmp graph status --json` and the
+//! monitor's `/api/state` serialize), drawn as tables of hosts, nodes and
+//! edges. Figures the state does not carry are worked out here from
+//! successive readings and from the shm channels' headers: a process's
+//! restarts from its pid changing (where no supervisor counts them), an
+//! shm edge's rate and how far its readers are behind, a PUSH/PULL edge's
+//! messages sent but not yet taken in, and an edge's rate from its nodes'
+//! where no socket of it reports.
 
 use super::{
     add_table, cell_u64, clock, micros, now_us, num, rate, Frame, Tables, Tone, View, STALE,
 };
 mod hosts;
-mod wiring;
 
 use ptmp_graph::rundir;
-use ptmp_graph::status::{
-    self, EdgeFigures, NodeState, SocketStatus, Supervised, SupervisedProcess,
-};
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use ptmp_graph::status::live::{EdgeView, GraphState, NodeView, PortDir, PortRefView};
+use ptmp_graph::status::{self, Planned, ProcessStatus};
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use wiring::{depths, edge_ends, sock_figs};
 
-/// A node as its process's plan describes it.
-struct PlanNode {
-    name: String,
-    kind: String,
-    process: String,
-}
-
-/// One socket of a node: where it sends or receives.
-struct PlanSocket {
-    node: String,
-    sends: bool,
-    stype: String,
-    addresses: Vec<String>,
-}
-
-/// The graph view: the run directory and what it remembers between frames.
+/// The graph view: its run directory's reader and what it remembers
+/// between frames.
 pub(super) struct GraphView {
-    dir: PathBuf,
-    /// Per process: the last pid seen and how often it changed.
+    run: Planned,
+    /// Per process: the last pid its status gave and how often it changed.
     pids: HashMap<String, (u64, u64)>,
     /// Per shm channel: (time, published) at the previous frame.
     chans: HashMap<String, (Instant, u64)>,
-}
-
-/// A status file as read, or why it could not be.
-#[derive(Clone)]
-struct ProcStatus {
-    process: String,
-    doc: status::ProcessStatus,
-    /// Whether the process runs on this machine (its pid can be checked).
-    local: bool,
-}
-
-impl GraphView {
-    pub(super) fn new(dir: PathBuf) -> GraphView {
-        GraphView {
-            dir,
-            pids: HashMap::new(),
-            chans: HashMap::new(),
-        }
-    }
-
-    /// Every plan file: the graph's name, nodes and sockets.
-    fn plans(
-        dir: &Path,
-        msgs: &mut Vec<String>,
-    ) -> (Option<String>, Vec<PlanNode>, Vec<PlanSocket>) {
-        let (mut graph, mut nodes, mut socks) = (None, Vec::new(), Vec::new());
-        for f in rundir::plan_files(dir) {
-            let v = match ptmp_graph::part::PartPlan::read(&f) {
-                Ok(v) => v,
-                Err(e) => {
-                    msgs.push(format!("unreadable plan: {e}"));
-                    continue;
-                }
-            };
-            let process = v.process;
-            if graph.is_none() {
-                graph = Some(v.graph);
-            }
-            for p in &v.config.proxies {
-                nodes.push(PlanNode {
-                    name: p.name.clone(),
-                    kind: p.kind.clone(),
-                    process: process.clone(),
-                });
-                socks.extend(p.sockets().into_iter().map(|s| plan_socket(&p.name, &s)));
-            }
-        }
-        (graph, nodes, socks)
-    }
-
-    /// The supervisor's file of process states (empty when there is none
-    /// or it cannot be read; the latter is reported).
-    fn supervised(dir: &Path, msgs: &mut Vec<String>) -> Supervised {
-        status::read_processes_noting(dir)
-            .unwrap_or_else(|e| {
-                msgs.push(e.to_string());
-                None
-            })
-            .unwrap_or_default()
-    }
-
-    /// Every status file, each parsed or reported as a message.
-    fn statuses(dir: &Path, local: bool, msgs: &mut Vec<String>) -> Vec<ProcStatus> {
-        let (all, bad) = status::read_all_noting(dir);
-        msgs.extend(bad);
-        all.into_iter()
-            .map(|doc| ProcStatus {
-                process: doc.process.clone(),
-                doc,
-                local,
-            })
-            .collect()
-    }
-}
-
-/// A socket of node `node` as its plan gives it.
-fn plan_socket(node: &str, s: &ptmp_graph::part::PlannedSocket<'_>) -> PlanSocket {
-    let stype = s.socket.stype.to_ascii_uppercase();
-    PlanSocket {
-        node: node.to_string(),
-        sends: ptmp::SocketType::parse(&stype)
-            .map_or(s.key.contains("out"), |t| t.sends_under(s.key)),
-        stype,
-        addresses: s.socket.addresses().map(String::from).collect(),
-    }
-}
-
-fn pid_alive(pid: u64) -> bool {
-    u32::try_from(pid).is_ok_and(ptmp_shm::pid_alive)
-}
-
-/// An edge's sockets: the senders', the receivers'.
-type Ends<'a> = (Vec<&'a PlanSocket>, Vec<&'a PlanSocket>);
-
-/// One socket a process reports in its status file.
-struct SockFig {
-    /// The plan's node it belongs to, when that can be told.
-    node: Option<String>,
-    recv: bool,
-    lost: Option<u64>,
-    p99_us: Option<f64>,
-    /// The socket as its process reported it.
-    doc: SocketStatus,
-}
-
-/// A node's row as the frame shows it.
-struct NodeFig {
-    state: NodeState,
-    pid: Option<u64>,
-    restarts: Option<u64>,
-    inn: Option<u64>,
-    out: Option<u64>,
-    in_rate: Option<f64>,
-    out_rate: Option<f64>,
-    lost: Option<u64>,
-    p99_us: Option<f64>,
 }
 
 /// The three parts of a frame being built: its lines, how to colour
@@ -165,65 +38,121 @@ type Sheet<'a> = (
     &'a mut Tables,
 );
 
-/// The supervisor's word on each process (`processes.json`), by name.
-fn processes_of(supervised: &Supervised) -> HashMap<&str, &SupervisedProcess> {
-    supervised
-        .processes
-        .iter()
-        .map(|p| (p.name.as_str(), p))
-        .collect()
+/// A reading, with what a frame's rows look up in it.
+struct Look<'a> {
+    r: &'a status::PlannedReading,
+    /// Every node a status file names, by name: its counts are known.
+    reported: HashMap<&'a str, &'a NodeView>,
+    /// Per process whose status gives a pid: how often it changed.
+    seen: HashMap<String, u64>,
+    now: Instant,
 }
 
-/// The node table's rows, in `order` (name, process, type): a node without
-/// a status file shows what the supervisor says of its process.
-fn node_rows(
-    order: &[(String, String, String)],
-    figs: &BTreeMap<String, NodeFig>,
-    proc_of: &HashMap<&str, &SupervisedProcess>,
-) -> Vec<Vec<String>> {
-    let no_status = |process: &str| -> (String, Option<u64>, Option<u64>) {
-        let p = proc_of.get(process).copied();
-        let state = status::node_state(p, None, "", false, 0).to_string();
-        (
-            state,
-            p.and_then(|p| p.pid).map(u64::from),
-            p.map(|p| u64::from(p.restarts)),
-        )
-    };
-    let mut rows = Vec::new();
-    for (name, process, kind) in order {
-        let row = match figs.get(name) {
-            Some(f) => vec![
-                name.clone(),
-                kind.clone(),
-                process.clone(),
-                num(f.pid),
-                f.state.to_string(),
-                num(f.restarts),
-                num(f.inn),
-                rate(f.in_rate),
-                num(f.out),
-                rate(f.out_rate),
-                num(f.lost),
-                micros(f.p99_us),
-            ],
-            None => {
-                let (state, pid, restarts) = no_status(process);
-                let mut r = vec![
-                    name.clone(),
-                    kind.clone(),
-                    process.clone(),
-                    num(pid),
-                    state,
-                    num(restarts),
-                ];
-                r.extend(std::iter::repeat_n("-".to_string(), 6));
-                r
-            }
-        };
-        rows.push(row);
+impl<'a> Look<'a> {
+    fn new(r: &'a status::PlannedReading, seen: HashMap<String, u64>) -> Look<'a> {
+        let st = &r.reading.state;
+        let reported = (r.reading.statuses.iter())
+            .flat_map(|s| &s.nodes)
+            .filter_map(|c| st.node(&c.name).map(|n| (c.name.as_str(), n)))
+            .collect();
+        Look {
+            r,
+            reported,
+            seen,
+            now: Instant::now(),
+        }
     }
-    rows
+
+    fn state(&self) -> &'a GraphState {
+        &self.r.reading.state
+    }
+
+    /// Whether a supervisor names process `process`.
+    fn supervised(&self, process: &str) -> bool {
+        (self.r.reading.supervised.values())
+            .flatten()
+            .any(|s| s.process(process).is_some())
+    }
+
+    /// Node `n`'s row: its process's pid, its state, restarts (its
+    /// supervisor's count, else how often its pid changed), counts and
+    /// rates, and what its receiving sockets lost and their worst p99.
+    fn node_row(&self, n: &NodeView) -> Vec<String> {
+        let st = self.state();
+        let pid = (st.processes.iter())
+            .find(|p| p.name == n.process && p.host == n.host)
+            .and_then(|p| p.pid);
+        let said = self.supervised(&n.process).then_some(n.restarts);
+        let mut row = vec![n.name.clone(), n.kind.clone(), n.process.clone(), num(pid)];
+        row.push(n.state.to_string());
+        if !self.reported.contains_key(n.name.as_str()) {
+            row.push(num(said));
+            row.extend(std::iter::repeat_n("-".to_string(), 6));
+            return row;
+        }
+        let recv = || (self.r.reading.rows.iter()).filter(|x| x.node == n.name && !x.doc.sends());
+        let lost = recv().map(|x| x.doc.lost).reduce(|a, b| a + b);
+        let p99 = recv()
+            .filter_map(|x| x.doc.latency_us.map(|l| l.p99 as f64))
+            .reduce(f64::max);
+        row.extend([
+            num(said.or_else(|| self.seen.get(&n.process).copied())),
+            num(Some(n.received)),
+            rate(Some(n.in_rate)),
+            num(Some(n.sent)),
+            rate(Some(n.out_rate)),
+            num(lost),
+            micros(p99),
+        ]);
+        row
+    }
+
+    /// How many ports node `node` has going way `dir`.
+    fn ports_on(&self, node: &str, dir: PortDir) -> usize {
+        let n = self.state().node(node);
+        n.map_or(0, |n| n.ports.iter().filter(|p| p.dir == dir).count())
+    }
+
+    /// Whether every end in `ends` is its node's one port going way `dir`.
+    fn only_ports(&self, ends: &[PortRefView], dir: PortDir) -> bool {
+        ends.iter().all(|p| self.ports_on(&p.node, dir) == 1)
+    }
+
+    /// The figure `f` of every node at `ends`, summed; `None` when one of
+    /// them reported none.
+    fn nodes_sum<T: std::iter::Sum<T>>(
+        &self,
+        ends: &[PortRefView],
+        f: impl Fn(&NodeView) -> T,
+    ) -> Option<T> {
+        ends.iter()
+            .map(|p| self.reported.get(p.node.as_str()).map(|n| f(n)))
+            .sum()
+    }
+
+    /// An edge's rate from its nodes' counts, when its receivers (or else
+    /// its senders) have no other port on that side.
+    fn nodes_rate(&self, e: &EdgeView) -> Option<f64> {
+        if self.only_ports(&e.to, PortDir::In) {
+            self.nodes_sum(&e.to, |n| n.in_rate)
+        } else if self.only_ports(&e.from, PortDir::Out) {
+            self.nodes_sum(&e.from, |n| n.out_rate)
+        } else {
+            None
+        }
+    }
+
+    /// A PUSH/PULL edge's messages sent but not yet taken in (queued on
+    /// the way), when each end is its node's one port on that side.
+    fn queued(&self, e: &EdgeView) -> Option<u64> {
+        let one = self.only_ports(&e.from, PortDir::Out) && self.only_ports(&e.to, PortDir::In);
+        if e.pattern != "pushpull" || !one {
+            return None;
+        }
+        let sent = self.nodes_sum(&e.from, |n| n.sent)?;
+        let got = self.nodes_sum(&e.to, |n| n.received)?;
+        Some(sent.saturating_sub(got))
+    }
 }
 
 /// The node table: what needs a look stands out.
@@ -261,24 +190,52 @@ fn add_node_table(sheet: Sheet<'_>, rows: &[Vec<String>]) {
     );
 }
 
-/// What a frame's edge rows read besides the edge itself.
-struct Look<'a> {
-    socks: &'a [PlanSocket],
-    sock_figs: &'a [SockFig],
-    figs: &'a BTreeMap<String, NodeFig>,
-    now: Instant,
+/// The nodes at `ends`, by name, joined by ",".
+fn names(ends: &[PortRefView]) -> String {
+    let v: Vec<&str> = ends.iter().map(|p| p.node.as_str()).collect();
+    v.join(",")
+}
+
+/// What a frame says under its tables of an edge whose ring gave durable
+/// readers up or whose CURVE server refused clients; whether it said any.
+fn edge_alarms(e: &EdgeView, msgs: &mut Vec<String>) -> bool {
+    let f = &e.figures;
+    let addr = e.addresses.first().map_or("", String::as_str);
+    let edge = format!("edge {} -> {} ({addr})", names(&e.from), names(&e.to));
+    // Rare, and about readers rather than messages: a line under the
+    // tables, and the row marked, rather than a column.
+    if f.readers_given_up > 0 {
+        msgs.push(format!(
+            "{edge}: {} durable reader(s) given up: their process died and did not come back within its grace time, so the ring went on without them",
+            f.readers_given_up
+        ));
+    }
+    // Strangers knocking at a secured edge: said the same way.
+    if f.curve_refused > 0 {
+        msgs.push(format!(
+            "{edge}: {} client(s) refused by CURVE: a key not on the server's list",
+            f.curve_refused
+        ));
+    }
+    f.readers_given_up > 0 || f.curve_refused > 0
 }
 
 impl GraphView {
+    pub(super) fn new(dir: std::path::PathBuf) -> GraphView {
+        GraphView {
+            run: Planned::new(dir),
+            pids: HashMap::new(),
+            chans: HashMap::new(),
+        }
+    }
+
     /// The frame of a run directory that is not there.
     fn missing_dir(&self) -> Frame {
-        let why = format!(
-            "no run directory {}: is the graph running (with this --run-dir)?",
-            self.dir.display()
-        );
+        let dir = self.run.dir().display();
+        let why = format!("no run directory {dir}: is the graph running (with this --run-dir)?");
         Frame {
             lines: vec![
-                format!("ptmp top: {}   {}", self.dir.display(), clock()),
+                format!("ptmp top: {dir}   {}", clock()),
                 String::new(),
                 why.clone(),
             ],
@@ -288,232 +245,129 @@ impl GraphView {
         }
     }
 
-    /// The supervisor's pid: from its file of process states, else from
-    /// its lock file.
-    fn supervisor_pid(&self, supervised: &Supervised) -> Option<u64> {
-        Some(supervised.supervisor_pid)
-            .filter(|&p| p > 0)
-            .or_else(|| rundir::supervisor_pid(&self.dir))
-            .map(u64::from)
+    /// Per process whose status gives a pid: how often that pid changed
+    /// from frame to frame.
+    fn count_pids(&mut self, statuses: &[ProcessStatus]) -> HashMap<String, u64> {
+        let mut seen = HashMap::new();
+        for st in statuses.iter().filter(|s| s.pid > 0) {
+            let p = u64::from(st.pid);
+            let e = self.pids.entry(st.process.clone()).or_insert((p, 0));
+            if e.0 != p {
+                *e = (p, e.1 + 1);
+            }
+            seen.insert(st.process.clone(), e.1);
+        }
+        seen
     }
 
-    /// Per node figures from the status files, and each node's process.
-    fn node_figs(
+    /// The frame's first lines: the graph, where it runs and its
+    /// supervisor, and how many nodes and processes.
+    fn heading(&self, look: &Look<'_>, across: bool) -> Vec<String> {
+        let r = &look.r.reading;
+        let graph = Some(r.state.graph.as_str()).filter(|g| !g.is_empty());
+        let sup = (r.supervised.get(&0).and_then(Option::as_ref))
+            .map(|s| s.supervisor_pid)
+            .filter(|&p| p > 0)
+            .or_else(|| rundir::supervisor_pid(self.run.dir()));
+        let sup_state = match sup {
+            _ if across => format!("{} hosts", look.r.parts.len()),
+            Some(p) if ptmp_shm::pid_alive(p) => format!("supervisor pid {p}"),
+            Some(p) => format!("supervisor pid {p} gone"),
+            None => "no supervisor".into(),
+        };
+        let running = look.reported.values().filter(|n| n.state.is_running());
+        vec![
+            format!(
+                "ptmp top: graph {}   {}   {sup_state}   {}",
+                graph.unwrap_or("?"),
+                self.run.dir().display(),
+                clock()
+            ),
+            format!(
+                "{} nodes ({} running) in {} processes; q quits",
+                r.state.nodes.len(),
+                running.count(),
+                r.statuses.len()
+            ),
+            String::new(),
+        ]
+    }
+
+    /// An shm edge's channel `name`: how far its slowest live reader is
+    /// behind; its rate from the messages published since the previous
+    /// frame when `r` has none yet.
+    fn shm_figures(
         &mut self,
-        stats: &[ProcStatus],
-        proc_of: &HashMap<&str, &SupervisedProcess>,
-        sock_figs: &[SockFig],
-    ) -> (BTreeMap<String, NodeFig>, HashMap<String, String>) {
-        let wall = now_us();
-        let mut figs: BTreeMap<String, NodeFig> = BTreeMap::new();
-        let mut node_proc: HashMap<String, String> = HashMap::new();
-        for st in stats {
-            let d = &st.doc;
-            let pid = Some(u64::from(d.pid)).filter(|&p| p > 0);
-            let sup_proc = proc_of.get(st.process.as_str());
-            let restarts_given = sup_proc.map(|p| u64::from(p.restarts));
-            let seen = match pid {
-                Some(p) => {
-                    let e = self.pids.entry(st.process.clone()).or_insert((p, 0));
-                    if e.0 != p {
-                        *e = (p, e.1 + 1);
-                    }
-                    Some(e.1)
-                }
-                None => None,
-            };
-            for n in &d.nodes {
-                let name = n.name.clone();
-                let (inn, out) = (Some(n.received), Some(n.sent));
-                let (in_rate, out_rate) = (Some(n.in_rate), Some(n.out_rate));
-                let sup = sup_proc.copied();
-                let state = status::node_state(sup, Some(d), &name, st.local, wall);
-                // Lost and latency: those of the sockets it receives on.
-                let mine = || {
-                    sock_figs
-                        .iter()
-                        .filter(|x| x.recv && x.node.as_deref() == Some(name.as_str()))
-                };
-                let lost = mine()
-                    .map(|x| x.lost)
-                    .reduce(|a, b| Some(a? + b?))
-                    .flatten();
-                let p99 = mine().filter_map(|x| x.p99_us).reduce(f64::max);
-                figs.insert(
-                    name.clone(),
-                    NodeFig {
-                        state,
-                        pid,
-                        restarts: restarts_given.or(seen),
-                        inn,
-                        out,
-                        in_rate,
-                        out_rate,
-                        lost,
-                        p99_us: p99,
-                    },
-                );
-                node_proc.insert(name, st.process.clone());
+        name: &str,
+        r: &mut Option<f64>,
+        now: Instant,
+        msgs: &mut Vec<String>,
+    ) -> Option<u64> {
+        let (st, readers) = match ptmp_shm::inspect(name) {
+            Ok(v) => v,
+            Err(e) => {
+                msgs.push(format!("edge shm://{name}: {e}"));
+                return None;
+            }
+        };
+        if let Some((t0, p0)) = self.chans.get(name).filter(|_| r.is_none()) {
+            let dt = now.duration_since(*t0).as_secs_f64();
+            if dt > 0.0 {
+                *r = Some(st.published.saturating_sub(*p0) as f64 / dt);
             }
         }
-        (figs, node_proc)
+        self.chans.insert(name.to_string(), (now, st.published));
+        (readers.iter().filter(|x| x.alive))
+            .map(|x| st.published.saturating_sub(x.position))
+            .max()
     }
 
-    /// One edge's row: its rate ([`EdgeFigures::of`], else the shm
-    /// channel's or the nodes' counts), how far behind its
-    /// readers are, what was lost, stalls and latency; and whether its ring
-    /// gave a durable reader up (said in `msgs`).
+    /// One edge's row: its rate (its sockets', else the shm channel's or
+    /// the nodes' counts), how far behind its readers are, what was lost,
+    /// stalls and latency; and whether it is to be marked (said in
+    /// `msgs`).
     fn edge_row(
         &mut self,
-        addr: &str,
-        (tx, rx): &Ends<'_>,
+        e: &EdgeView,
         look: &Look<'_>,
         msgs: &mut Vec<String>,
     ) -> (Vec<String>, bool) {
-        let ports_of = |node: &str, sends: bool| {
-            look.socks
-                .iter()
-                .filter(|s| s.node == node && s.sends == sends)
-                .count()
-        };
-        let mut given_up_any = false;
-        let names = |v: &Vec<&PlanSocket>| {
-            v.iter()
-                .map(|s| s.node.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let transport = addr.split("://").next().unwrap_or("?").to_string();
-        // The edge's figures, by the rule the monitor uses too.
-        let f = EdgeFigures::of(&[addr.to_string()], look.sock_figs.iter().map(|x| &x.doc));
-        let mut r = f.rate;
-        let lost = (f.sockets.1 > 0).then_some(f.lost);
-        let p99 = f.latency_us.map(|l| l.p99 as f64);
-        let stalls = (f.sockets.0 > 0).then_some(f.stalls);
-        // Rare, and about readers rather than messages: a line under
-        // the tables, and the row marked, rather than a column.
-        let given_up = f.readers_given_up;
-        if given_up > 0 {
-            given_up_any = true;
-            msgs.push(format!(
-                "edge {} -> {} ({addr}): {given_up} durable reader(s) given up: their process died and did not come back within its grace time, so the ring went on without them",
-                names(tx),
-                names(rx)
-            ));
-        }
-        // Strangers knocking at a secured edge: said the same way.
-        let refused = f.curve_refused;
-        if refused > 0 {
-            given_up_any = true;
-            msgs.push(format!(
-                "edge {} -> {} ({addr}): {refused} client(s) refused by CURVE: a key not on the server's list",
-                names(tx),
-                names(rx)
-            ));
-        }
+        let f = &e.figures;
+        let addr = e.addresses.first().map_or("", String::as_str);
+        let mut r = (f.sockets != (0, 0)).then_some(f.rate);
+        let marked = edge_alarms(e, msgs);
         let mut lag = None;
         if let Some(name) = addr.strip_prefix("shm://") {
-            match ptmp_shm::inspect(name) {
-                Ok((st, readers)) => {
-                    if r.is_none() {
-                        if let Some((t0, p0)) = self.chans.get(name) {
-                            let dt = look.now.duration_since(*t0).as_secs_f64();
-                            if dt > 0.0 {
-                                r = Some(st.published.saturating_sub(*p0) as f64 / dt);
-                            }
-                        }
-                    }
-                    self.chans
-                        .insert(name.to_string(), (look.now, st.published));
-                    let behind = readers
-                        .iter()
-                        .filter(|x| x.alive)
-                        .map(|x| st.published.saturating_sub(x.position))
-                        .max();
-                    lag = lag.or(behind);
-                }
-                Err(e) => msgs.push(format!("edge {addr}: {e}")),
-            }
+            lag = self.shm_figures(name, &mut r, look.now, msgs);
         }
-        if r.is_none() {
-            // Node counts stand for the edge when the receivers (or
-            // else the senders) have no other port on that side.
-            if rx.iter().all(|s| ports_of(&s.node, false) == 1) {
-                r = rx
-                    .iter()
-                    .map(|s| look.figs.get(&s.node).and_then(|f| f.in_rate))
-                    .sum();
-            } else if tx.iter().all(|s| ports_of(&s.node, true) == 1) {
-                r = tx
-                    .iter()
-                    .map(|s| look.figs.get(&s.node).and_then(|f| f.out_rate))
-                    .sum();
-            }
-        }
-        if lag.is_none()
-            && tx
-                .iter()
-                .all(|s| s.stype == "PUSH" && ports_of(&s.node, true) == 1)
-            && rx
-                .iter()
-                .all(|s| s.stype == "PULL" && ports_of(&s.node, false) == 1)
-        {
-            // Sent but not yet taken in: queued on the way.
-            let sent: Option<u64> = tx
-                .iter()
-                .map(|s| look.figs.get(&s.node).and_then(|f| f.out))
-                .sum();
-            let got: Option<u64> = rx
-                .iter()
-                .map(|s| look.figs.get(&s.node).and_then(|f| f.inn))
-                .sum();
-            if let (Some(a), Some(b)) = (sent, got) {
-                lag = Some(a.saturating_sub(b));
-            }
-        }
+        let r = r.or_else(|| look.nodes_rate(e));
+        let lag = lag.or_else(|| look.queued(e));
         let row = vec![
-            format!("{} -> {}", names(tx), names(rx)),
-            transport,
+            format!("{} -> {}", names(&e.from), names(&e.to)),
+            e.transport.clone(),
             rate(r),
             num(lag),
-            num(lost),
-            num(stalls),
-            micros(p99),
+            num((f.sockets.1 > 0).then_some(f.lost)),
+            num((f.sockets.0 > 0).then_some(f.stalls)),
+            micros(f.latency_us.p99.map(|p| p as f64)),
             addr.to_string(),
         ];
-        (row, given_up_any)
+        (row, marked)
     }
 
     /// The edge table, in the order the data flows, when there are edges.
-    fn add_edge_table(
-        &mut self,
-        sheet: Sheet<'_>,
-        edges: &BTreeMap<String, Ends<'_>>,
-        depth_of: &dyn Fn(&str) -> usize,
-        look: &Look<'_>,
-        msgs: &mut Vec<String>,
-    ) {
-        let mut erows = Vec::new();
-        // Rows of edges whose sending ring gave readers up.
-        let mut given_up_rows = std::collections::HashSet::new();
-        let mut edge_order: Vec<(&String, &Ends)> = edges.iter().collect();
-        let key = |e: &Ends| {
-            let d = e.0.iter().map(|s| depth_of(&s.node)).min().unwrap_or(0);
-            let n = e.0.first().map_or("", |s| s.node.as_str());
-            (d, n.to_string())
-        };
-        edge_order.sort_by_key(|(_, e)| key(e));
-        for (addr, ends) in edge_order {
-            if ends.0.is_empty() || ends.1.is_empty() {
-                continue;
+    fn add_edge_table(&mut self, sheet: Sheet<'_>, look: &Look<'_>, msgs: &mut Vec<String>) {
+        let mut rows = Vec::new();
+        // Rows of edges whose ring gave readers up or that refused clients.
+        let mut marked = HashSet::new();
+        for e in &look.state().edges {
+            let (row, mark) = self.edge_row(e, look, msgs);
+            if mark {
+                marked.insert(rows.len());
             }
-            let (row, given_up) = self.edge_row(addr, ends, look, msgs);
-            if given_up {
-                given_up_rows.insert(erows.len());
-            }
-            erows.push(row);
+            rows.push(row);
         }
-        if erows.is_empty() {
+        if rows.is_empty() {
             return;
         }
         sheet.0.push(String::new());
@@ -530,9 +384,9 @@ impl GraphView {
                 ("P99 US", true),
                 ("ADDRESS", false),
             ],
-            &erows,
+            &rows,
             |i, r| {
-                if cell_u64(r, 4) > 0 || given_up_rows.contains(&i) {
+                if cell_u64(r, 4) > 0 || marked.contains(&i) {
                     Tone::Bad
                 } else {
                     Tone::Plain
@@ -544,117 +398,32 @@ impl GraphView {
 
 impl View for GraphView {
     fn frame(&mut self) -> Frame {
-        if !self.dir.is_dir() {
+        if !self.run.dir().is_dir() {
             return self.missing_dir();
         }
-        let mut msgs = Vec::new();
+        let r = self.run.read();
+        let look = Look::new(&r, self.count_pids(&r.reading.statuses));
+        let mut msgs = r.reading.unreadable.clone();
         // One part's run directory, or several hosts' side by side.
-        let parts = hosts::part_dirs(&self.dir);
-        let here = status::this_node();
-        let (mut graph, mut plan_nodes, mut socks) = (None, Vec::new(), Vec::new());
-        let (mut sups, mut by_part) = (Vec::new(), Vec::new());
-        for part in &parts {
-            let (g, n, s) = GraphView::plans(&part.dir, &mut msgs);
-            graph = graph.or(g);
-            plan_nodes.extend(n);
-            socks.extend(s);
-            let sup = GraphView::supervised(&part.dir, &mut msgs);
-            let local = status::runs_here(Some(&sup), here.as_deref());
-            by_part.push(GraphView::statuses(&part.dir, local, &mut msgs));
-            sups.push(sup);
-        }
-        let stats: Vec<ProcStatus> = by_part.iter().flatten().map(ProcStatus::clone).collect();
-        let across = parts.len() > 1 || parts[0].host.is_some();
-        let supervised = if across {
-            Supervised {
-                processes: sups.iter().flat_map(|s| s.processes.clone()).collect(),
-                ..Default::default()
-            }
-        } else {
-            sups[0].clone()
-        };
-        let sup = self.supervisor_pid(&supervised);
-        let proc_of = processes_of(&supervised);
-        let sock_figs = sock_figs(&stats, &plan_nodes, &socks);
-        let graph = graph
-            .or_else(|| {
-                stats
-                    .iter()
-                    .map(|s| s.doc.graph.clone())
-                    .find(|g| !g.is_empty())
-            })
-            .unwrap_or_else(|| "?".into());
-        let now = Instant::now();
-        let (figs, node_proc) = self.node_figs(&stats, &proc_of, &sock_figs);
-        let edges = edge_ends(&socks);
-        let depth = depths(&edges, plan_nodes.len());
-        let depth_of = |n: &str| depth.get(n).copied().unwrap_or(0);
-        // Nodes: the plans' list, with any node only a status file names.
-        let mut order: Vec<(String, String, String)> = plan_nodes
-            .iter()
-            .map(|n| (n.name.clone(), n.process.clone(), n.kind.clone()))
-            .collect();
-        for (name, p) in &node_proc {
-            if !order.iter().any(|o| &o.0 == name) {
-                order.push((name.clone(), p.clone(), "?".into()));
-            }
-        }
-        order.sort_by(|a, b| depth_of(&a.0).cmp(&depth_of(&b.0)).then(a.0.cmp(&b.0)));
-        let running = figs.values().filter(|f| f.state.is_running()).count();
-        let sup_state = match sup {
-            _ if across => format!("{} hosts", parts.len()),
-            Some(p) if pid_alive(p) => format!("supervisor pid {p}"),
-            Some(p) => format!("supervisor pid {p} gone"),
-            None => "no supervisor".into(),
-        };
-        let mut lines = vec![
-            format!(
-                "ptmp top: graph {graph}   {}   {sup_state}   {}",
-                self.dir.display(),
-                clock()
-            ),
-            format!(
-                "{} nodes ({running} running) in {} processes; q quits",
-                order.len(),
-                stats.len()
-            ),
-            String::new(),
-        ];
+        let across = r.parts.len() > 1 || r.parts[0].part.host.is_some();
+        let mut lines = self.heading(&look, across);
         let (mut tones, mut tables) = (HashMap::new(), Tables::new());
         if across {
-            hosts::add_host_table(
-                (&mut lines, &mut tones, &mut tables),
-                &parts,
-                &sups,
-                &by_part,
-            );
+            hosts::add_host_table((&mut lines, &mut tones, &mut tables), &r);
             lines.push(String::new());
         }
-        let rows = node_rows(&order, &figs, &proc_of);
+        let state = look.state();
+        let rows: Vec<Vec<String>> = state.nodes.iter().map(|n| look.node_row(n)).collect();
         add_node_table((&mut lines, &mut tones, &mut tables), &rows);
-        let look = Look {
-            socks: &socks,
-            sock_figs: &sock_figs,
-            figs: &figs,
-            now,
-        };
-        self.add_edge_table(
-            (&mut lines, &mut tones, &mut tables),
-            &edges,
-            &depth_of,
-            &look,
-            &mut msgs,
-        );
-        let empty_because = if order.is_empty() {
+        self.add_edge_table((&mut lines, &mut tones, &mut tables), &look, &mut msgs);
+        let empty_because = state.nodes.is_empty().then(|| {
             let why = format!(
                 "no plans or status files in {}: is the graph running (with this --run-dir)?",
-                self.dir.display()
+                self.run.dir().display()
             );
             msgs.insert(0, why.clone());
-            Some(why)
-        } else {
-            None
-        };
+            why
+        });
         if !msgs.is_empty() {
             lines.push(String::new());
             lines.extend(msgs.into_iter().map(|m| format!("! {m}")));

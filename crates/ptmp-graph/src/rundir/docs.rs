@@ -322,6 +322,15 @@ pub struct PartPlan {
     pub config: PartConfig,
 }
 
+impl PartPlan {
+    /// Read a plan file; the error names the file and what is missing or
+    /// malformed.
+    pub fn read(path: &Path) -> crate::Result<PartPlan> {
+        read(path, super::PLAN_LIMIT)?
+            .ok_or_else(|| crate::Error::RunDir(format!("plan {}: no such file", path.display())))
+    }
+}
+
 /// What one part runs: a ptmper configuration (as `ptmp run` reads one),
 /// `{discovery, name, plugins, proxies}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

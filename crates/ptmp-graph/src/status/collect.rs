@@ -79,7 +79,9 @@ pub struct Reading {
     pub rows: Vec<SocketRow>,
     /// Every status document read.
     pub statuses: Vec<ProcessStatus>,
-    /// Status files that could not be read, each with why.
+    /// Status files that could not be read, each with why (and, in a
+    /// reading of plans alone, [`Planned`](super::Planned), plans and
+    /// supervisors' files).
     pub unreadable: Vec<String>,
     /// Each part's supervisor's document, by host index.
     pub supervised: BTreeMap<usize, Option<Supervised>>,

@@ -15,6 +15,10 @@
 //!   receivers' (what enters the edge; a PUB edge with two subscribers
 //!   carries each message once, not twice); `None` when no socket counts.
 //! - Latency is the worst receiver's, quantile by quantile.
+//!
+//! An edge's messaging pattern is named from its sockets' types by
+//! [`pattern_of`], for the views that find their edges by address (`ptmp
+//! top`, `ptmp run --http`) rather than read them from a graph.
 
 use super::{Latency, SocketStatus};
 use serde::Serialize;
@@ -98,6 +102,19 @@ impl EdgeFigures {
             _ => Some(send_rate),
         };
         f
+    }
+}
+
+/// The messaging pattern a socket type (upper case) takes part in:
+/// `pushpull`, `pubsub`, `pair`, `?` for no type, or the type itself in
+/// lower case for the others (`stream`, `router`...).
+pub fn pattern_of(stype: &str) -> String {
+    match stype {
+        "PUSH" | "PULL" => "pushpull".into(),
+        "PUB" | "XPUB" | "SUB" | "XSUB" => "pubsub".into(),
+        "PAIR" => "pair".into(),
+        "" => "?".into(),
+        t => t.to_ascii_lowercase(),
     }
 }
 

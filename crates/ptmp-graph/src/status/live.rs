@@ -4,8 +4,10 @@
 //! Python's `run_graph` report ([`Report`](super::Report)). Every view
 //! serializes this one value, so they cannot say different things of a
 //! node, a process or an edge. It is built by a
-//! [`Collector`](super::Collector) from a run directory (or by the monitor
-//! of `ptmp run` from its own process's counters).
+//! [`Collector`](super::Collector) from a graph and its run directories,
+//! by [`Planned`](super::Planned) from a run directory alone (what `ptmp
+//! top` shows), or by the monitor of `ptmp run` from its own process's
+//! counters.
 
 use super::{EdgeFigures, NodeState};
 use serde::Serialize;
@@ -64,7 +66,9 @@ pub struct ProcessState {
     pub state: NodeState,
     /// How often its supervisor restarted it.
     pub restarts: u64,
-    /// Its pid, as its supervisor last saw it.
+    /// Its pid, as its supervisor last saw it (a reading of plans alone,
+    /// [`Planned`](super::Planned), takes the one its status gives when
+    /// no supervisor says).
     pub pid: Option<u64>,
 }
 
