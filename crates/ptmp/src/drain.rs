@@ -60,7 +60,25 @@ pub(crate) struct Drain {
     /// The first connection seen to end while the socket was still
     /// sending, by its endpoint: what it held was lost with it.
     ended_mid_stream: Option<String>,
+    /// Connections that completed their handshake and ended since, and
+    /// the endpoint of the last one.
+    ended: (u64, Option<String>),
+    /// Endpoints with a connection that completed its handshake and has
+    /// not ended.
+    live: Vec<Vec<u8>>,
     m: zmq::Message,
+}
+
+/// Stop `sock`'s monitor, in this thread and at once. Call before the
+/// monitored socket and its [`Drain`] are dropped when the socket lives in
+/// a shared context: libzmq goes on reporting a closing socket's events
+/// (its connections ending) from its I/O thread with a blocking send, and
+/// with the reading end already gone that send would wait for ever,
+/// stopping that thread and with it every other socket of the context.
+pub(crate) fn stop_monitor(sock: &mut zmq::Socket) {
+    // SAFETY: `sock` is a live socket; a null endpoint asks libzmq to stop
+    // the monitor (documented for zmq_socket_monitor), taking nothing else.
+    unsafe { zmq_sys::zmq_socket_monitor(sock.as_mut_ptr(), std::ptr::null(), 0) };
 }
 
 impl Drain {
@@ -77,6 +95,11 @@ impl Drain {
         sock.monitor(&addr, i32::from(EVENTS))?;
         let mon = ctx.socket(zmq::PAIR)?;
         mon.set_linger(0)?;
+        // libzmq writes each event from its I/O thread with a blocking
+        // send: were this queue bounded and full, that thread (the one
+        // every socket of the context shares) would stop. No bound here;
+        // the events are read at every turn of the socket's owner.
+        mon.set_rcvhwm(0)?;
         mon.connect(&addr)?;
         Ok(Drain {
             mon,
@@ -90,6 +113,8 @@ impl Drain {
             server: server.map(Refusals::new),
             sending: false,
             ended_mid_stream: None,
+            ended: (0, None),
+            live: Vec::new(),
             m: zmq::Message::new(),
         })
     }
@@ -131,6 +156,19 @@ impl Drain {
         self.ended_mid_stream.as_deref()
     }
 
+    /// How many connections that were up (their handshake done) have
+    /// ended so far (events read now), and the endpoint of the last one.
+    pub(crate) fn ended(&mut self) -> (u64, Option<&str>) {
+        self.poll_events();
+        (self.ended.0, self.ended.1.as_deref())
+    }
+
+    /// The monitor's socket, to wait on beside the socket it watches:
+    /// readable when there are events to read.
+    pub(crate) fn events_item(&self) -> zmq::PollItem<'_> {
+        self.mon.as_poll_item(zmq::POLLIN)
+    }
+
     /// Read the monitor events that have arrived.
     pub(crate) fn poll_events(&mut self) {
         while self.mon.recv(&mut self.m, zmq::DONTWAIT).is_ok() {
@@ -141,6 +179,15 @@ impl Drain {
                 let Some((e, v)) = ev else { continue };
                 if e == EVENT_DISCONNECTED {
                     endpoint = Some(String::from_utf8_lossy(&self.m).into_owned());
+                    // Only a connection that was up ends: libzmq also says
+                    // so of one that failed on its way up.
+                    if let Some(i) = self.live.iter().position(|x| x[..] == self.m[..]) {
+                        self.live.swap_remove(i);
+                        self.ended = (self.ended.0 + 1, endpoint.clone());
+                    }
+                }
+                if e == EVENT_HANDSHAKE_SUCCEEDED {
+                    self.live.push(self.m.to_vec());
                 }
                 let known = |list: &[Vec<u8>], m: &[u8]| list.iter().any(|x| x[..] == *m);
                 let outgoing = known(&self.reached, &self.m[..]);

@@ -59,6 +59,14 @@ pub enum Error {
         #[source]
         source: ptmp_shm::ShmError,
     },
+    /// A request got no answer ([`crate::request`]).
+    #[error("request to {address}: {failure}")]
+    Request {
+        /// Where it was sent.
+        address: String,
+        /// Why it got no answer.
+        failure: Failure,
+    },
     /// Any other ZeroMQ failure, with what was being done.
     #[error("zmq {op} failed: {source}")]
     Zmq {
@@ -104,6 +112,71 @@ impl From<Box<crate::fields::FieldError>> for Error {
         }
     }
 }
+
+/// Why a request got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// Nothing answered within the request's time.
+    TimedOut {
+        /// Its time, in milliseconds.
+        ms: u64,
+    },
+    /// No server was connected to take the request within its time.
+    NoServer {
+        /// Where the client looks for servers.
+        address: String,
+        /// How long it waited, in milliseconds.
+        ms: u64,
+    },
+    /// A server's connection ended while the request was out: whatever
+    /// server held it will not answer.
+    ServerGone {
+        /// The connection that ended.
+        endpoint: String,
+    },
+    /// The server refused it, saying why.
+    Refused(String),
+    /// The server could not read it (a client speaking another protocol).
+    Unreadable(String),
+    /// The request, or its answer, is over the limit in bytes.
+    TooBig {
+        /// Its size.
+        bytes: usize,
+        /// The limit (the socket config's `max_message`).
+        limit: usize,
+    },
+    /// The client already has as many requests out as it may.
+    TooMany {
+        /// Its limit.
+        limit: usize,
+    },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::TimedOut { ms } => write!(f, "no answer within {ms} ms"),
+            Failure::NoServer { address, ms } => {
+                write!(f, "no server at {address} took the request within {ms} ms")
+            }
+            Failure::ServerGone { endpoint } => write!(
+                f,
+                "the server's connection ({endpoint}) ended while the request was out"
+            ),
+            Failure::Refused(why) => write!(f, "refused by the server: {why}"),
+            Failure::Unreadable(why) => write!(f, "the server could not read it: {why}"),
+            Failure::TooBig { bytes, limit } => {
+                write!(f, "{bytes} bytes, over the limit of {limit} (max_message)")
+            }
+            Failure::TooMany { limit } => write!(
+                f,
+                "{limit} requests already out (the client's limit): wait for answers first"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
 
 /// Result with ptmp's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -60,6 +60,7 @@ mod link;
 pub mod meter;
 pub mod names;
 mod receiver;
+pub mod request;
 mod sender;
 mod shm;
 mod socket;
@@ -77,6 +78,7 @@ pub use error::{Error, Result};
 pub use frames_view::FramesView;
 pub use ptmp_data::{self as data, Frames, TPSet, TrigPrim, WireError};
 pub use receiver::Receiver;
+pub use request::{Client, Server};
 pub use sender::Sender;
 pub use socket::check_ipc_bind;
 

@@ -25,6 +25,9 @@ pub fn shared_context() -> &'static zmq::Context {
 pub(crate) enum Role {
     Send,
     Recv,
+    /// A request client: its connections are watched (a [`Drain`]) so
+    /// that a server going away fails the requests it held at once.
+    Ask,
 }
 
 /// A configured, bound and connected zmq socket.
@@ -97,7 +100,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     // A CURVE server counts the clients it turns away at the handshake:
     // through the drain when it has one, else on a thread of its own.
     let server_counts = admission.as_ref().map(|a| a.counts());
-    let drain = if private || curve_client {
+    let drain = if private || curve_client || role == Role::Ask {
         let d = Drain::attach(&ctx, &sock, curve_client, server_counts.clone());
         Some(d.map_err(Error::zmq("monitor"))?)
     } else {

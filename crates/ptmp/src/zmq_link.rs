@@ -39,6 +39,14 @@ pub(crate) struct ZmqTx {
     max_message: usize,
 }
 
+impl Drop for ZmqTx {
+    fn drop(&mut self) {
+        if self.drain.is_some() {
+            crate::drain::stop_monitor(&mut self.sock);
+        }
+    }
+}
+
 impl ZmqTx {
     /// Make the socket, bind and connect it; also the endpoints bound.
     pub(crate) fn open(
