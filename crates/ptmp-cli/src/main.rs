@@ -2,6 +2,7 @@
 //! programs (check_send, check_recv, check_sendrecv, czmqat) with the same
 //! option letters where they exist.
 
+mod ask;
 mod cat;
 mod common;
 mod graph;
@@ -49,6 +50,11 @@ enum Cmd {
     Send(send::SendArgs),
     /// Receive TPSets, report gaps and a summary (check_recv).
     Recv(recv::RecvArgs),
+    /// Answer requests: an echo, or a shell command run for each.
+    Serve(ask::ServeArgs),
+    /// Send one request and print its answer; fails on a refusal or when
+    /// no answer comes in time.
+    Call(ask::CallArgs),
     /// Run agents from a PTMP configuration, JSON or Jsonnet (ptmper).
     Run(run::RunArgs),
     /// Send and receive in one process and print the rate (check_sendrecv).
@@ -117,6 +123,8 @@ fn main() {
         Cmd::Sendrecv(a) => sendrecv::run(&a),
         #[cfg(not(feature = "bench"))]
         Cmd::Sendrecv(_) => no_bench::run("sendrecv"),
+        Cmd::Serve(a) => ask::serve(&a),
+        Cmd::Call(a) => ask::call(&a),
         Cmd::Run(a) => run::run(&a),
         #[cfg(feature = "bench")]
         Cmd::Bench(c) => ptmp_bench::run(&c).map_err(Into::into),

@@ -8,6 +8,8 @@
 //!   termination blocks until the socket's queued messages are delivered or
 //!   the config's linger runs out. That is what makes "send N and exit at once" lose
 //!   nothing (PTMP, through CZMQ, used linger 0 and lost them);
+//! * a request server's socket gets one too, for the same reason: the
+//!   answers it gave leave before it is gone;
 //! * receiving sockets use the shared context.
 
 use crate::config::{Attach, Endpoint, SocketConfig, SocketType, Transport};
@@ -28,6 +30,9 @@ pub(crate) enum Role {
     /// A request client: its connections are watched (a [`Drain`]) so
     /// that a server going away fails the requests it held at once.
     Ask,
+    /// A request server: its answers are delivered before it closes, as a
+    /// sender's messages are.
+    Answer,
 }
 
 /// A configured, bound and connected zmq socket.
@@ -50,7 +55,7 @@ pub(crate) struct Built {
 }
 
 pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
-    let private = role == Role::Send && !cfg.uses(Transport::Inproc);
+    let private = matches!(role, Role::Send | Role::Answer) && !cfg.uses(Transport::Inproc);
     let ctx = if private {
         zmq::Context::new()
     } else {
@@ -100,7 +105,7 @@ pub(crate) fn build(cfg: &SocketConfig, role: Role) -> Result<Built> {
     // A CURVE server counts the clients it turns away at the handshake:
     // through the drain when it has one, else on a thread of its own.
     let server_counts = admission.as_ref().map(|a| a.counts());
-    let drain = if private || curve_client || role == Role::Ask {
+    let drain = if (private && role == Role::Send) || curve_client || role == Role::Ask {
         let d = Drain::attach(&ctx, &sock, curve_client, server_counts.clone());
         Some(d.map_err(Error::zmq("monitor"))?)
     } else {

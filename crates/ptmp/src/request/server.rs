@@ -180,13 +180,20 @@ impl Server {
     /// A server from a socket config of type ROUTER.
     pub fn new(cfg: SocketConfig) -> Result<Server> {
         check_type(&cfg, SocketType::Router, "a server")?;
-        let b = build(&cfg, Role::Recv)?;
+        let b = build(&cfg, Role::Answer)?;
         // Told, rather than dropping silently, when a client is gone or
         // full, so that it is counted and the others go on.
         b.sock
             .set_router_mandatory(true)
             .map_err(Error::zmq("set router_mandatory"))?;
-        b.sock.set_linger(0).map_err(Error::zmq("set linger"))?;
+        // Answers given are delivered as the server closes, for up to its
+        // linger (a second unless configured): a client that is not reading
+        // does not hold it longer.
+        let linger = match cfg.linger_ms() {
+            -1 => 1000,
+            ms => ms,
+        };
+        b.sock.set_linger(linger).map_err(Error::zmq("set linger"))?;
         Ok(Server {
             _guards: b.guards,
             sock: b.sock,
@@ -219,7 +226,7 @@ impl Server {
 
     /// The next request, waiting up to `timeout` (`None`: until one
     /// comes); meanwhile, answers given on other threads are sent.
-    /// `Ok(None)` when the time passed.
+    /// `Ok(None)` when the time passed, or a signal came meanwhile.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Request>> {
         let until = timeout.map(|t| Instant::now() + t);
         loop {
@@ -236,7 +243,11 @@ impl Server {
                 self.sock.as_poll_item(zmq::POLLIN),
                 zmq::PollItem::from_fd(wake, zmq::POLLIN),
             ];
-            zmq::poll(&mut items, i64::from(timeout_ms(left))).map_err(Error::zmq("poll"))?;
+            match zmq::poll(&mut items, i64::from(timeout_ms(left))) {
+                // A signal ends the wait, so that its handler's flag is seen.
+                Err(zmq::Error::EINTR) => return Ok(None),
+                r => r.map_err(Error::zmq("poll"))?,
+            };
         }
     }
 
