@@ -49,7 +49,6 @@ pub struct CallArgs {
     /// How long to wait for the answer (e.g. 500ms, 5s; a bare number is
     /// seconds).
     #[arg(
-        short = 't',
         long,
         default_value = "5s",
         value_parser = ptmp::duration::secs_positive

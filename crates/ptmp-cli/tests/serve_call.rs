@@ -83,13 +83,13 @@ fn no_server_is_said_within_the_timeout() {
     let d = tempfile::tempdir().unwrap();
     let at = format!("ipc://{}/nobody", d.path().display());
     let t0 = std::time::Instant::now();
-    let o = call(&[&at, "anyone?", "-t", "400ms"]);
+    let o = call(&[&at, "anyone?", "--timeout", "400ms"]);
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(err.contains("no server") && err.contains(&at), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
     // Wrong input is a usage error, named.
-    let o = call(&[&at, "x", "-t", "soon"]);
+    let o = call(&[&at, "x", "--timeout", "soon"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let o = call(&["--config", r#"{"socket":{"type":"PUSH","connect":["ipc:///nowhere"]}}"#]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
@@ -112,6 +112,6 @@ fn a_stopped_server_ends_cleanly_with_its_counts() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("received 1, answered 1"), "{}", text(&o.stderr));
     // Asked again, nobody answers: said as such.
-    let o = call(&[&at, "two", "-t", "300ms"]);
+    let o = call(&[&at, "two", "--timeout", "300ms"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
 }

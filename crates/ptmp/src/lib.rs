@@ -23,12 +23,15 @@
 //!   (`ptmp-discovery` provides one), when a socket is made;
 //! * [`Sender`] / [`Receiver`]: the typed API, plus raw-frame access for
 //!   schema-blind tools. Each holds either a zmq socket or an shm channel,
-//!   chosen by the address, so callers never see which.
+//!   chosen by the address, so callers never see which;
+//! * [`request`]: a [`Client`] that asks and a [`Server`] that answers,
+//!   many requests out at once, each answer matched to its request.
 //!
 //! The public surface is what the crate root re-exports (the socket types,
-//! configuration, defaults and errors) and six subject modules whose items
-//! keep their module's name: [`curve`], [`duration`], [`fields`], [`files`],
-//! [`meter`] and [`names`]. Everything else is private.
+//! configuration, defaults and errors) and seven subject modules whose
+//! items keep their module's name: [`curve`], [`duration`], [`fields`],
+//! [`files`], [`meter`], [`names`] and [`request`]. Everything else is
+//! private.
 //!
 //! ```no_run
 //! use ptmp::{Receiver, Sender, SocketConfig, SocketType, TPSet};
