@@ -7,10 +7,12 @@
 fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    let srcs: Vec<String> = ["lib", "sender", "receiver", "shm", "dump", "run", "names"]
-        .iter()
-        .map(|m| format!("{dir}/src/{m}.rs"))
-        .collect();
+    let srcs: Vec<String> = [
+        "lib", "sender", "receiver", "shm", "dump", "run", "names", "request",
+    ]
+    .iter()
+    .map(|m| format!("{dir}/src/{m}.rs"))
+    .collect();
     for src in &srcs {
         println!("cargo:rerun-if-changed={src}");
     }

@@ -21,19 +21,31 @@ polars), ``DumpWriter``. Agents: ``run(config)``. Graphs:
 ``tla_code``, ``ext_str`` and ``jpath``. Shared-memory channels:
 ``shm_list()`` and ``shm_remove(name)``. Presence on the network:
 ``Peers``; ``use_discovery(group=...)`` lets socket configs name their
-peers (``name://NODE/PORT``, docs/discovery.md). Guide: docs/python.md.
+peers (``name://NODE/PORT``, docs/discovery.md). Requests and answers:
+``Client(address).request(data)`` asks a ``Server``, whose ``recv()``
+hands over a ``Request`` to ``answer`` or ``refuse`` from any thread; a
+request that gets no answer raises a ``RequestError`` that says why
+(``RequestTimeout``, ``RequestRefused``, ``ServerGone``). Guide:
+docs/python.md.
 """
 
 import atexit as _atexit
 
 from ._ptmp import (  # noqa: F401
     VERSION_FRAME,
+    Client,
     ConfigError,
     DumpWriter,
     Peers,
     PtmpError,
     Receiver,
+    Request,
+    RequestError,
+    RequestRefused,
+    RequestTimeout,
     Sender,
+    Server,
+    ServerGone,
     ShmError,
     ShmReader,
     ShmView,
@@ -57,12 +69,19 @@ from ._ptmp import (  # noqa: F401
 
 __all__ = [
     "VERSION_FRAME",
+    "Client",
     "ConfigError",
     "DumpWriter",
     "Peers",
     "PtmpError",
     "Receiver",
+    "Request",
+    "RequestError",
+    "RequestRefused",
+    "RequestTimeout",
     "Sender",
+    "Server",
+    "ServerGone",
     "ShmError",
     "ShmReader",
     "ShmView",

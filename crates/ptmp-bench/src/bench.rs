@@ -67,6 +67,10 @@ pub enum BenchCmd {
     Jitter(crate::latency::JitterArgs),
     /// One PUB to 1-3 SUBs and one PUSH to 1-3 PULLs: per-receiver rate and loss.
     Fanout(crate::fanout::FanoutArgs),
+    /// Request and response round trips: ptmp's Client and Server beside
+    /// raw libzmq REQ/REP and DEALER/ROUTER, per transport and requests in
+    /// flight.
+    Requests(crate::requests::RequestsArgs),
     /// The agents: zipper and window cores and running agents, zipper latency.
     Agents(crate::agents_bench::AgentsArgs),
     /// Every suite in turn, each under a Markdown heading.
@@ -117,6 +121,10 @@ fn all(a: &AllArgs) -> BenchResult {
     suite("ring", || crate::ring::run(&args(q(&["-n", "500000"]))))?;
     println!("\n## fanout\n");
     suite("fanout", || crate::fanout::run(&args(q(&["-n", "200000"]))))?;
+    println!("\n## requests\n");
+    suite("requests", || {
+        crate::requests::run(&args(q(&["-n", "20000"])))
+    })?;
     println!("\n## agents\n");
     suite("agents", || {
         crate::agents_bench::run(&args(q(&["-n", "50000", "-d", "1"])))
@@ -191,6 +199,7 @@ pub fn run(b: &BenchArgs) -> BenchResult {
         BenchCmd::Jitter(a) => suite("jitter", || crate::latency::jitter(a)),
         BenchCmd::Fanout(a) => suite("fanout", || crate::fanout::run(a)),
         BenchCmd::Agents(a) => suite("agents", || crate::agents_bench::run(a)),
+        BenchCmd::Requests(a) => suite("requests", || crate::requests::run(a)),
         BenchCmd::All(a) => all(a),
     }
 }

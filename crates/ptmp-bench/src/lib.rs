@@ -19,6 +19,7 @@ mod limits;
 mod peers;
 mod redis;
 mod report;
+mod requests;
 mod ring;
 pub mod sendrecv;
 pub mod sys;

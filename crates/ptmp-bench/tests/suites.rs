@@ -548,6 +548,47 @@ fn bench_babus_smoke() {
     assert!(s.contains("plain memcpy of 100000 bytes"), "{s}");
 }
 
+/// `bench requests`: every request of every row answered, ptmp's rows
+/// beside raw libzmq's, REQ/REP only where one request is out at a time.
+#[test]
+fn bench_requests_answers_every_request() {
+    let out = run(&[
+        "bench",
+        "requests",
+        "-n",
+        "2000",
+        "--in-flight",
+        "1",
+        "8",
+        "--transport",
+        "ipc",
+        "tcp",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = s
+        .lines()
+        .filter(|l| l.starts_with("| ipc |") || l.starts_with("| tcp |"))
+        .collect();
+    // Per transport: ptmp, REQ/REP and DEALER/ROUTER at 1; ptmp and
+    // DEALER/ROUTER at 8.
+    assert_eq!(rows.len(), 10, "{s}");
+    assert!(rows.iter().all(|r| r.ends_with("| 2000 |")), "{s}");
+    assert_eq!(
+        rows.iter().filter(|r| r.contains("REQ/REP")).count(),
+        2,
+        "{s}"
+    );
+    assert!(
+        rows.iter().any(|r| r.starts_with("| tcp | ptmp | 8 |")),
+        "{s}"
+    );
+}
+
 /// `bench fanout` shares every set among PULLs; `bench jitter` reports a sane range.
 #[test]
 fn bench_fanout_and_jitter_smoke() {

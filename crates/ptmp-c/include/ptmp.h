@@ -100,6 +100,48 @@
 #define PTMP_END 2
 
 /**
+ * A request got no answer within its time (a server was connected).
+ */
+#define PTMP_ERR_REQ_TIMEOUT -13
+
+/**
+ * No server was connected to take a request within its time (over
+ * inproc://, where connections are not watched, this reads as
+ * [`PTMP_ERR_REQ_TIMEOUT`]).
+ */
+#define PTMP_ERR_REQ_NO_SERVER -14
+
+/**
+ * A server's connection ended while the request was out: it will not be
+ * answered. Every request out at that moment fails so.
+ */
+#define PTMP_ERR_REQ_SERVER_GONE -15
+
+/**
+ * The server refused the request; `ptmp_last_error()` carries its words
+ * (after "refused by the server: ").
+ */
+#define PTMP_ERR_REQ_REFUSED -16
+
+/**
+ * The server could not read the request (the peer speaks another
+ * protocol); the message carries its words.
+ */
+#define PTMP_ERR_REQ_UNREADABLE -17
+
+/**
+ * The request is over the client's `max_message` limit in bytes; nothing
+ * was sent.
+ */
+#define PTMP_ERR_REQ_TOO_BIG -18
+
+/**
+ * The client already has as many requests out as it may (see
+ * `ptmp_client_set_max_in_flight`); nothing was sent.
+ */
+#define PTMP_ERR_REQ_TOO_MANY -19
+
+/**
  * No message is known to be undelivered (`ptmp_delivery.undelivered_kind`).
  */
 #define PTMP_UNDELIVERED_NONE 0
@@ -149,6 +191,12 @@
 #define PTMP_SHM_START_OLDEST 2
 
 /**
+ * A client (opaque): sends requests to one or more servers and gets their
+ * answers. Made by `ptmp_client_new` or `ptmp_client_new_config`.
+ */
+typedef struct ptmp_client ptmp_client;
+
+/**
  * A dump file open for reading (opaque), made by `ptmp_dump_reader_new`.
  */
 typedef struct ptmp_dump_reader ptmp_dump_reader;
@@ -164,6 +212,13 @@ typedef struct ptmp_dump_writer ptmp_dump_writer;
 typedef struct ptmp_receiver ptmp_receiver;
 
 /**
+ * One request a server received (opaque): its bytes, and how to answer
+ * it. Given by `ptmp_server_recv`; consumed by `ptmp_request_answer`,
+ * `ptmp_request_refuse` or `ptmp_request_free`.
+ */
+typedef struct ptmp_request ptmp_request;
+
+/**
  * Agents or a graph running on a thread of their own (opaque), made by
  * `ptmp_run_start` or `ptmp_graph_start`.
  */
@@ -173,6 +228,12 @@ typedef struct ptmp_run ptmp_run;
  * A sending socket (opaque), made by `ptmp_sender_new`.
  */
 typedef struct ptmp_sender ptmp_sender;
+
+/**
+ * A server (opaque): receives requests to answer. Made by
+ * `ptmp_server_new` or `ptmp_server_new_config`.
+ */
+typedef struct ptmp_server ptmp_server;
 
 /**
  * A reader of a shared-memory channel (opaque), made by
@@ -275,6 +336,31 @@ typedef struct ptmp_tpset {
    */
   size_t tps_capacity;
 } ptmp_tpset;
+
+/**
+ * Bytes the library hands over: an answer. `data` points to `len` bytes
+ * followed by a NUL byte (not counted in `len`), so a text answer reads
+ * as a C string; `capacity` is the size of the `malloc` block at `data`.
+ *
+ * Start from a zeroed struct. A call that fills it grows the block with
+ * `realloc` when needed and keeps it, so asking in a loop into the same
+ * struct allocates nothing once it has grown; `ptmp_bytes_clear` frees it
+ * (with `free`).
+ */
+typedef struct ptmp_bytes {
+  /**
+   * The bytes: NULL, or a `malloc` block of `capacity` bytes.
+   */
+  uint8_t *data;
+  /**
+   * How many bytes the answer has.
+   */
+  size_t len;
+  /**
+   * The size of the block at `data`.
+   */
+  size_t capacity;
+} ptmp_bytes;
 
 /**
  * What `ptmp_sender_finish` found out about delivery.
@@ -654,6 +740,321 @@ void ptmp_receiver_free(struct ptmp_receiver *receiver);
  * `receiver` is NULL or a live handle from `ptmp_receiver_new`.
  */
 const char *ptmp_receiver_endpoint(const struct ptmp_receiver *receiver, size_t index);
+
+/**
+ * Frees `bytes->data` (with `free`) and sets every field of `*bytes` to
+ * zero. NULL is accepted and does nothing.
+ *
+ * Thread-safety: touches only `*bytes`; any thread that owns it.
+ *
+ * # Safety
+ * `bytes` is NULL or points to a writable `ptmp_bytes` whose `data` is
+ * NULL or a `malloc` block (as this library leaves it).
+ */
+void ptmp_bytes_clear(struct ptmp_bytes *bytes);
+
+/**
+ * Opens a client of the server(s) at `address` (`tcp://HOST:PORT`,
+ * `ipc://PATH`, `inproc://NAME`, or `name://NODE/PORT` once presence is
+ * on) and stores the handle in `*out` (NULL on failure). A server need
+ * not be there yet: requests wait for one within their time.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8),
+ * [`PTMP_ERR_CONFIG`] (an address that is not one) or
+ * [`PTMP_ERR_TRANSPORT`].
+ *
+ * Thread-safety: any thread; the new handle is then used by one thread
+ * at a time.
+ *
+ * # Safety
+ * `address` is NULL or a NUL-terminated string; `out` is NULL or points
+ * to writable storage for a pointer.
+ */
+int ptmp_client_new(const char *address, struct ptmp_client **out);
+
+/**
+ * Opens a client from PTMP's JSON socket configuration, of type DEALER:
+ * for CURVE keys, several servers (requests are dealt among them), a
+ * `max_message` limit, heartbeats, e.g.
+ * `{"socket":{"type":"DEALER","connect":["tcp://127.0.0.1:5680"]}}`.
+ * A `"discovery"` key beside `"socket"` turns presence on for names, as
+ * for `ptmp_sender_new`. Stores the handle in `*out` (NULL on failure).
+ *
+ * Returns as `ptmp_client_new`; [`PTMP_ERR_CONFIG`] also for a type other
+ * than DEALER or an shm:// address (requests do not go over shm:// yet).
+ *
+ * Thread-safety: as `ptmp_client_new`.
+ *
+ * # Safety
+ * As `ptmp_client_new`, with `json_config` for `address`.
+ */
+int ptmp_client_new_config(const char *json_config, struct ptmp_client **out);
+
+/**
+ * Sends one request of `len` bytes at `data` and waits for its answer,
+ * for at most `timeout_ms` milliseconds in all (0 or more). The answer
+ * goes to `*answer` (see `ptmp_bytes`: start from a zeroed struct, free
+ * with `ptmp_bytes_clear`). Answers to requests sent before with
+ * `ptmp_client_send` that come meanwhile are kept for `ptmp_client_recv`.
+ *
+ * Returns [`PTMP_OK`] with the answer, or why there is none, each with
+ * its words in `ptmp_last_error()`: [`PTMP_ERR_REQ_TIMEOUT`],
+ * [`PTMP_ERR_REQ_NO_SERVER`], [`PTMP_ERR_REQ_SERVER_GONE`],
+ * [`PTMP_ERR_REQ_REFUSED`] (the server's words in the message),
+ * [`PTMP_ERR_REQ_UNREADABLE`], [`PTMP_ERR_REQ_TOO_BIG`],
+ * [`PTMP_ERR_REQ_TOO_MANY`]; or [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`]
+ * (`timeout_ms` < 0, `answer->data` NULL with a non-zero `capacity`),
+ * [`PTMP_ERR_TRANSPORT`], [`PTMP_ERR_INTERRUPTED`], [`PTMP_ERR_ALLOC`].
+ * On a failure `answer->len` is 0 and its block is kept.
+ *
+ * Thread-safety: one thread at a time per client.
+ *
+ * # Safety
+ * `client` is NULL or a live handle; `data` is NULL (only with `len` 0)
+ * or points to `len` readable bytes; `answer` is NULL or points to a
+ * writable `ptmp_bytes` whose `data` is NULL or a `malloc` block of
+ * `capacity` bytes.
+ */
+int ptmp_client_request(struct ptmp_client *client,
+                        const void *data,
+                        size_t len,
+                        int timeout_ms,
+                        struct ptmp_bytes *answer);
+
+/**
+ * Sends one request without waiting for its answer, to be answered
+ * within `timeout_ms` milliseconds (0 or more), and stores its id (never
+ * 0) in `*id`; its answer, or why there is none, comes from
+ * `ptmp_client_recv` with that id. Many requests may be out at once,
+ * answered in any order. Waits up to `timeout_ms` for room when the
+ * socket's queue is full.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_REQ_TOO_BIG`], [`PTMP_ERR_REQ_TOO_MANY`],
+ * [`PTMP_ERR_REQ_NO_SERVER`] (no room for it within its time),
+ * [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (`timeout_ms` < 0),
+ * [`PTMP_ERR_TRANSPORT`] or [`PTMP_ERR_INTERRUPTED`]; `*id` is 0 unless
+ * it was sent.
+ *
+ * Thread-safety: one thread at a time per client.
+ *
+ * # Safety
+ * `client` is NULL or a live handle; `data` is NULL (only with `len` 0)
+ * or points to `len` readable bytes; `id` is NULL or writable.
+ */
+int ptmp_client_send(struct ptmp_client *client,
+                     const void *data,
+                     size_t len,
+                     int timeout_ms,
+                     uint64_t *id);
+
+/**
+ * The next outcome of a request sent with `ptmp_client_send`, waiting at
+ * most `timeout_ms` milliseconds (negative: until one comes): its id goes
+ * to `*id`, and an answer to `*answer` (as for `ptmp_client_request`).
+ *
+ * Returns [`PTMP_OK`] with the answer to request `*id`; one of the
+ * `PTMP_ERR_REQ_*` codes when request `*id` failed (its words in
+ * `ptmp_last_error()`); [`PTMP_TIMEOUT`] (`*id` is 0) when nothing came
+ * in time, or at once when no request is out; or, `*id` 0,
+ * [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`], [`PTMP_ERR_TRANSPORT`] or
+ * [`PTMP_ERR_INTERRUPTED`]; or [`PTMP_ERR_ALLOC`] when the answer to
+ * `*id` came but could not be stored (it is lost). `answer->len` is 0
+ * unless an answer came.
+ *
+ * Thread-safety: one thread at a time per client.
+ *
+ * # Safety
+ * `client` is NULL or a live handle; `id` is NULL or writable; `answer`
+ * as for `ptmp_client_request`.
+ */
+int ptmp_client_recv(struct ptmp_client *client,
+                     int timeout_ms,
+                     uint64_t *id,
+                     struct ptmp_bytes *answer);
+
+/**
+ * Allows at most `n` requests out at once (at least 1; 1024 unless set):
+ * a `ptmp_client_send` beyond fails with [`PTMP_ERR_REQ_TOO_MANY`].
+ *
+ * Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`].
+ *
+ * Thread-safety: one thread at a time per client.
+ *
+ * # Safety
+ * `client` is NULL or a live handle.
+ */
+int ptmp_client_set_max_in_flight(struct ptmp_client *client, size_t n);
+
+/**
+ * How many requests sent with `ptmp_client_send` are out, waiting for an
+ * answer; 0 for a NULL handle.
+ *
+ * Thread-safety: one thread at a time per client.
+ *
+ * # Safety
+ * `client` is NULL or a live handle.
+ */
+size_t ptmp_client_in_flight(const struct ptmp_client *client);
+
+/**
+ * Closes a client and frees its handle at once: answers to requests
+ * still out are not waited for. NULL is accepted and does nothing.
+ *
+ * Thread-safety: no other thread may use the handle during or after this.
+ *
+ * # Safety
+ * `client` is NULL or a live handle, not used again.
+ */
+void ptmp_client_free(struct ptmp_client *client);
+
+/**
+ * Opens a server listening at `address` (`tcp://HOST:PORT`, `*` or 0 as
+ * the port letting the system choose, `ipc://PATH`, `inproc://NAME`, or
+ * `name://NODE/PORT` once presence is on) and stores the handle in
+ * `*out` (NULL on failure). `ptmp_server_endpoint` gives the address
+ * bound.
+ *
+ * Returns [`PTMP_OK`], [`PTMP_ERR_NULL`], [`PTMP_ERR_ARG`] (not UTF-8),
+ * [`PTMP_ERR_CONFIG`] or [`PTMP_ERR_TRANSPORT`] (e.g. the address is in
+ * use).
+ *
+ * Thread-safety: any thread; the new handle is then used by one thread
+ * at a time (requests it gives may be answered from any thread).
+ *
+ * # Safety
+ * `address` is NULL or a NUL-terminated string; `out` is NULL or points
+ * to writable storage for a pointer.
+ */
+int ptmp_server_new(const char *address, struct ptmp_server **out);
+
+/**
+ * Opens a server from PTMP's JSON socket configuration, of type ROUTER
+ * (for CURVE keys, a `max_message` limit, the linger, names), e.g.
+ * `{"socket":{"type":"ROUTER","bind":["tcp://127.0.0.1:*"]}}`. A
+ * `"discovery"` key turns presence on, as for `ptmp_sender_new`.
+ *
+ * Returns as `ptmp_server_new`; [`PTMP_ERR_CONFIG`] also for a type other
+ * than ROUTER or an shm:// address.
+ *
+ * Thread-safety: as `ptmp_server_new`.
+ *
+ * # Safety
+ * As `ptmp_server_new`, with `json_config` for `address`.
+ */
+int ptmp_server_new_config(const char *json_config, struct ptmp_server **out);
+
+/**
+ * The `index`th address the server bound, a `*` port resolved (e.g.
+ * `tcp://127.0.0.1:41234`), or NULL if it bound fewer. The string belongs
+ * to the handle and lives as long as it.
+ *
+ * Thread-safety: one thread at a time per server, as its other calls.
+ *
+ * # Safety
+ * `server` is NULL or a live handle.
+ */
+const char *ptmp_server_endpoint(const struct ptmp_server *server, size_t index);
+
+/**
+ * Waits at most `timeout_ms` milliseconds (negative: until one comes) for
+ * the next request and stores it in `*request` (NULL when none came).
+ * Meanwhile, and first, it sends the answers and refusals given since the
+ * last call, on any thread: a server delivers answers only from within
+ * this call (and `ptmp_server_free`), so keep calling it.
+ *
+ * The request belongs to the caller, who gives it back by answering it
+ * (`ptmp_request_answer`), refusing it (`ptmp_request_refuse`) or freeing
+ * it (`ptmp_request_free`, a refusal), on this thread or any other, in
+ * any order.
+ *
+ * Returns [`PTMP_OK`] with a request; [`PTMP_TIMEOUT`] when none came in
+ * time, or a signal ended the wait; [`PTMP_ERR_NULL`],
+ * [`PTMP_ERR_TRANSPORT`].
+ *
+ * Thread-safety: one thread at a time per server.
+ *
+ * # Safety
+ * `server` is NULL or a live handle; `request` is NULL or points to
+ * writable storage for a pointer.
+ */
+int ptmp_server_recv(struct ptmp_server *server, int timeout_ms, struct ptmp_request **request);
+
+/**
+ * Closes a server and frees its handle. First it sends the answers and
+ * refusals already given, and refuses requests that came but were not
+ * received; then what was sent is delivered for up to the socket's
+ * linger (a second unless configured). A request still held is answered
+ * (or refused, or freed) afterwards to no effect, and must still be
+ * given back. NULL is accepted and does nothing.
+ *
+ * Thread-safety: no other thread may use the handle during or after this.
+ *
+ * # Safety
+ * `server` is NULL or a live handle, not used again.
+ */
+void ptmp_server_free(struct ptmp_server *server);
+
+/**
+ * The bytes of a request: a pointer to them (followed by a NUL byte not
+ * counted, so a text request reads as a C string) and their number in
+ * `*len` (unless `len` is NULL). The bytes belong to the request and
+ * stay valid until it is answered, refused or freed. NULL for a NULL
+ * request (`*len` then 0).
+ *
+ * Thread-safety: whichever thread holds the request.
+ *
+ * # Safety
+ * `request` is NULL or a live request; `len` is NULL or writable.
+ */
+const void *ptmp_request_data(const struct ptmp_request *request, size_t *len);
+
+/**
+ * Answers a request with `len` bytes at `data` (copied), and consumes it.
+ * The answer is sent by the server's thread, at its next
+ * `ptmp_server_recv` (which this wakes) or as it is freed. An answer over
+ * the server's `max_message` goes to the client as a refusal saying so.
+ *
+ * Returns [`PTMP_OK`]; [`PTMP_ERR_NULL`] for a NULL request, or for
+ * `data` NULL with `len` > 0 (the request is then refused, saying so).
+ * Whatever it returns, a request given is consumed: do not use it again.
+ *
+ * Thread-safety: any thread, one at a time per request; safe while the
+ * server's thread receives.
+ *
+ * # Safety
+ * `request` is NULL or a live request from `ptmp_server_recv`, not used
+ * again; `data` is NULL or points to `len` readable bytes.
+ */
+int ptmp_request_answer(struct ptmp_request *request, const void *data, size_t len);
+
+/**
+ * Refuses a request, saying why (`why` goes to the client, which sees it
+ * in its error message), and consumes it. Sent as answers are (see
+ * `ptmp_request_answer`). Bytes of `why` that are not UTF-8 are replaced.
+ *
+ * Returns [`PTMP_OK`] or [`PTMP_ERR_NULL`] (a NULL request; or a NULL
+ * `why`, the request then refused in general words). Whatever it
+ * returns, a request given is consumed.
+ *
+ * Thread-safety: as `ptmp_request_answer`.
+ *
+ * # Safety
+ * `request` is NULL or a live request, not used again; `why` is NULL or a
+ * NUL-terminated string.
+ */
+int ptmp_request_refuse(struct ptmp_request *request, const char *why);
+
+/**
+ * Gives back a request without answering it: it is refused ("the server
+ * let the request go without answering"), so its client hears at once.
+ * NULL is accepted and does nothing.
+ *
+ * Thread-safety: as `ptmp_request_answer`.
+ *
+ * # Safety
+ * `request` is NULL or a live request, not used again.
+ */
+void ptmp_request_free(struct ptmp_request *request);
 
 /**
  * Starts the agents of a ptmper configuration (what `ptmp run` takes; the

@@ -34,6 +34,7 @@ mod dump;
 mod encode;
 mod names;
 mod receiver;
+mod request;
 mod run;
 mod sender;
 mod shm;
@@ -41,6 +42,7 @@ mod shm;
 pub use dump::*;
 pub use names::*;
 pub use receiver::*;
+pub use request::*;
 pub use run::*;
 pub use sender::*;
 pub use shm::*;
@@ -181,6 +183,7 @@ impl From<Error> for Fail {
             Error::Config { .. } => PTMP_ERR_CONFIG,
             Error::Wire(_) => PTMP_ERR_MESSAGE,
             Error::Interrupted => PTMP_ERR_INTERRUPTED,
+            Error::Request { failure, .. } => request::failure_code(failure),
             _ => PTMP_ERR_TRANSPORT,
         };
         Fail(code, e.to_string())

@@ -333,3 +333,63 @@ fn c_curve_admits_a_listed_key_and_refuses_another() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("0 failures"), "{stdout}");
 }
+
+/// Runs `exe` under `wrap` (none, or valgrind's command line), killing it
+/// after `limit`, and checks it exited 0 having printed "0 failures".
+fn run_bounded(what: &str, wrap: &[String], exe: &Path, limit: Duration) {
+    let mut cmd = match wrap.split_first() {
+        Some((w, rest)) => {
+            let mut c = Command::new(w);
+            c.args(rest).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what} did not finish in {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_ok(what, &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\n0 failures"), "{stdout}");
+}
+
+/// Request and response from C (`c/request.c`): a server on a pthread
+/// echoes, refuses with words the client sees, holds a request past its
+/// time, and hands requests to worker threads that answer them last
+/// first; then a request to nobody, a server gone, the limits and the
+/// argument errors. Plain, sanitized, and under valgrind.
+#[test]
+fn c_request_and_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = Duration::from_secs(120);
+    let exe = compile("request", dir.path());
+    run_bounded("C requests", &[], &exe, limit);
+    let sdir = dir.path().join("sanitized");
+    std::fs::create_dir(&sdir).unwrap();
+    match try_compile("request", &sdir, common::SANITIZE) {
+        Ok(exe) => run_bounded("C requests, sanitized", &[], &exe, limit),
+        Err(e) if common::no_sanitizer_runtime(&e) => {
+            common::missing_part(&format!("sanitizers are not available here:\n{e}"));
+        }
+        Err(e) => panic!("{e}"),
+    }
+    if let Some(vg) = common::valgrind() {
+        run_bounded("C requests under valgrind", &vg, &exe, limit);
+    }
+}

@@ -84,7 +84,10 @@ pub fn serve(a: &ServeArgs) -> CliResult {
     } else {
         s.bound().join(",")
     };
-    let what = a.exec.as_deref().map_or("echoing".to_string(), |c| format!("running {c:?}"));
+    let what = a
+        .exec
+        .as_deref()
+        .map_or("echoing".to_string(), |c| format!("running {c:?}"));
     eprintln!("ptmp serve: listening at {shown}, {what}");
     let mut jobs = Jobs::new(a.jobs as usize);
     let mut done = 0u64;
@@ -200,7 +203,9 @@ fn run_command(exec: &str, input: &[u8]) -> Result<Vec<u8>, String> {
 pub fn call(a: &CallArgs) -> CliResult {
     let cfg = match (&a.config, &a.address) {
         (Some(c), _) => given_config(c)?,
-        (None, Some(at)) => SocketConfig::builder(SocketType::Dealer).connect(at).build()?,
+        (None, Some(at)) => SocketConfig::builder(SocketType::Dealer)
+            .connect(at)
+            .build()?,
         (None, None) => return Err(CliError::usage("give the server's ADDRESS")),
     };
     let body = match a.request.as_deref() {

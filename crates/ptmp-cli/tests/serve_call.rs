@@ -19,7 +19,9 @@ fn call(args: &[&str]) -> Output {
 
 /// Wait until the server's ipc socket file is there.
 fn listening(path: &std::path::Path) {
-    wait_for(LIMIT, "the server's socket file", || path.exists().then_some(()));
+    wait_for(LIMIT, "the server's socket file", || {
+        path.exists().then_some(())
+    });
 }
 
 #[test]
@@ -60,7 +62,8 @@ fn a_command_answers_and_its_failure_is_a_refusal() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("cmd");
     let at = format!("ipc://{}", path.display());
-    let script = "if [ \"$(cat)\" = bad ]; then echo 'no such thing' >&2; exit 3; fi; echo answered";
+    let script =
+        "if [ \"$(cat)\" = bad ]; then echo 'no such thing' >&2; exit 3; fi; echo answered";
     let server = spawn(&["serve", &at, "--exec", script, "-n", "2"]);
     listening(&path);
     let o = call(&[&at, "good"]);
@@ -75,7 +78,11 @@ fn a_command_answers_and_its_failure_is_a_refusal() {
     );
     assert!(o.stdout.is_empty());
     let o = finish(server, LIMIT);
-    assert!(text(&o.stderr).contains("answered 1, refused 1"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("answered 1, refused 1"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
@@ -91,7 +98,10 @@ fn no_server_is_said_within_the_timeout() {
     // Wrong input is a usage error, named.
     let o = call(&[&at, "x", "--timeout", "soon"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let o = call(&["--config", r#"{"socket":{"type":"PUSH","connect":["ipc:///nowhere"]}}"#]);
+    let o = call(&[
+        "--config",
+        r#"{"socket":{"type":"PUSH","connect":["ipc:///nowhere"]}}"#,
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("DEALER"), "{}", text(&o.stderr));
 }
@@ -110,7 +120,11 @@ fn a_stopped_server_ends_cleanly_with_its_counts() {
     assert!(k.success());
     let o = finish(server, LIMIT);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("received 1, answered 1"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("received 1, answered 1"),
+        "{}",
+        text(&o.stderr)
+    );
     // Asked again, nobody answers: said as such.
     let o = call(&[&at, "two", "--timeout", "300ms"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));

@@ -19,6 +19,7 @@ mod agents;
 mod dump;
 mod graphs;
 mod peers;
+mod request;
 mod schema;
 mod shm;
 mod sockets;
@@ -288,6 +289,7 @@ fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyShmReader>()?;
     m.add_class::<PyShmView>()?;
     m.add_class::<peers::PyPeers>()?;
+    request::register(m)?;
     m.add_function(wrap_pyfunction!(peers::use_discovery, m)?)?;
     m.add_function(wrap_pyfunction!(peers::announced_names, m)?)?;
     m.add_function(wrap_pyfunction!(peers::withdraw_names, m)?)?;

@@ -38,8 +38,8 @@ mod client;
 mod frames;
 mod server;
 
-pub use client::{Client, ClientCounts, RequestId};
 pub use crate::error::Failure;
+pub use client::{Client, ClientCounts, RequestId};
 pub use server::{Reply, Request, Server, ServerCounts};
 
 use crate::config::{SocketConfig, SocketType, Transport};

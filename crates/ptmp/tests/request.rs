@@ -23,7 +23,11 @@ fn addresses(tag: &str) -> Vec<String> {
 /// A server at `address` and a client of it.
 fn pair(address: &str) -> (Server, Client) {
     let s = Server::bind(address).unwrap();
-    let at = s.bound().first().cloned().unwrap_or_else(|| address.to_string());
+    let at = s
+        .bound()
+        .first()
+        .cloned()
+        .unwrap_or_else(|| address.to_string());
     let c = Client::connect(&at).unwrap();
     (s, c)
 }
@@ -145,7 +149,10 @@ fn a_request_times_out_and_its_late_answer_is_dropped() {
     let e = c.request(b"slow", Duration::from_millis(200)).unwrap_err();
     let took = t0.elapsed();
     assert_eq!(failure(e), Failure::TimedOut { ms: 200 });
-    assert!(took >= Duration::from_millis(200) && took < 3 * SEC, "{took:?}");
+    assert!(
+        took >= Duration::from_millis(200) && took < 3 * SEC,
+        "{took:?}"
+    );
     let r = s.recv(Some(SEC)).unwrap().unwrap();
     let (_, reply) = r.into_parts();
     s.answer(reply, b"too late").unwrap();
@@ -160,7 +167,9 @@ fn a_request_times_out_and_its_late_answer_is_dropped() {
 fn nobody_to_ask_is_said_within_the_time() {
     let mut c = Client::connect("tcp://127.0.0.1:9").unwrap();
     let t0 = Instant::now();
-    let e = c.request(b"anyone?", Duration::from_millis(300)).unwrap_err();
+    let e = c
+        .request(b"anyone?", Duration::from_millis(300))
+        .unwrap_err();
     assert!(t0.elapsed() < 3 * SEC);
     let text = e.to_string();
     assert!(
@@ -349,7 +358,10 @@ fn vanishing_clients_do_not_stop_the_server() {
         echo(&mut s, 1);
         s
     });
-    assert_eq!(c.request(b"still there?", 5 * SEC).unwrap(), b"still there?");
+    assert_eq!(
+        c.request(b"still there?", 5 * SEC).unwrap(),
+        b"still there?"
+    );
     let s = t.join().unwrap();
     let n = s.counts();
     assert_eq!(n.received, 301);

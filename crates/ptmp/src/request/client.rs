@@ -60,6 +60,10 @@ pub struct Client {
     next: u64,
     /// Requests out, by id: when each runs out of time, and that time.
     out: HashMap<u64, (Instant, Duration)>,
+    /// No request out runs out of time before this (it may be earlier
+    /// than the soonest deadline left, never later): until then the
+    /// requests out need not be looked through.
+    soonest: Option<Instant>,
     /// Outcomes known but not yet handed over.
     ready: VecDeque<(RequestId, Outcome)>,
     /// Connections seen ended so far.
@@ -96,6 +100,7 @@ impl Client {
             max_out: DEFAULT_IN_FLIGHT,
             next: 1,
             out: HashMap::with_capacity(DEFAULT_IN_FLIGHT),
+            soonest: None,
             ready: VecDeque::new(),
             ended: 0,
             frames: Vec::new(),
@@ -164,12 +169,16 @@ impl Client {
                 }));
             }
             let mut items = [self.sock.as_poll_item(zmq::POLLOUT)];
-            zmq::poll(&mut items, i64::from(timeout_ms(Some(left.min(Duration::from_millis(50))))))
-                .map_err(Error::zmq("poll"))?;
+            zmq::poll(
+                &mut items,
+                i64::from(timeout_ms(Some(left.min(Duration::from_millis(50))))),
+            )
+            .map_err(Error::zmq("poll"))?;
         }
         self.next += 1;
         self.counts.sent += 1;
         self.out.insert(id, (deadline, timeout));
+        self.soonest = Some(self.soonest.map_or(deadline, |s| s.min(deadline)));
         Ok(RequestId(id))
     }
 
@@ -184,6 +193,10 @@ impl Client {
             if let Some(r) = self.ready.pop_front() {
                 return Ok(Some(r));
             }
+            // An answer already here is taken without waiting.
+            if self.take()? {
+                continue;
+            }
             if let Some(r) = self.expired() {
                 return Ok(Some(r));
             }
@@ -194,8 +207,7 @@ impl Client {
             if until.is_some_and(|u| u <= now) {
                 return Ok(None);
             }
-            let first = self.out.values().map(|o| o.0).min();
-            let stop = match (until, first) {
+            let stop = match (until, self.soonest) {
                 (Some(u), Some(f)) => u.min(f),
                 (u, f) => u.or(f).unwrap_or(now),
             };
@@ -232,12 +244,16 @@ impl Client {
     /// A request out whose time ran out, if any (the earliest).
     fn expired(&mut self) -> Option<(RequestId, Outcome)> {
         let now = Instant::now();
-        let (&id, &(_, t)) = self
-            .out
-            .iter()
-            .filter(|(_, o)| o.0 <= now)
-            .min_by_key(|(_, o)| o.0)?;
+        if self.soonest.is_none_or(|s| now < s) {
+            return None;
+        }
+        self.soonest = self.out.values().map(|o| o.0).min();
+        let (&id, &(deadline, t)) = self.out.iter().min_by_key(|(_, o)| o.0)?;
+        if deadline > now {
+            return None;
+        }
         self.out.remove(&id);
+        // The next deadline is found again when it comes.
         self.counts.timed_out += 1;
         let ms = t.as_millis() as u64;
         // No server ever connected: say so rather than "no answer".

@@ -63,12 +63,10 @@ pub(crate) enum Answered<'a> {
 /// Read the frames a client received.
 pub(crate) fn answered<M: Deref<Target = [u8]>>(frames: &[M]) -> Answered<'_> {
     match frames {
-        [d, id, status, body] if d.is_empty() => {
-            match (<WireId>::try_from(&id[..]), &status[..]) {
-                (Ok(id), [s]) if *s <= UNREADABLE => Answered::Tagged(id, *s, &body[..]),
-                _ => Answered::Unreadable("a bad id or status frame".into()),
-            }
-        }
+        [d, id, status, body] if d.is_empty() => match (<WireId>::try_from(&id[..]), &status[..]) {
+            (Ok(id), [s]) if *s <= UNREADABLE => Answered::Tagged(id, *s, &body[..]),
+            _ => Answered::Unreadable("a bad id or status frame".into()),
+        },
         _ => Answered::Unreadable(format!(
             "{} frames, where 4 (delimiter, id, status, body) are expected",
             frames.len()

@@ -174,7 +174,11 @@ impl Server {
     /// A server listening at `address` (`tcp://HOST:PORT` with `*` or port
     /// 0 allowed, `ipc://PATH`, `inproc://NAME`, `name://NODE/PORT`).
     pub fn bind(address: &str) -> Result<Server> {
-        Server::new(SocketConfig::builder(SocketType::Router).bind(address).build()?)
+        Server::new(
+            SocketConfig::builder(SocketType::Router)
+                .bind(address)
+                .build()?,
+        )
     }
 
     /// A server from a socket config of type ROUTER.
@@ -193,7 +197,9 @@ impl Server {
             -1 => 1000,
             ms => ms,
         };
-        b.sock.set_linger(linger).map_err(Error::zmq("set linger"))?;
+        b.sock
+            .set_linger(linger)
+            .map_err(Error::zmq("set linger"))?;
         Ok(Server {
             _guards: b.guards,
             sock: b.sock,
@@ -329,7 +335,13 @@ impl Server {
 
     /// Put a response's frames on the wire without waiting: whether it
     /// went (a client gone or not reading is counted instead).
-    fn send_frames(&mut self, to: &[u8], id: Option<WireId>, status: u8, body: &[u8]) -> Result<bool> {
+    fn send_frames(
+        &mut self,
+        to: &[u8],
+        id: Option<WireId>,
+        status: u8,
+        body: &[u8],
+    ) -> Result<bool> {
         let more = zmq::SNDMORE | zmq::DONTWAIT;
         match self.sock.send(to, more) {
             Ok(()) => {}
