@@ -239,7 +239,7 @@ pub fn run(a: &CatArgs) -> CliResult {
             Output::File(w) => w
                 .write(&rec.channel, rec.log_time_ns, &rec.frames)
                 .map_err(|e| CliError::fail(format!("--ofile {e}"))),
-            Output::Sock(tx) => match send_out(tx, &rec.frames) {
+            Output::Sock(tx) => match send_out(tx, &rec.frames, "--osock") {
                 Ok(true) => Ok(()),
                 Ok(false) => break,
                 Err(e) => Err(e),
@@ -375,14 +375,15 @@ fn relay(rx: &mut Receiver, tx: &mut Sender, wait: Duration) -> Step {
 /// Sends one message, waiting for room in slices so that a stop request
 /// or a CURVE server's refusal ends the wait (libzmq never retries a
 /// refused client, and a PUSH would queue into it, then block for ever).
-/// `false` when told to stop before it was sent.
-fn send_out(tx: &mut Sender, frames: &Frames) -> CliResult<bool> {
+/// `false` when told to stop before it was sent. A refusal is told as
+/// `side`'s.
+pub(crate) fn send_out(tx: &mut Sender, frames: &Frames, side: &str) -> CliResult<bool> {
     loop {
         if tx.send_frames_within(frames, Duration::from_millis(100))? {
             return Ok(true);
         }
         if let Some(why) = tx.refused() {
-            return Err(CliError::fail(format!("--osock refused: {why}")));
+            return Err(CliError::fail(format!("{side} refused: {why}")));
         }
         if stopping() {
             return Ok(false);

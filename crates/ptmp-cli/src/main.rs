@@ -5,6 +5,7 @@
 mod ask;
 mod cat;
 mod common;
+mod files;
 mod graph;
 mod http;
 mod keys;
@@ -50,6 +51,16 @@ enum Cmd {
     Send(send::SendArgs),
     /// Receive TPSets, report gaps and a summary (check_recv).
     Recv(recv::RecvArgs),
+    /// Keep what an endpoint carries in a file (MCAP, Parquet or a czmqat
+    /// dump), each message with its receive time.
+    Record(files::record::RecordArgs),
+    /// Send a recording's messages out of a socket, paced by data time,
+    /// receive time or as fast as it goes.
+    Replay(files::replay::ReplayArgs),
+    /// Copy a recording into another format.
+    Convert(files::convert::ConvertArgs),
+    /// Tell what recordings hold: channels, counts, times, compression.
+    Info(files::info::InfoArgs),
     /// Answer requests: an echo, or a shell command run for each.
     Serve(ask::ServeArgs),
     /// Send one request and print its answer; fails on a refusal or when
@@ -123,6 +134,10 @@ fn main() {
         Cmd::Sendrecv(a) => sendrecv::run(&a),
         #[cfg(not(feature = "bench"))]
         Cmd::Sendrecv(_) => no_bench::run("sendrecv"),
+        Cmd::Record(a) => files::record::run(&a),
+        Cmd::Replay(a) => files::replay::run(&a),
+        Cmd::Convert(a) => files::convert::run(&a),
+        Cmd::Info(a) => files::info::run(&a),
         Cmd::Serve(a) => ask::serve(&a),
         Cmd::Call(a) => ask::call(&a),
         Cmd::Run(a) => run::run(&a),

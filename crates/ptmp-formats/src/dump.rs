@@ -26,6 +26,14 @@
 mod file;
 
 pub use file::{FileReader, FileWriter};
+
+/// What `ptmp info` tells of a dump beyond its records: what it keeps.
+pub(crate) fn layout() -> Vec<crate::format::Detail> {
+    vec![crate::format::Detail::new(
+        "keeps",
+        "each message's frames, uncompressed; no channel, no receive time",
+    )]
+}
 use ptmp_data::zmsg::{zmsg_encode, zmsg_frames};
 use ptmp_data::Frames;
 use std::io::{self, Read, Write};

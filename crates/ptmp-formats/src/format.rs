@@ -20,6 +20,24 @@ pub enum Format {
     Parquet,
 }
 
+/// One fact the format keeps about the file, as a name and a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detail {
+    /// What it is ("compression", "chunks", "row groups").
+    pub name: &'static str,
+    /// Its value, as printed.
+    pub value: String,
+}
+
+impl Detail {
+    pub(crate) fn new(name: &'static str, value: impl ToString) -> Detail {
+        Detail {
+            name,
+            value: value.to_string(),
+        }
+    }
+}
+
 /// Every name a format is known by: the extensions and `--format` values
 /// that mean it, in the order help texts list them. `None` marks a format
 /// ptmp knows of and refuses by name rather than writing a dump under its

@@ -19,6 +19,7 @@
 //!   last whole chunk;
 //! * [`parquet`]: Parquet tables of TPSets, one row per TrigPrim, for
 //!   Pandas, Polars, DuckDB and Arrow;
+//! * [`info`]: what a file holds, read through once (`ptmp info`);
 //! * [`rows`]: TPSets as table rows (one per TrigPrim, with its set's
 //!   columns) and back: the one place a set becomes columns, for the
 //!   columnar formats and for Python's tables.
@@ -33,6 +34,7 @@ mod append;
 pub mod dump;
 mod error;
 mod format;
+pub mod info;
 pub mod mcap;
 pub mod parquet;
 mod record;

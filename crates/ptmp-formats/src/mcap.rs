@@ -37,8 +37,10 @@
 //! MCAP files are not appended to: [`crate::append`] leaves one as it
 //! is and writes the next numbered file beside it.
 
+mod layout;
 mod read;
 
+pub(crate) use layout::layout;
 pub use read::FileReader;
 
 use crate::{Error, Format, Result, Writer};
