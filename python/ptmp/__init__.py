@@ -14,8 +14,8 @@ Blocking calls release the GIL and honour Ctrl-C. Shared memory:
 ``ShmWriter.publish`` and ``ShmReader.view`` (a zero-copy buffer of the ring
 slot; ``memoryview(v)`` or ``v.numpy()``). Files of messages (the
 format follows the extension; a czmqat dump unless it says otherwise):
-``read_dump``, ``read_tpsets``, ``read_rows`` (columns for pandas or
-polars), ``DumpWriter``. Agents: ``run(config)``. Graphs:
+``read`` (a pyarrow Table, a row per TrigPrim), ``read_dump``,
+``read_tpsets``, ``read_rows`` (columns as lists), ``DumpWriter``. Agents: ``run(config)``. Graphs:
 ``graph_check(config)`` and ``run_graph(config)`` (each process a
 ``python -m ptmp._part`` child); Jsonnet files take ``tla_str``,
 ``tla_code``, ``ext_str`` and ``jpath``. Shared-memory channels:
@@ -56,6 +56,8 @@ from ._ptmp import (  # noqa: F401
     announced_names,
     graph_check,
     now_us,
+    _read_arrow_ipc,
+    _table_format,
     read_dump,
     read_rows,
     read_tpsets,
@@ -92,6 +94,7 @@ __all__ = [
     "announced_names",
     "graph_check",
     "now_us",
+    "read",
     "read_dump",
     "read_rows",
     "read_tpsets",
@@ -102,6 +105,28 @@ __all__ = [
     "use_discovery",
     "withdraw_names",
 ]
+
+
+def read(path, format=None):
+    """Read a file of TPSets (MCAP, Parquet or a czmqat dump, by its
+    extension or ``format``) as a ``pyarrow.Table``: a row per TrigPrim with
+    its set's columns, its ``edge`` (channel) and ``log_time_ns`` (receive
+    time), typed as the Parquet files ptmp writes. No Python object is made
+    per TrigPrim: ``.to_pandas()``, ``polars.from_arrow(t)`` and
+    ``duckdb.sql("select ... from t")`` take it as it is. A Parquet file is
+    read by pyarrow itself after ptmp checked its columns; the other
+    formats are decoded in Rust, without the GIL, into one Arrow stream.
+    Needs pyarrow."""
+    import pyarrow as pa
+
+    fmt = _table_format(path, format)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path)
+    data = _read_arrow_ipc(path, format)
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
 
 # Names announced by this process's sockets leave with it at once, rather
 # than at the peers' next liveness check.

@@ -130,3 +130,50 @@ def test_a_parquet_table_of_other_columns_is_refused_naming_them(tmp_path):
                              "tstart": pa.array([1], pa.int64())}), path)
     with pytest.raises(ptmp.PtmpError, match=r"column `tstart` is Int64, not UInt64"):
         ptmp.read_tpsets(path)
+
+
+@pytest.mark.parametrize("name", ["run.mcap", "run.parquet", "run.dump"])
+def test_read_gives_the_same_typed_table_for_every_format(tmp_path, name):
+    path = tmp_path / name
+    sets = make_sets()
+    write(path, sets)
+    t = ptmp.read(path)
+    assert isinstance(t, pa.Table)
+    assert t.column_names == COLUMNS
+    for c in COLUMNS:
+        assert t.schema.field(c).type == ARROW_TYPES[c], c
+    # A row per TrigPrim, one for a set of none.
+    assert t.num_rows == sum(max(len(s.tps), 1) for s in sets)
+    assert t.column("tstart").to_pylist()[:2] == [None, 5_000_001_000]
+    assert max(v for v in t.column("tstart").to_pylist() if v is not None) > 2**32
+    assert t.column("count").to_pylist() == [s.count for s in sets for _ in range(max(len(s.tps), 1))]
+    edges = set(t.column("edge").to_pylist())
+    # Written with no channel: MCAP names its one channel "tpsets", the
+    # others keep none.
+    assert edges == ({"tpsets"} if name.endswith(".mcap") else {""})
+    # What analysts do with it next.
+    df = t.to_pandas()
+    assert df.groupby("count").size().tolist() == [max(len(s.tps), 1) for s in sets]
+    assert pl.from_arrow(t).filter(pl.col("adcsum") > 21).height == sum(
+        1 for s in sets for tp in s.tps if tp.adcsum > 21)
+    assert duckdb.sql("select sum(adcsum) from t").fetchall()[0][0] == sum(
+        tp.adcsum for s in sets for tp in s.tps)
+
+
+def test_read_names_what_it_cannot_read(tmp_path):
+    with pytest.raises(ptmp.PtmpError, match="none.mcap"):
+        ptmp.read(tmp_path / "none.mcap")
+    with pytest.raises(ptmp.PtmpError, match="HDF5"):
+        ptmp.read(tmp_path / "x.h5")
+    with pytest.raises(ptmp.PtmpError, match="no such format"):
+        ptmp.read(tmp_path / "x.mcap", format="csv")
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), other)
+    with pytest.raises(ptmp.PtmpError, match="other.parquet"):
+        ptmp.read(other)
+    # A dump holding a message that is not a TPSet cannot be a table.
+    mixed = tmp_path / "mixed.dump"
+    with ptmp.DumpWriter(mixed) as w:
+        w.write([b"hello"])
+    with pytest.raises(ptmp.PtmpError, match="not a PTMP TPSet"):
+        ptmp.read(mixed)

@@ -20,6 +20,8 @@
 //! * [`parquet`]: Parquet tables of TPSets, one row per TrigPrim, for
 //!   Pandas, Polars, DuckDB and Arrow;
 //! * [`info`]: what a file holds, read through once (`ptmp info`);
+//! * [`table`]: TPSets as an Arrow table, a whole file as record batches
+//!   or an Arrow IPC stream (Python's `ptmp.read`);
 //! * [`rows`]: TPSets as table rows (one per TrigPrim, with its set's
 //!   columns) and back: the one place a set becomes columns, for the
 //!   columnar formats and for Python's tables.
@@ -39,6 +41,7 @@ pub mod mcap;
 pub mod parquet;
 mod record;
 pub mod rows;
+pub mod table;
 
 pub use append::{append, Appended};
 pub use error::{Error, Result};

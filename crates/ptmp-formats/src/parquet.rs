@@ -1,7 +1,7 @@
 //! Parquet files of TPSets: a table of one row per TrigPrim, through the
 //! `parquet` and `arrow` crates.
 //!
-//! The table's columns are those of [`crate::rows`] ([`COLUMNS`], in that
+//! The table's columns are those of [`crate::rows`] ([`crate::rows::COLUMNS`], in that
 //! order: the set's number in the file, its fields, the TrigPrim's), then
 //! [`EDGE`], the record's channel (a graph's edge, an endpoint; empty where
 //! none was given), and [`LOG_TIME`], when it was received (nanoseconds
@@ -34,62 +34,21 @@
 mod layout;
 mod read;
 
+pub use crate::table::{column_types, schema, EDGE, LOG_TIME};
 pub(crate) use layout::layout;
 pub use read::FileReader;
 
-use crate::rows::{rows, TpRow, COLUMNS};
+use crate::table::Batch;
+
+use crate::rows::rows;
 use crate::{Error, Format, Result, Writer};
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::basic::{Compression, ZstdLevel};
 use ::parquet::file::properties::WriterProperties;
-use arrow_array::builder::{Int64Builder, StringBuilder, UInt32Builder, UInt64Builder};
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::SchemaRef;
 use ptmp_data::{Frames, TPSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-/// The column of each row's channel (the stream it was recorded from).
-pub const EDGE: &str = "edge";
-
-/// The column of each row's receive time, in nanoseconds since the epoch.
-pub const LOG_TIME: &str = "log_time_ns";
-
-/// Every column of a table of TPSets, in order: its name, Arrow type and
-/// whether it may be empty (null).
-pub fn column_types() -> [(&'static str, DataType, bool); 17] {
-    use DataType::{Int64, UInt32, UInt64, Utf8};
-    let c = COLUMNS;
-    [
-        (c[0], UInt64, false),
-        (c[1], UInt32, false),
-        (c[2], UInt32, false),
-        (c[3], Int64, false),
-        (c[4], UInt64, false),
-        (c[5], UInt32, true),
-        (c[6], UInt32, true),
-        (c[7], UInt32, true),
-        (c[8], UInt32, true),
-        (c[9], UInt32, true),
-        (c[10], UInt64, true),
-        (c[11], UInt32, true),
-        (c[12], UInt32, true),
-        (c[13], UInt32, true),
-        (c[14], UInt32, true),
-        (EDGE, Utf8, false),
-        (LOG_TIME, UInt64, true),
-    ]
-}
-
-/// The Arrow schema of a table of TPSets ([`column_types`]).
-pub fn schema() -> SchemaRef {
-    let fields: Vec<Field> = column_types()
-        .into_iter()
-        .map(|(name, ty, nullable)| Field::new(name, ty, nullable))
-        .collect();
-    Arc::new(Schema::new(fields))
-}
 
 /// How [`FileWriter`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,77 +62,6 @@ impl Default for ParquetOptions {
         ParquetOptions {
             row_group_rows: 65_536,
         }
-    }
-}
-
-/// The rows buffered for the next row group, column by column.
-#[derive(Default)]
-struct Batch {
-    set: UInt64Builder,
-    count: UInt32Builder,
-    detid: UInt32Builder,
-    created: Int64Builder,
-    set_tstart: UInt64Builder,
-    set_tspan: UInt32Builder,
-    chanbeg: UInt32Builder,
-    chanend: UInt32Builder,
-    totaladc: UInt32Builder,
-    channel: UInt32Builder,
-    tstart: UInt64Builder,
-    tspan: UInt32Builder,
-    adcsum: UInt32Builder,
-    adcpeak: UInt32Builder,
-    flags: UInt32Builder,
-    edge: StringBuilder,
-    log_time_ns: UInt64Builder,
-    rows: usize,
-}
-
-impl Batch {
-    fn push(&mut self, r: &TpRow, edge: &str, log_time_ns: Option<u64>) {
-        self.set.append_value(r.set);
-        self.count.append_value(r.count);
-        self.detid.append_value(r.detid);
-        self.created.append_value(r.created);
-        self.set_tstart.append_value(r.set_tstart);
-        self.set_tspan.append_option(r.set_tspan);
-        self.chanbeg.append_option(r.chanbeg);
-        self.chanend.append_option(r.chanend);
-        self.totaladc.append_option(r.totaladc);
-        self.channel.append_option(r.channel);
-        self.tstart.append_option(r.tstart);
-        self.tspan.append_option(r.tspan);
-        self.adcsum.append_option(r.adcsum);
-        self.adcpeak.append_option(r.adcpeak);
-        self.flags.append_option(r.flags);
-        self.edge.append_value(edge);
-        self.log_time_ns.append_option(log_time_ns);
-        self.rows += 1;
-    }
-
-    /// The rows buffered as a record batch of `schema`; empties the buffer.
-    fn take(&mut self, schema: &SchemaRef) -> std::result::Result<RecordBatch, String> {
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.set.finish()),
-            Arc::new(self.count.finish()),
-            Arc::new(self.detid.finish()),
-            Arc::new(self.created.finish()),
-            Arc::new(self.set_tstart.finish()),
-            Arc::new(self.set_tspan.finish()),
-            Arc::new(self.chanbeg.finish()),
-            Arc::new(self.chanend.finish()),
-            Arc::new(self.totaladc.finish()),
-            Arc::new(self.channel.finish()),
-            Arc::new(self.tstart.finish()),
-            Arc::new(self.tspan.finish()),
-            Arc::new(self.adcsum.finish()),
-            Arc::new(self.adcpeak.finish()),
-            Arc::new(self.flags.finish()),
-            Arc::new(self.edge.finish()),
-            Arc::new(self.log_time_ns.finish()),
-        ];
-        self.rows = 0;
-        RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
     }
 }
 
@@ -318,23 +206,5 @@ fn write_err(path: &Path, what: String) -> Error {
     Error::Io {
         path: path.into(),
         source: std::io::Error::other(format!("writing Parquet: {what}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_schema_has_the_row_columns_then_edge_and_log_time() {
-        let s = schema();
-        let names: Vec<&str> = s.fields().iter().map(|f| f.name().as_str()).collect();
-        assert_eq!(&names[..15], &COLUMNS[..]);
-        assert_eq!(&names[15..], [EDGE, LOG_TIME]);
-        let f = |n: &str| s.field_with_name(n).unwrap().clone();
-        assert_eq!(f("tstart").data_type(), &DataType::UInt64);
-        assert!(f("tstart").is_nullable() && !f("set_tstart").is_nullable());
-        assert_eq!(f("created").data_type(), &DataType::Int64);
-        assert_eq!(f(EDGE).data_type(), &DataType::Utf8);
     }
 }

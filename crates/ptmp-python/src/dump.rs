@@ -160,3 +160,35 @@ impl PyDumpWriter {
         self.close()
     }
 }
+
+/// The format a file is read as (its extension's, or `format`), checked
+/// by opening it: a Parquet file of other columns is refused here.
+#[pyfunction]
+#[pyo3(signature = (path, format=None))]
+pub(crate) fn _table_format(path: std::path::PathBuf, format: Option<&str>) -> PyResult<String> {
+    let given = format
+        .map(ptmp_formats::Format::named)
+        .transpose()
+        .map_err(|e| PtmpError::new_err(e.to_string()))?;
+    let r = ptmp_formats::open(&path, given).map_err(file_err)?;
+    Ok(r.format().name().to_string())
+}
+
+/// A file's TPSets as one Arrow IPC stream (a row per TrigPrim), built
+/// without the GIL; `ptmp.read` hands it to pyarrow without a copy.
+#[pyfunction]
+#[pyo3(signature = (path, format=None))]
+pub(crate) fn _read_arrow_ipc<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    format: Option<&str>,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let given = format
+        .map(ptmp_formats::Format::named)
+        .transpose()
+        .map_err(|e| PtmpError::new_err(e.to_string()))?;
+    let bytes = py
+        .detach(|| ptmp_formats::table::arrow_ipc(&path, given))
+        .map_err(file_err)?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}

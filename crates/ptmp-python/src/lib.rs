@@ -296,6 +296,8 @@ fn _ptmp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_dump, m)?)?;
     m.add_function(wrap_pyfunction!(read_tpsets, m)?)?;
     m.add_function(wrap_pyfunction!(read_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(dump::_table_format, m)?)?;
+    m.add_function(wrap_pyfunction!(dump::_read_arrow_ipc, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(graph_check, m)?)?;
     m.add_function(wrap_pyfunction!(run_graph, m)?)?;
