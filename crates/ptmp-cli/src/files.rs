@@ -25,6 +25,42 @@ pub fn fail(e: ptmp_formats::Error) -> CliError {
     }
 }
 
+/// A size in bytes: a number with an optional unit, `k`/`M`/`G`/`T`
+/// (powers of 1000, a trailing `B` allowed) or `KiB`/`MiB`/`GiB`/`TiB`
+/// (powers of 1024); more than 0.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim();
+    let mult: f64 = match unit.to_ascii_lowercase().trim_end_matches('b') {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        "ki" => 1024.0,
+        "mi" => 1024.0 * 1024.0,
+        "gi" => 1024.0 * 1024.0 * 1024.0,
+        "ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?}; use k, M, G, T (1000s) or KiB, MiB, GiB, TiB"
+            ))
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: not a size (e.g. 100MB, 1GiB, 500000)"))?;
+    let bytes = n * mult;
+    if !(bytes >= 1.0 && bytes < 1.8e19) {
+        return Err(format!("{s:?}: must be at least 1 byte and fit in 64 bits"));
+    }
+    Ok(bytes as u64)
+}
+
 /// Nanoseconds since the epoch as a UTC time, `2026-12-03T17:00:00.123456789Z`.
 pub fn utc(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
@@ -76,7 +112,19 @@ pub fn check_output(input: &std::path::Path, out: &std::path::Path, force: bool)
 
 #[cfg(test)]
 mod tests {
-    use super::utc;
+    use super::{parse_size, utc};
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("100"), Ok(100));
+        assert_eq!(parse_size("100MB"), Ok(100_000_000));
+        assert_eq!(parse_size("1.5k"), Ok(1500));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2 MiB"), Ok(2 << 20));
+        for bad in ["", "0", "MB", "-5", "5 parsecs", "1e30"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn utc_times() {

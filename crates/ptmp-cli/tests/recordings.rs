@@ -397,3 +397,62 @@ fn recording_an_shm_pub_ring_counts_every_set_kept_or_overwritten() {
     let (i, _) = info(&f);
     assert_eq!(i["tpsets"].as_u64(), Some(kept), "{i}");
 }
+
+#[test]
+fn a_recording_rolls_into_a_numbered_series_of_whole_files() {
+    let d = tempfile::tempdir().unwrap();
+    let ep = ipc(d.path(), "roll");
+    let f = d.path().join("roll.mcap");
+    let rec = spawn(&[
+        "record",
+        "-o",
+        f.to_str().unwrap(),
+        "-p",
+        "PULL",
+        "-a",
+        "bind",
+        "-e",
+        &ep,
+        "-n",
+        "300",
+        "--roll-size",
+        "4KiB",
+        "--json",
+    ]);
+    let tx = spawn(&[
+        "send", "-n", "300", "-N", "4", "-p", "PUSH", "-a", "connect", "-e", &ep,
+    ]);
+    let o = finish(rec, LIMIT);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(finish(tx, LIMIT).status.success());
+    let out = text(&o.stdout);
+    let j: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let files: Vec<String> = j["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert!(files.len() >= 3, "{out}");
+    assert_eq!(files[1], d.path().join("roll.1.mcap").display().to_string());
+    let mut total = 0;
+    for f in &files {
+        let (i, io) = info(Path::new(f));
+        assert!(io.status.success(), "{f}: every file is whole: {i}");
+        total += i["tpsets"].as_u64().unwrap();
+    }
+    assert_eq!(total, 300);
+    // The series is there: a second recording is refused without --force.
+    let o = ptmp(&[
+        "record",
+        "-o",
+        f.to_str().unwrap(),
+        "-p",
+        "PULL",
+        "-e",
+        &ep,
+        "--roll-every",
+        "1m",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

@@ -70,7 +70,7 @@ const MAX_FILES: u32 = 100_000;
 
 /// The `n`th file of the series named `path`: `path` itself for 0, else
 /// `STEM.n.EXT` (or `PATH.n` with no extension).
-fn numbered(path: &Path, n: u32) -> PathBuf {
+pub fn numbered(path: &Path, n: u32) -> PathBuf {
     if n == 0 {
         return path.to_path_buf();
     }

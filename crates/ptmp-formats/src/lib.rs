@@ -19,6 +19,8 @@
 //!   last whole chunk;
 //! * [`parquet`]: Parquet tables of TPSets, one row per TrigPrim, for
 //!   Pandas, Polars, DuckDB and Arrow;
+//! * [`roll`]: a recording written as a numbered series of files, the
+//!   next begun at a size or a time;
 //! * [`info`]: what a file holds, read through once (`ptmp info`);
 //! * [`table`]: TPSets as an Arrow table, a whole file as record batches
 //!   or an Arrow IPC stream (Python's `ptmp.read`);
@@ -40,10 +42,11 @@ pub mod info;
 pub mod mcap;
 pub mod parquet;
 mod record;
+pub mod roll;
 pub mod rows;
 pub mod table;
 
-pub use append::{append, Appended};
+pub use append::{append, numbered, Appended};
 pub use error::{Error, Result};
 pub use format::Format;
 pub use record::{create, open, open_file, Reader, Record, Writer};

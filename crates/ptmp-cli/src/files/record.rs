@@ -12,6 +12,10 @@
 //! chunk, a czmqat dump up to its last whole message; a Parquet file
 //! needs its footer, which only a clean stop writes).
 //!
+//! With `--roll-size` or `--roll-every` the recording is a numbered
+//! series of files (`run.mcap`, `run.1.mcap`, ...), each finished before
+//! the next is begun (`ptmp_formats::roll`).
+//!
 //! What cannot be kept is counted and told at the end, never dropped
 //! silently: messages a ring's writer overwrote before they were read,
 //! TPSets lost upstream (gaps in their counts, as `ptmp recv` counts them)
@@ -23,7 +27,8 @@ use crate::common::{stopping, CliError, CliResult, SockArgs};
 use crate::recv::Tally;
 use ptmp::duration as units;
 use ptmp::{Frames, Receiver};
-use ptmp_formats::Format;
+use ptmp_formats::roll::{Limits, Rolling};
+use ptmp_formats::{Format, Writer};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -51,6 +56,15 @@ pub struct RecordArgs {
     /// milliseconds).
     #[arg(long, value_name = "DURATION", default_value = "1000", value_parser = units::millis)]
     pub flush_every: Duration,
+    /// Begin the next file of a numbered series (run.mcap, run.1.mcap,
+    /// run.2.mcap...) once the current one holds this many bytes of
+    /// messages, before compression (e.g. 100MB, 1GiB).
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_size)]
+    pub roll_size: Option<u64>,
+    /// Begin the next file of the series once the current one has been
+    /// written this long (e.g. 10m, 1h; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = units::secs_positive)]
+    pub roll_every: Option<Duration>,
     /// Write over OUTPUT if it exists.
     #[arg(short = 'f', long)]
     pub force: bool,
@@ -67,15 +81,21 @@ struct Counts {
     overrun: u64,
     not_kept: u64,
     tally: Tally,
+    /// The files written, in order.
+    files: Vec<String>,
 }
 
 pub fn run(a: &RecordArgs) -> CliResult {
     let format = Format::of(&a.output, a.format).map_err(fail)?;
-    if !a.force && a.output.exists() {
-        return Err(CliError::usage(format!(
-            "{}: exists; give --force to write over it",
-            a.output.display()
-        )));
+    let rolls = a.roll_size.is_some() || a.roll_every.is_some();
+    let second = ptmp_formats::numbered(&a.output, 1);
+    for f in [&a.output, &second] {
+        if !a.force && f.exists() && (rolls || f == &a.output) {
+            return Err(CliError::usage(format!(
+                "{}: exists; give --force to write over it",
+                f.display()
+            )));
+        }
     }
     let cfg = a.sock.to_config(None)?;
     if !cfg.socket_type().can_recv() {
@@ -90,9 +110,14 @@ pub fn run(a: &RecordArgs) -> CliResult {
     });
     let presence = a.sock.presence(&cfg)?;
     let mut rx = Receiver::following(&cfg)?;
-    let mut w = ptmp_formats::create(&a.output, Some(format)).map_err(fail)?;
+    let limits = Limits {
+        bytes: a.roll_size,
+        every: a.roll_every,
+    };
+    let mut w = Box::new(Rolling::create(&a.output, Some(format), limits).map_err(fail)?);
     let mut c = Counts::default();
     let ended = record(a, &channel, &mut rx, &mut *w, &mut c);
+    c.files = w.files().iter().map(|f| f.display().to_string()).collect();
     rx.commit_now();
     c.overrun = rx.lost();
     // What was kept is finished into the file, whatever ended the run.
@@ -117,7 +142,7 @@ fn record(
     a: &RecordArgs,
     channel: &str,
     rx: &mut Receiver,
-    w: &mut dyn ptmp_formats::Writer,
+    w: &mut dyn Writer,
     c: &mut Counts,
 ) -> CliResult<&'static str> {
     let limit = a.number.unwrap_or(u64::MAX);
@@ -166,7 +191,7 @@ fn report(a: &RecordArgs, format: Format, c: &Counts, ended_by: &str) -> CliResu
     println!(
         "recorded {} messages into {} ({}), {} overwritten before read, {} TPSets lost upstream (count gaps {}, backwards {}), {} not kept (not TPSets) (ended by {ended_by})",
         c.kept,
-        a.output.display(),
+        c.files.join(", "),
         format.long_name(),
         c.overrun,
         t.lost,
@@ -176,7 +201,7 @@ fn report(a: &RecordArgs, format: Format, c: &Counts, ended_by: &str) -> CliResu
     );
     if a.json {
         let j = serde_json::json!({
-            "file": a.output.display().to_string(),
+            "files": c.files,
             "format": format.name(),
             "kept": c.kept,
             "not_kept": c.not_kept,
