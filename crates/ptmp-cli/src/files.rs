@@ -55,7 +55,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .parse()
         .map_err(|_| format!("{s:?}: not a size (e.g. 100MB, 1GiB, 500000)"))?;
     let bytes = n * mult;
-    if !(bytes >= 1.0 && bytes < 1.8e19) {
+    if !(1.0..1.8e19).contains(&bytes) {
         return Err(format!("{s:?}: must be at least 1 byte and fit in 64 bits"));
     }
     Ok(bytes as u64)
