@@ -2,10 +2,12 @@
 //! carries in a file, `ptmp replay` sends a file's messages out again at
 //! their pace, `ptmp convert` copies a file into another format and `ptmp
 //! info` tells what a file holds. Every format is that of
-//! `ptmp_formats`, chosen by the file's extension or `--format`.
+//! `ptmp_formats`, chosen by the file's extension or `--format`. `ptmp
+//! plot` draws what a trigger physicist looks at first.
 
 pub mod convert;
 pub mod info;
+pub mod plot;
 pub mod record;
 pub mod replay;
 

@@ -61,6 +61,9 @@ enum Cmd {
     Convert(files::convert::ConvertArgs),
     /// Tell what recordings hold: channels, counts, times, compression.
     Info(files::info::InfoArgs),
+    /// Draw a recording: an event display, ADC-sum and time-over-threshold
+    /// histograms, the rate per detector id (SVG).
+    Plot(files::plot::PlotArgs),
     /// Answer requests: an echo, or a shell command run for each.
     Serve(ask::ServeArgs),
     /// Send one request and print its answer; fails on a refusal or when
@@ -138,6 +141,7 @@ fn main() {
         Cmd::Replay(a) => files::replay::run(&a),
         Cmd::Convert(a) => files::convert::run(&a),
         Cmd::Info(a) => files::info::run(&a),
+        Cmd::Plot(a) => files::plot::run(&a),
         Cmd::Serve(a) => ask::serve(&a),
         Cmd::Call(a) => ask::call(&a),
         Cmd::Run(a) => run::run(&a),

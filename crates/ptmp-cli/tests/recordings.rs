@@ -456,3 +456,86 @@ fn a_recording_rolls_into_a_numbered_series_of_whole_files() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
+
+#[test]
+fn plot_draws_the_four_pictures_of_a_recording() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("p.mcap");
+    let mut w = ptmp_formats::create(&f, None).unwrap();
+    for i in 0..200u32 {
+        let tps = (0..5)
+            .map(|k| ptmp_data::TrigPrim {
+                channel: 100 * (i % 2) + k,
+                tstart: u64::from(i) * 50_000 + u64::from(k),
+                tspan: Some(10 + k),
+                adcsum: Some(100 * k),
+                ..Default::default()
+            })
+            .collect();
+        let s = ptmp_data::TPSet {
+            count: i,
+            detid: i % 2,
+            tstart: u64::from(i) * 50_000,
+            tps,
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        ptmp_data::encode_tpset(&s, &mut buf);
+        w.write(
+            "a",
+            None,
+            &ptmp::Frames::from_slices(&[&ptmp_data::VERSION_FRAME[..], &buf[..]]),
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let svg = d.path().join("p.svg");
+    let o = ptmp(&[
+        "plot",
+        f.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--max-points",
+        "250",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+    for caption in [
+        "TrigPrims: channel against time (every 4th of 1000)",
+        "ADC sum of each TrigPrim (1000 values)",
+        "Time over threshold of each TrigPrim (1000 values)",
+        "TPSets per second by detector id",
+        "detid 0",
+        "detid 1",
+    ] {
+        assert!(s.contains(caption), "no {caption:?} in the picture");
+    }
+    assert_eq!(
+        s.matches("<circle").count(),
+        250,
+        "every 4th TrigPrim is a point"
+    );
+    // What it cannot draw is refused by name.
+    let o = ptmp(&[
+        "plot",
+        f.to_str().unwrap(),
+        "-o",
+        d.path().join("p.png").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("writes SVG"),
+        "{}",
+        text(&o.stderr)
+    );
+    let empty = d.path().join("empty.dump");
+    std::fs::write(&empty, b"").unwrap();
+    let o = ptmp(&["plot", empty.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("holds no TPSets"),
+        "{}",
+        text(&o.stderr)
+    );
+}
