@@ -59,12 +59,7 @@ pub struct CallArgs {
 /// The config given with --config (its type is checked by the server or
 /// client it makes).
 fn given_config(text: &str) -> CliResult<SocketConfig> {
-    let text = match text.strip_prefix('@') {
-        Some(path) => ptmp::files::read_given_text(path.as_ref(), ptmp::files::CONFIG_LIMIT)
-            .map_err(|e| CliError::usage(format!("--config @{path}: {e}")))?,
-        None => text.to_string(),
-    };
-    Ok(SocketConfig::from_json(&text)?)
+    Ok(SocketConfig::from_json(&crate::common::config_text(text)?)?)
 }
 
 pub fn serve(a: &ServeArgs) -> CliResult {

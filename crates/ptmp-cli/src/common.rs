@@ -221,14 +221,7 @@ impl SockArgs {
 
     /// The text of `--config` (read from the file for `@FILE`).
     pub(crate) fn config_text(&self) -> CliResult<Option<String>> {
-        let Some(c) = &self.config else {
-            return Ok(None);
-        };
-        Ok(Some(match c.strip_prefix('@') {
-            Some(path) => ptmp::files::read_given_text(path.as_ref(), ptmp::files::CONFIG_LIMIT)
-                .map_err(|e| CliError::usage(format!("--config @{path}: {e}")))?,
-            None => c.clone(),
-        }))
+        self.config.as_deref().map(config_text).transpose()
     }
 
     /// Build the socket config. `default_type` is used when -p is absent.
@@ -263,6 +256,16 @@ impl SockArgs {
             cfg = cfg.to_builder().hwm(h).build()?;
         }
         Ok(cfg)
+    }
+}
+
+/// A `--config` value: JSON text, or `@FILE` holding it (read with the
+/// size limit of every config file).
+pub fn config_text(given: &str) -> CliResult<String> {
+    match given.strip_prefix('@') {
+        Some(path) => ptmp::files::read_given_text(path.as_ref(), ptmp::files::CONFIG_LIMIT)
+            .map_err(|e| CliError::usage(format!("--config @{path}: {e}"))),
+        None => Ok(given.to_string()),
     }
 }
 

@@ -71,24 +71,42 @@ fn address_of(cfg: &SocketConfig) -> String {
     all.join(",")
 }
 
+/// Most frames of a message kept: a request or a response has at most 4
+/// (with a server's routing id, 4); the frames of a longer message are
+/// received and dropped, so a peer sending a million empty frames costs
+/// nothing kept.
+const MAX_FRAMES: usize = 6;
+
 /// Take one whole message off `sock` into `frames` (reusing them), without
-/// waiting: how many frames it has, 0 when there is none.
+/// waiting: how many frames it has, 0 when there is none. Of a message of
+/// more than [`MAX_FRAMES`] frames, the first `MAX_FRAMES - 1` are kept, the
+/// rest received into the last slot and dropped, and the count returned is
+/// the true one (more than `frames` holds): [`frames_kept`] gives what was
+/// kept.
 fn message_frames(sock: &zmq::Socket, frames: &mut Vec<zmq::Message>) -> Result<usize> {
     let mut n = 0;
     loop {
-        if frames.len() == n {
+        let slot = n.min(MAX_FRAMES - 1);
+        if frames.len() == slot {
             frames.push(zmq::Message::new());
         }
         let flags = if n == 0 { zmq::DONTWAIT } else { 0 };
-        match sock.recv(&mut frames[n], flags) {
+        match sock.recv(&mut frames[slot], flags) {
             Ok(()) => {}
             Err(zmq::Error::EAGAIN) if n == 0 => return Ok(0),
             Err(e) => return Err(Error::zmq("recv")(e)),
         }
         n += 1;
-        if !frames[n - 1].get_more() {
+        if !frames[slot].get_more() {
             break;
         }
     }
     Ok(n)
+}
+
+/// The frames kept of a message of `n` frames taken by [`message_frames`]:
+/// all of them, or `None` for one longer than [`MAX_FRAMES`] (its first
+/// frames only were kept, for a server to answer to).
+fn frames_kept(frames: &[zmq::Message], n: usize) -> Option<&[zmq::Message]> {
+    (n <= MAX_FRAMES).then(|| &frames[..n])
 }

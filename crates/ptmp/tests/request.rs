@@ -283,6 +283,31 @@ fn plain_zeromq_peers() {
     assert_eq!(s.counts().unreadable, 1);
 }
 
+/// A message of a hundred thousand frames is counted and answered as
+/// unreadable, keeps nothing, and the server goes on answering.
+#[test]
+fn a_message_of_many_frames_is_dropped_and_the_server_answers_on() {
+    let mut s = Server::bind("tcp://127.0.0.1:*").unwrap();
+    let at = s.bound()[0].clone();
+    let ctx = zmq::Context::new();
+    let dealer = ctx.socket(zmq::DEALER).unwrap();
+    dealer.connect(&at).unwrap();
+    let mut parts: Vec<&[u8]> = vec![b""; 100_000];
+    parts.push(b"last");
+    dealer.send_multipart(parts, 0).unwrap();
+    assert!(s.recv(Some(Duration::from_secs(5))).unwrap().is_none());
+    let got = dealer.recv_multipart(0).unwrap();
+    assert_eq!(got[..2], [b"".to_vec(), vec![2u8]]);
+    let why = String::from_utf8_lossy(&got[2]).into_owned();
+    assert!(why.contains("100000 frames after the delimiter"), "{why}");
+    assert_eq!(s.counts().unreadable, 1);
+    // And a well-formed request after it is answered.
+    let mut c = Client::connect(&at).unwrap();
+    let h = thread::spawn(move || c.request(b"after", 5 * SEC).unwrap());
+    echo(&mut s, 1);
+    assert_eq!(h.join().unwrap(), b"after");
+}
+
 /// One client, two servers: the requests are shared between them.
 #[test]
 fn servers_share_one_clients_load() {

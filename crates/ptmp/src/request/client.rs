@@ -2,7 +2,7 @@
 //! must be answered by, and matches what comes back to what is out.
 
 use super::frames::{self, Answered, WireId, ANSWER, REFUSED};
-use super::{address_of, check_type, message_frames};
+use super::{address_of, check_type, frames_kept, message_frames};
 use crate::config::{SocketConfig, SocketType};
 use crate::drain::Drain;
 use crate::error::{Error, Failure, Result};
@@ -313,7 +313,11 @@ impl Client {
         if n == 0 {
             return Ok(false);
         }
-        let (id, outcome) = match frames::answered(&self.frames[..n]) {
+        let Some(all) = frames_kept(&self.frames, n) else {
+            self.counts.unreadable += 1;
+            return Ok(true);
+        };
+        let (id, outcome) = match frames::answered(all) {
             Answered::Tagged(id, status, body) => {
                 let outcome = match status {
                     ANSWER => Ok(body.to_vec()),

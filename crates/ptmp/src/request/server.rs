@@ -5,7 +5,7 @@
 //! an eventfd, sends them (ZeroMQ sockets belong to one thread).
 
 use super::frames::{self, Asked, WireId, ANSWER, REFUSED, UNREADABLE};
-use super::{address_of, check_type, message_frames};
+use super::{address_of, check_type, frames_kept, message_frames};
 use crate::config::{SocketConfig, SocketType};
 use crate::error::{Error, Result};
 use crate::socket::{build, timeout_ms, Role};
@@ -290,7 +290,21 @@ impl Server {
         if n == 0 {
             return Ok(None);
         }
-        let (to, rest) = self.frames[..n].split_first().expect("a routed message");
+        let Some(all) = frames_kept(&self.frames, n) else {
+            // Longer than any request: counted, and told why when its
+            // sender put the delimiter first.
+            self.counts.unreadable += 1;
+            let to = self.frames[0].to_vec();
+            if self.frames.get(1).is_some_and(|d| d.is_empty()) {
+                let why = format!(
+                    "{} frames after the delimiter, where 1 or 2 are expected",
+                    n - 2
+                );
+                self.send_frames(&to, None, UNREADABLE, why.as_bytes())?;
+            }
+            return Ok(None);
+        };
+        let (to, rest) = all.split_first().expect("a routed message");
         let to = to.to_vec();
         let (id, body) = match frames::asked(rest) {
             Asked::Tagged(id, body) => (Some(id), body.to_vec()),
