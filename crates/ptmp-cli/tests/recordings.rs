@@ -27,25 +27,22 @@ fn ipc(d: &Path, name: &str) -> String {
     format!("ipc://{}", d.join(name).display())
 }
 
-#[test]
-fn recorded_converted_and_replayed_every_set_comes_back() {
-    let d = tempfile::tempdir().unwrap();
-    let ep = ipc(d.path(), "in");
-    let mcap = d.path().join("run.mcap");
-    let rec = spawn(&[
+/// Record 300 sets of 4 TrigPrims sent by `ptmp send` over ipc into
+/// `file`, with `extra` recorder options; the recorder's JSON summary.
+fn record_300(d: &Path, file: &Path, extra: &[&str]) -> Value {
+    let ep = ipc(d, "in");
+    let mut args = vec![
         "record",
         "-o",
-        mcap.to_str().unwrap(),
+        file.to_str().unwrap(),
         "-p",
         "PULL",
         "-a",
         "bind",
-        "-e",
-        &ep,
-        "-n",
-        "300",
-        "--json",
-    ]);
+    ];
+    args.extend_from_slice(&["-e", &ep, "-n", "300", "--json"]);
+    args.extend_from_slice(extra);
+    let rec = spawn(&args);
     let tx = spawn(&[
         "send", "-n", "300", "-N", "4", "-p", "PUSH", "-a", "connect", "-e", &ep,
     ]);
@@ -53,11 +50,19 @@ fn recorded_converted_and_replayed_every_set_comes_back() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(finish(tx, LIMIT).status.success());
     let out = text(&o.stdout);
-    let summary: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    serde_json::from_str(out.lines().last().unwrap()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn recorded_converted_and_replayed_every_set_comes_back() {
+    let d = tempfile::tempdir().unwrap();
+    let ep = ipc(d.path(), "in");
+    let mcap = d.path().join("run.mcap");
+    let summary = record_300(d.path(), &mcap, &[]);
     assert_eq!(
         (summary["kept"].as_u64(), summary["lost"].as_u64()),
         (Some(300), Some(0)),
-        "{out}"
+        "{summary}"
     );
 
     let (j, o) = info(&mcap);
@@ -401,32 +406,10 @@ fn recording_an_shm_pub_ring_counts_every_set_kept_or_overwritten() {
 #[test]
 fn a_recording_rolls_into_a_numbered_series_of_whole_files() {
     let d = tempfile::tempdir().unwrap();
-    let ep = ipc(d.path(), "roll");
+    let ep = ipc(d.path(), "in");
     let f = d.path().join("roll.mcap");
-    let rec = spawn(&[
-        "record",
-        "-o",
-        f.to_str().unwrap(),
-        "-p",
-        "PULL",
-        "-a",
-        "bind",
-        "-e",
-        &ep,
-        "-n",
-        "300",
-        "--roll-size",
-        "4KiB",
-        "--json",
-    ]);
-    let tx = spawn(&[
-        "send", "-n", "300", "-N", "4", "-p", "PUSH", "-a", "connect", "-e", &ep,
-    ]);
-    let o = finish(rec, LIMIT);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(finish(tx, LIMIT).status.success());
-    let out = text(&o.stdout);
-    let j: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let j = record_300(d.path(), &f, &["--roll-size", "4KiB"]);
+    let out = j.to_string();
     let files: Vec<String> = j["files"]
         .as_array()
         .unwrap()
