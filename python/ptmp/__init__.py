@@ -30,6 +30,7 @@ docs/python.md.
 """
 
 import atexit as _atexit
+import os as _os
 
 from ._ptmp import (  # noqa: F401
     VERSION_FRAME,
@@ -107,7 +108,7 @@ __all__ = [
 ]
 
 
-def read(path, format=None):
+def read(path: "str | _os.PathLike", format: "str | None" = None) -> "pyarrow.Table":
     """Read a file of TPSets (MCAP, Parquet or a czmqat dump, by its
     extension or ``format``) as a ``pyarrow.Table``: a row per TrigPrim with
     its set's columns, its ``edge`` (channel) and ``log_time_ns`` (receive

@@ -45,7 +45,11 @@ def test_every_public_name_is_in_the_stubs_and_back():
         elif isinstance(node, ast.AnnAssign):
             names.add(node.target.id)
     runtime = {n for n in dir(_ptmp) if not n.startswith("__")}
-    assert set(ptmp.__all__) <= names
+    # Names written in Python (ptmp/__init__.py, over the native module)
+    # carry their annotations there; every other public name is native.
+    in_python = {n for n in ptmp.__all__ if getattr(getattr(ptmp, n), "__module__", "") == "ptmp"}
+    assert in_python == {"read"}
+    assert set(ptmp.__all__) - in_python <= names
     assert runtime - names == set(), "in the module, not in the stubs"
     public_stubs = {n for n in names if not n.startswith("_") and n not in ("Config", "BytesLike")}
     assert public_stubs - runtime == set(), "in the stubs, not in the module"
