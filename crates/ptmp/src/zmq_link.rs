@@ -41,7 +41,9 @@ pub(crate) struct ZmqTx {
 
 impl Drop for ZmqTx {
     fn drop(&mut self) {
-        if self.drain.is_some() {
+        // The drain's or the watch's reader goes with this link: the
+        // monitor stops first (`drain::stop_monitor` says why).
+        if self.drain.is_some() || self._watch.is_some() {
             crate::drain::stop_monitor(&mut self.sock);
         }
     }
@@ -288,6 +290,16 @@ pub(crate) struct ZmqRx {
     monitor: Option<Box<crate::drain::Drain>>,
     /// A CURVE server's refusal counter; dropped after the socket.
     _watch: Option<crate::curve::watch::Watch>,
+}
+
+impl Drop for ZmqRx {
+    fn drop(&mut self) {
+        // As a sender's: a monitored socket's monitor stops before its
+        // reader (a CURVE client's drain, a CURVE server's watch) is gone.
+        if self.monitor.is_some() || self._watch.is_some() {
+            crate::drain::stop_monitor(&mut self.sock);
+        }
+    }
 }
 
 impl ZmqRx {

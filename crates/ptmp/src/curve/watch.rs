@@ -136,6 +136,9 @@ impl Watch {
         sock.monitor(&addr, i32::from(EVENTS)).map_err(z())?;
         let mon = ctx.socket(zmq::PAIR).map_err(z())?;
         mon.set_linger(0).map_err(z())?;
+        // Unbounded, as the drain's: libzmq's I/O thread writes each event
+        // with a blocking send, so a full queue would stop that thread.
+        mon.set_rcvhwm(0).map_err(z())?;
         mon.connect(&addr).map_err(z())?;
         let stop_addr = monitor_address("curve-watch-stop");
         let stop_rx = ctx.socket(zmq::PAIR).map_err(z())?;

@@ -170,6 +170,16 @@ pub struct Server {
     counts: ServerCounts,
 }
 
+impl Drop for Server {
+    fn drop(&mut self) {
+        // A CURVE server's watch reads its socket's monitor: the monitor
+        // stops first (`drain::stop_monitor` says why).
+        if self._watch.is_some() {
+            crate::drain::stop_monitor(&mut self.sock);
+        }
+    }
+}
+
 impl Server {
     /// A server listening at `address` (`tcp://HOST:PORT` with `*` or port
     /// 0 allowed, `ipc://PATH`, `inproc://NAME`, `name://NODE/PORT`).
